@@ -1,0 +1,235 @@
+"""Raw captures: one attempt folder per run, files written atomically, never overwritten, checksummed.
+
+Layout of an attempt::
+
+    experiments/<date>-<slug>/attempts/<timestamp>/
+      manifest.json            # every capture file with its sha256 and size
+      steps.json               # status of each step: complete / failed / partial, with the error
+      captures/<target>/...    # vectors, responses, latency records
+      logs/<target>.log        # server logs
+      notebooks/               # executed notebooks
+      summary.json
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ATTEMPTS = "attempts"
+MANIFEST = "manifest.json"
+STEPS = "steps.json"
+_manifest_lock = threading.Lock()
+
+
+class CaptureExistsError(FileExistsError):
+    """A capture file is already there: captures are never overwritten (start a new attempt instead)."""
+
+
+class AttemptNotFoundError(FileNotFoundError):
+    """No attempt folder matches."""
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def atomic_write_bytes(path: Path, data: bytes, overwrite: bool = False) -> None:
+    """Write to a temp file in the same folder, fsync, then rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not overwrite:
+        raise CaptureExistsError(f"{path} already exists; captures are never overwritten")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            # link() fails if the target appeared meanwhile, unlike rename()
+            os.link(tmp, path)
+            os.unlink(tmp)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def json_bytes(data: Any) -> bytes:
+    return (json.dumps(data, ensure_ascii=False, indent=2, allow_nan=False, default=_json_default) + "\n").encode()
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One `embedswap run` (or one standalone notebook session) of an experiment."""
+
+    experiment_dir: Path
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def captures(self) -> Path:
+        return self.path / "captures"
+
+    @property
+    def logs(self) -> Path:
+        path = self.path / "logs"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def notebooks(self) -> Path:
+        return self.path / "notebooks"
+
+    @property
+    def summary_path(self) -> Path:
+        return self.path / "summary.json"
+
+    # --- writing ---------------------------------------------------------------------------------------------
+    def write_bytes(self, relative: str, data: bytes) -> Path:
+        path = self.captures / relative
+        atomic_write_bytes(path, data)
+        self._record(path)
+        return path
+
+    def write_json(self, relative: str, data: Any) -> Path:
+        return self.write_bytes(relative, json_bytes(data))
+
+    def write_jsonl(self, relative: str, records: list[dict[str, Any]]) -> Path:
+        text = "".join(json.dumps(r, ensure_ascii=False, default=_json_default) + "\n" for r in records)
+        return self.write_bytes(relative, text.encode())
+
+    def write_array(self, relative: str, array: np.ndarray) -> Path:
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(array), allow_pickle=False)
+        return self.write_bytes(relative, buffer.getvalue())
+
+    def _record(self, path: Path) -> None:
+        with _manifest_lock:
+            manifest = self.manifest()
+            manifest["files"][str(path.relative_to(self.path))] = {
+                "sha256": _sha256(path),
+                "bytes": path.stat().st_size,
+                "written": _now(),
+            }
+            atomic_write_bytes(self.path / MANIFEST, json_bytes(manifest), overwrite=True)
+
+    # --- reading ---------------------------------------------------------------------------------------------
+    def manifest(self) -> dict[str, Any]:
+        path = self.path / MANIFEST
+        if not path.exists():
+            return {"attempt": self.name, "files": {}}
+        return json.loads(path.read_text(encoding="utf-8"))
+
+    def has(self, relative: str) -> bool:
+        return (self.captures / relative).exists()
+
+    def read_json(self, relative: str) -> Any:
+        return json.loads((self.captures / relative).read_text(encoding="utf-8"))
+
+    def read_jsonl(self, relative: str) -> list[dict[str, Any]]:
+        text = (self.captures / relative).read_text(encoding="utf-8")
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def read_array(self, relative: str) -> np.ndarray:
+        return np.load(self.captures / relative, allow_pickle=False)
+
+    # --- step status -----------------------------------------------------------------------------------------
+    def steps(self) -> dict[str, dict[str, Any]]:
+        path = self.path / STEPS
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    def mark_step(self, step: str, status: str, **details: Any) -> None:
+        """status: running | complete | partial | failed | skipped."""
+        with _manifest_lock:
+            steps = self.steps()
+            entry = {**steps.get(step, {}), "status": status, "updated": _now(), **details}
+            steps[step] = entry
+            atomic_write_bytes(self.path / STEPS, json_bytes(steps), overwrite=True)
+
+    def step_status(self, step: str) -> str | None:
+        return self.steps().get(step, {}).get("status")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def new_attempt(experiment_dir: Path) -> Attempt:
+    root = Path(experiment_dir).resolve() / ATTEMPTS
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S")
+    for suffix in [""] + [f"-{i}" for i in range(2, 100)]:
+        path = root / f"{stamp}{suffix}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        (path / "captures").mkdir()
+        return Attempt(Path(experiment_dir).resolve(), path)
+    raise RuntimeError(f"could not create an attempt folder under {root}")
+
+
+def list_attempts(experiment_dir: Path) -> list[Attempt]:
+    root = Path(experiment_dir).resolve() / ATTEMPTS
+    if not root.exists():
+        return []
+    return [Attempt(Path(experiment_dir).resolve(), p) for p in sorted(root.iterdir()) if p.is_dir()]
+
+
+def open_attempt(experiment_dir: Path, name: str = "", create: bool = False) -> Attempt:
+    """``name``: an attempt folder name, "" or "latest" for the newest, "new" for a fresh one."""
+    if name == "new":
+        return new_attempt(experiment_dir)
+    attempts = list_attempts(experiment_dir)
+    if name in ("", "latest"):
+        if attempts:
+            return attempts[-1]
+        if create:
+            return new_attempt(experiment_dir)
+        raise AttemptNotFoundError(f"{experiment_dir}: no attempts yet (run step 01 first, or `embedswap run`)")
+    path = Path(experiment_dir).resolve() / ATTEMPTS / name
+    if not path.is_dir():
+        raise AttemptNotFoundError(f"{path}: no such attempt")
+    return Attempt(Path(experiment_dir).resolve(), path)
+
+
+def verify_attempt(attempt: Attempt) -> list[str]:
+    """Re-check every checksum in the manifest; returns one line per problem (empty: all intact)."""
+    problems = []
+    for relative, entry in sorted(attempt.manifest()["files"].items()):
+        path = attempt.path / relative
+        if not path.exists():
+            problems.append(f"missing: {relative}")
+        elif _sha256(path) != entry["sha256"]:
+            problems.append(f"changed: {relative} (sha256 differs from the manifest)")
+    return problems

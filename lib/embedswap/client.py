@@ -1,0 +1,180 @@
+"""One httpx client for OpenAI-style /v1/embeddings: raw request/response records and base64 decoding.
+
+The client never raises on an HTTP error: every answer (or transport failure) becomes an ``EmbeddingResponse``
+record, because a status code or an error text is itself a finding of the experiment.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+ERROR_TEXT_LIMIT = 500
+
+
+@dataclass
+class EmbeddingResponse:
+    status: int  # HTTP status; 0 when no answer came (connection refused, timeout)
+    latency_ms: float
+    vectors: list[list[float]] | None = None
+    indices: list[int] | None = None
+    prompt_tokens: int | None = None
+    encoding: str | None = None  # "float" or "base64": what the server actually returned
+    error: str | None = None
+    model: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and self.error is None
+
+    def as_array(self) -> np.ndarray:
+        if self.vectors is None:
+            raise ValueError(f"no vectors in this response (status {self.status}: {self.error})")
+        return np.asarray(self.vectors, dtype=np.float32)
+
+    def record(self, include_vectors: bool = False) -> dict[str, Any]:
+        """A JSON-ready record for a capture file."""
+        out: dict[str, Any] = {
+            "status": self.status,
+            "latency_ms": round(self.latency_ms, 3),
+            "prompt_tokens": self.prompt_tokens,
+            "encoding": self.encoding,
+            "n_vectors": None if self.vectors is None else len(self.vectors),
+            "dim": None if not self.vectors else len(self.vectors[0]),
+            "indices": self.indices,
+            "error": self.error,
+        }
+        if include_vectors:
+            out["vectors"] = self.vectors
+        return out
+
+
+def decode_base64_embedding(text: str) -> list[float]:
+    """OpenAI-style base64: little-endian float32 (vLLM writes native order, little-endian on x86/ARM)."""
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float64).tolist()
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return response.text[:ERROR_TEXT_LIMIT]
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            message = error.get("message") or error.get("detail") or json.dumps(error, ensure_ascii=False)
+            return str(message)[:ERROR_TEXT_LIMIT]
+        return str(error)[:ERROR_TEXT_LIMIT]
+    return json.dumps(body, ensure_ascii=False)[:ERROR_TEXT_LIMIT]
+
+
+def parse_response(response: httpx.Response, latency_ms: float) -> EmbeddingResponse:
+    """Turn an HTTP answer into a record; malformed 200s are recorded as errors, not trusted."""
+    if response.status_code != 200:
+        return EmbeddingResponse(status=response.status_code, latency_ms=latency_ms, error=_error_text(response))
+    try:
+        body = response.json()
+        items = sorted(body["data"], key=lambda item: item["index"])
+        raw_indices = [int(item["index"]) for item in body["data"]]
+        vectors: list[list[float]] = []
+        encoding = "float"
+        for item in items:
+            embedding = item["embedding"]
+            if isinstance(embedding, str):
+                encoding = "base64"
+                vectors.append(decode_base64_embedding(embedding))
+            else:
+                vectors.append([float(x) for x in embedding])
+        usage = body.get("usage") or {}
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+        return EmbeddingResponse(
+            status=200, latency_ms=latency_ms, error=f"malformed 200 response: {type(exc).__name__}: {exc}"[:300]
+        )
+    result = EmbeddingResponse(
+        status=200,
+        latency_ms=latency_ms,
+        vectors=vectors,
+        indices=raw_indices,
+        prompt_tokens=usage.get("prompt_tokens"),
+        encoding=encoding,
+        model=body.get("model"),
+    )
+    problems = validate_vectors(vectors)
+    if problems:
+        result.error = "; ".join(problems)
+    return result
+
+
+def validate_vectors(vectors: list[list[float]]) -> list[str]:
+    """What makes a 200 answer unusable: NaN/inf values or vectors of different lengths."""
+    problems = []
+    lengths = {len(v) for v in vectors}
+    if len(lengths) > 1:
+        problems.append(f"vectors of different lengths {sorted(lengths)}")
+    if any(not math.isfinite(x) for v in vectors for x in v):
+        problems.append("non-finite values (NaN/inf) in vectors")
+    return problems
+
+
+def auth_headers(api_key_env: str | None, headers: dict[str, str] | None = None) -> dict[str, str]:
+    """Headers for a target; the API key is read from the named environment variable, never from a file."""
+    out = dict(headers or {})
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise RuntimeError(f"environment variable {api_key_env} (api_key_env) is not set")
+        out["Authorization"] = f"Bearer {key}"
+    return out
+
+
+class EmbeddingClient:
+    """Synchronous client for one server (captures and probes; the load harness has its own async path)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        timeout_s: float = 60.0,
+        headers: dict[str, str] | None = None,
+        verify_tls: bool = True,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, headers=headers, verify=verify_tls)
+
+    def __enter__(self) -> EmbeddingClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def embed(self, inputs: str | list[Any], **fields: Any) -> EmbeddingResponse:
+        body: dict[str, Any] = {"model": self.model, "input": inputs, **fields}
+        return self.post_raw(json.dumps(body, ensure_ascii=False).encode())
+
+    def post_raw(self, content: bytes, content_type: str = "application/json") -> EmbeddingResponse:
+        started = time.perf_counter()
+        try:
+            response = self._http.post("/v1/embeddings", content=content, headers={"Content-Type": content_type})
+        except httpx.HTTPError as exc:
+            elapsed = (time.perf_counter() - started) * 1000
+            return EmbeddingResponse(status=0, latency_ms=elapsed, error=f"{type(exc).__name__}: {exc}"[:300])
+        elapsed = (time.perf_counter() - started) * 1000
+        return parse_response(response, elapsed)
+
+    def models(self) -> list[str]:
+        response = self._http.get("/v1/models")
+        response.raise_for_status()
+        return [item["id"] for item in response.json().get("data", [])]

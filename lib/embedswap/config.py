@@ -1,0 +1,236 @@
+"""The experiment model: everything one run needs, loaded from ``experiment.yaml`` and validated.
+
+A wrong key is reported as one error that names the key's full path (``targets.vllm.prot``) and, where it can,
+what was probably meant. Relative paths in the file are relative to the file's own folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from embedswap.models import EMBEDDED_DEFAULT
+
+CONFIG_FILENAME = "experiment.yaml"
+DEFAULT_QUERY_TASK = "Given a web search query, retrieve relevant passages that answer the query"
+DEFAULT_QUERY_TEMPLATE = "Instruct: {task}\nQuery:{query}"
+
+
+class ConfigError(ValueError):
+    """experiment.yaml is missing, unreadable, or has a wrong key or value. The message names the key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(_Strict):
+    # package:MODULE (a model shipped in a PyPI package), a local folder, or an HF id in the offline cache.
+    path: str = EMBEDDED_DEFAULT
+    served_name: str = "embedder"
+    query_task: str = DEFAULT_QUERY_TASK
+    query_prompt_template: str = DEFAULT_QUERY_TEMPLATE
+    # The legacy server truncates longer inputs to this many tokens (capped by the model's own maximum).
+    max_input_tokens: int = Field(1024, ge=1)
+
+    @field_validator("query_prompt_template")
+    @classmethod
+    def _template_has_fields(cls, value: str) -> str:
+        if "{query}" not in value:
+            raise ValueError("must contain '{query}' (and usually '{task}')")
+        return value
+
+
+class WorkloadConfig(_Strict):
+    documents: str
+    queries: str | None = None
+    qrels: str | None = None
+    batch_size: int = Field(8, ge=1)
+    repeats: int = Field(3, ge=1)
+
+
+class _TargetBase(_Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(..., ge=1, le=65535)
+    startup_timeout_s: float = Field(600.0, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    # Free-form note that ends up in the report's setup section.
+    note: str | None = None
+
+
+class LegacyTarget(_TargetBase):
+    kind: Literal["legacy"]
+    python: str | None = None  # interpreter for the server; default: the kit's own
+    lock: bool = True
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class VllmTarget(_TargetBase):
+    kind: Literal["vllm"]
+    python: str | None = None  # default: $EMBEDSWAP_ENGINE_PYTHON, else the project's .venvs/engine
+    dtype: str | None = None  # None: vLLM's default (fp16 for fp32 pooling checkpoints on CPU)
+    max_model_len: int | None = None
+    extra_args: list[str] = Field(default_factory=list)
+
+
+class ExternalTarget(_TargetBase):
+    kind: Literal["external"]
+    url: str
+    port: int | None = None  # type: ignore[assignment]  # part of the URL instead
+    api_key_env: str | None = None  # name of the environment variable holding the key (never the key itself)
+    headers: dict[str, str] = Field(default_factory=dict)
+    verify_tls: bool = True
+
+
+Target = Annotated[LegacyTarget | VllmTarget | ExternalTarget, Field(discriminator="kind")]
+
+
+class SequencingConfig(_Strict):
+    # The article's same-hardware swap: the legacy server is stopped before a candidate starts.
+    stop_legacy_before_candidates: bool = True
+
+
+class LatencyConfig(_Strict):
+    sequential_requests: int = Field(30, ge=1)
+    concurrent_requests: int = Field(40, ge=1)
+    concurrency: int = Field(4, ge=1)
+    repeats: int = Field(3, ge=1)
+    warmup_requests: int = Field(3, ge=0)
+    timeout_s: float = Field(60.0, gt=0)
+
+
+class ProbeSpec(_Strict):
+    name: str
+    description: str = ""
+    # Fields merged into the plain request body (JSON); or a raw body sent as is.
+    body: dict[str, Any] | None = None
+    raw_body: str | None = None
+    query: bool = False  # the probe's text is a workload query rather than a document
+
+    @model_validator(mode="after")
+    def _one_body(self) -> ProbeSpec:
+        if self.body is not None and self.raw_body is not None:
+            raise ValueError("give either 'body' or 'raw_body', not both")
+        return self
+
+
+class ContractConfig(_Strict):
+    # Names from the built-in catalogue (embedswap.contract.CATALOGUE); "all" means every built-in probe.
+    probes: list[str] | Literal["all"] = "all"
+    custom: list[ProbeSpec] = Field(default_factory=list)
+
+
+class ParityConfig(_Strict):
+    text_threshold: float = Field(0.999, gt=0, le=1)
+    multimodal_threshold: float = Field(0.995, gt=0, le=1)
+
+
+class ReportConfig(_Strict):
+    languages: list[Literal["ko", "en"]] = Field(default_factory=lambda: ["ko", "en"], min_length=1)
+    title: str | None = None
+
+
+class Experiment(_Strict):
+    name: str
+    date: date
+    description: str = ""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    workload: WorkloadConfig
+    targets: dict[str, Target]
+    legacy: str = "legacy"
+    candidates: list[str] = Field(..., min_length=1)
+    sequencing: SequencingConfig = Field(default_factory=SequencingConfig)
+    latency: LatencyConfig = Field(default_factory=LatencyConfig)
+    contract: ContractConfig = Field(default_factory=ContractConfig)
+    parity: ParityConfig = Field(default_factory=ParityConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", value):
+            raise ValueError("must be a slug: lowercase letters, digits and '-'")
+        return value
+
+    @model_validator(mode="after")
+    def _roles_exist(self) -> Experiment:
+        for role, name in [("legacy", self.legacy)] + [("candidates", c) for c in self.candidates]:
+            if name not in self.targets:
+                raise ValueError(f"{role}: '{name}' is not one of targets ({', '.join(self.targets)})")
+        if self.legacy in self.candidates:
+            raise ValueError(f"candidates: '{self.legacy}' is the legacy target")
+        return self
+
+    @property
+    def primary_candidate(self) -> str:
+        return self.candidates[0]
+
+    def target_order(self) -> list[str]:
+        return [self.legacy, *self.candidates]
+
+
+def _known_fields(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
+    """The field names allowed at ``path`` (used to suggest a correction for an unknown key)."""
+    current: Any = model
+    for part in path:
+        if isinstance(part, int) or current is None:
+            return []
+        fields = getattr(current, "model_fields", {})
+        if part in fields:
+            annotation = fields[part].annotation
+            current = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        else:
+            return []
+    return list(getattr(current, "model_fields", {})) if current is not None else []
+
+
+def _format_error(error: dict[str, Any]) -> str:
+    # Discriminated unions put the tag in the location (targets.vllm.vllm.port): drop it.
+    loc = [str(p) for p in error["loc"] if p not in ("legacy", "vllm", "external") or p == error["loc"][0]]
+    loc = [p for i, p in enumerate(loc) if not (i > 0 and p == loc[i - 1])]
+    key = ".".join(loc) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        parent = tuple(p for p in error["loc"][:-1])
+        candidates = _known_fields(Experiment, parent)
+        close = difflib.get_close_matches(str(error["loc"][-1]), candidates, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        return f"unknown key '{key}'{hint}"
+    if error["type"] == "missing":
+        return f"missing key '{key}'"
+    return f"key '{key}': {error['msg']}"
+
+
+def parse_experiment(data: Any, source: str = CONFIG_FILENAME) -> Experiment:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of keys at the top level")
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = _format_error(errors[0])
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise ConfigError(f"{source}: {first}{more}") from None
+
+
+def load_experiment(experiment_dir: str | Path) -> Experiment:
+    path = Path(experiment_dir) / CONFIG_FILENAME
+    if not path.exists():
+        raise ConfigError(f"{path}: not found (create one with `embedswap new SLUG`)")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    return parse_experiment(data, source=str(path))
+
+
+def resolve_path(experiment_dir: str | Path, value: str) -> Path:
+    """Relative paths in experiment.yaml are relative to the folder holding it."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else (Path(experiment_dir) / path).resolve()

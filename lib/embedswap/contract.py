@@ -1,0 +1,196 @@
+"""The probe catalogue (data, not code per probe) and the verdict rules.
+
+A probe is a named variant of the plain request, sent to every server under test. Its answer is compared
+between the legacy server and each candidate, and classified:
+
+- ``same``: equivalent answers (same status class; vectors within the parity threshold);
+- ``silent-divergence``: both answered 200 but vectors or fields differ (the dangerous class: no error, worse search);
+- ``loud-failure``: one side errors (4xx) where the other answered;
+- ``retry-hazard``: a client error answered with 5xx, which retrying clients will resend forever;
+- ``format-difference``: the same numbers in another shape (e.g. base64 string vs float array).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from embedswap.config import ProbeSpec
+
+VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference"]
+
+# Placeholders filled per run: $doc (first document), $query (first query), $docs8 (first 8 documents),
+# $long (far over any token limit), $native_dim / $reduced_dim (from the plain answer), $token_ids (the
+# tokenizer's ids for $doc), $large_batch (512 short inputs), $unicode (Korean + emoji + zero-width space).
+CATALOGUE: list[dict[str, Any]] = [
+    {"name": "plain", "description": "one document, no options (the reference answer)", "body": {"input": ["$doc"]}},
+    {"name": "dimensions_native", "description": "`dimensions` equal to the native size",
+     "body": {"input": ["$doc"], "dimensions": "$native_dim"}},
+    {"name": "dimensions_reduced", "description": "`dimensions` below the native size (Matryoshka cut)",
+     "body": {"input": ["$doc"], "dimensions": "$reduced_dim"}},
+    {"name": "input_type_query", "description": "`input_type: \"query\"`: the server should add the query instruction",
+     "body": {"input": ["$query"], "input_type": "query"}, "query": True},
+    {"name": "instruction_field", "description": "`instruction`: a task text for the query prompt",
+     "body": {"input": ["$query"], "instruction": "$task"}, "query": True},
+    {"name": "over_long_input", "description": "an input far over the token limit",
+     "body": {"input": ["$long"]}},
+    {"name": "encoding_base64", "description": "`encoding_format: \"base64\"`",
+     "body": {"input": ["$doc"], "encoding_format": "base64"}},
+    {"name": "encoding_float", "description": "`encoding_format: \"float\"` stated explicitly",
+     "body": {"input": ["$doc"], "encoding_format": "float"}},
+    {"name": "empty_list", "description": "`input: []` (a client error)", "body": {"input": []}},
+    {"name": "empty_string", "description": "`input: \"\"`", "body": {"input": ""}},
+    {"name": "token_ids", "description": "pre-tokenised input (list of token ids)", "body": {"input": ["$token_ids"]}},
+    {"name": "batch8_member", "description": "the same document inside a batch of 8 (must equal the batch of 1)",
+     "body": {"input": "$docs8"}},
+    {"name": "whitespace_padded", "description": "the document with leading/trailing whitespace",
+     "body": {"input": ["  $doc \n"]}},
+    {"name": "unknown_model", "description": "a `model` name the server does not serve",
+     "body": {"input": ["$doc"], "model": "no-such-model"}},
+    {"name": "large_batch", "description": "512 inputs in one request", "body": {"input": "$large_batch"}},
+    {"name": "non_json_body", "description": "a body that is not JSON (a client error)", "raw_body": "this is not json"},
+    {"name": "wrong_type", "description": "`input` of the wrong type (a number)", "body": {"input": 12345}},
+    {"name": "unicode_mixed", "description": "Korean, emoji and a zero-width space", "body": {"input": ["$unicode"]}},
+]
+
+UNICODE_SAMPLE = "임베딩 서버 교체 🚀 테스트\u200b입니다 — naïve café"
+
+
+def catalogue_specs() -> list[ProbeSpec]:
+    return [ProbeSpec(**entry) for entry in CATALOGUE]
+
+
+def select_probes(names: list[str] | str, custom: list[ProbeSpec]) -> list[ProbeSpec]:
+    specs = {spec.name: spec for spec in catalogue_specs()}
+    if names == "all":
+        chosen = list(specs.values())
+    else:
+        unknown = [n for n in names if n not in specs]
+        if unknown:
+            raise ValueError(f"contract.probes: unknown probe(s) {unknown}; known: {sorted(specs)}")
+        chosen = [specs["plain"]] + [specs[n] for n in names if n != "plain"]
+    return chosen + list(custom)
+
+
+@dataclass
+class ProbeContext:
+    doc: str
+    docs8: list[str]
+    query: str
+    task: str
+    model: str
+    native_dim: int = 0
+    token_ids: list[int] = field(default_factory=list)
+
+    def values(self) -> dict[str, Any]:
+        reduced = 256 if self.native_dim > 256 else max(1, self.native_dim // 2)
+        return {
+            "$doc": self.doc,
+            "$docs8": self.docs8,
+            "$query": self.query,
+            "$task": self.task,
+            "$long": "word " * 2000,
+            "$native_dim": self.native_dim,
+            "$reduced_dim": reduced,
+            "$token_ids": self.token_ids,
+            "$large_batch": [f"{self.docs8[i % len(self.docs8)][:80]} #{i}" for i in range(512)],
+            "$unicode": UNICODE_SAMPLE,
+        }
+
+
+def _fill(value: Any, values: dict[str, Any]) -> Any:
+    if isinstance(value, str):
+        if value in values:
+            return values[value]
+        for key in ("$doc",):  # placeholders embedded in a longer string
+            if key in value:
+                return value.replace(key, values[key])
+        return value
+    if isinstance(value, list):
+        return [_fill(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, values) for k, v in value.items()}
+    return value
+
+
+def build_request(spec: ProbeSpec, ctx: ProbeContext) -> tuple[bytes, dict[str, Any] | None]:
+    """The exact bytes to send, and the JSON body (None for a raw body)."""
+    if spec.raw_body is not None:
+        return spec.raw_body.encode(), None
+    body = {"model": ctx.model, **_fill(spec.body or {}, ctx.values())}
+    return json.dumps(body, ensure_ascii=False).encode(), body
+
+
+def describe_body(body: dict[str, Any] | None, raw: bytes) -> dict[str, Any]:
+    """What was sent, in a readable size (long inputs summarised)."""
+    if body is None:
+        return {"raw_body": raw.decode(errors="replace")[:200]}
+    out: dict[str, Any] = {}
+    for key, value in body.items():
+        if key == "input" and isinstance(value, list) and len(value) > 2:
+            out[key] = f"<{len(value)} inputs>"
+        elif isinstance(value, str) and len(value) > 120:
+            out[key] = value[:60] + f"... <{len(value)} chars>"
+        elif isinstance(value, list) and value and isinstance(value[0], str) and len(value[0]) > 120:
+            out[key] = [v[:60] + f"... <{len(v)} chars>" for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+# --- verdicts ------------------------------------------------------------------------------------------------
+def cosine(a: Any, b: Any) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        return float("nan")
+    denominator = np.linalg.norm(a) * np.linalg.norm(b)
+    return float(a @ b / denominator) if denominator else float("nan")
+
+
+@dataclass
+class Verdict:
+    verdict: str
+    detail: str
+    cosine: float | None = None
+
+
+def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999) -> Verdict:
+    """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector."""
+    ls, cs = legacy["status"], candidate["status"]
+    if ls != 200 or cs != 200:
+        if ls >= 500 or cs >= 500 or ls == 0 or cs == 0:
+            side = "candidate" if (cs >= 500 or cs == 0) else "legacy"
+            other = ls if side == "candidate" else cs
+            if other == 200 or 400 <= other < 500:
+                return Verdict("retry-hazard", f"{side} answered {cs if side == 'candidate' else ls} "
+                               f"where the other side answered {other}: a retrying client resends it forever")
+            return Verdict("loud-failure", f"both failed with server errors ({ls} vs {cs})")
+        if ls == 200 or cs == 200:
+            failing = "candidate" if cs != 200 else "legacy"
+            return Verdict("loud-failure", f"{failing} rejected it ({cs if failing == 'candidate' else ls}) "
+                           "where the other answered 200")
+        if ls == cs:
+            return Verdict("same", f"both rejected it with {ls}")
+        return Verdict("same", f"both rejected it ({ls} vs {cs})")
+    # both 200
+    differences: list[str] = []
+    if legacy.get("n_vectors") != candidate.get("n_vectors"):
+        differences.append(f"{legacy.get('n_vectors')} vs {candidate.get('n_vectors')} vectors")
+    if legacy.get("dim") != candidate.get("dim"):
+        differences.append(f"{legacy.get('dim')} vs {candidate.get('dim')} dimensions")
+    cos = None
+    if legacy.get("vector") is not None and candidate.get("vector") is not None:
+        cos = cosine(legacy["vector"], candidate["vector"])
+        if not (cos >= same_threshold):
+            differences.append(f"cosine {cos:.4f} between the two answers")
+    if legacy.get("prompt_tokens") != candidate.get("prompt_tokens"):
+        differences.append(f"prompt_tokens {legacy.get('prompt_tokens')} vs {candidate.get('prompt_tokens')}")
+    if differences:
+        return Verdict("silent-divergence", "both 200, but " + "; ".join(differences), cos)
+    if legacy.get("encoding") != candidate.get("encoding"):
+        return Verdict("format-difference", f"{legacy.get('encoding')} vs {candidate.get('encoding')} "
+                       "(same numbers once decoded)", cos)
+    return Verdict("same", "equivalent answers", cos)

@@ -1,0 +1,246 @@
+"""Latency harness (closed and open loop on httpx's async client) and its statistics.
+
+Closed loop is the article's mode: N requests, C in flight at a time, each request one batch of documents.
+Open loop sends at a fixed mean rate with Poisson arrivals; latency counts from the *scheduled* send time, so
+time spent queueing behind a slow server is not hidden (no coordinated omission).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+PERCENTILE_METHOD = "linear"  # numpy's default; stated in the report so figures can be reproduced
+
+
+@dataclass
+class RequestRecord:
+    run: str  # e.g. "sequential", "concurrent"
+    repeat: int
+    seq: int
+    send_offset_s: float  # when it was sent (open loop: scheduled), from the run's start
+    latency_ms: float
+    status: int  # 0: no answer (connection error, timeout)
+    docs: int
+    prompt_tokens: int | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and self.error is None
+
+
+@dataclass
+class RunStats:
+    """One run (one repeat at one operating point)."""
+
+    requests: int
+    errors: int
+    error_rate: float
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    mean_ms: float | None
+    docs_per_s: float | None
+    tokens_per_s: float | None
+    wall_s: float
+
+
+@dataclass
+class PointStats:
+    """One operating point over its repeats: medians of the per-repeat figures, and their spread."""
+
+    run: str
+    concurrency: int
+    requests_per_repeat: int
+    repeats: int
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    mean_ms: float | None
+    docs_per_s: float | None
+    tokens_per_s: float | None
+    errors: int
+    error_rate: float
+    spread: dict[str, list[float | None]] = field(default_factory=dict)  # per-repeat values, in repeat order
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q, method=PERCENTILE_METHOD)) if values else None
+
+
+def run_stats(records: Sequence[RequestRecord], wall_s: float) -> RunStats:
+    ok = [r for r in records if r.ok]
+    latencies = [r.latency_ms for r in ok]
+    errors = len(records) - len(ok)
+    tokens = [r.prompt_tokens for r in ok if r.prompt_tokens is not None]
+    return RunStats(
+        requests=len(records),
+        errors=errors,
+        error_rate=errors / len(records) if records else 0.0,
+        p50_ms=percentile(latencies, 50),
+        p90_ms=percentile(latencies, 90),
+        p99_ms=percentile(latencies, 99),
+        mean_ms=statistics.fmean(latencies) if latencies else None,
+        docs_per_s=sum(r.docs for r in ok) / wall_s if wall_s > 0 and ok else None,
+        tokens_per_s=sum(tokens) / wall_s if wall_s > 0 and tokens else None,
+        wall_s=wall_s,
+    )
+
+
+def _median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def point_stats(run: str, concurrency: int, repeats: Sequence[RunStats]) -> PointStats:
+    keys = ["p50_ms", "p90_ms", "p99_ms", "mean_ms", "docs_per_s", "tokens_per_s"]
+    per_key = {k: [getattr(r, k) for r in repeats] for k in keys}
+    errors = sum(r.errors for r in repeats)
+    total = sum(r.requests for r in repeats)
+    return PointStats(
+        run=run,
+        concurrency=concurrency,
+        requests_per_repeat=repeats[0].requests if repeats else 0,
+        repeats=len(repeats),
+        errors=errors,
+        error_rate=errors / total if total else 0.0,
+        spread={k: [None if v is None else round(v, 3) for v in vals] for k, vals in per_key.items()},
+        **{k: _median(v) for k, v in per_key.items()},
+    )
+
+
+# --- sending -----------------------------------------------------------------------------------------------------
+def _body(model: str, batch: Sequence[str]) -> bytes:
+    return json.dumps({"model": model, "input": list(batch)}, ensure_ascii=False).encode()
+
+
+async def _send(client: httpx.AsyncClient, body: bytes) -> tuple[int, int | None, str | None]:
+    try:
+        response = await client.post("/v1/embeddings", content=body, headers={"Content-Type": "application/json"})
+    except httpx.HTTPError as exc:
+        return 0, None, f"{type(exc).__name__}: {exc}"[:300]
+    if response.status_code != 200:
+        return response.status_code, None, response.text[:300]
+    try:
+        payload = response.json()
+        tokens = (payload.get("usage") or {}).get("prompt_tokens")
+        if not payload.get("data"):
+            return 200, tokens, "200 without data"
+        return 200, tokens, None
+    except ValueError as exc:
+        return 200, None, f"malformed 200 response: {exc}"[:300]
+
+
+@dataclass
+class LoadSpec:
+    base_url: str
+    model: str
+    batches: Sequence[Sequence[str]]  # request i sends batches[i % len(batches)]
+    timeout_s: float = 60.0
+    headers: dict[str, str] = field(default_factory=dict)
+    verify_tls: bool = True
+
+
+def _client(spec: LoadSpec, connections: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    return httpx.AsyncClient(
+        base_url=spec.base_url, timeout=spec.timeout_s, limits=limits, headers=spec.headers, verify=spec.verify_tls
+    )
+
+
+async def closed_loop(
+    spec: LoadSpec, run: str, repeat: int, requests: int, concurrency: int, warmup: int = 0, progress: Any = None
+) -> tuple[list[RequestRecord], float]:
+    """``requests`` requests with ``concurrency`` in flight; returns the records and the run's wall time."""
+    bodies = [_body(spec.model, b) for b in spec.batches]
+    async with _client(spec, concurrency) as client:
+        for i in range(warmup):  # warm-up: not recorded
+            await _send(client, bodies[i % len(bodies)])
+        records: list[RequestRecord] = []
+        next_seq = 0
+        started = time.perf_counter()
+
+        async def worker() -> None:
+            nonlocal next_seq
+            while next_seq < requests:
+                seq = next_seq
+                next_seq += 1
+                batch_index = seq % len(bodies)
+                sent = time.perf_counter()
+                status, tokens, error = await _send(client, bodies[batch_index])
+                done = time.perf_counter()
+                records.append(
+                    RequestRecord(
+                        run, repeat, seq, sent - started, (done - sent) * 1000, status,
+                        len(spec.batches[batch_index]), tokens, error,
+                    )
+                )
+                if progress is not None:
+                    progress.update(1)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall = time.perf_counter() - started
+    records.sort(key=lambda r: r.seq)
+    return records, wall
+
+
+async def open_loop(
+    spec: LoadSpec, run: str, repeat: int, requests: int, rate_per_s: float, seed: int = 0, progress: Any = None
+) -> tuple[list[RequestRecord], float]:
+    """Poisson arrivals at ``rate_per_s``; latency is measured from each request's scheduled send time."""
+    rng = random.Random(seed)
+    schedule: list[float] = []
+    at = 0.0
+    for _ in range(requests):
+        at += rng.expovariate(rate_per_s)
+        schedule.append(at)
+    bodies = [_body(spec.model, b) for b in spec.batches]
+    records: list[RequestRecord] = []
+    async with _client(spec, max(64, requests)) as client:
+        started = time.perf_counter()
+
+        async def one(seq: int, scheduled: float) -> None:
+            delay = scheduled - (time.perf_counter() - started)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            batch_index = seq % len(bodies)
+            status, tokens, error = await _send(client, bodies[batch_index])
+            done = time.perf_counter() - started
+            records.append(
+                RequestRecord(
+                    run, repeat, seq, scheduled, (done - scheduled) * 1000, status,
+                    len(spec.batches[batch_index]), tokens, error,
+                )
+            )
+            if progress is not None:
+                progress.update(1)
+
+        await asyncio.gather(*(one(i, t) for i, t in enumerate(schedule)))
+        wall = time.perf_counter() - started
+    records.sort(key=lambda r: r.seq)
+    return records, wall
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine from sync code, also inside Jupyter (whose loop is already running)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()

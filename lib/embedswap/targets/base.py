@@ -77,6 +77,12 @@ class ManagedProcess:
             preexec_fn=_die_with_parent,
         )
         log.close()
+        self.pid_file.write_text(f"{self.process.pid}\n")
+
+    @property
+    def pid_file(self) -> Path:
+        # A record of the process group, so `embedswap run` can sweep servers a crashed notebook left behind.
+        return self.log_path.with_suffix(".pid")
 
     @property
     def pid(self) -> int | None:
@@ -109,7 +115,38 @@ class ManagedProcess:
                 self.process.wait(timeout=10)
         # children that outlived the leader (e.g. an engine process) go too
         _signal_group(pgid, signal.SIGKILL)
+        self.pid_file.unlink(missing_ok=True)
         return self.process.returncode
+
+
+def sweep_process_groups(folder: Path) -> list[int]:
+    """Kill the process groups recorded in ``folder/*.pid`` that are still alive; returns the group ids killed."""
+    killed = []
+    for pid_file in folder.glob("*.pid"):
+        try:
+            pgid = int(pid_file.read_text().strip())
+        except ValueError:
+            pid_file.unlink(missing_ok=True)
+            continue
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            pid_file.unlink(missing_ok=True)
+            continue
+        except PermissionError:
+            continue
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        _signal_group(pgid, signal.SIGKILL)
+        pid_file.unlink(missing_ok=True)
+        killed.append(pgid)
+    return killed
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -1,0 +1,54 @@
+# embedswap: `make demo` runs the whole experiment on the embedded CPU default; `make test` runs the tests.
+# Both create the two environments first: .venvs/kit (notebooks, analysis, legacy server) and
+# .venvs/engine (vLLM + NVIDIA Dynamo; CPU build by default, ENGINE=gpu for a CUDA host).
+SHELL := /bin/bash
+PY ?= python3.11
+KIT := .venvs/kit
+ENGINE_VENV := .venvs/engine
+ENGINE ?= cpu
+DEMO_SLUG ?= minilm-cpu
+TODAY := $(shell date +%F)
+export HF_HUB_OFFLINE := 1
+export PYTHONUNBUFFERED := 1
+
+.PHONY: demo test test-fast lab kit engine kernel clean-venvs
+
+$(KIT)/.installed: pyproject.toml
+	$(PY) -m venv $(KIT)
+	$(KIT)/bin/pip install -q --upgrade pip
+	# the CPU build of torch lies on this machine's disk; elsewhere pip takes it from PyPI
+	$(KIT)/bin/pip install -q "torch==2.13.0"
+	$(KIT)/bin/pip install -q -e '.[dev]'
+	touch $@
+
+kit: $(KIT)/.installed
+
+engine:
+ifeq ($(ENGINE),gpu)
+	$(PY) -m venv $(ENGINE_VENV) && $(ENGINE_VENV)/bin/pip install -q -r requirements/engine-gpu.txt
+else
+	bash scripts/install-engine-cpu.sh $(ENGINE_VENV)
+endif
+
+# the Jupyter kernel the notebooks name ("embedswap"), inside the kit's own environment
+$(KIT)/share/jupyter/kernels/embedswap/kernel.json: $(KIT)/.installed
+	$(KIT)/bin/python -m ipykernel install --sys-prefix --name embedswap --display-name "embedswap"
+
+kernel: $(KIT)/share/jupyter/kernels/embedswap/kernel.json
+
+demo: kit engine kernel
+	@test -f experiments/$(TODAY)-$(DEMO_SLUG)/experiment.yaml || $(KIT)/bin/embedswap new $(DEMO_SLUG)
+	$(KIT)/bin/embedswap run experiments/$(TODAY)-$(DEMO_SLUG)
+
+test: kit engine kernel
+	$(KIT)/bin/python -m pytest -ra
+
+# unit tests only (no real servers, no engine environment needed)
+test-fast: kit kernel
+	$(KIT)/bin/python -m pytest -ra -m "not e2e"
+
+lab: kit kernel
+	$(KIT)/bin/jupyter lab --ip 127.0.0.1 --no-browser --notebook-dir .
+
+clean-venvs:
+	rm -rf .venvs

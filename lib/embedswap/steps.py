@@ -1,0 +1,222 @@
+"""The five steps as the notebooks call them. A notebook is its parameters cell, one call here, and tables.
+
+01 legacy capture    start the legacy server, capture everything about it, stop it
+02 swap deploy       (legacy is down) start each candidate in turn on the same host, capture, stop
+03 vector/contract   read captures: vector diff and probe verdicts
+04 latency           read captures: the two operating points, medians of the repeats
+05 parity            golden fp32 reference vs every server's vectors; the gate
+
+Every step ends by recomputing summary.json from the captures, so the summary is always current.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from embedswap.captures import Attempt, open_attempt
+from embedswap.config import Experiment, load_experiment
+from embedswap.measure import measure_target
+from embedswap.models import resolve_model_path
+from embedswap.parity import gate, golden_reference
+from embedswap.paths import project_root
+from embedswap.summary import build_summary, environment, write_summary
+from embedswap.workload import Workload, load_workload
+
+
+class StepError(RuntimeError):
+    """A step could not run (e.g. the captures it reads are missing). The message says which step to run first."""
+
+
+@dataclass
+class StepContext:
+    experiment: Experiment
+    experiment_dir: Path
+    attempt: Attempt
+    workload: Workload
+
+    def summary(self) -> dict[str, Any]:
+        summary = build_summary(self.experiment, self.experiment_dir, self.attempt, self.workload)
+        write_summary(summary, self.attempt)
+        return summary
+
+
+def find_experiment_dir(experiment_dir: str | Path = "") -> Path:
+    """As given (relative to the cwd, else to the project root); "" means the newest folder in experiments/."""
+    if not str(experiment_dir):
+        root = project_root() / "experiments"
+        folders = sorted(p for p in root.glob("*/experiment.yaml")) if root.exists() else []
+        if not folders:
+            raise StepError(f"no experiment in {root}: create one with `embedswap new SLUG`")
+        return folders[-1].parent
+    for base in (Path.cwd(), project_root()):
+        candidate = (base / experiment_dir).resolve()
+        if (candidate / "experiment.yaml").exists():
+            return candidate
+    raise StepError(f"experiment folder '{experiment_dir}' has no experiment.yaml")
+
+
+def open_step(experiment_dir: str | Path = "", attempt: str = "", create: bool = False) -> StepContext:
+    folder = find_experiment_dir(experiment_dir)
+    experiment = load_experiment(folder)
+    chosen = open_attempt(folder, attempt, create=create)
+    return StepContext(experiment, folder, chosen, load_workload(experiment, folder))
+
+
+# --- 01 / 02: measure --------------------------------------------------------------------------------------------
+def _record_environment(ctx: StepContext) -> None:
+    if not ctx.attempt.has("environment.json"):
+        ctx.attempt.write_json("environment.json", environment())
+
+
+def capture_legacy(ctx: StepContext) -> dict[str, Any]:
+    _record_environment(ctx)
+    return measure_target(ctx.experiment, ctx.experiment_dir, ctx.attempt, ctx.experiment.legacy,
+                          f"capture:{ctx.experiment.legacy}")
+
+
+def swap_deploy(ctx: StepContext) -> dict[str, dict[str, Any]]:
+    """Each candidate in turn, on the same host, after the legacy server is down (it was stopped in step 01)."""
+    _record_environment(ctx)
+    results: dict[str, dict[str, Any]] = {}
+    for name in ctx.experiment.candidates:
+        try:
+            results[name] = measure_target(ctx.experiment, ctx.experiment_dir, ctx.attempt, name, f"capture:{name}")
+        except Exception as exc:  # one failed candidate must not hide the others; it is recorded as failed
+            results[name] = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
+    return results
+
+
+def targets_table(ctx: StepContext) -> pd.DataFrame:
+    rows = []
+    for name, info in ctx.summary()["targets"].items():
+        rows.append({
+            "target": name,
+            "kind": info["config"]["kind"],
+            "version": info.get("version"),
+            "start_s": info.get("start_seconds"),
+            "rss_MiB": round(info["rss_bytes"] / 2**20) if info.get("rss_bytes") else None,
+            "status": ctx.attempt.step_status(f"capture:{name}"),
+            "problems": "; ".join(info.get("problems") or []) or info.get("error"),
+        })
+    return pd.DataFrame(rows).set_index("target")
+
+
+# --- 03: vectors and contract ------------------------------------------------------------------------------------
+def require_captures(ctx: StepContext) -> None:
+    missing = [n for n in ctx.experiment.target_order() if not ctx.attempt.has(f"{n}/target.json")]
+    if missing:
+        raise StepError(f"attempt {ctx.attempt.name} has no captures for {missing}: run steps 01 and 02 first")
+
+
+def vector_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """The article's vector table, one column per server."""
+    vectors = summary["vectors"]
+    rows: dict[str, dict[str, Any]] = {}
+    for name, info in vectors["by_target"].items():
+        if not info.get("measured"):
+            rows[name] = {"dimension": None, "first L2 norm": None, "token total": None, "note": info.get("why")}
+            continue
+        rows[name] = {
+            "dimension": info["dimension"],
+            "first L2 norm": round(info["norm"]["first"], 6),
+            "token total": info["token_total"],
+            "index order ok": info["index_order_ok"],
+            "repeat min cosine": info["repeat_min_cosine"],
+        }
+    for name, comparison in vectors["comparisons"].items():
+        if comparison.get("measured"):
+            c = comparison["cosine"]
+            rows[name]["cosine vs legacy (min/median/max)"] = f"{c['min']:.6f} / {c['median']:.6f} / {c['max']:.6f}"
+    return pd.DataFrame(rows)
+
+
+def contract_table(summary: dict[str, Any]) -> pd.DataFrame:
+    contract = summary["contract"]
+    if isinstance(contract, dict):
+        return pd.DataFrame([{"contract": contract.get("why")}])
+    rows = []
+    for row in contract:
+        entry: dict[str, Any] = {"probe": row["probe"]}
+        for name, side in row["by_target"].items():
+            entry[name] = side["status"]
+        for name, verdict in row["verdicts"].items():
+            entry[f"verdict ({name})"] = verdict["verdict"]
+            entry[f"cosine ({name})"] = None if verdict["cosine"] is None else round(verdict["cosine"], 4)
+        rows.append(entry)
+    return pd.DataFrame(rows).set_index("probe")
+
+
+# --- 04: latency -------------------------------------------------------------------------------------------------
+def latency_table(summary: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for name, info in summary["latency"]["by_target"].items():
+        if not info.get("measured"):
+            rows.append({"target": name, "note": info.get("why")})
+            continue
+        seq, conc = info["sequential"], info["concurrent"]
+        rows.append({
+            "target": name,
+            "seq p50 ms": seq["p50_ms"], "seq p99 ms": seq["p99_ms"],
+            f"c{conc['concurrency']} p50 ms": conc["p50_ms"], f"c{conc['concurrency']} p99 ms": conc["p99_ms"],
+            f"c{conc['concurrency']} docs/s": conc["docs_per_s"],
+            "docs/s per repeat": conc["spread"]["docs_per_s"],
+            "errors": seq["errors"] + conc["errors"],
+        })
+    return pd.DataFrame(rows).set_index("target").round(1)
+
+
+# --- 05: parity --------------------------------------------------------------------------------------------------
+def run_parity(ctx: StepContext) -> dict[str, Any]:
+    """Golden fp32 reference (captured once per attempt) against every server's document vectors."""
+    experiment, attempt = ctx.experiment, ctx.attempt
+    texts = [d.text for d in ctx.workload.documents]
+    ids = [d.id for d in ctx.workload.documents]
+    if not attempt.has("reference/doc_vectors.npy"):
+        model_path = resolve_model_path(experiment.model.path)
+        attempt.write_array("reference/doc_vectors.npy", golden_reference(model_path, texts))
+        attempt.write_json("reference/meta.json", {"implementation": "sentence-transformers", "dtype": "float32",
+                                                   "device": "cpu", "texts": len(texts)})
+    reference = attempt.read_array("reference/doc_vectors.npy")
+    rows = []
+    not_run = []
+    for name in experiment.target_order():
+        if not attempt.has(f"{name}/doc_vectors.npy"):
+            not_run.append({"backend": name, "why": "no document vectors captured"})
+            continue
+        config = experiment.targets[name]
+        dtype = getattr(config, "dtype", None) or "engine default"
+        row = gate(name, dtype, "cpu", "text", reference, attempt.read_array(f"{name}/doc_vectors.npy")[0], ids,
+                   experiment.parity.text_threshold)
+        rows.append(row.as_dict())
+    result = {
+        "rows": rows,
+        "pass": bool(rows) and all(r["pass"] for r in rows) and not not_run,
+        "not_run": not_run,
+        "thresholds": {"text": experiment.parity.text_threshold,
+                       "multimodal": experiment.parity.multimodal_threshold},
+        "multimodal": {"measured": False, "why": "the workload has no image inputs and no multimodal model runs here"},
+        "reference": "captures/reference/doc_vectors.npy (sentence-transformers, fp32, cpu)",
+    }
+    if attempt.has("parity/rows.json"):
+        previous = attempt.read_json("parity/rows.json")
+        if json.dumps(previous, sort_keys=True) != json.dumps(result, sort_keys=True):
+            raise StepError(f"attempt {attempt.name} already has different parity results; captures are never "
+                            "overwritten: rerun the experiment as a new attempt")
+        return previous
+    attempt.write_json("parity/rows.json", result)
+    attempt.mark_step("parity", "complete" if result["pass"] else "failed",
+                      detail="gate passed" if result["pass"] else "gate failed")
+    return result
+
+
+def parity_table(summary: dict[str, Any]) -> pd.DataFrame:
+    rows = summary["parity"].get("rows") or []
+    if not rows:
+        return pd.DataFrame([{"parity": summary["parity"].get("why")}])
+    frame = pd.DataFrame(rows).drop(columns=["worst"])
+    return frame.set_index("backend")

@@ -1,0 +1,46 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: embedswap
+#     language: python
+#     name: embedswap
+# ---
+
+# %% [markdown]
+# # 03 · Vector and contract diff
+# Reads the captures of steps 01-02: dimensions, norms, token totals and per-document cosine between the legacy
+# server and each candidate; then the contract probes, each classified (same, silent-divergence, loud-failure,
+# retry-hazard, format-difference).
+
+# %% tags=["parameters"]
+experiment_dir = ""  # experiment folder holding experiment.yaml ("" = the newest one under experiments/)
+attempt = ""  # attempt folder name ("" = latest)
+
+# %%
+from embedswap import steps
+
+ctx = steps.open_step(experiment_dir, attempt)
+steps.require_captures(ctx)
+summary = ctx.summary()
+
+# %% [markdown]
+# ## Vectors
+
+# %%
+steps.vector_table(summary)
+
+# %% [markdown]
+# ## Cosine per language (candidate vs legacy)
+
+# %%
+from embedswap.report import figures
+
+figures.cosine_by_language(summary)
+
+# %% [markdown]
+# ## Contract probes
+
+# %%
+steps.contract_table(summary)

@@ -1,0 +1,31 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: embedswap
+#     language: python
+#     name: embedswap
+# ---
+
+# %% [markdown]
+# # 04 · Latency
+# The latency runs captured while each server was up (steps 01-02): sequential requests and requests at a fixed
+# concurrency, each a batch of documents, repeated; medians of the per-repeat p50/p99 and docs/s.
+
+# %% tags=["parameters"]
+experiment_dir = ""  # experiment folder holding experiment.yaml ("" = the newest one under experiments/)
+attempt = ""  # attempt folder name ("" = latest)
+
+# %%
+from embedswap import steps
+
+ctx = steps.open_step(experiment_dir, attempt)
+steps.require_captures(ctx)
+summary = ctx.summary()
+steps.latency_table(summary)
+
+# %%
+from embedswap.report import figures
+
+figures.latency_points(summary)

@@ -1,0 +1,34 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: embedswap
+#     language: python
+#     name: embedswap
+# ---
+
+# %% [markdown]
+# # 05 · Parity
+# A golden reference (the model in fp32 on the CPU through sentence-transformers) against every server's
+# document vectors: cosine per document, pass at the experiment's threshold (0.999 for text by default).
+
+# %% tags=["parameters"]
+experiment_dir = ""  # experiment folder holding experiment.yaml ("" = the newest one under experiments/)
+attempt = ""  # attempt folder name ("" = latest)
+
+# %%
+from embedswap import steps
+
+ctx = steps.open_step(experiment_dir, attempt)
+parity = steps.run_parity(ctx)
+summary = ctx.summary()
+steps.parity_table(summary)
+
+# %%
+from embedswap.report import figures
+
+figures.parity_backends(summary)
+
+# %%
+print("parity gate:", "PASS" if parity["pass"] else "FAIL")

@@ -176,30 +176,43 @@ class Experiment(_Strict):
         return [self.legacy, *self.candidates]
 
 
-def _known_fields(model: type[BaseModel], path: tuple[Any, ...]) -> list[str]:
-    """The field names allowed at ``path`` (used to suggest a correction for an unknown key)."""
-    current: Any = model
-    for part in path:
-        if isinstance(part, int) or current is None:
+_TARGET_KINDS: dict[str, type[BaseModel]] = {"legacy": LegacyTarget, "vllm": VllmTarget, "external": ExternalTarget}
+
+
+def _clean_location(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """pydantic puts a discriminated union's tag in the path (targets.vllm.vllm.port): drop it."""
+    if len(loc) >= 3 and loc[0] == "targets" and loc[2] in _TARGET_KINDS:
+        return loc[:2] + loc[3:]
+    return loc
+
+
+def _known_fields(loc: tuple[Any, ...], data: Any) -> list[str]:
+    """The field names allowed where ``loc`` points (used to suggest a correction for an unknown key)."""
+    current: Any = Experiment
+    for i, part in enumerate(loc):
+        if current is None or isinstance(part, int):
             return []
-        fields = getattr(current, "model_fields", {})
-        if part in fields:
-            annotation = fields[part].annotation
-            current = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
-        else:
+        if current is Experiment and part == "targets" and i + 1 < len(loc):
+            kind = ((data.get("targets") or {}).get(loc[i + 1]) or {}).get("kind") if isinstance(data, dict) else None
+            if i + 2 == len(loc):
+                return list(_TARGET_KINDS[kind].model_fields) if kind in _TARGET_KINDS else []
+            current = _TARGET_KINDS.get(kind)
+            continue
+        if i > 0 and loc[i - 1] == "targets":
+            continue
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
             return []
+        annotation = field.annotation
+        current = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
     return list(getattr(current, "model_fields", {})) if current is not None else []
 
 
-def _format_error(error: dict[str, Any]) -> str:
-    # Discriminated unions put the tag in the location (targets.vllm.vllm.port): drop it.
-    loc = [str(p) for p in error["loc"] if p not in ("legacy", "vllm", "external") or p == error["loc"][0]]
-    loc = [p for i, p in enumerate(loc) if not (i > 0 and p == loc[i - 1])]
-    key = ".".join(loc) or "(top level)"
+def _format_error(error: dict[str, Any], data: Any) -> str:
+    loc = _clean_location(tuple(error["loc"]))
+    key = ".".join(str(p) for p in loc) or "(top level)"
     if error["type"] == "extra_forbidden":
-        parent = tuple(p for p in error["loc"][:-1])
-        candidates = _known_fields(Experiment, parent)
-        close = difflib.get_close_matches(str(error["loc"][-1]), candidates, n=1)
+        close = difflib.get_close_matches(str(loc[-1]), _known_fields(loc[:-1], data), n=1)
         hint = f" (did you mean '{close[0]}'?)" if close else ""
         return f"unknown key '{key}'{hint}"
     if error["type"] == "missing":
@@ -214,7 +227,7 @@ def parse_experiment(data: Any, source: str = CONFIG_FILENAME) -> Experiment:
         return Experiment.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
-        first = _format_error(errors[0])
+        first = _format_error(errors[0], data)
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(f"{source}: {first}{more}") from None
 

@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from embedswap.contract import CATALOGUE, ProbeContext, build_request, classify, select_probes
+
+
+def side(status: int, vector=None, encoding="float", tokens=10, dim=None) -> dict:
+    return {"status": status, "vector": vector, "encoding": encoding if status == 200 else None,
+            "prompt_tokens": tokens if status == 200 else None,
+            "dim": dim if dim is not None else (len(vector) if vector is not None else None),
+            "n_vectors": 1 if status == 200 else None, "error": None if status == 200 else "x"}
+
+
+V = [1.0, 0.0, 0.0]
+
+
+def test_catalogue_has_the_article_probes_and_at_least_twelve() -> None:
+    names = {p["name"] for p in CATALOGUE}
+    assert len(names) >= 12
+    assert {"dimensions_native", "dimensions_reduced", "input_type_query", "over_long_input",
+            "encoding_base64"} <= names
+
+
+@pytest.mark.parametrize(
+    ("legacy", "candidate", "verdict"),
+    [
+        (side(200, V), side(200, V), "same"),
+        (side(200, V, tokens=28), side(200, [0.82, 0.5724, 0.0], tokens=9), "silent-divergence"),  # the article's 0.82
+        (side(200, V), side(200, V, tokens=11), "silent-divergence"),
+        (side(200, V), side(400), "loud-failure"),
+        (side(200, V), side(500), "retry-hazard"),  # dimensions through Dynamo
+        (side(400), side(500), "retry-hazard"),
+        (side(400), side(400), "same"),
+        (side(400), side(422), "same"),
+        (side(200, V), side(200, V, encoding="base64"), "format-difference"),
+        (side(200, V), side(200, [1.0, 0.0], dim=2), "silent-divergence"),
+        (side(200, V), side(0), "retry-hazard"),
+    ],
+)
+def test_verdict_rules(legacy: dict, candidate: dict, verdict: str) -> None:
+    assert classify(legacy, candidate).verdict == verdict
+
+
+def test_silent_divergence_reports_the_cosine() -> None:
+    result = classify(side(200, V), side(200, [0.82, float(np.sqrt(1 - 0.82**2)), 0.0]))
+    assert result.cosine == pytest.approx(0.82)
+    assert "cosine 0.8200" in result.detail
+
+
+def test_requests_are_filled_from_the_context() -> None:
+    ctx = ProbeContext(doc="hello", docs8=["d"] * 8, query="q?", task="T", model="m", native_dim=384,
+                       token_ids=[101, 102])
+    probes = {p.name: p for p in select_probes("all", [])}
+    _, body = build_request(probes["dimensions_reduced"], ctx)
+    assert body == {"model": "m", "input": ["hello"], "dimensions": 256}
+    _, body = build_request(probes["whitespace_padded"], ctx)
+    assert body["input"] == ["  hello \n"]
+    _, body = build_request(probes["large_batch"], ctx)
+    assert len(body["input"]) == 512
+    raw, body = build_request(probes["non_json_body"], ctx)
+    assert body is None and raw == b"this is not json"
+    with pytest.raises(ValueError, match="unknown probe"):
+        select_probes(["nope"], [])

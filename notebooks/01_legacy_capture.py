@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: embedswap
 #     language: python
@@ -15,8 +20,8 @@
 # stops the server. Nothing here is typed by hand: every table below is read back from the capture files.
 
 # %% tags=["parameters"]
-experiment_dir = ""  # experiment folder holding experiment.yaml ("" = the newest one under experiments/)
-attempt = ""  # attempt folder name: "" = latest (created if none), "new" = a fresh attempt
+experiment_dir: str = ""  # experiment folder holding experiment.yaml; empty: the newest one under experiments/
+attempt: str = ""  # attempt folder name; empty: the latest (created if none); new: a fresh attempt
 
 # %%
 from embedswap import steps

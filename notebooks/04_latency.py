@@ -2,6 +2,11 @@
 # jupyter:
 #   jupytext:
 #     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: embedswap
 #     language: python
@@ -14,8 +19,8 @@
 # concurrency, each a batch of documents, repeated; medians of the per-repeat p50/p99 and docs/s.
 
 # %% tags=["parameters"]
-experiment_dir = ""  # experiment folder holding experiment.yaml ("" = the newest one under experiments/)
-attempt = ""  # attempt folder name ("" = latest)
+experiment_dir: str = ""  # experiment folder holding experiment.yaml; empty: the newest one under experiments/
+attempt: str = ""  # attempt folder name; empty: the latest
 
 # %%
 from embedswap import steps

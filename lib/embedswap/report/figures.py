@@ -1,0 +1,176 @@
+"""Figures of the report, drawn from summary.json only.
+
+Each function takes the summary dict and returns a matplotlib ``Figure``, or ``None`` when the data it needs was
+not measured. Figures are built with the object-oriented API (``matplotlib.figure.Figure``), not pyplot, so
+nothing is shown or kept open: a notebook displays the returned figure once, a script saves it with
+``fig.savefig``. Text on the figures is ASCII only (target names, language codes), so one figure serves every
+report language and needs no CJK font.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import matplotlib
+
+if "ipykernel" not in sys.modules and not os.environ.get("MPLBACKEND") and not os.environ.get("DISPLAY"):
+    matplotlib.use("Agg")  # headless: render to files only
+
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+STYLE = "whitegrid"
+PALETTE = "colorblind"
+
+# Operating points of a latency capture, in display order. A later sweep adds a list of points under "sweep"
+# (each with the fields of a point: concurrency, p50_ms, p99_ms, docs_per_s, ...); they are appended here.
+FIXED_POINTS = ("sequential", "concurrent")
+SWEEP_KEY = "sweep"
+
+
+def _measured(section: Any) -> bool:
+    return isinstance(section, dict) and bool(section.get("measured"))
+
+
+def point_label(run: str, point: dict[str, Any]) -> str:
+    """'seq' for the sequential point, 'c4' for a closed loop at concurrency 4 (sweep points alike)."""
+    if run == "sequential":
+        return "seq"
+    return f"c{point.get('concurrency')}"
+
+
+def latency_points_of(info: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(run, label, point) for every operating point of one target's latency entry, sweep points included."""
+    if not _measured(info):
+        return
+    for run in FIXED_POINTS:
+        point = info.get(run)
+        if isinstance(point, dict):
+            yield run, point_label(run, point), point
+    for point in info.get(SWEEP_KEY) or []:
+        if isinstance(point, dict):
+            run = point.get("run") or SWEEP_KEY
+            yield run, point_label(run, point), point
+
+
+def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Any]]:
+    with sns.axes_style(STYLE):
+        fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+        axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    return fig, axes
+
+
+# --- vectors ---------------------------------------------------------------------------------------------------
+def cosine_by_language(summary: dict[str, Any]) -> Figure | None:
+    """Per-document cosine of each candidate against the legacy server, by language (box + points)."""
+    rows = []
+    for name, comparison in (summary.get("vectors", {}).get("comparisons") or {}).items():
+        if not _measured(comparison):
+            continue
+        for doc in comparison.get("per_document") or []:
+            if doc.get("cosine") is not None:
+                rows.append({"candidate": name, "lang": doc.get("lang", "und"), "cosine": float(doc["cosine"])})
+    if not rows:
+        return None
+    frame = pd.DataFrame(rows)
+    order = sorted(frame["lang"].unique())
+    fig, (ax,) = _figure(7.5, 4.0)
+    sns.boxplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
+                fliersize=0, boxprops={"alpha": 0.35})
+    sns.stripplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
+                  dodge=True, size=4, jitter=0.15, legend=False)
+    threshold = (summary.get("parity") or {}).get("thresholds", {}).get("text")
+    if threshold is not None:
+        ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1, label=f"parity threshold {threshold}")
+    legacy = (summary.get("roles") or {}).get("legacy", "legacy")
+    ax.set_title(f"Per-document cosine vs '{legacy}' (first repeat), by language")
+    ax.set_xlabel("document language")
+    ax.set_ylabel("cosine")
+    ax.ticklabel_format(axis="y", useOffset=False)
+    ax.legend(loc="lower left", fontsize="small")
+    return fig
+
+
+# --- latency ---------------------------------------------------------------------------------------------------
+def latency_frame(summary: dict[str, Any]) -> pd.DataFrame:
+    """One row per (target, operating point) with p50_ms, p99_ms, docs_per_s; points without numbers dropped."""
+    rows = []
+    for name, info in ((summary.get("latency") or {}).get("by_target") or {}).items():
+        for run, label, point in latency_points_of(info):
+            rows.append({"target": name, "run": run, "point": label, "concurrency": point.get("concurrency"),
+                         "p50_ms": point.get("p50_ms"), "p99_ms": point.get("p99_ms"),
+                         "docs_per_s": point.get("docs_per_s")})
+    frame = pd.DataFrame(rows, columns=["target", "run", "point", "concurrency", "p50_ms", "p99_ms", "docs_per_s"])
+    return frame.dropna(subset=["p50_ms", "p99_ms", "docs_per_s"], how="all")
+
+
+def latency_points(summary: dict[str, Any]) -> Figure | None:
+    """p50 and p99 latency (ms) and throughput (docs/s) per target at each operating point (grouped bars)."""
+    frame = latency_frame(summary)
+    if frame.empty:
+        return None
+    # sequential first, then by concurrency: a sweep lines up left to right
+    frame = frame.assign(_order=[(0 if r == "sequential" else 1, c or 0) for r, c in zip(frame["run"],
+                                                                                    frame["concurrency"])])
+    order = list(dict.fromkeys(frame.sort_values("_order")["point"]))
+    targets = list(dict.fromkeys(frame["target"]))
+    fig, axes = _figure(4.2 * 3, 4.0, ncols=3)
+    panels = [("p50_ms", "p50 latency (ms)"), ("p99_ms", "p99 latency (ms)"), ("docs_per_s", "throughput (docs/s)")]
+    for ax, (column, title) in zip(axes, panels):
+        data = frame.dropna(subset=[column])
+        if data.empty:
+            ax.set_axis_off()
+            ax.set_title(f"{title}: no data")
+            continue
+        sns.barplot(data=data, x="point", y=column, hue="target", order=order, hue_order=targets, ax=ax,
+                    palette=PALETTE)
+        for container in ax.containers:
+            ax.bar_label(container, fmt="%.1f", fontsize=7, padding=1)
+        ax.set_title(title)
+        ax.set_xlabel("operating point (requests of one batch)")
+        ax.set_ylabel(column.replace("_", " "))
+        if ax is not axes[0] and ax.get_legend() is not None:
+            ax.get_legend().remove()
+    return fig
+
+
+# --- parity ----------------------------------------------------------------------------------------------------
+def parity_backends(summary: dict[str, Any]) -> Figure | None:
+    """cos_min and cos_median of every backend against the golden reference, with the gate threshold."""
+    parity = summary.get("parity") or {}
+    rows = []
+    thresholds = set()
+    for row in parity.get("rows") or []:
+        label = f"{row.get('backend')}\n{row.get('modality', '')} {row.get('dtype', '')}".strip()
+        for metric in ("cos_min", "cos_median"):
+            if row.get(metric) is not None:
+                rows.append({"backend": label, "metric": metric, "cosine": float(row[metric])})
+        if row.get("threshold") is not None:
+            thresholds.add(float(row["threshold"]))
+    if not rows:
+        return None
+    frame = pd.DataFrame(rows)
+    fig, (ax,) = _figure(max(5.0, 1.6 * frame["backend"].nunique() + 2), 4.0)
+    sns.pointplot(data=frame, x="backend", y="cosine", hue="metric", ax=ax, palette=PALETTE, linestyle="none",
+                  markers=["v", "o"], dodge=0.3)
+    for threshold in sorted(thresholds):
+        ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1, label=f"threshold {threshold}")
+    low = min([*frame["cosine"], *thresholds])
+    ax.set_ylim(low - max(1e-4, (1 - low) * 0.25), 1 + max(1e-5, (1 - low) * 0.05))
+    ax.ticklabel_format(axis="y", useOffset=False)
+    ax.set_title("Parity against the fp32 reference (gate: cos_min >= threshold)")
+    ax.set_xlabel("backend")
+    ax.set_ylabel("cosine to reference")
+    ax.legend(loc="lower left", fontsize="small")
+    return fig
+
+
+FIGURES = {
+    "cosine_by_language": cosine_by_language,
+    "latency_points": latency_points,
+    "parity_backends": parity_backends,
+}

@@ -1,0 +1,1175 @@
+"""The report: summary.json -> report.<lang>.md / .html (+ figures, report.json), and the index of all reports.
+
+Everything in the report comes from the attempt's summary.json (and, for the reference list, the attempt's
+manifest): re-rendering reads no capture and writes nothing outside the report folder, so it takes seconds.
+
+Rules the report keeps, after the article it reruns:
+
+- every section and table carries a label generated from the summary's ``measured`` flags: 실측 / measured,
+  미실측 / not measured, 미확인 / unconfirmed (the step ran but produced no number, or the value was not reported);
+- numbers are formatted by one function (:func:`fmt`), so the Korean and English reports show identical figures;
+- the vocabulary used inside tables lives in :data:`TERMS`, the prose in the Jinja2 templates
+  (``embedswap/templates/report.<lang>.md.j2``); the HTML page shell is ``report.html.j2``.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import markdown as markdown_lib
+
+from embedswap.captures import atomic_write_bytes, json_bytes, open_attempt
+from embedswap.config import ConfigError, ReportConfig, load_experiment
+from embedswap.paths import report_dir
+from embedswap.report import figures as figures_mod
+
+LANGUAGES = ("ko", "en")
+MISSING = "—"
+REPORT_JSON = "report.json"
+VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference"]
+
+
+class ReportError(RuntimeError):
+    """The report cannot be rendered (no summary.json, unknown language, ...). The message says what to do."""
+
+
+# --- labels and numbers ------------------------------------------------------------------------------------------
+LABELS: dict[str, dict[bool | None, str]] = {
+    "ko": {True: "실측", False: "미실측", None: "미확인"},
+    "en": {True: "measured", False: "not measured", None: "unconfirmed"},
+}
+PARTLY = {"ko": "일부 실측", "en": "partly measured"}
+
+
+def label(measured: bool | None, lang: str) -> str:
+    """실측 / 미실측 / 미확인 (ko), measured / not measured / unconfirmed (en).
+
+    ``True``: measured; ``False``: not measured; ``None``: unconfirmed (ran, but no value came out of it).
+    """
+    if lang not in LABELS:
+        raise ReportError(f"unknown report language '{lang}' (known: {', '.join(LABELS)})")
+    return LABELS[lang][None if measured is None else bool(measured)]
+
+
+def combined_label(states: Iterable[bool | None], lang: str) -> str:
+    """One label for a section made of several parts: the common label, or 'partly measured' with the parts."""
+    states = list(states)
+    if not states:
+        return label(False, lang)
+    unique = list(dict.fromkeys(states))
+    if len(unique) == 1:
+        return label(unique[0], lang)
+    parts = " · ".join(label(s, lang) for s in (True, None, False) if s in unique)
+    return f"{PARTLY[lang]} ({parts})"
+
+
+_FORMATS: dict[str, Callable[[float], str]] = {
+    "int": lambda v: f"{int(round(v)):,}",
+    "ms": lambda v: f"{v:,.1f}",
+    "rate": lambda v: f"{v:,.1f}",
+    "cos": lambda v: f"{v:.6f}",
+    "cos4": lambda v: f"{v:.4f}",
+    "norm": lambda v: f"{v:.4f}",
+    "ratio": lambda v: f"{v:.2f}×",
+    "gib": lambda v: f"{v:,.1f}",
+    "mib": lambda v: f"{v:,.0f}",
+    "s": lambda v: f"{v:,.1f}",
+    "pct": lambda v: f"{v * 100:.0f}%",
+}
+
+
+def fmt(value: Any, kind: str = "raw") -> str:
+    """The one number formatter of the report (both languages). None -> '—'.
+
+    kinds: int (thousands separator), ms, rate (docs/s), cos (6 decimals), cos4 (the article's precision), norm,
+    ratio (×), gib, mib, s, pct, raw (ints with separators, floats as published).
+    """
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return " · ".join(fmt(v, kind) for v in value)
+    if not isinstance(value, (int, float)):
+        return str(value)
+    if value != value:  # NaN
+        return "NaN"
+    if kind == "raw":
+        return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+    return _FORMATS[kind](float(value))
+
+
+# --- markdown helpers --------------------------------------------------------------------------------------------
+def esc(text: Any) -> str:
+    """Data text for markdown: no HTML, no table breaks, no emphasis markers, one line."""
+    value = "" if text is None else str(text)
+    value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    value = value.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("`", "'")
+    return " ".join(value.split())
+
+
+def code(text: Any) -> str:
+    """An inline code span for identifiers (probe, target names)."""
+    value = " ".join(str(text).split()).replace("`", "'").replace("|", "/")
+    return f"`{value}`"
+
+
+def md_table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
+    """A pipe table; cells are already formatted/escaped. align: 'l' or 'r' per column."""
+    align = align or ["l"] + ["r"] * (len(header) - 1)
+    rule = ["---:" if a == "r" else ":---:" if a == "c" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def fence(text: str, info: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    marks = "`" * max(3, longest + 1)
+    return f"{marks}{info}\n{text}\n{marks}"
+
+
+# --- vocabulary used inside tables and lists -------------------------------------------------------------------
+TERMS: dict[str, dict[str, Any]] = {
+    "ko": {
+        "item": "항목", "target": "서버", "lang": "언어", "probe": "요청", "verdict": "판정", "status": "상태",
+        "legacy_role": "기존 서버", "candidate_role": "후보",
+        "dimension": "차원", "first_l2": "첫 벡터의 길이(L2)", "token_total": "문서 {n}개의 토큰 수 합",
+        "cosine_mmm": "문서별 코사인 (기존 서버 대비) 최소 · 중앙 · 최대", "repeat_min": "반복 간 최소 코사인",
+        "index_order": "응답 index 순서", "reference": "기준", "yes": "맞음", "no": "틀림",
+        "dims_unit": "차원", "tokens_unit": "토큰", "no_answer": "응답 없음",
+        "seq_p50": "순차 p50 (ms)", "seq_p99": "순차 p99 (ms)", "conc_p50": "동시 {c} p50 (ms)",
+        "conc_p99": "동시 {c} p99 (ms)", "conc_rate": "동시 {c} 처리량 (문서/s)", "per_repeat": "반복별 처리량 (문서/s)",
+        "errors": "오류 (실패/요청)", "point": "지점", "p50": "p50 (ms)", "p99": "p99 (ms)", "rate": "처리량 (문서/s)",
+        "backend": "백엔드", "dtype": "dtype", "device": "장치", "modality": "입력", "n": "n",
+        "cos_min": "코사인 최소", "cos_median": "코사인 중앙", "cos_max": "코사인 최대", "threshold": "기준",
+        "pass": "통과", "fail": "실패", "step": "단계", "updated": "갱신", "problems": "문제",
+        "start_s": "기동 (s)", "rss_start": "RSS 기동 직후 (MiB)", "rss_end": "RSS 끝 (MiB)",
+        "measured_s": "측정 시간 (s)", "version": "버전", "kind": "종류", "label": "표시",
+        "article_legacy": "글: 기존 서버", "article_candidate": "글: Dynamo 임베딩 워커",
+        "run_side": "이 실행: {name}", "article_row": "글: {name}",
+        "docs": "문서", "queries": "질의", "batch": "묶음 크기", "repeats": "반복",
+        "mean_tokens": "문서당 평균 토큰", "languages": "언어별 문서 수", "request": "요청",
+        "all_failed": "요청 {n}건이 모두 실패", "failed_some": "실패 {f}/{n}",
+        "sections": {"vectors": "벡터", "contract": "API 계약", "latency": "지연 시간과 처리량", "parity": "수치 패리티",
+                     "targets": "서버", "environment": "환경"},
+        "verdicts": {
+            "same": "같은 답입니다(같은 상태 부류, 벡터는 기준 안).",
+            "silent-divergence": "양쪽 다 200 인데 벡터나 필드가 다릅니다. 오류 없이 검색 품질만 떨어지는, 가장 위험한 부류입니다.",
+            "loud-failure": "한쪽이 요청을 거절(4xx)하고 다른 쪽은 답했습니다. 바로 드러나므로 고치기 쉽습니다.",
+            "retry-hazard": "클라이언트 쪽 잘못인데 5xx(또는 무응답)로 돌아옵니다. 재시도하는 클라이언트는 고칠 수 없는 요청을 계속 다시 보냅니다.",
+            "format-difference": "숫자는 같고 모양만 다릅니다(예: base64 문자열과 실수 배열).",
+        },
+        "changes": {
+            "drop_dimensions": "`dimensions` 를 요청에서 빼고, 차원을 줄여야 하면 클라이언트에서 잘라(앞 N개) 다시 정규화합니다.",
+            "prepend_instruction": "질의용 지시문을 필드(`input_type`, `instruction`)가 아니라 글자로 질의 앞에 붙여 보냅니다.",
+            "truncate": "긴 입력은 클라이언트가 미리 자릅니다{limit}.",
+            "truncate_limit": "(기존 서버는 {n}토큰에서 잘랐습니다)",
+            "decode_encoding": "`encoding_format` 을 명시하고 답의 모양을 확인합니다: base64 면 디코딩하고, 아니면 `float` 를 요청합니다.",
+            "cap_batch": "큰 요청은 작은 묶음으로 나눠 보냅니다(이 실험의 묶음 크기는 {batch}).",
+            "validate_input": "빈 입력이나 잘못된 타입은 보내기 전에 클라이언트가 걸러냅니다.",
+            "send_text": "토큰 ID 가 아니라 글자로 보냅니다.",
+            "model_name": "`model` 에 서버가 띄운 이름을 정확히 넣습니다.",
+            "strip_whitespace": "앞뒤 공백은 클라이언트가 지우고 보냅니다.",
+            "normalise_unicode": "유니코드를 클라이언트에서 정규화(NFC, 폭 없는 공백 제거)하고 보냅니다.",
+            "batch_invariance": "묶음 안의 위치·크기에 따라 벡터가 달라집니다. 색인과 질의의 묶음 방식을 맞추거나 색인을 다시 만듭니다.",
+            "plain_differs": "옵션 없는 기본 요청부터 답이 다릅니다. 옮기기 전에 이것부터 확인합니다.",
+            "review": "`{probe}` 의 차이({verdict})를 확인합니다.",
+            "no_retry_5xx": "이 요청들에 돌아오는 5xx(또는 무응답)는 재시도하지 않습니다. 클라이언트 쪽 잘못이므로 다시 보내도 실패합니다.",
+        },
+    },
+    "en": {
+        "item": "Item", "target": "Server", "lang": "Language", "probe": "Request", "verdict": "Verdict",
+        "status": "Status", "legacy_role": "legacy", "candidate_role": "candidate",
+        "dimension": "Dimension", "first_l2": "Length of the first vector (L2)",
+        "token_total": "Token total of the {n} documents",
+        "cosine_mmm": "Per-document cosine vs legacy, min · median · max", "repeat_min": "Lowest cosine across repeats",
+        "index_order": "Response index order", "reference": "reference", "yes": "ok", "no": "wrong",
+        "dims_unit": "dims", "tokens_unit": "tokens", "no_answer": "no answer",
+        "seq_p50": "Seq p50 (ms)", "seq_p99": "Seq p99 (ms)", "conc_p50": "c{c} p50 (ms)", "conc_p99": "c{c} p99 (ms)",
+        "conc_rate": "c{c} throughput (docs/s)", "per_repeat": "Throughput per repeat (docs/s)",
+        "errors": "Errors (failed/requests)", "point": "Point", "p50": "p50 (ms)", "p99": "p99 (ms)",
+        "rate": "Throughput (docs/s)", "backend": "Backend", "dtype": "dtype", "device": "Device",
+        "modality": "Input", "n": "n", "cos_min": "cos min", "cos_median": "cos median", "cos_max": "cos max",
+        "threshold": "Threshold", "pass": "pass", "fail": "fail", "step": "Step", "updated": "Updated",
+        "problems": "Problems", "start_s": "Start-up (s)", "rss_start": "RSS after start (MiB)",
+        "rss_end": "RSS at end (MiB)", "measured_s": "Measuring time (s)", "version": "Version", "kind": "Kind",
+        "label": "Label", "article_legacy": "Article: legacy server", "article_candidate": "Article: Dynamo embedding worker",
+        "run_side": "This run: {name}", "article_row": "Article: {name}",
+        "docs": "documents", "queries": "queries", "batch": "batch size", "repeats": "repeats",
+        "mean_tokens": "mean tokens per document", "languages": "documents per language", "request": "Request",
+        "all_failed": "all {n} requests failed", "failed_some": "failed {f}/{n}",
+        "sections": {"vectors": "Vectors", "contract": "API contract", "latency": "Latency and throughput",
+                     "parity": "Numeric parity", "targets": "Servers", "environment": "Environment"},
+        "verdicts": {
+            "same": "Equivalent answers (same status class; vectors within the threshold).",
+            "silent-divergence": "Both answered 200 but the vectors or fields differ: no error, only worse search, the most dangerous class.",
+            "loud-failure": "One side rejected the request (4xx) where the other answered: visible at once, easy to fix.",
+            "retry-hazard": "A client error answered with 5xx (or no answer): a retrying client resends a request that can never succeed.",
+            "format-difference": "The same numbers in another shape (e.g. a base64 string instead of a float array).",
+        },
+        "changes": {
+            "drop_dimensions": "Drop `dimensions` from the request; where fewer dimensions are needed, slice client-side (first N) and re-normalise.",
+            "prepend_instruction": "Prepend the query instruction as text instead of sending a field (`input_type`, `instruction`).",
+            "truncate": "Truncate long inputs client-side{limit}.",
+            "truncate_limit": " (the legacy server cut them at {n} tokens)",
+            "decode_encoding": "State `encoding_format` and check the answer's shape: decode base64, or request `float`.",
+            "cap_batch": "Split large requests into smaller batches (this experiment sent batches of {batch}).",
+            "validate_input": "Reject empty or mistyped input in the client before sending it.",
+            "send_text": "Send text, not token ids.",
+            "model_name": "Send exactly the served model name in `model`.",
+            "strip_whitespace": "Strip leading/trailing whitespace client-side.",
+            "normalise_unicode": "Normalise text client-side (NFC, drop zero-width characters).",
+            "batch_invariance": "Vectors depend on the batch they were computed in: batch index and queries alike, or rebuild the index.",
+            "plain_differs": "The plain request already answers differently: resolve that before anything else.",
+            "review": "Review the difference on `{probe}` ({verdict}).",
+            "no_retry_5xx": "Do not retry 5xx (or no answer) for these requests: they are client errors, and resending fails again.",
+        },
+    },
+}
+
+# Rules from (probe, verdict) to a client change. Evaluated per candidate; the first matching probe rule wins,
+# and ``no_retry_5xx`` applies to every retry-hazard in addition. Custom probes fall back to ``review``.
+_NOT_SAME = {"silent-divergence", "loud-failure", "retry-hazard", "format-difference"}
+CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
+    ("plain_differs", lambda p: p == "plain", _NOT_SAME),
+    ("drop_dimensions", lambda p: p.startswith("dimensions"), _NOT_SAME),
+    ("prepend_instruction", lambda p: p in ("input_type_query", "instruction_field"), _NOT_SAME),
+    ("truncate", lambda p: p == "over_long_input", _NOT_SAME),
+    ("decode_encoding", lambda p: p.startswith("encoding"), _NOT_SAME),
+    ("cap_batch", lambda p: p == "large_batch", {"loud-failure", "retry-hazard"}),
+    ("validate_input", lambda p: p in ("empty_list", "empty_string", "wrong_type", "non_json_body"), _NOT_SAME),
+    ("send_text", lambda p: p == "token_ids", _NOT_SAME),
+    ("model_name", lambda p: p == "unknown_model", _NOT_SAME),
+    ("strip_whitespace", lambda p: p == "whitespace_padded", _NOT_SAME),
+    ("normalise_unicode", lambda p: p == "unicode_mixed", _NOT_SAME),
+    ("batch_invariance", lambda p: p == "batch8_member", _NOT_SAME),
+    ("review", lambda p: True, _NOT_SAME),
+]
+CROSS_RULES: list[tuple[str, set[str]]] = [("no_retry_5xx", {"retry-hazard"})]
+
+
+def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
+    """'What to change in the client before migrating', derived from the contract verdicts by rule.
+
+    Returns items ``{key, text, probes: [(probe, candidate, verdict)]}`` in rule order (no_retry_5xx last).
+    """
+    contract = summary.get("contract")
+    if not isinstance(contract, list):
+        return []
+    found: dict[str, list[tuple[str, str, str]]] = {}
+    legacy_tokens: dict[str, Any] = {}
+    for row in contract:
+        probe = row.get("probe", "")
+        legacy_tokens[probe] = (row.get("legacy") or {}).get("prompt_tokens")
+        for candidate, verdict in (row.get("verdicts") or {}).items():
+            v = (verdict or {}).get("verdict")
+            if not v:
+                continue
+            for key, matches, verdicts in CHANGE_RULES:
+                if matches(probe):
+                    if v in verdicts:
+                        found.setdefault(key, []).append((probe, candidate, v))
+                    break
+            status = ((row.get("by_target") or {}).get(candidate) or {}).get("status")
+            candidate_5xx = isinstance(status, int) and (status == 0 or status >= 500)
+            for key, verdicts in CROSS_RULES:
+                # only a hazard the candidate causes changes the client (a legacy 5xx goes away with the swap)
+                if v in verdicts and candidate_5xx:
+                    found.setdefault(key, []).append((probe, candidate, v))
+    terms = TERMS[lang]["changes"]
+    order = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES]
+    items = []
+    batch = (summary.get("workload") or {}).get("batch_size")
+    for key in order:
+        if key not in found:
+            continue
+        hits = found[key]
+        if key == "review":  # one item per reviewed probe
+            for probe in dict.fromkeys(p for p, _, _ in hits):
+                verdicts = ", ".join(dict.fromkeys(v for p, _, v in hits if p == probe))
+                items.append({"key": key, "text": terms[key].format(probe=probe, verdict=verdicts),
+                              "probes": [h for h in hits if h[0] == probe]})
+            continue
+        limit = ""
+        if key == "truncate" and legacy_tokens.get("over_long_input"):
+            limit = terms["truncate_limit"].format(n=fmt(legacy_tokens["over_long_input"], "int"))
+        items.append({"key": key, "text": terms[key].format(limit=limit, batch=batch), "probes": hits})
+    return items
+
+
+# --- reading the summary -----------------------------------------------------------------------------------------
+def _measured(section: Any) -> bool:
+    return isinstance(section, dict) and bool(section.get("measured"))
+
+
+def point_state(point: dict[str, Any] | None) -> bool | None:
+    """True: the point has numbers; None: it ran but every request failed (unconfirmed); False: absent."""
+    if not isinstance(point, dict):
+        return False
+    values = [point.get(k) for k in ("p50_ms", "p99_ms", "docs_per_s")]
+    return True if any(v is not None for v in values) else None
+
+
+def latency_state(info: dict[str, Any]) -> bool | None:
+    if not _measured(info):
+        return False
+    states = [point_state(p) for _, _, p in figures_mod.latency_points_of(info)]
+    return True if any(s is True for s in states) else None
+
+
+def contract_states(summary: dict[str, Any]) -> tuple[bool | None, bool | None]:
+    """(server answers, verdicts): whether the probes' answers and the legacy-vs-candidate verdicts exist."""
+    contract = summary.get("contract")
+    if not isinstance(contract, list):
+        return False, False
+    answers = any(side.get("measured") for row in contract for side in (row.get("by_target") or {}).values())
+    verdicts = [v.get("verdict") for row in contract for v in (row.get("verdicts") or {}).values()]
+    if all(v is not None for v in verdicts) and verdicts:
+        vstate: bool | None = True
+    elif any(v is not None for v in verdicts):
+        vstate = None  # some candidates compared, some not: partly
+    else:
+        vstate = False
+    return answers, vstate
+
+
+def not_measured_items(summary: dict[str, Any]) -> list[dict[str, str]]:
+    """Every ``{"measured": false, "why": ...}`` in the summary, with its path (role aliases skipped)."""
+    items: list[dict[str, str]] = []
+
+    def walk(node: Any, path: list[str]) -> None:
+        if isinstance(node, dict):
+            if node.get("measured") is False and node.get("why"):
+                items.append({"section": path[0] if path else "", "path": ".".join(path[1:]), "why": str(node["why"])})
+                return
+            aliases = {"legacy", "candidate"} if "by_target" in node else set()
+            for key, value in node.items():
+                if key not in aliases:
+                    walk(value, [*path, str(key)])
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, [*path, str(i)])
+
+    for key in ("targets", "vectors", "contract", "latency", "parity"):
+        walk(summary.get(key), [key])
+    return items
+
+
+def _languages_of(summary: dict[str, Any]) -> dict[str, int]:
+    return (summary.get("workload") or {}).get("languages") or {}
+
+
+def _targets(summary: dict[str, Any]) -> list[str]:
+    roles = summary.get("roles") or {}
+    names = [roles.get("legacy", "legacy"), *(roles.get("candidates") or [roles.get("candidate")])]
+    names = [n for n in names if n]
+    for extra in (summary.get("targets") or {}):
+        if extra not in names:
+            names.append(extra)
+    return names
+
+
+# --- context for the templates -----------------------------------------------------------------------------------
+class _Context:
+    """Builds the template context of one language. Only formatting and rules: no figure is computed here."""
+
+    def __init__(self, summary: dict[str, Any], lang: str, figures: dict[str, bool], article: dict[str, Any],
+                 manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None):
+        if lang not in LABELS:
+            raise ReportError(f"unknown report language '{lang}' (known: {', '.join(LABELS)})")
+        self.s = summary
+        self.lang = lang
+        self.t = TERMS[lang]
+        self.figures = figures
+        self.article = article
+        self.manifest = (manifest or {}).get("files") or {}
+        self.attempt_dir = attempt_dir
+        self.title = title
+        roles = summary.get("roles") or {}
+        self.legacy = roles.get("legacy", "legacy")
+        self.candidate = roles.get("candidate")
+        self.candidates = roles.get("candidates") or ([self.candidate] if self.candidate else [])
+        self.names = _targets(summary)
+        self.refs: list[dict[str, str]] = []
+
+    def L(self, state: bool | None) -> str:  # noqa: N802
+        return label(state, self.lang)
+
+    # references: numbered capture files, relative to the attempt folder
+    def ref(self, relative: str, always: bool = False) -> str | None:
+        """The reference number of a capture file (added on first use); None if it is not in this attempt."""
+        relative = relative.strip()
+        path_part = relative.split(" ")[0]
+        known = path_part in self.manifest or (self.attempt_dir is not None and (self.attempt_dir / path_part).exists())
+        if not (known or always):
+            return None
+        for i, entry in enumerate(self.refs, start=1):
+            if entry["path"] == relative:
+                return f"[{i}]"
+        sha = (self.manifest.get(path_part) or {}).get("sha256")
+        self.refs.append({"path": relative, "sha256": sha[:12] if sha else ""})
+        return f"[{len(self.refs)}]"
+
+    def refs_for(self, paths: Iterable[str], always: Iterable[str] = ()) -> str:
+        marks = [self.ref(p, always=True) for p in always if p] + [self.ref(p) for p in paths]
+        return ", ".join(dict.fromkeys(m for m in marks if m)) or MISSING
+
+    # --- status and environment ----------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        states = [self.vectors_state(), *contract_states(self.s), self.parity_state()]
+        states += [latency_state(self.latency_by_target().get(n, {})) for n in self.names]
+        env = self.s.get("environment") or {}
+        engines = []
+        for name in self.names:
+            info = (self.s.get("targets") or {}).get(name) or {}
+            measured = bool(info.get("measured"))
+            version = info.get("version")
+            engines.append({"name": name, "role": self.role_of(name), "kind": (info.get("config") or {}).get("kind"),
+                            "version": version or self.L(None if measured else False)})
+        model = self.s.get("model") or {}
+        return {
+            "overall": combined_label(states, self.lang),
+            "all_measured": all(s is True for s in states),
+            "env": {
+                "processor": env.get("processor") or self.L(None),
+                "cpu_count": fmt(env.get("cpu_count"), "int"),
+                "memory_gib": fmt(env.get("memory_gib"), "gib"),
+                "gpu": env.get("gpu"),
+                "platform": env.get("platform") or self.L(None),
+                "python": env.get("python") or self.L(None),
+                "embedswap": env.get("embedswap") or self.L(None),
+            },
+            "engines": engines,
+            "model": {"spec": model.get("spec"), "served_name": model.get("served_name"),
+                      "revision": model.get("revision"), "fingerprint": model.get("fingerprint") or self.L(None)},
+        }
+
+    def role_of(self, name: str) -> str:
+        if name == self.legacy:
+            return self.t["legacy_role"]
+        return self.t["candidate_role"]
+
+    # --- setup ---------------------------------------------------------------------------------------------------
+    def setup(self) -> dict[str, Any]:
+        targets = self.s.get("targets") or {}
+        launches = []
+        for name in self.names:
+            info = targets.get(name) or {}
+            config = info.get("config") or {}
+            launches.append({
+                "name": name, "role": self.role_of(name), "kind": config.get("kind") or info.get("kind"),
+                "state": bool(info.get("measured")), "label": self.L(bool(info.get("measured"))),
+                "commands": fence("\n".join(info.get("commands") or []), "bash") if info.get("commands") else None,
+                "url": config.get("url"), "note": esc(config.get("note")) if config.get("note") else None,
+                "error": esc((info.get("error") or "").splitlines()[0][:300]) if info.get("error") else None,
+                "lock": config.get("lock"), "dtype": config.get("dtype"),
+            })
+        work = self.s.get("workload") or {}
+        langs = _languages_of(self.s)
+        lat = (self.s.get("latency") or {}).get("config") or {}
+        resources_rows = []
+        for name in self.names:
+            info = targets.get(name) or {}
+            if not info.get("measured"):
+                resources_rows.append([code(name), self.L(False), MISSING, MISSING, MISSING, MISSING])
+                continue
+            mib = lambda b: fmt(None if b is None else b / 2**20, "mib")  # noqa: E731
+            resources_rows.append([code(name), self.L(True), fmt(info.get("start_seconds"), "s"), mib(info.get("rss_bytes")),
+                                   mib(info.get("rss_bytes_end")), fmt(info.get("measured_seconds"), "s")])
+        t = self.t
+        resources_table = md_table([t["target"], t["label"], t["start_s"], t["rss_start"], t["rss_end"], t["measured_s"]],
+                                   resources_rows, ["l", "l", "r", "r", "r", "r"])
+        steps_rows = []
+        for step, entry in (self.s.get("steps") or {}).items():
+            problems = "; ".join(entry.get("problems") or []) or entry.get("error") or entry.get("detail") or ""
+            steps_rows.append([code(step), esc(entry.get("status")), esc(entry.get("updated")), esc(problems) or MISSING])
+        steps_table = md_table([t["step"], t["status"], t["updated"], t["problems"]], steps_rows, ["l"] * 4) \
+            if steps_rows else None
+        return {
+            "label": combined_label([bool((targets.get(n) or {}).get("measured")) for n in self.names], self.lang),
+            "launches": launches,
+            "documents": fmt(work.get("documents"), "int"),
+            "languages": ", ".join(f"{k} {fmt(v, 'int')}" for k, v in langs.items()) or MISSING,
+            "queries": fmt(work.get("queries"), "int"),
+            "batch_size": fmt(work.get("batch_size"), "int"),
+            "repeats": fmt(work.get("repeats"), "int"),
+            "latency": {k: fmt(lat.get(k), "raw") for k in ("sequential_requests", "concurrent_requests", "concurrency",
+                                                            "repeats", "warmup_requests", "timeout_s")},
+            "resources_table": resources_table,
+            "steps_table": steps_table,
+            "sources": self.refs_for([f"captures/{n}/target.json" for n in self.names] +
+                                     ["captures/environment.json", "steps.json"]),
+        }
+
+    # --- vectors -------------------------------------------------------------------------------------------------
+    def vectors_state(self) -> bool:
+        return _measured(self.s.get("vectors"))
+
+    def vectors(self) -> dict[str, Any]:
+        vectors = self.s.get("vectors") or {}
+        by_target = vectors.get("by_target") or {}
+        comparisons = vectors.get("comparisons") or {}
+        t = self.t
+        n_docs = (self.s.get("workload") or {}).get("documents")
+        header = [t["item"]] + [f"{code(n)} ({self.role_of(n)}, {self.L(_measured(by_target.get(n)))})"
+                                for n in self.names]
+        rows: list[list[str]] = []
+
+        def row(title: str, cell: Callable[[str, dict[str, Any]], str]) -> None:
+            cells = []
+            for name in self.names:
+                info = by_target.get(name) or {}
+                cells.append(cell(name, info) if _measured(info) else self.L(False))
+            rows.append([title, *cells])
+
+        row(t["dimension"], lambda n, i: fmt(i.get("dimension"), "int"))
+        row(t["first_l2"], lambda n, i: fmt((i.get("norm") or {}).get("first"), "norm"))
+        row(t["token_total"].format(n=fmt(n_docs, "int")), lambda n, i: fmt(i.get("token_total"), "int"))
+
+        def cosine_cell(name: str, info: dict[str, Any]) -> str:
+            if name == self.legacy:
+                return f"{MISSING} ({t['reference']})"
+            comparison = comparisons.get(name) or {}
+            if not _measured(comparison):
+                return self.L(False)
+            c = comparison.get("cosine") or {}
+            return " · ".join(fmt(c.get(k), "cos") for k in ("min", "median", "max"))
+
+        row(t["cosine_mmm"], cosine_cell)
+        row(t["repeat_min"], lambda n, i: fmt(i.get("repeat_min_cosine"), "cos"))
+        row(t["index_order"], lambda n, i: t["yes"] if i.get("index_order_ok") else t["no"])
+        table = md_table(header, rows)
+
+        lang_table = None
+        measured_comparisons = {n: c for n, c in comparisons.items() if _measured(c)}
+        if measured_comparisons:
+            langs = list(dict.fromkeys(l for c in measured_comparisons.values() for l in (c.get("by_language") or {})))
+            lang_rows = []
+            for lang in langs:
+                cells = [code(lang)]
+                count = None
+                for name in self.candidates:
+                    per = ((comparisons.get(name) or {}).get("by_language") or {}).get(lang)
+                    if per is None:
+                        cells.append(self.L(False))
+                        continue
+                    count = per.get("n", count)
+                    cells.append(" · ".join(fmt(per.get(k), "cos") for k in ("min", "median", "max")))
+                lang_rows.append([cells[0], fmt(count, "int"), *cells[1:]])
+            lang_table = md_table([t["lang"], t["n"]] + [f"{code(n)}: {t['cosine_mmm']}" for n in self.candidates],
+                                  lang_rows)
+        worst = []
+        for name in self.candidates:
+            comparison = comparisons.get(name) or {}
+            if _measured(comparison):
+                worst.append({"name": name, "docs": ", ".join(
+                    f"{code(w.get('doc_id'))} ({esc(w.get('lang'))}) {fmt(w.get('cosine'), 'cos')}"
+                    for w in comparison.get("worst") or [])})
+        why = [{"name": n, "why": esc(c.get("why"))} for n, c in comparisons.items() if not _measured(c)]
+        why += [{"name": n, "why": esc(i.get("why"))} for n, i in by_target.items() if not _measured(i)]
+        cos = vectors.get("cosine") or {}
+        sources = [i.get("source") for i in by_target.values() if _measured(i) and i.get("source")]
+        return {
+            "state": self.vectors_state(),
+            "label": self.L(self.vectors_state()),
+            "table_label": combined_label([_measured(by_target.get(n)) for n in self.names], self.lang),
+            "table": table,
+            "lang_table": lang_table,
+            "worst": worst,
+            "why": why,
+            "cos_min": fmt(cos.get("min"), "cos"), "cos_median": fmt(cos.get("median"), "cos"),
+            "cos_max": fmt(cos.get("max"), "cos"),
+            "figure": "cosine_by_language" if self.figures.get("cosine_by_language") else None,
+            "sources": self.refs_for([f"captures/{n}/workload_requests.jsonl" for n in self.names], always=sources),
+        }
+
+    # --- contract ------------------------------------------------------------------------------------------------
+    def side_cell(self, side: dict[str, Any] | None) -> str:
+        if not side or not side.get("measured"):
+            return self.L(False)
+        status = side.get("status")
+        if status == 0:
+            return f"0 ({self.t['no_answer']})"
+        if status != 200:
+            return fmt(status, "raw") if isinstance(status, int) else esc(status)
+        parts = ["200"]
+        if side.get("dim") is not None:
+            parts.append(f"{fmt(side['dim'], 'int')}{self.t['dims_unit'] if self.lang == 'ko' else ' ' + self.t['dims_unit']}")
+        if side.get("prompt_tokens") is not None:
+            unit = self.t["tokens_unit"]
+            parts.append(f"{fmt(side['prompt_tokens'], 'int')}{unit if self.lang == 'ko' else ' ' + unit}")
+        if side.get("encoding") and side.get("encoding") != "float":
+            parts.append(esc(side["encoding"]))
+        return ", ".join(parts)
+
+    def verdict_cell(self, verdict: dict[str, Any] | None) -> str:
+        v = (verdict or {}).get("verdict")
+        if not v:
+            return self.L(False)
+        cos = (verdict or {}).get("cosine")
+        return f"{v} (cos {fmt(cos, 'cos4')})" if cos is not None and v != "same" else v
+
+    def contract(self) -> dict[str, Any]:
+        contract = self.s.get("contract")
+        t = self.t
+        answers, verdicts = contract_states(self.s)
+        legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER]
+        if not isinstance(contract, list):
+            return {"state": False, "label": self.L(False), "why": esc((contract or {}).get("why")), "legend": legend,
+                    "table": None, "details": [], "changes": [], "counts": [], "answers_label": self.L(False),
+                    "verdicts_label": self.L(False), "sources": MISSING}
+        header = [t["probe"], f"{code(self.legacy)}"]
+        for name in self.candidates:
+            header += [code(name), f"{t['verdict']} ({code(name)})"]
+        rows = []
+        details = []
+        for row in contract:
+            cells = [code(row.get("probe")), self.side_cell((row.get("by_target") or {}).get(self.legacy))]
+            for name in self.candidates:
+                verdict = (row.get("verdicts") or {}).get(name)
+                cells += [self.side_cell((row.get("by_target") or {}).get(name)), self.verdict_cell(verdict)]
+                v = (verdict or {}).get("verdict")
+                if v and v != "same":
+                    details.append({"probe": row.get("probe"), "description": esc(row.get("description")),
+                                    "candidate": name, "verdict": v, "detail": esc((verdict or {}).get("detail"))})
+            rows.append(cells)
+        counts = []
+        for name in self.candidates:
+            found = [((r.get("verdicts") or {}).get(name) or {}).get("verdict") for r in contract]
+            counted = [(v, sum(1 for f in found if f == v)) for v in VERDICT_ORDER]
+            counts.append({"name": name, "total": len(found), "compared": sum(1 for f in found if f),
+                           "differ": sum(1 for f in found if f and f != "same"),
+                           "by_verdict": [{"verdict": v, "n": n} for v, n in counted if n],
+                           "probes": {v: [r.get("probe") for r, f in zip(contract, found) if f == v] for v in VERDICT_ORDER}})
+        not_compared = [r.get("probe") for r in contract
+                        if any(not (v or {}).get("verdict") for v in (r.get("verdicts") or {}).values())]
+        return {
+            "state": verdicts, "label": combined_label([answers, verdicts], self.lang),
+            "answers_label": self.L(answers), "verdicts_label": self.L(verdicts),
+            "why": None, "table": md_table(header, rows, ["l"] * len(header)), "legend": legend,
+            "details": details, "changes": client_changes(self.s, self.lang), "counts": counts,
+            "not_compared": not_compared,
+            "sources": self.refs_for([f"captures/{n}/probes.jsonl" for n in self.names]),
+        }
+
+    # --- latency -------------------------------------------------------------------------------------------------
+    def latency_by_target(self) -> dict[str, Any]:
+        return (self.s.get("latency") or {}).get("by_target") or {}
+
+    def concurrency(self) -> Any:
+        for info in self.latency_by_target().values():
+            if _measured(info) and isinstance(info.get("concurrent"), dict):
+                return info["concurrent"].get("concurrency")
+        return ((self.s.get("latency") or {}).get("config") or {}).get("concurrency")
+
+    @staticmethod
+    def _errors(info: dict[str, Any]) -> tuple[int, int]:
+        failed = total = 0
+        for _, _, point in figures_mod.latency_points_of(info):
+            failed += point.get("errors") or 0
+            total += (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+        return failed, total
+
+    def latency(self) -> dict[str, Any]:
+        t = self.t
+        c = fmt(self.concurrency(), "raw")
+        by_target = self.latency_by_target()
+        header = [t["target"], t["label"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=c),
+                  t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["per_repeat"], t["errors"]]
+        rows = []
+        why = []
+        unconfirmed = []
+        for name in self.names:
+            info = by_target.get(name) or {}
+            state = latency_state(info)
+            if state is False:
+                rows.append([code(name), self.L(False)] + [self.L(False)] * 7)
+                why.append({"name": name, "why": esc(info.get("why"))})
+                continue
+            seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
+            failed, total = self._errors(info)
+            rows.append([code(name), self.L(state), fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
+                         fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"), fmt(conc.get("docs_per_s"), "rate"),
+                         fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
+                         f"{fmt(failed, 'int')} / {fmt(total, 'int')}"])
+            for run, point_name, point in figures_mod.latency_points_of(info):
+                if point_state(point) is None:
+                    n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+                    unconfirmed.append({"name": name, "point": point_name, "errors": fmt(point.get("errors"), "int"),
+                                        "requests": fmt(n, "int"), "text": t["all_failed"].format(n=fmt(n, "int"))})
+        table = md_table(header, rows, ["l", "l"] + ["r"] * 7)
+        # a sweep (more concurrency points) gets its own long table
+        sweep_rows = []
+        for name in self.names:
+            info = by_target.get(name) or {}
+            if not (_measured(info) and info.get(figures_mod.SWEEP_KEY)):
+                continue
+            for run, point_name, point in figures_mod.latency_points_of(info):
+                sweep_rows.append([code(name), esc(point_name), self.L(point_state(point)), fmt(point.get("p50_ms"), "ms"),
+                                   fmt(point.get("p99_ms"), "ms"), fmt(point.get("docs_per_s"), "rate"),
+                                   fmt(point.get("errors"), "int")])
+        sweep_table = md_table([t["target"], t["point"], t["label"], t["p50"], t["p99"], t["rate"], t["errors"]],
+                               sweep_rows, ["l", "l", "l", "r", "r", "r", "r"]) if sweep_rows else None
+        ratios = []
+        legacy = by_target.get(self.legacy) or {}
+        for name in self.candidates:
+            info = by_target.get(name) or {}
+            ratios.append(self._ratio(name, legacy, info))
+        lock_note = self._lock_note(legacy)
+        sources = [i.get("source") for i in by_target.values() if _measured(i) and i.get("source")]
+        return {
+            "state": [latency_state(by_target.get(n) or {}) for n in self.names],
+            "label": combined_label([latency_state(by_target.get(n) or {}) for n in self.names], self.lang),
+            "table": table, "sweep_table": sweep_table, "why": why, "unconfirmed": unconfirmed,
+            "ratios": ratios, "lock_note": lock_note, "concurrency": c,
+            "figure": "latency_points" if self.figures.get("latency_points") else None,
+            "sources": self.refs_for([f"captures/{n}/latency_stats.json" for n in self.names], always=sources),
+        }
+
+    def _ratio(self, name: str, legacy: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+        def value(entry: dict[str, Any], run: str, key: str) -> float | None:
+            return (entry.get(run) or {}).get(key) if _measured(entry) else None
+
+        out: dict[str, Any] = {"name": name}
+        for key, run, field in (("seq", "sequential", "p50_ms"), ("conc", "concurrent", "docs_per_s"),
+                                ("conc_p50", "concurrent", "p50_ms")):
+            a, b = value(legacy, run, field), value(info, run, field)
+            out[f"{key}_legacy"] = fmt(a, "rate" if field == "docs_per_s" else "ms")
+            out[f"{key}_candidate"] = fmt(b, "rate" if field == "docs_per_s" else "ms")
+            out[f"{key}_ratio"] = fmt(b / a, "ratio") if a and b is not None else None
+        out["complete"] = out["seq_ratio"] is not None and out["conc_ratio"] is not None
+        return out
+
+    def _lock_note(self, legacy: dict[str, Any]) -> dict[str, Any] | None:
+        """The article's reading of the concurrent gap (one global lock) as an estimate: 미확인 unless tested."""
+        config = (((self.s.get("targets") or {}).get(self.legacy) or {}).get("config") or {})
+        if config.get("kind") != "legacy" or not config.get("lock") or latency_state(legacy) is not True:
+            return None
+        seq = (legacy.get("sequential") or {}).get("p50_ms")
+        conc = (legacy.get("concurrent") or {}).get("p50_ms")
+        if not seq or conc is None:
+            return None
+        return {"factor": fmt(conc / seq, "ratio"), "seq": fmt(seq, "ms"), "conc": fmt(conc, "ms"),
+                "label": self.L(None)}
+
+    # --- parity --------------------------------------------------------------------------------------------------
+    def parity_state(self) -> bool:
+        return _measured(self.s.get("parity"))
+
+    def parity(self) -> dict[str, Any]:
+        parity = self.s.get("parity") or {}
+        t = self.t
+        rows = []
+        worst = []
+        for row in parity.get("rows") or []:
+            rows.append([code(row.get("backend")), esc(row.get("dtype")), esc(row.get("device")), esc(row.get("modality")),
+                         fmt(row.get("n"), "int"), fmt(row.get("cos_min"), "cos"), fmt(row.get("cos_median"), "cos"),
+                         fmt(row.get("cos_max"), "cos"), fmt(row.get("threshold"), "raw"),
+                         t["pass"] if row.get("pass") else t["fail"]])
+            worst.append({"name": row.get("backend"), "docs": ", ".join(
+                f"{code(w.get('id'))} {fmt(w.get('cosine'), 'cos')}" for w in row.get("worst") or [])})
+        table = md_table([t["backend"], t["dtype"], t["device"], t["modality"], t["n"], t["cos_min"], t["cos_median"],
+                          t["cos_max"], t["threshold"], t["pass"]], rows,
+                         ["l", "l", "l", "l", "r", "r", "r", "r", "r", "c"]) if rows else None
+        gate = parity.get("pass")
+        multimodal = parity.get("multimodal") or {}
+        return {
+            "state": self.parity_state(), "label": self.L(self.parity_state()), "why": esc(parity.get("why")),
+            "table": table, "worst": worst,
+            "gate": None if gate is None else (t["pass"] if gate else t["fail"]), "gate_passed": gate,
+            "thresholds": {k: fmt(v, "raw") for k, v in (parity.get("thresholds") or {}).items()},
+            "not_run": [{"name": r.get("backend"), "why": esc(r.get("why"))} for r in parity.get("not_run") or []],
+            "reference": esc(parity.get("reference")) if parity.get("reference") else None,
+            "multimodal": {"state": _measured(multimodal) if multimodal else False,
+                           "label": self.L(_measured(multimodal) if multimodal else False),
+                           "why": esc(multimodal.get("why") or parity.get("why"))},
+            "figure": "parity_backends" if self.figures.get("parity_backends") else None,
+            "sources": self.refs_for(["captures/parity/rows.json"],
+                                     always=["captures/parity/rows.json"] if self.parity_state() else []),
+        }
+
+    # --- the article's figures beside this run's -----------------------------------------------------------------
+    def article_comparison(self) -> dict[str, Any] | None:
+        a = self.article
+        if not a:
+            return None
+        t = self.t
+        env = a.get("environment") or {}
+        vectors = self.s.get("vectors") or {}
+        by_target = vectors.get("by_target") or {}
+        cand = self.candidate
+        comparison = (vectors.get("comparisons") or {}).get(cand) or {}
+
+        def mine(name: str, key: str, kind: str) -> str:
+            info = by_target.get(name) or {}
+            if not _measured(info):
+                return self.L(False)
+            value = (info.get("norm") or {}).get("first") if key == "first_l2" else info.get(key)
+            return fmt(value, kind)
+
+        av = a.get("vectors") or {}
+        cos_run = comparison.get("cosine") or {} if _measured(comparison) else None
+        vec_rows = [
+            [t["dimension"], fmt(av["legacy"]["dimension"], "int"), fmt(av["candidate"]["dimension"], "int"),
+             mine(self.legacy, "dimension", "int"), mine(cand, "dimension", "int")],
+            [t["first_l2"], fmt(av["legacy"]["first_l2"], "norm"), fmt(av["candidate"]["first_l2"], "norm"),
+             mine(self.legacy, "first_l2", "norm"), mine(cand, "first_l2", "norm")],
+            [t["token_total"].format(n=f"{fmt(a['workload']['documents'], 'int')} / "
+                                       f"{fmt((self.s.get('workload') or {}).get('documents'), 'int')}"),
+             fmt(av["legacy"]["token_total"], "int"), fmt(av["candidate"]["token_total"], "int"),
+             mine(self.legacy, "token_total", "int"), mine(cand, "token_total", "int")],
+            [t["cosine_mmm"], MISSING, " · ".join(fmt(av["cosine"][k], "cos4") for k in ("min", "median", "max")),
+             MISSING, " · ".join(fmt(cos_run.get(k), "cos4") for k in ("min", "median", "max"))
+             if cos_run is not None else self.L(False)],
+        ]
+        side_header = [t["item"], t["article_legacy"], t["article_candidate"],
+                       t["run_side"].format(name=code(self.legacy)), t["run_side"].format(name=code(cand))]
+        vec_table = md_table(side_header, vec_rows)
+
+        contract = self.s.get("contract") if isinstance(self.s.get("contract"), list) else []
+        by_probe = {r.get("probe"): r for r in contract}
+        contract_rows = []
+        for entry in a.get("contract") or []:
+            run = by_probe.get(entry["probe"]) or {}
+            sides = run.get("by_target") or {}
+            contract_rows.append([
+                f"{esc(entry['request'])} ({code(entry['probe'])})", esc(entry["legacy"][self.lang]),
+                esc(entry["candidate"][self.lang]),
+                self.side_cell(sides.get(self.legacy)) if run else self.L(False),
+                self.side_cell(sides.get(cand)) if run else self.L(False),
+                self.verdict_cell((run.get("verdicts") or {}).get(cand)) if run else self.L(False),
+            ])
+        contract_table = md_table([t["request"], t["article_legacy"], t["article_candidate"],
+                                   t["run_side"].format(name=code(self.legacy)), t["run_side"].format(name=code(cand)),
+                                   f"{t['verdict']} ({t['run_side'].format(name=code(cand))})"],
+                                  contract_rows, ["l"] * 6)
+
+        al = a.get("latency") or {}
+        ac = fmt(al.get("concurrency"), "raw")
+        c = fmt(self.concurrency(), "raw")
+        header = [t["target"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=f"{ac}/{c}" if ac != c else c),
+                  t["conc_p99"].format(c=f"{ac}/{c}" if ac != c else c),
+                  t["conc_rate"].format(c=f"{ac}/{c}" if ac != c else c), t["per_repeat"], t["errors"]]
+        lat_rows = []
+        for key, name in (("legacy", t["article_legacy"]), ("candidate", t["article_candidate"])):
+            v = al.get(key) or {}
+            lat_rows.append([name, fmt(v.get("seq_p50_ms"), "ms"), fmt(v.get("seq_p99_ms"), "ms"),
+                             fmt(v.get("conc_p50_ms"), "ms"), fmt(v.get("conc_p99_ms"), "ms"),
+                             fmt(v.get("conc_docs_per_s"), "rate"), fmt(v.get("docs_per_s_per_repeat"), "rate"),
+                             fmt(v.get("errors"), "int")])
+        by_target_lat = self.latency_by_target()
+        for name in (self.legacy, cand):
+            info = by_target_lat.get(name) or {}
+            label_name = t["run_side"].format(name=code(name))
+            if latency_state(info) is False:
+                lat_rows.append([label_name] + [self.L(False)] * 7)
+                continue
+            seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
+            failed, total = self._errors(info)
+            lat_rows.append([label_name, fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
+                             fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"),
+                             fmt(conc.get("docs_per_s"), "rate"), fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
+                             f"{fmt(failed, 'int')} / {fmt(total, 'int')}"])
+        lat_table = md_table(header, lat_rows, ["l"] + ["r"] * 7)
+        q = a.get("query_instruction") or {}
+        return {
+            "date": env.get("date"), "hardware": (env.get("hardware") or {}).get(self.lang), "model": env.get("model"),
+            "dynamo": env.get("dynamo"), "vllm": env.get("vllm"), "kubernetes": env.get("kubernetes"),
+            "image": env.get("image"), "legacy": (env.get("legacy") or {}).get(self.lang),
+            "candidate_desc": (env.get("candidate") or {}).get(self.lang),
+            "gpu_memory": {k: fmt(v, "raw") for k, v in (env.get("gpu_memory_gb") or {}).items()},
+            "command": fence(env.get("command", ""), "bash"),
+            "workload": {k: fmt(v, "raw") for k, v in (a.get("workload") or {}).items() if not isinstance(v, list)},
+            "vectors_table": vec_table, "contract_table": contract_table, "latency_table": lat_table,
+            "vectors_note": esc((av.get("note") or {}).get(self.lang) if isinstance(av.get("note"), dict)
+                                else av.get("note")),
+            "query_cos_ignored": fmt(q.get("cosine_with_instruction_ignored"), "raw"),
+            "query_cos_plain": fmt(q.get("cosine_without_instruction"), "raw"),
+            "ratios": {k: fmt(v, "raw") for k, v in (al.get("published_ratios") or {}).items()},
+            "concurrency_differs": ac != c, "article_concurrency": ac, "concurrency": c,
+            "model_differs": (self.s.get("model") or {}).get("spec") != env.get("model"),
+            "source": esc(a.get("source")),
+        }
+
+    # --- what was not measured / unconfirmed ---------------------------------------------------------------------
+    def gaps(self, latency: dict[str, Any], contract: dict[str, Any], parity: dict[str, Any],
+             lock_note: dict[str, Any] | None) -> dict[str, Any]:
+        sections = self.t["sections"]
+        not_measured = [{"section": sections.get(i["section"], i["section"]), "path": i["path"], "why": esc(i["why"])}
+                        for i in not_measured_items(self.s) if (i["section"], i["path"]) != ("parity", "multimodal")]
+        unconfirmed = []
+        for entry in latency["unconfirmed"]:
+            unconfirmed.append({"section": sections["latency"], "path": f"{entry['name']}.{entry['point']}",
+                                "why": entry["text"]})
+        for engine in self.status()["engines"]:
+            info = (self.s.get("targets") or {}).get(engine["name"]) or {}
+            if info.get("measured") and not info.get("version"):
+                unconfirmed.append({"section": sections["targets"], "path": f"{engine['name']}.version",
+                                    "why": "version" if self.lang == "en" else "버전"})
+        return {"not_measured": not_measured, "unconfirmed": unconfirmed,
+                "not_compared": contract.get("not_compared") or [], "multimodal": parity["multimodal"],
+                "retrieval_measured": _measured(self.s.get("retrieval")),
+                "lock_note": lock_note}
+
+    def build(self) -> dict[str, Any]:
+        status = self.status()
+        setup = self.setup()
+        vectors = self.vectors()
+        contract = self.contract()
+        latency = self.latency()
+        parity = self.parity()
+        article = self.article_comparison()
+        gaps = self.gaps(latency, contract, parity, latency["lock_note"])
+        self.ref("summary.json", always=True)
+        return {
+            "lang": self.lang, "L": {"measured": self.L(True), "not_measured": self.L(False),
+                                     "unconfirmed": self.L(None)},
+            "title": self.title, "experiment": self.s.get("experiment") or {}, "generated": self.s.get("generated"),
+            "legacy": self.legacy, "candidate": self.candidate, "candidates": self.candidates, "names": self.names,
+            "status": status, "setup": setup, "vectors": vectors, "contract": contract, "latency": latency,
+            "parity": parity, "article": article, "gaps": gaps, "references": self.refs,
+            "figures": self.figures, "code": code, "esc": esc,
+            "thresholds": parity["thresholds"],
+        }
+
+
+# --- rendering ---------------------------------------------------------------------------------------------------
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("embedswap", "templates"),
+        autoescape=lambda name: bool(name and name.endswith(".html.j2")),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+    )
+    env.filters["fmt"] = fmt
+    env.filters["code"] = code
+    env.filters["esc"] = esc
+    return env
+
+
+def load_article() -> dict[str, Any]:
+    """The article's published figures (seed 000), kept as data in embedswap/data/article_000.json."""
+    text = resources.files("embedswap").joinpath("data/article_000.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def render_markdown(summary: dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,
+                    manifest: dict[str, Any] | None = None, attempt_dir: Path | None = None,
+                    title: str | None = None, article: dict[str, Any] | None = None) -> str:
+    """The report of one summary in one language, as markdown (figures referenced as figures/<name>.png)."""
+    if lang not in LANGUAGES:
+        raise ReportError(f"no report template for language '{lang}' (known: {', '.join(LANGUAGES)})")
+    figures = figures if figures is not None else {}
+    context = _Context(summary, lang, figures, article if article is not None else load_article(), manifest,
+                       attempt_dir, title).build()
+    text = _environment().get_template(f"report.{lang}.md.j2").render(**context)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans KR","Apple SD Gothic Neo","Malgun Gothic",sans-serif;
+max-width:1100px;margin:2rem auto;padding:0 1rem;line-height:1.6;color:#1b1b1f;background:#fff}
+h1{font-size:1.7rem;margin-top:1.2rem}h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2.2rem}
+table{border-collapse:collapse;margin:.8rem 0;font-size:.88rem;display:block;overflow-x:auto}
+th,td{border:1px solid #ccc;padding:.3rem .55rem;vertical-align:top}th{background:#f3f4f6}
+tr:nth-child(even) td{background:#fafafa}
+code{background:#f3f4f6;padding:.05rem .25rem;border-radius:3px;font-size:.9em}
+pre{background:#f6f8fa;padding:.8rem;overflow-x:auto;border-radius:4px;white-space:pre-wrap;word-break:break-all}
+pre code{background:none;padding:0}
+img{max-width:100%;height:auto;border:1px solid #eee}
+blockquote{border-left:4px solid #d0d7de;margin:0;padding:.2rem 1rem;color:#444;background:#fafbfc}
+nav.langs{font-size:.85rem;color:#555}nav.langs a{margin-right:.6rem}
+footer{margin-top:3rem;font-size:.8rem;color:#666;border-top:1px solid #eee;padding-top:.6rem}
+"""
+
+
+def markdown_to_html(text: str, lang: str, title: str, images: dict[str, bytes] | None = None,
+                     languages: list[str] | None = None, footer: str = "") -> str:
+    """A self-contained HTML page: inline CSS, figures as base64 data URIs, no external asset."""
+    body = markdown_lib.markdown(text, extensions=["tables", "fenced_code"], output_format="html")
+    for name, data in (images or {}).items():
+        uri = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+        body = body.replace(f'src="figures/{name}.png"', f'src="{uri}"')
+    body = re.sub(r'src="figures/[^"]*"', 'src=""', body)  # a figure that was not drawn: never a dangling link
+    page = _environment().get_template("report.html.j2").render(
+        lang=lang, title=title, body=body, css=CSS, languages=languages or [], footer=footer)
+    return page
+
+
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def draw_figures(summary: dict[str, Any]) -> dict[str, bytes]:
+    """PNG bytes of every figure that has data (a figure whose data was not measured is left out)."""
+    out = {}
+    for name, function in figures_mod.FIGURES.items():
+        fig = function(summary)
+        if fig is not None:
+            out[name] = _png(fig)
+    return out
+
+
+def _write(path: Path, data: bytes | str) -> Path:
+    atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data, overwrite=True)
+    path.chmod(0o644)  # a report is for reading (the atomic writer's temp file is private)
+    return path
+
+
+def headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the index shows, copied from the summary (nothing computed)."""
+    roles = summary.get("roles") or {}
+    candidate = roles.get("candidate")
+    vectors = summary.get("vectors") or {}
+    comparison = (vectors.get("comparisons") or {}).get(candidate) or {}
+    lat = ((summary.get("latency") or {}).get("by_target") or {}).get(candidate) or {}
+    seq = (lat.get("sequential") or {}) if _measured(lat) else {}
+    conc = (lat.get("concurrent") or {}) if _measured(lat) else {}
+    parity = summary.get("parity") or {}
+    return {
+        "candidate": candidate,
+        "legacy": roles.get("legacy"),
+        "cosine_min": (comparison.get("cosine") or {}).get("min") if _measured(comparison) else None,
+        "cosine_measured": _measured(comparison),
+        "candidate_seq_p50_ms": seq.get("p50_ms"),
+        "candidate_conc_docs_per_s": conc.get("docs_per_s"),
+        "concurrency": conc.get("concurrency"),
+        "latency_state": latency_state(lat),
+        "parity_pass": parity.get("pass") if _measured(parity) else None,
+    }
+
+
+def _report_languages(experiment_dir: Path) -> tuple[list[str], str | None]:
+    try:
+        config = load_experiment(experiment_dir).report
+    except ConfigError:
+        config = ReportConfig()  # an old experiment.yaml that no longer validates still gets its report
+    return list(config.languages), config.title
+
+
+def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
+    """Render the report of one attempt (default: the newest) from its summary.json.
+
+    Writes into ``embedswap.paths.report_dir(experiment_dir)``: report.<lang>.md / .html for each language of
+    experiment.yaml's ``report.languages``, report.md / report.html (copies of the first language), figures/*.png
+    and report.json (headline numbers + the summary's path). Reads no capture; when the report folder sits in a
+    ``reports/`` folder, the index there is refreshed too. Returns every written file by its name in the folder.
+    """
+    experiment_dir = Path(experiment_dir).resolve()
+    chosen = open_attempt(experiment_dir, attempt)
+    if not chosen.summary_path.exists():
+        raise ReportError(f"{chosen.summary_path} does not exist: attempt {chosen.name} has no summary yet. Run a "
+                          "step of the experiment (any step ends by writing summary.json), then render again.")
+    summary = json.loads(chosen.summary_path.read_text(encoding="utf-8"))
+    manifest_path = chosen.path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
+    languages, title = _report_languages(experiment_dir)
+    out = report_dir(experiment_dir)
+    figure_dir = out / "figures"
+    figure_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+
+    images = draw_figures(summary)
+    for name in figures_mod.FIGURES:
+        path = figure_dir / f"{name}.png"
+        if name in images:
+            written[f"figures/{name}.png"] = _write(path, images[name])
+        elif path.exists():
+            path.unlink()  # a figure of an earlier render whose data is no longer measured
+    drawn = {name: name in images for name in figures_mod.FIGURES}
+    article = load_article()
+    for lang in languages:
+        text = render_markdown(summary, lang, drawn, manifest, chosen.path, title, article)
+        page_title = _page_title(text, summary)
+        written[f"report.{lang}.md"] = _write(out / f"report.{lang}.md", text)
+        html = markdown_to_html(text, lang, page_title, images, languages,
+                                footer=f"embedswap · summary {summary.get('generated', '')} · {chosen.name}")
+        written[f"report.{lang}.html"] = _write(out / f"report.{lang}.html", html)
+    first = languages[0]
+    for suffix in ("md", "html"):
+        target = out / f"report.{suffix}"
+        _write(target, (out / f"report.{first}.{suffix}").read_bytes())
+        written[f"report.{suffix}"] = target
+    try:
+        summary_ref = str(chosen.summary_path.relative_to(out.parent.parent))
+    except ValueError:
+        summary_ref = str(chosen.summary_path)
+    report_json = {
+        "experiment": summary.get("experiment") or {},
+        "model": {k: (summary.get("model") or {}).get(k) for k in ("spec", "served_name", "fingerprint", "revision")},
+        "summary_path": summary_ref,
+        "summary_generated": summary.get("generated"),
+        "rendered": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "languages": languages,
+        "headline": headline(summary),
+    }
+    written[REPORT_JSON] = _write(out / REPORT_JSON, json_bytes(report_json))
+    if out.parent.name == "reports":
+        written.update({f"../{k}": v for k, v in render_index(out.parent).items()})
+    return written
+
+
+def _page_title(text: str, summary: dict[str, Any]) -> str:
+    match = re.search(r"^# (.+)$", text, flags=re.M)
+    return match.group(1).replace("`", "").strip() if match else f"embedswap report {summary.get('experiment', {}).get('folder', '')}"
+
+
+def render_index(reports_root: Path) -> dict[str, Path]:
+    """reports/index.md and index.html: every report folder (one with report.json) with its headline figures."""
+    reports_root = Path(reports_root).resolve()
+    reports_root.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for path in sorted(reports_root.glob(f"*/{REPORT_JSON}")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        entries.append((path.parent.name, data))
+    entries.sort(key=lambda e: (str((e[1].get("experiment") or {}).get("date", "")), e[0]), reverse=True)
+
+    def cell(value: Any, kind: str, state: bool | None) -> str:
+        if value is not None:
+            return fmt(value, kind)
+        return f"{label(state, 'en')} ({label(state, 'ko')})"
+
+    rows = []
+    for folder, data in entries:
+        h = data.get("headline") or {}
+        exp = data.get("experiment") or {}
+        model = data.get("model") or {}
+        links = " · ".join(f"[{lang}]({folder}/report.{lang}.html)" for lang in data.get("languages") or [])
+        gate = h.get("parity_pass")
+        rows.append([
+            esc(exp.get("date")), f"{code(folder)} {links}", esc(model.get("spec")),
+            f"{code(h.get('candidate'))} vs {code(h.get('legacy'))}",
+            cell(h.get("cosine_min"), "cos", False),
+            cell(h.get("candidate_seq_p50_ms"), "ms", False if h.get("latency_state") is False else None),
+            cell(h.get("candidate_conc_docs_per_s"), "rate", False if h.get("latency_state") is False else None)
+            + (f" (c{fmt(h.get('concurrency'), 'raw')})" if h.get("candidate_conc_docs_per_s") is not None else ""),
+            cell(None if gate is None else ("pass" if gate else "fail"), "raw", False),
+            f"{code(exp.get('attempt'))}",
+        ])
+    header = ["Date", "Report", "Model", "Candidate vs legacy", "Cosine min (candidate vs legacy)",
+              "Candidate seq p50 (ms)", "Candidate concurrent docs/s", "Parity gate", "Attempt"]
+    lines = ["# embedswap reports", "",
+             "Every experiment report in this folder, newest first. Figures are copied from each attempt's "
+             "summary.json (report.json in the report folder); a value the run did not produce is labelled "
+             "*not measured (미실측)* or *unconfirmed (미확인)*.", ""]
+    lines.append(md_table(header, rows, ["l", "l", "l", "l", "r", "r", "r", "c", "l"]) if rows
+                 else "No report yet: render one with `embedswap.report.render_report(experiment_dir)`.")
+    text = "\n".join(lines) + "\n"
+    out = {"index.md": _write(reports_root / "index.md", text)}
+    html = markdown_to_html(text, "en", "embedswap reports")
+    out["index.html"] = _write(reports_root / "index.html", html)
+    return out

@@ -1,0 +1,172 @@
+"""End to end, with real parts: the real legacy server and the real vLLM server, the five notebooks executed by
+papermill through `embedswap run`, then assertions on the values the run recorded (summary.json, captures,
+executed notebooks), in the manner of the recommenders project's notebook tests.
+
+One run per test session (vLLM needs 40-110 s to start on 2 cores); the tests below read its results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from embedswap.config import load_experiment
+from embedswap.models import resolve_model_path
+from embedswap.paths import engine_python
+from embedswap.scaffold import new_experiment
+from embedswap.workload import load_workload
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[1]
+EMBEDSWAP = str(Path(sys.executable).parent / "embedswap")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_processes(ports: list[int]) -> list[str]:
+    """Processes still listening on the experiment's ports or running its servers."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if any(f"--port {p}" in cmdline for p in ports):
+            found.append(f"{proc.info['pid']}: {cmdline[:120]}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if not Path(engine_python()).exists():
+        pytest.fail(f"engine environment missing ({engine_python()}): run `make engine` (make test does)")
+    root = tmp_path_factory.mktemp("project")
+    ports = [free_port(), free_port()]
+    folder = new_experiment("e2e", root / "experiments", data_dir=REPO / "data", legacy_port=ports[0],
+                           vllm_port=ports[1])
+    run = subprocess.run([EMBEDSWAP, "run", str(folder)], capture_output=True, text=True, timeout=1500,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    print(run.stdout[-5000:], run.stderr[-5000:])
+    attempts = sorted((folder / "attempts").iterdir())
+    attempt = attempts[-1]
+    summary = json.loads((attempt / "summary.json").read_text())
+    return {"run": run, "folder": folder, "attempt": attempt, "summary": summary, "ports": ports, "root": root}
+
+
+def test_run_succeeds_and_every_notebook_executed(demo: dict) -> None:
+    assert demo["run"].returncode == 0, demo["run"].stdout[-3000:] + demo["run"].stderr[-3000:]
+    executed = sorted(p.name for p in (demo["attempt"] / "notebooks").glob("*.ipynb"))
+    assert executed == ["01_legacy_capture.ipynb", "02_swap_deploy.ipynb", "03_vector_contract_diff.ipynb",
+                        "04_latency.ipynb", "05_parity.ipynb"]
+    steps = demo["summary"]["steps"]
+    assert steps["capture:legacy"]["status"] == "complete", steps
+    assert steps["capture:vllm"]["status"] == "complete", steps
+
+
+def test_no_server_survives_the_run(demo: dict) -> None:
+    assert server_processes(demo["ports"]) == []
+    assert not list((demo["attempt"] / "logs").glob("*.pid"))
+
+
+def test_vectors_from_both_servers(demo: dict) -> None:
+    vectors = demo["summary"]["vectors"]
+    assert vectors["dimension"] == {"legacy": 384, "candidate": 384}
+    cosine = vectors["cosine"]
+    assert 0.99 < cosine["min"] <= cosine["median"] <= cosine["max"] <= 1.0 + 1e-6
+    assert set(vectors["by_language"]) == {"en", "ko"}
+    for name in ("legacy", "vllm"):
+        assert abs(vectors["by_target"][name]["norm"]["first"] - 1.0) < 1e-3
+        assert vectors["by_target"][name]["index_order_ok"] is True
+
+
+def test_token_totals_match_the_tokenizer(demo: dict) -> None:
+    from transformers import AutoTokenizer
+
+    experiment = load_experiment(demo["folder"])
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(experiment.model.path))
+    expected = sum(len(tokenizer(d.text)["input_ids"]) for d in load_workload(experiment, demo["folder"]).documents)
+    totals = demo["summary"]["vectors"]["token_total"]
+    assert totals["legacy"] == expected
+    assert totals["candidate"] == expected
+
+
+def test_contract_probes_and_the_quiet_divergence(demo: dict) -> None:
+    contract = {row["probe"]: row for row in demo["summary"]["contract"]}
+    assert len(contract) >= 12
+    for row in contract.values():
+        assert row["legacy"]["status"] is not None and row["candidate"]["status"] is not None
+    # the article's dangerous case: 200 from both, a different vector, because vLLM ignores input_type
+    query = contract["input_type_query"]
+    assert (query["legacy"]["status"], query["candidate"]["status"]) == (200, 200)
+    assert query["verdict"] == "silent-divergence"
+    assert query["cosine"] < 0.99
+    assert contract["dimensions_reduced"]["legacy"]["status"] == 200
+    assert contract["dimensions_reduced"]["candidate"]["status"] == 400
+    assert contract["over_long_input"]["verdict"] == "loud-failure"
+    assert contract["encoding_base64"]["verdict"] == "format-difference"
+    assert contract["plain"]["verdict"] == "same"
+
+
+def test_latency_points_are_measured(demo: dict) -> None:
+    latency = demo["summary"]["latency"]
+    for role in ("legacy", "candidate"):
+        for point in ("sequential", "concurrent"):
+            stats = latency[role][point]
+            assert stats["errors"] == 0
+            assert 0 < stats["p50_ms"] <= stats["p99_ms"]
+            assert stats["repeats"] == 3
+        assert latency[role]["concurrent"]["docs_per_s"] > 0
+        assert latency[role]["sequential"]["requests_per_repeat"] == 30
+        assert latency[role]["concurrent"]["requests_per_repeat"] == 40
+    records = [json.loads(line) for line in
+               (demo["attempt"] / "captures" / "legacy" / "latency_requests.jsonl").read_text().splitlines()]
+    assert len(records) == 3 * (30 + 40)
+
+
+def test_parity_rows(demo: dict) -> None:
+    parity = demo["summary"]["parity"]
+    rows = {row["backend"]: row for row in parity["rows"]}
+    assert set(rows) == {"legacy", "vllm"}
+    # the legacy server is transformers in fp32, the reference sentence-transformers in fp32
+    assert rows["legacy"]["cos_min"] >= 0.9999 and rows["legacy"]["pass"] is True
+    assert parity["pass"] == all(row["pass"] for row in rows.values())
+
+
+def test_report_rendered_with_labels(demo: dict) -> None:
+    report = demo["root"] / "reports" / demo["folder"].name
+    for name in ("report.md", "report.html", "report.ko.md", "report.en.md"):
+        assert (report / name).exists(), name
+    assert "실측" in (report / "report.ko.md").read_text()
+
+
+def test_verify_detects_a_flipped_byte(demo: dict, tmp_path: Path) -> None:
+    ok = subprocess.run([EMBEDSWAP, "verify", str(demo["folder"])], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout
+    target = demo["attempt"] / "captures" / "legacy" / "latency_stats.json"
+    original = target.read_bytes()
+    try:
+        target.write_bytes(original[:10] + bytes([original[10] ^ 1]) + original[11:])
+        bad = subprocess.run([EMBEDSWAP, "verify", str(demo["folder"])], capture_output=True, text=True)
+        assert bad.returncode == 1
+        assert "changed: captures/legacy/latency_stats.json" in bad.stdout
+    finally:
+        target.write_bytes(original)
+
+
+def test_one_notebook_reruns_with_plain_papermill(demo: dict, tmp_path: Path) -> None:
+    out = tmp_path / "04.ipynb"
+    run = subprocess.run(
+        [str(Path(sys.executable).parent / "papermill"), str(REPO / "notebooks" / "04_latency.ipynb"), str(out),
+         "-p", "experiment_dir", str(demo["folder"]), "-p", "attempt", demo["attempt"].name],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "seq p50 ms" in out.read_text()

@@ -55,8 +55,15 @@ class WorkloadConfig(_Strict):
     repeats: int = Field(3, ge=1)
 
 
+CaptureKind = Literal["workload", "queries", "probes", "latency"]
+ALL_CAPTURES: list[CaptureKind] = ["workload", "queries", "probes", "latency"]
+
+
 class _TargetBase(_Strict):
     host: str = "127.0.0.1"
+    # What to capture while this server is up. A variant used only for parity (another dtype) needs
+    # ["workload"]; one for a lock ablation needs ["latency"].
+    capture: list[CaptureKind] = Field(default_factory=lambda: list(ALL_CAPTURES), min_length=1)
     port: int = Field(..., ge=1, le=65535)
     startup_timeout_s: float = Field(600.0, gt=0)
     env: dict[str, str] = Field(default_factory=dict)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text bars: they show both in JupyterLab and in the papermill console log
 
 from embedswap.captures import Attempt
 from embedswap.client import EmbeddingClient
@@ -38,7 +38,7 @@ def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attem
     records: list[dict[str, Any]] = []
     vectors: list[list[list[float]]] = []
     failures = 0
-    for repeat in tqdm(range(repeats), desc=f"{prefix}: workload", leave=False):
+    for repeat in tqdm(range(repeats), desc=f"{prefix}: workload", leave=False, mininterval=1.0):
         repeat_vectors: list[list[float]] = []
         for batch_index, batch in enumerate(workload.batches()):
             answer = client.embed([d.text for d in batch])
@@ -98,7 +98,7 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
     )
     records = []
     for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
-                     desc=f"{prefix}: probes", leave=False):
+                     desc=f"{prefix}: probes", leave=False, mininterval=1.0):
         raw, body = build_request(spec, ctx)
         answer = client.post_raw(raw)
         vector = answer.vectors[0] if answer.ok and answer.vectors else None
@@ -129,7 +129,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     stats: dict[str, Any] = {}
     errors = 0
     total = sum(n for _, n, _ in points) * cfg.repeats
-    with tqdm(total=total, desc=f"{prefix}: latency", leave=False) as progress:
+    with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress:
         for run, requests, concurrency in points:
             per_repeat = []
             for repeat in range(cfg.repeats):
@@ -172,6 +172,8 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     ("latency", lambda: capture_latency(target, experiment, workload, attempt, prefix)),
                 ]
                 for part, run in parts:
+                    if part not in target.config.capture:
+                        continue
                     if not target.alive():
                         problems.append(f"{part}: skipped, the server process had exited")
                         continue

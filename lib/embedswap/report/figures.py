@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +22,7 @@ if "ipykernel" not in sys.modules and not os.environ.get("MPLBACKEND") and not o
 
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib import MatplotlibDeprecationWarning  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 STYLE = "whitegrid"
@@ -79,8 +81,10 @@ def cosine_by_language(summary: dict[str, Any]) -> Figure | None:
     frame = pd.DataFrame(rows)
     order = sorted(frame["lang"].unique())
     fig, (ax,) = _figure(7.5, 4.0)
-    sns.boxplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
-                fliersize=0, boxprops={"alpha": 0.35})
+    with warnings.catch_warnings():  # seaborn 0.13 passes matplotlib's deprecated `vert` to bxp
+        warnings.simplefilter("ignore", MatplotlibDeprecationWarning)
+        sns.boxplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
+                    fliersize=0, boxprops={"alpha": 0.35})
     sns.stripplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
                   dodge=True, size=4, jitter=0.15, legend=False)
     threshold = (summary.get("parity") or {}).get("thresholds", {}).get("text")

@@ -203,7 +203,8 @@ TERMS: dict[str, dict[str, Any]] = {
         "threshold": "Threshold", "pass": "pass", "fail": "fail", "step": "Step", "updated": "Updated",
         "problems": "Problems", "start_s": "Start-up (s)", "rss_start": "RSS after start (MiB)",
         "rss_end": "RSS at end (MiB)", "measured_s": "Measuring time (s)", "version": "Version", "kind": "Kind",
-        "label": "Label", "article_legacy": "Article: legacy server", "article_candidate": "Article: Dynamo embedding worker",
+        "label": "Label", "article_legacy": "Article: legacy server",
+        "article_candidate": "Article: Dynamo embedding worker",
         "run_side": "This run: {name}", "article_row": "Article: {name}",
         "docs": "documents", "queries": "queries", "batch": "batch size", "repeats": "repeats",
         "mean_tokens": "mean tokens per document", "languages": "documents per language", "request": "Request",
@@ -212,27 +213,35 @@ TERMS: dict[str, dict[str, Any]] = {
                      "parity": "Numeric parity", "targets": "Servers", "environment": "Environment"},
         "verdicts": {
             "same": "Equivalent answers (same status class; vectors within the threshold).",
-            "silent-divergence": "Both answered 200 but the vectors or fields differ: no error, only worse search, the most dangerous class.",
-            "loud-failure": "One side rejected the request (4xx) where the other answered: visible at once, easy to fix.",
-            "retry-hazard": "A client error answered with 5xx (or no answer): a retrying client resends a request that can never succeed.",
+            "silent-divergence": "Both answered 200 but the vectors or fields differ: no error, only worse search, "
+                                 "the most dangerous class.",
+            "loud-failure": "One side rejected the request (4xx) where the other answered: visible at once, "
+                            "easy to fix.",
+            "retry-hazard": "A client error answered with 5xx (or no answer): a retrying client resends a request "
+                            "that can never succeed.",
             "format-difference": "The same numbers in another shape (e.g. a base64 string instead of a float array).",
         },
         "changes": {
-            "drop_dimensions": "Drop `dimensions` from the request; where fewer dimensions are needed, slice client-side (first N) and re-normalise.",
-            "prepend_instruction": "Prepend the query instruction as text instead of sending a field (`input_type`, `instruction`).",
+            "drop_dimensions": "Drop `dimensions` from the request; where fewer dimensions are needed, slice "
+                               "client-side (first N) and re-normalise.",
+            "prepend_instruction": "Prepend the query instruction as text instead of sending a field (`input_type`, "
+                                   "`instruction`).",
             "truncate": "Truncate long inputs client-side{limit}.",
             "truncate_limit": " (the legacy server cut them at {n} tokens)",
-            "decode_encoding": "State `encoding_format` and check the answer's shape: decode base64, or request `float`.",
+            "decode_encoding": "State `encoding_format` and check the answer's shape: decode base64, or request "
+                               "`float`.",
             "cap_batch": "Split large requests into smaller batches (this experiment sent batches of {batch}).",
             "validate_input": "Reject empty or mistyped input in the client before sending it.",
             "send_text": "Send text, not token ids.",
             "model_name": "Send exactly the served model name in `model`.",
             "strip_whitespace": "Strip leading/trailing whitespace client-side.",
             "normalise_unicode": "Normalise text client-side (NFC, drop zero-width characters).",
-            "batch_invariance": "Vectors depend on the batch they were computed in: batch index and queries alike, or rebuild the index.",
+            "batch_invariance": "Vectors depend on the batch they were computed in: batch index and queries alike, or "
+                                "rebuild the index.",
             "plain_differs": "The plain request already answers differently: resolve that before anything else.",
             "review": "Review the difference on `{probe}` ({verdict}).",
-            "no_retry_5xx": "Do not retry 5xx (or no answer) for these requests: they are client errors, and resending fails again.",
+            "no_retry_5xx": "Do not retry 5xx (or no answer) for these requests: they are client errors, and "
+                            "resending fails again.",
         },
     },
 }
@@ -434,7 +443,8 @@ class _Context:
             info = (self.s.get("targets") or {}).get(name) or {}
             measured = bool(info.get("measured"))
             version = info.get("version")
-            engines.append({"name": name, "role": self.role_of(name), "kind": (info.get("config") or {}).get("kind"),
+            engines.append({"name": name, "role": self.role_of(name),
+                            "kind": (info.get("config") or {}).get("kind") or info.get("kind") or MISSING,
                             "version": version or self.L(None if measured else False)})
         model = self.s.get("model") or {}
         return {
@@ -467,7 +477,7 @@ class _Context:
             info = targets.get(name) or {}
             config = info.get("config") or {}
             launches.append({
-                "name": name, "role": self.role_of(name), "kind": config.get("kind") or info.get("kind"),
+                "name": name, "role": self.role_of(name), "kind": config.get("kind") or info.get("kind") or MISSING,
                 "state": bool(info.get("measured")), "label": self.L(bool(info.get("measured"))),
                 "commands": fence("\n".join(info.get("commands") or []), "bash") if info.get("commands") else None,
                 "url": config.get("url"), "note": esc(config.get("note")) if config.get("note") else None,
@@ -484,15 +494,18 @@ class _Context:
                 resources_rows.append([code(name), self.L(False), MISSING, MISSING, MISSING, MISSING])
                 continue
             mib = lambda b: fmt(None if b is None else b / 2**20, "mib")  # noqa: E731
-            resources_rows.append([code(name), self.L(True), fmt(info.get("start_seconds"), "s"), mib(info.get("rss_bytes")),
-                                   mib(info.get("rss_bytes_end")), fmt(info.get("measured_seconds"), "s")])
+            resources_rows.append([code(name), self.L(True), fmt(info.get("start_seconds"), "s"),
+                                   mib(info.get("rss_bytes")), mib(info.get("rss_bytes_end")),
+                                   fmt(info.get("measured_seconds"), "s")])
         t = self.t
-        resources_table = md_table([t["target"], t["label"], t["start_s"], t["rss_start"], t["rss_end"], t["measured_s"]],
-                                   resources_rows, ["l", "l", "r", "r", "r", "r"])
+        resources_table = md_table(
+            [t["target"], t["label"], t["start_s"], t["rss_start"], t["rss_end"], t["measured_s"]],
+            resources_rows, ["l", "l", "r", "r", "r", "r"])
         steps_rows = []
         for step, entry in (self.s.get("steps") or {}).items():
             problems = "; ".join(entry.get("problems") or []) or entry.get("error") or entry.get("detail") or ""
-            steps_rows.append([code(step), esc(entry.get("status")), esc(entry.get("updated")), esc(problems) or MISSING])
+            steps_rows.append([code(step), esc(entry.get("status")), esc(entry.get("updated")),
+                               esc(problems) or MISSING])
         steps_table = md_table([t["step"], t["status"], t["updated"], t["problems"]], steps_rows, ["l"] * 4) \
             if steps_rows else None
         return {
@@ -603,11 +616,11 @@ class _Context:
         if status != 200:
             return fmt(status, "raw") if isinstance(status, int) else esc(status)
         parts = ["200"]
+        gap = "" if self.lang == "ko" else " "  # 384차원 / 384 dims
         if side.get("dim") is not None:
-            parts.append(f"{fmt(side['dim'], 'int')}{self.t['dims_unit'] if self.lang == 'ko' else ' ' + self.t['dims_unit']}")
+            parts.append(f"{fmt(side['dim'], 'int')}{gap}{self.t['dims_unit']}")
         if side.get("prompt_tokens") is not None:
-            unit = self.t["tokens_unit"]
-            parts.append(f"{fmt(side['prompt_tokens'], 'int')}{unit if self.lang == 'ko' else ' ' + unit}")
+            parts.append(f"{fmt(side['prompt_tokens'], 'int')}{gap}{self.t['tokens_unit']}")
         if side.get("encoding") and side.get("encoding") != "float":
             parts.append(esc(side["encoding"]))
         return ", ".join(parts)
@@ -650,7 +663,8 @@ class _Context:
             counts.append({"name": name, "total": len(found), "compared": sum(1 for f in found if f),
                            "differ": sum(1 for f in found if f and f != "same"),
                            "by_verdict": [{"verdict": v, "n": n} for v, n in counted if n],
-                           "probes": {v: [r.get("probe") for r, f in zip(contract, found) if f == v] for v in VERDICT_ORDER}})
+                           "probes": {v: [r.get("probe") for r, f in zip(contract, found) if f == v]
+                                      for v in VERDICT_ORDER}})
         not_compared = [r.get("probe") for r in contract
                         if any(not (v or {}).get("verdict") for v in (r.get("verdicts") or {}).values())]
         return {
@@ -699,7 +713,8 @@ class _Context:
             seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
             failed, total = self._errors(info)
             rows.append([code(name), self.L(state), fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
-                         fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"), fmt(conc.get("docs_per_s"), "rate"),
+                         fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"),
+                         fmt(conc.get("docs_per_s"), "rate"),
                          fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
                          f"{fmt(failed, 'int')} / {fmt(total, 'int')}"])
             for run, point_name, point in figures_mod.latency_points_of(info):
@@ -715,9 +730,9 @@ class _Context:
             if not (_measured(info) and info.get(figures_mod.SWEEP_KEY)):
                 continue
             for run, point_name, point in figures_mod.latency_points_of(info):
-                sweep_rows.append([code(name), esc(point_name), self.L(point_state(point)), fmt(point.get("p50_ms"), "ms"),
-                                   fmt(point.get("p99_ms"), "ms"), fmt(point.get("docs_per_s"), "rate"),
-                                   fmt(point.get("errors"), "int")])
+                sweep_rows.append([code(name), esc(point_name), self.L(point_state(point)),
+                                   fmt(point.get("p50_ms"), "ms"), fmt(point.get("p99_ms"), "ms"),
+                                   fmt(point.get("docs_per_s"), "rate"), fmt(point.get("errors"), "int")])
         sweep_table = md_table([t["target"], t["point"], t["label"], t["p50"], t["p99"], t["rate"], t["errors"]],
                                sweep_rows, ["l", "l", "l", "r", "r", "r", "r"]) if sweep_rows else None
         ratios = []
@@ -772,8 +787,9 @@ class _Context:
         rows = []
         worst = []
         for row in parity.get("rows") or []:
-            rows.append([code(row.get("backend")), esc(row.get("dtype")), esc(row.get("device")), esc(row.get("modality")),
-                         fmt(row.get("n"), "int"), fmt(row.get("cos_min"), "cos"), fmt(row.get("cos_median"), "cos"),
+            rows.append([code(row.get("backend")), esc(row.get("dtype")), esc(row.get("device")),
+                         esc(row.get("modality")), fmt(row.get("n"), "int"), fmt(row.get("cos_min"), "cos"),
+                         fmt(row.get("cos_median"), "cos"),
                          fmt(row.get("cos_max"), "cos"), fmt(row.get("threshold"), "raw"),
                          t["pass"] if row.get("pass") else t["fail"]])
             worst.append({"name": row.get("backend"), "docs": ", ".join(
@@ -878,7 +894,8 @@ class _Context:
             failed, total = self._errors(info)
             lat_rows.append([label_name, fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
                              fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"),
-                             fmt(conc.get("docs_per_s"), "rate"), fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
+                             fmt(conc.get("docs_per_s"), "rate"),
+                             fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
                              f"{fmt(failed, 'int')} / {fmt(total, 'int')}"])
         lat_table = md_table(header, lat_rows, ["l"] + ["r"] * 7)
         q = a.get("query_instruction") or {}
@@ -934,7 +951,10 @@ class _Context:
         return {
             "lang": self.lang, "L": {"measured": self.L(True), "not_measured": self.L(False),
                                      "unconfirmed": self.L(None)},
-            "title": self.title, "experiment": self.s.get("experiment") or {}, "generated": self.s.get("generated"),
+            "title": self.title,
+            "experiment": {**dict.fromkeys(("name", "date", "description", "folder", "attempt"), ""),
+                           **(self.s.get("experiment") or {})},
+            "generated": self.s.get("generated"),
             "legacy": self.legacy, "candidate": self.candidate, "candidates": self.candidates, "names": self.names,
             "status": status, "setup": setup, "vectors": vectors, "contract": contract, "latency": latency,
             "parity": parity, "article": article, "gaps": gaps, "references": self.refs,
@@ -1122,7 +1142,9 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
 
 def _page_title(text: str, summary: dict[str, Any]) -> str:
     match = re.search(r"^# (.+)$", text, flags=re.M)
-    return match.group(1).replace("`", "").strip() if match else f"embedswap report {summary.get('experiment', {}).get('folder', '')}"
+    if match:
+        return match.group(1).replace("`", "").strip()
+    return f"embedswap report {(summary.get('experiment') or {}).get('folder', '')}"
 
 
 def render_index(reports_root: Path) -> dict[str, Path]:

@@ -48,7 +48,7 @@ test-fast: kit kernel
 	$(KIT)/bin/python -m pytest -ra -m "not e2e"
 
 lab: kit kernel
-	$(KIT)/bin/jupyter lab --ip 127.0.0.1 --no-browser --notebook-dir .
+	$(KIT)/bin/jupyter lab --ip 127.0.0.1 --no-browser --notebook-dir . $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
 clean-venvs:
 	rm -rf .venvs

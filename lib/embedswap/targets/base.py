@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -259,7 +260,8 @@ class Target(ABC):
         self.stop()
 
     def commands(self) -> list[str]:
-        return [" ".join(p.command) for p in self.processes]
+        # shell-quoted, so a reader can copy the command from the report and run it
+        return [shlex.join(p.command) for p in self.processes]
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,284 @@
+"""Ranking impact: does the swap change what search returns? nDCG@10, recall@5 and top-5 overlap.
+
+The article left this open ("검색 순위를 바꿀 만한 차이인지는 따로 재지 않았습니다(미실측)"). Here it is measured on
+the workload's queries and graded judgements, three ways:
+
+- ``legacy``: the legacy server's documents and its queries as the old client sent them (``input_type: "query"``,
+  which the legacy server turns into the model card's query prompt);
+- ``candidate_naive``: the candidate's documents and the *same request* (``input_type: "query"``) — what happens
+  when only the address is changed; a candidate that ignores the field embeds the bare query;
+- ``candidate_shim``: the candidate's documents and client-prefixed queries (the migration shim's fix).
+
+Definitions (pure functions on numpy arrays, no I/O):
+
+- **nDCG@k** with graded relevance (2 = answers the query, 1 = partially relevant, 0 = not judged): gain
+  ``2**rel - 1``, discount ``log2(rank + 1)`` for 1-based ranks, normalised by the ideal ordering of the same
+  judgements. A query with no relevant document has no defined nDCG (``nan``) and is left out of the means.
+- **recall@k**: the share of a query's relevant documents found in its top k. *Relevant* means grade >= 1: a
+  partially relevant document is still material the retriever should surface, and counting only grade 2 would
+  make many queries (one grade-2 document each) all-or-nothing. ``min_relevance=2`` gives the strict variant.
+- **top-k overlap**: the Jaccard index ``|A ∩ B| / |A ∪ B|`` of two top-k sets (order inside the top k ignored).
+  It needs no judgements: 1.0 means the candidate returns exactly the legacy server's top k.
+
+Scores are cosine similarities (both sides are L2-normalised before the dot product). Ties are broken by
+document order (a stable sort), so results are deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+NDCG_K = 10
+RECALL_K = 5
+OVERLAP_K = 5
+
+
+# --- per-query metrics ---------------------------------------------------------------------------------------------
+def ranking_from(scores_or_ranking: Any) -> np.ndarray:
+    """Document indices, best first.
+
+    An integer array is taken as a ranking already (document indices in ranked order); a float array as one
+    score per document (higher is better), sorted descending with ties kept in document order.
+    """
+    values = np.asarray(scores_or_ranking)
+    if values.ndim != 1:
+        raise ValueError(f"expected a 1-D array of scores or a ranking, got shape {values.shape}")
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64)
+    if values.dtype.kind not in "fb":
+        raise ValueError(f"expected numbers, got dtype {values.dtype}")
+    return np.argsort(-values.astype(np.float64), kind="stable")
+
+
+def _relevance(qrels: Any) -> np.ndarray:
+    rel = np.asarray(qrels, dtype=np.float64)
+    if rel.ndim != 1:
+        raise ValueError(f"expected one relevance grade per document (1-D), got shape {rel.shape}")
+    return rel
+
+
+def dcg(gains_in_rank_order: np.ndarray) -> float:
+    ranks = np.arange(1, len(gains_in_rank_order) + 1)
+    return float(np.sum((2.0 ** gains_in_rank_order - 1.0) / np.log2(ranks + 1)))
+
+
+def ndcg_at_k(scores_or_ranking: Any, qrels: Any, k: int = NDCG_K) -> float:
+    """Graded nDCG@k. ``qrels``: relevance grade per document index (0 = not relevant). nan without relevant docs."""
+    rel = _relevance(qrels)
+    ranking = ranking_from(scores_or_ranking)[:k]
+    ideal = dcg(np.sort(rel)[::-1][:k])
+    if ideal <= 0:
+        return float("nan")
+    return dcg(rel[ranking]) / ideal
+
+
+def recall_at_k(scores_or_ranking: Any, qrels: Any, k: int = RECALL_K, min_relevance: int = 1) -> float:
+    """Share of the relevant documents (grade >= ``min_relevance``) in the top k; nan without relevant docs."""
+    rel = _relevance(qrels)
+    relevant = rel >= min_relevance
+    total = int(relevant.sum())
+    if total == 0:
+        return float("nan")
+    top = ranking_from(scores_or_ranking)[:k]
+    return float(relevant[top].sum()) / total
+
+
+def top_k(scores_or_ranking: Any, k: int = OVERLAP_K) -> np.ndarray:
+    return ranking_from(scores_or_ranking)[:k]
+
+
+def top_k_overlap(a: Any, b: Any, k: int = OVERLAP_K) -> float:
+    """Jaccard index of the two top-k sets (1.0: same k documents, in any order)."""
+    set_a, set_b = set(top_k(a, k).tolist()), set(top_k(b, k).tolist())
+    union = set_a | set_b
+    return len(set_a & set_b) / len(union) if union else float("nan")
+
+
+def jaccard(a: Sequence[Any], b: Sequence[Any]) -> float:
+    set_a, set_b = set(a), set(b)
+    union = set_a | set_b
+    return len(set_a & set_b) / len(union) if union else float("nan")
+
+
+# --- a whole query set ---------------------------------------------------------------------------------------------
+def _unit(rows: np.ndarray) -> np.ndarray:
+    rows = np.asarray(rows, dtype=np.float64)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms == 0, 1.0, norms)
+
+
+def cosine_scores(doc_vectors: np.ndarray, query_vectors: np.ndarray) -> np.ndarray:
+    """(queries, docs) cosine similarities."""
+    doc_vectors, query_vectors = np.asarray(doc_vectors), np.asarray(query_vectors)
+    if doc_vectors.ndim != 2 or query_vectors.ndim != 2:
+        raise ValueError(f"expected 2-D arrays, got docs {doc_vectors.shape} and queries {query_vectors.shape}")
+    if doc_vectors.shape[1] != query_vectors.shape[1]:
+        raise ValueError(f"dimensions differ: documents {doc_vectors.shape[1]}, queries {query_vectors.shape[1]}")
+    return _unit(query_vectors) @ _unit(doc_vectors).T
+
+
+def _mean(values: list[float]) -> float | None:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else None
+
+
+def evaluate(doc_vectors: np.ndarray, query_vectors: np.ndarray, query_ids: Sequence[str], doc_ids: Sequence[str],
+             qrels: dict[str, dict[str, int]], ndcg_k: int = NDCG_K, recall_k: int = RECALL_K,
+             overlap_k: int = OVERLAP_K) -> dict[str, Any]:
+    """Rank every document for every query by cosine; per-query and mean nDCG@10, recall@5, and the top-5 ids.
+
+    ``qrels``: query id -> {doc id: grade} (the workload's form). Queries without judgements are ranked (their top
+    k is reported, for overlap) but left out of the nDCG/recall means.
+    """
+    if len(query_ids) != len(query_vectors):
+        raise ValueError(f"{len(query_ids)} query ids but {len(query_vectors)} query vectors")
+    if len(doc_ids) != len(doc_vectors):
+        raise ValueError(f"{len(doc_ids)} document ids but {len(doc_vectors)} document vectors")
+    scores = cosine_scores(doc_vectors, query_vectors)
+    position = {doc_id: i for i, doc_id in enumerate(doc_ids)}
+    per_query: dict[str, dict[str, Any]] = {}
+    for row, query_id in enumerate(query_ids):
+        grades = np.zeros(len(doc_ids))
+        for doc_id, grade in (qrels.get(query_id) or {}).items():
+            if doc_id in position:
+                grades[position[doc_id]] = grade
+        ranking = ranking_from(scores[row])
+        judged = bool((grades > 0).any())
+        per_query[query_id] = {
+            "ndcg_at_10": ndcg_at_k(ranking, grades, ndcg_k) if judged else None,
+            "recall_at_5": recall_at_k(ranking, grades, recall_k) if judged else None,
+            "top5": [doc_ids[i] for i in ranking[:overlap_k]],
+            "top1_score": float(scores[row, ranking[0]]),
+        }
+    judged_rows = [r for r in per_query.values() if r["ndcg_at_10"] is not None]
+    return {
+        "ndcg_at_10": _mean([r["ndcg_at_10"] for r in judged_rows]),
+        "recall_at_5": _mean([r["recall_at_5"] for r in judged_rows]),
+        "queries": len(query_ids),
+        "judged_queries": len(judged_rows),
+        "per_query": per_query,
+    }
+
+
+def overlap_with(reference: dict[str, Any], other: dict[str, Any]) -> tuple[float | None, dict[str, float]]:
+    """Mean and per-query Jaccard of ``other``'s top-5 against ``reference``'s (both from ``evaluate``)."""
+    per_query = {
+        query_id: jaccard(reference["per_query"][query_id]["top5"], row["top5"])
+        for query_id, row in other["per_query"].items()
+        if query_id in reference["per_query"]
+    }
+    return _mean(list(per_query.values())), per_query
+
+
+# --- the summary.json section ----------------------------------------------------------------------------------------
+# Which query capture each variant reads (written by embedswap.measure.capture_queries).
+QUERY_FILES = {
+    "legacy": "query_vectors_server_instruction.npy",
+    "naive": "query_vectors_server_instruction.npy",
+    "shim": "query_vectors_client_prefixed.npy",
+}
+METRICS = ("ndcg_at_10", "recall_at_5", "top5_overlap")
+
+
+def _not_measured(why: str) -> dict[str, Any]:
+    return {"measured": False, "why": why}
+
+
+def _variant(attempt: Any, target: str, query_file: str, workload: Any, doc_stack: np.ndarray | None,
+             reference: dict[str, Any] | None) -> dict[str, Any]:
+    """One (documents, queries) pair of captures evaluated; with the overlap against ``reference`` if given."""
+    if doc_stack is None:
+        return _not_measured(f"no document vectors for '{target}' (captures/{target}/doc_vectors.npy)")
+    if not attempt.has(f"{target}/{query_file}"):
+        return _not_measured(f"no query vectors for '{target}' (captures/{target}/{query_file})")
+    queries = attempt.read_array(f"{target}/{query_file}")
+    query_ids = [q.id for q in workload.queries]
+    doc_ids = [d.id for d in workload.documents]
+    if queries.ndim != 2 or len(queries) != len(query_ids):
+        return _not_measured(f"captures/{target}/{query_file} has shape {queries.shape}, "
+                             f"expected {len(query_ids)} query vectors")
+    if doc_stack.ndim != 3 or doc_stack.shape[1] != len(doc_ids):
+        return _not_measured(f"captures/{target}/doc_vectors.npy has shape {doc_stack.shape}, "
+                             f"expected (repeat, {len(doc_ids)}, dim)")
+    if doc_stack.shape[2] != queries.shape[1]:
+        return _not_measured(f"'{target}': documents have {doc_stack.shape[2]} dimensions, "
+                             f"queries {queries.shape[1]}")
+    result = evaluate(doc_stack[0], queries, query_ids, doc_ids, workload.qrels)
+    if reference is None:
+        overlap, per_query_overlap = 1.0, {q: 1.0 for q in result["per_query"]}
+    else:
+        overlap, per_query_overlap = overlap_with(reference, result)
+    for query_id, value in per_query_overlap.items():
+        result["per_query"][query_id]["top5_overlap"] = value
+    return {
+        "measured": True,
+        "ndcg_at_10": result["ndcg_at_10"],
+        "recall_at_5": result["recall_at_5"],
+        "top5_overlap": overlap,
+        "queries": result["queries"],
+        "judged_queries": result["judged_queries"],
+        "per_query": result["per_query"],
+        "source": {"documents": f"captures/{target}/doc_vectors.npy[0]", "queries": f"captures/{target}/{query_file}"},
+    }
+
+
+def _deltas(legacy: dict[str, Any], variant: dict[str, Any]) -> dict[str, float | None]:
+    if not (legacy.get("measured") and variant.get("measured")):
+        return {m: None for m in ("ndcg_at_10", "recall_at_5")}
+    return {m: None if legacy[m] is None or variant[m] is None else variant[m] - legacy[m]
+            for m in ("ndcg_at_10", "recall_at_5")}
+
+
+def _doc_stack(attempt: Any, target: str) -> np.ndarray | None:
+    return attempt.read_array(f"{target}/doc_vectors.npy") if attempt.has(f"{target}/doc_vectors.npy") else None
+
+
+def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any]:
+    """summary.json's ``ranking``: legacy, candidate naive and candidate with the shim fix, from captures only.
+
+    Keys (primary candidate = ``experiment.candidates[0]``): ``legacy``, ``candidate_naive``, ``candidate_shim``
+    (each ``{measured, ndcg_at_10, recall_at_5, top5_overlap, per_query, source}``), ``deltas`` (candidate minus
+    legacy, for ``candidate_naive`` and ``candidate_shim``), ``by_candidate`` (the same for every candidate), and
+    ``definitions``. Without queries/judgements or without the captures: ``{"measured": False, "why": ...}``.
+    """
+    if not workload.queries:
+        return _not_measured("the workload has no queries")
+    if not workload.qrels:
+        return _not_measured("the workload has no relevance judgements (qrels)")
+    legacy_name = experiment.legacy
+    legacy = _variant(attempt, legacy_name, QUERY_FILES["legacy"], workload, _doc_stack(attempt, legacy_name), None)
+    if not legacy["measured"]:
+        return _not_measured(legacy["why"])
+    by_candidate: dict[str, Any] = {}
+    for name in experiment.candidates:
+        stack = _doc_stack(attempt, name)
+        naive = _variant(attempt, name, QUERY_FILES["naive"], workload, stack, legacy)
+        shim = _variant(attempt, name, QUERY_FILES["shim"], workload, stack, legacy)
+        by_candidate[name] = {
+            "measured": bool(naive["measured"] or shim["measured"]),
+            "naive": naive,
+            "shim": shim,
+            "deltas": {"naive": _deltas(legacy, naive), "shim": _deltas(legacy, shim)},
+        }
+    primary = by_candidate[experiment.primary_candidate]
+    if not primary["measured"]:
+        return _not_measured(primary["naive"].get("why") or primary["shim"].get("why") or "candidate not captured")
+    return {
+        "measured": True,
+        "legacy": legacy,
+        "candidate_naive": primary["naive"],
+        "candidate_shim": primary["shim"],
+        "deltas": {"candidate_naive": primary["deltas"]["naive"], "candidate_shim": primary["deltas"]["shim"]},
+        "by_candidate": by_candidate,
+        "definitions": {
+            "ndcg_at_10": "graded nDCG@10: gain 2^rel-1 (rel 2/1/0), discount log2(rank+1), ideal from the judgements",
+            "recall_at_5": "share of relevant documents (grade >= 1) in the top 5",
+            "top5_overlap": "Jaccard index of the top-5 set against the legacy server's top 5, mean over queries",
+            "legacy": "legacy documents + queries sent with input_type 'query' (the legacy server adds the prompt)",
+            "candidate_naive": "candidate documents + the same queries with input_type 'query' (address swap only)",
+            "candidate_shim": "candidate documents + queries prefixed with the prompt by the client (the shim fix)",
+        },
+    }

@@ -1,0 +1,164 @@
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from embedswap.captures import json_bytes, new_attempt
+from embedswap.ranking import (
+    evaluate,
+    jaccard,
+    ndcg_at_k,
+    ranking_from,
+    ranking_section,
+    recall_at_k,
+    top_k_overlap,
+)
+from embedswap.workload import Document, Query, Workload
+
+
+# --- nDCG ------------------------------------------------------------------------------------------------------------
+def test_perfect_ranking_has_ndcg_one() -> None:
+    grades = np.array([2, 1, 0, 0])
+    assert ndcg_at_k(np.array([0, 1, 2, 3]), grades) == pytest.approx(1.0)
+    assert ndcg_at_k(np.array([0.9, 0.5, 0.1, 0.0]), grades) == pytest.approx(1.0)  # scores, same order
+
+
+def test_reversed_ranking_computed_by_hand() -> None:
+    # grades 2, 1, 0 ranked in reverse: ranks 1..3 hold grades 0, 1, 2
+    # DCG  = (2^0-1)/log2(2) + (2^1-1)/log2(3) + (2^2-1)/log2(4) = 0 + 0.6309298 + 1.5      = 2.1309298
+    # IDCG = (2^2-1)/log2(2) + (2^1-1)/log2(3) + 0                = 3 + 0.6309298           = 3.6309298
+    assert ndcg_at_k(np.array([2, 1, 0]), np.array([2, 1, 0])) == pytest.approx(2.1309298 / 3.6309298, abs=1e-7)
+    assert ndcg_at_k(np.array([0.1, 0.5, 0.9]), np.array([2, 1, 0])) == pytest.approx(0.5868827, abs=1e-7)
+
+
+def test_ndcg_cut_at_k_and_graded() -> None:
+    # the only relevant document (grade 1) at rank 3: DCG = 1/log2(4) = 0.5, IDCG = 1
+    assert ndcg_at_k(np.array([1, 2, 0]), np.array([1, 0, 0])) == pytest.approx(0.5)
+    # outside the cut-off it counts nothing
+    assert ndcg_at_k(np.array([1, 2, 0]), np.array([1, 0, 0]), k=2) == 0.0
+    # a grade-2 document first beats a grade-1 document first
+    grades = np.array([1, 2, 0])
+    assert ndcg_at_k(np.array([1, 0, 2]), grades) == pytest.approx(1.0)
+    assert ndcg_at_k(np.array([0, 1, 2]), grades) < 1.0
+    assert math.isnan(ndcg_at_k(np.array([0, 1]), np.array([0, 0])))  # nothing relevant: undefined
+
+
+def test_scores_ties_keep_document_order() -> None:
+    assert ranking_from(np.array([0.5, 0.9, 0.5])).tolist() == [1, 0, 2]
+    with pytest.raises(ValueError):
+        ranking_from(np.zeros((2, 2)))
+
+
+# --- recall and overlap ------------------------------------------------------------------------------------------------
+def test_recall_counts_grade_one_as_relevant() -> None:
+    grades = np.array([2, 0, 0, 1, 0, 0, 1])
+    ranking = np.array([0, 1, 2, 3, 4, 5, 6])  # relevant at ranks 1, 4, 7
+    assert recall_at_k(ranking, grades, k=5) == pytest.approx(2 / 3)
+    assert recall_at_k(ranking, grades, k=5, min_relevance=2) == pytest.approx(1.0)
+    assert recall_at_k(ranking, grades, k=1) == pytest.approx(1 / 3)
+    assert math.isnan(recall_at_k(ranking, np.zeros(7)))
+
+
+def test_top_k_overlap_is_jaccard() -> None:
+    a = np.array([0, 1, 2, 3, 4, 5, 6])
+    assert top_k_overlap(a, a) == 1.0
+    assert top_k_overlap(a, np.array([4, 3, 2, 1, 0, 6, 5])) == 1.0  # same set, other order
+    # top-5 {0,1,2,3,4} vs {0,1,2,5,6}: 3 shared, 7 in the union
+    assert top_k_overlap(a, np.array([0, 1, 2, 5, 6, 3, 4])) == pytest.approx(3 / 7)
+    assert top_k_overlap(a, np.array([5, 6, 0, 1, 2]), k=2) == 0.0  # {0,1} vs {5,6}
+    assert jaccard(["a", "b"], ["b", "c"]) == pytest.approx(1 / 3)
+
+
+# --- evaluate ----------------------------------------------------------------------------------------------------------
+def _basis(n: int, dim: int) -> np.ndarray:
+    return np.eye(dim)[:n]
+
+
+def test_evaluate_per_query_and_means() -> None:
+    docs = _basis(4, 4)
+    queries = np.array([[1.0, 0.2, 0.0, 0.0],    # q1: d1 then d2
+                        [0.0, 0.0, 0.1, 1.0]])   # q2: d4 then d3
+    qrels = {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 2}}
+    result = evaluate(docs, queries, ["q1", "q2"], ["d1", "d2", "d3", "d4"], qrels)
+    q1, q2 = result["per_query"]["q1"], result["per_query"]["q2"]
+    assert q1["ndcg_at_10"] == pytest.approx(1.0) and q1["recall_at_5"] == 1.0
+    assert q1["top5"][:2] == ["d1", "d2"]
+    # q2: the grade-2 document at rank 2: 3/log2(3) / 3
+    assert q2["ndcg_at_10"] == pytest.approx(1 / math.log2(3))
+    assert result["ndcg_at_10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    assert result["judged_queries"] == 2 and result["queries"] == 2
+
+
+def test_evaluate_skips_unjudged_queries_in_means() -> None:
+    result = evaluate(_basis(3, 3), _basis(2, 3), ["q1", "q2"], ["a", "b", "c"], {"q1": {"a": 2}})
+    assert result["per_query"]["q2"]["ndcg_at_10"] is None
+    assert result["ndcg_at_10"] == pytest.approx(1.0) and result["judged_queries"] == 1
+
+
+# --- the summary section -----------------------------------------------------------------------------------------------
+def _workload() -> Workload:
+    docs = [Document(f"d{i}", f"text {i}") for i in range(8)]
+    queries = [Query(f"q{i}", f"query {i}") for i in range(4)]
+    qrels = {f"q{i}": {f"d{i}": 2, f"d{i + 4}": 1} for i in range(4)}
+    return Workload(documents=docs, queries=queries, qrels=qrels)
+
+
+def _experiment() -> SimpleNamespace:
+    return SimpleNamespace(legacy="legacy", candidates=["vllm", "dynamo"], primary_candidate="vllm")
+
+
+def _write_target(attempt, name: str, docs: np.ndarray, naive: np.ndarray | None, shim: np.ndarray | None) -> None:
+    attempt.write_array(f"{name}/doc_vectors.npy", np.stack([docs, docs]).astype(np.float32))
+    if naive is not None:
+        attempt.write_array(f"{name}/query_vectors_server_instruction.npy", naive.astype(np.float32))
+    if shim is not None:
+        attempt.write_array(f"{name}/query_vectors_client_prefixed.npy", shim.astype(np.float32))
+
+
+def test_ranking_section_legacy_naive_shim(tmp_path) -> None:
+    attempt = new_attempt(tmp_path)
+    docs = np.eye(8)
+    good = np.eye(8)[:4] + 0.5 * np.eye(8)[4:]          # each query: its grade-2 doc, then its grade-1 doc
+    bad = np.roll(np.eye(8)[:4], 1, axis=1)              # the ignored prompt: every query lands on a wrong doc
+    _write_target(attempt, "legacy", docs, good, good)
+    _write_target(attempt, "vllm", docs, bad, good)
+    section = ranking_section(_experiment(), attempt, _workload())
+    assert section["measured"] is True
+    assert section["legacy"]["ndcg_at_10"] == pytest.approx(1.0)
+    assert section["legacy"]["top5_overlap"] == 1.0
+    assert section["candidate_shim"]["ndcg_at_10"] == pytest.approx(1.0)
+    assert section["candidate_shim"]["top5_overlap"] == pytest.approx(1.0)
+    assert section["candidate_naive"]["ndcg_at_10"] < 0.8
+    assert section["candidate_naive"]["top5_overlap"] < 1.0
+    assert section["deltas"]["candidate_shim"]["ndcg_at_10"] == pytest.approx(0.0)
+    assert section["deltas"]["candidate_naive"]["ndcg_at_10"] < 0
+    assert section["by_candidate"]["dynamo"]["measured"] is False  # not captured: says so, does not fail
+    assert "source" in section["candidate_naive"]
+    json.loads(json_bytes(section))  # summary.json forbids NaN
+
+
+def test_ranking_section_not_measured_without_judgements_or_captures(tmp_path) -> None:
+    attempt = new_attempt(tmp_path)
+    workload = _workload()
+    no_qrels = Workload(documents=workload.documents, queries=workload.queries)
+    assert ranking_section(_experiment(), attempt, no_qrels) == {
+        "measured": False, "why": "the workload has no relevance judgements (qrels)"}
+    no_queries = Workload(documents=workload.documents)
+    assert ranking_section(_experiment(), attempt, no_queries)["measured"] is False
+    missing = ranking_section(_experiment(), attempt, workload)
+    assert missing["measured"] is False and "legacy" in missing["why"]
+    _write_target(attempt, "legacy", np.eye(8), np.eye(8)[:4], None)
+    missing = ranking_section(_experiment(), attempt, workload)
+    assert missing["measured"] is False and "vllm" in missing["why"]
+
+
+def test_ranking_section_rejects_mismatched_shapes(tmp_path) -> None:
+    attempt = new_attempt(tmp_path)
+    _write_target(attempt, "legacy", np.eye(8), np.eye(8)[:4], None)
+    _write_target(attempt, "vllm", np.eye(8), np.eye(8)[:3], np.eye(8)[:4])  # one query vector missing
+    section = ranking_section(_experiment(), attempt, _workload())
+    assert section["measured"] is True
+    assert section["candidate_naive"]["measured"] is False and "shape" in section["candidate_naive"]["why"]
+    assert section["candidate_shim"]["measured"] is True

@@ -32,7 +32,7 @@ SMALL_LATENCY = {
     "concurrency": 4,
     "repeats": 1,
     "warmup_requests": 0,
-    "timeout_s": 5,
+    "timeout_s": 60,  # generous: a batch of 8 takes ~2 s when the 2 cores are shared, 4 queue behind the lock
 }
 # a few probes of the catalogue: enough to exercise the contract capture without 20 extra requests per server
 FEW_PROBES = ["plain", "empty_string", "batch8_member"]

@@ -1,4 +1,4 @@
-"""End to end, with real parts: the real legacy server and the real vLLM server, the five notebooks executed by
+"""End to end, with real parts: the real legacy server, NVIDIA Dynamo (frontend + embedding worker) and vLLM alone, the five notebooks executed by
 papermill through `embedswap run`, then assertions on the values the run recorded (summary.json, captures,
 executed notebooks), in the manner of the recommenders project's notebook tests.
 
@@ -49,9 +49,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     if not Path(engine_python()).exists():
         pytest.fail(f"engine environment missing ({engine_python()}): run `make engine` (make test does)")
     root = tmp_path_factory.mktemp("project")
-    ports = [free_port(), free_port()]
+    ports = [free_port(), free_port(), free_port()]
     folder = new_experiment("e2e", root / "experiments", data_dir=REPO / "data", legacy_port=ports[0],
-                           vllm_port=ports[1])
+                           vllm_port=ports[1], dynamo_port=ports[2])
     run = subprocess.run([EMBEDSWAP, "run", str(folder)], capture_output=True, text=True, timeout=1500,
                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     print(run.stdout[-5000:], run.stderr[-5000:])
@@ -67,8 +67,8 @@ def test_run_succeeds_and_every_notebook_executed(demo: dict) -> None:
     assert executed == ["01_legacy_capture.ipynb", "02_swap_deploy.ipynb", "03_vector_contract_diff.ipynb",
                         "04_latency.ipynb", "05_parity.ipynb"]
     steps = demo["summary"]["steps"]
-    assert steps["capture:legacy"]["status"] == "complete", steps
-    assert steps["capture:vllm"]["status"] == "complete", steps
+    for target in ("legacy", "dynamo", "vllm"):
+        assert steps[f"capture:{target}"]["status"] == "complete", steps
 
 
 def test_no_server_survives_the_run(demo: dict) -> None:
@@ -82,7 +82,8 @@ def test_vectors_from_both_servers(demo: dict) -> None:
     cosine = vectors["cosine"]
     assert 0.99 < cosine["min"] <= cosine["median"] <= cosine["max"] <= 1.0 + 1e-6
     assert set(vectors["by_language"]) == {"en", "ko"}
-    for name in ("legacy", "vllm"):
+    for name in ("legacy", "dynamo", "vllm"):
+        assert vectors["by_target"][name]["dimension"] == 384
         assert abs(vectors["by_target"][name]["norm"]["first"] - 1.0) < 1e-3
         assert vectors["by_target"][name]["index_order_ok"] is True
 
@@ -96,6 +97,7 @@ def test_token_totals_match_the_tokenizer(demo: dict) -> None:
     totals = demo["summary"]["vectors"]["token_total"]
     assert totals["legacy"] == expected
     assert totals["candidate"] == expected
+    assert demo["summary"]["vectors"]["by_target"]["vllm"]["token_total"] == expected
 
 
 def test_contract_probes_and_the_quiet_divergence(demo: dict) -> None:
@@ -103,21 +105,26 @@ def test_contract_probes_and_the_quiet_divergence(demo: dict) -> None:
     assert len(contract) >= 12
     for row in contract.values():
         assert row["legacy"]["status"] is not None and row["candidate"]["status"] is not None
-    # the article's dangerous case: 200 from both, a different vector, because vLLM ignores input_type
+    # the article's dangerous case: 200 from both, a different vector, because the engine ignores input_type
     query = contract["input_type_query"]
-    assert (query["legacy"]["status"], query["candidate"]["status"]) == (200, 200)
-    assert query["verdict"] == "silent-divergence"
-    assert query["cosine"] < 0.99
-    assert contract["dimensions_reduced"]["legacy"]["status"] == 200
-    assert contract["dimensions_reduced"]["candidate"]["status"] == 400
-    assert contract["over_long_input"]["verdict"] == "loud-failure"
+    for name in ("dynamo", "vllm"):
+        assert query["by_target"][name]["status"] == 200
+        assert query["verdicts"][name]["verdict"] == "silent-divergence"
+        assert query["verdicts"][name]["cosine"] < 0.99
+    assert query["legacy"]["status"] == 200
+    # a client error: vLLM alone answers 400, the Dynamo frontend 500 (ENGINE_FACTS.md, the article's table)
+    dims = contract["dimensions_reduced"]
+    assert dims["legacy"]["status"] == 200
+    assert dims["by_target"]["vllm"]["status"] == 400 and dims["verdicts"]["vllm"]["verdict"] == "loud-failure"
+    assert dims["by_target"]["dynamo"]["status"] == 500 and dims["verdicts"]["dynamo"]["verdict"] == "retry-hazard"
+    assert contract["over_long_input"]["verdicts"]["vllm"]["verdict"] == "loud-failure"
     assert contract["encoding_base64"]["verdict"] == "format-difference"
     assert contract["plain"]["verdict"] == "same"
 
 
 def test_latency_points_are_measured(demo: dict) -> None:
-    latency = demo["summary"]["latency"]
-    for role in ("legacy", "candidate"):
+    latency = demo["summary"]["latency"]["by_target"]
+    for role in ("legacy", "dynamo", "vllm"):
         for point in ("sequential", "concurrent"):
             stats = latency[role][point]
             assert stats["errors"] == 0
@@ -134,7 +141,7 @@ def test_latency_points_are_measured(demo: dict) -> None:
 def test_parity_rows(demo: dict) -> None:
     parity = demo["summary"]["parity"]
     rows = {row["backend"]: row for row in parity["rows"]}
-    assert set(rows) == {"legacy", "vllm"}
+    assert set(rows) == {"legacy", "dynamo", "vllm"}
     # the legacy server is transformers in fp32, the reference sentence-transformers in fp32
     assert rows["legacy"]["cos_min"] >= 0.9999 and rows["legacy"]["pass"] is True
     assert parity["pass"] == all(row["pass"] for row in rows.values())

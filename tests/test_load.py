@@ -100,3 +100,48 @@ def test_connection_errors_are_records_not_exceptions() -> None:
     records, _ = asyncio.run(closed_loop(spec, "seq", 0, requests=2, concurrency=1))
     assert [r.status for r in records] == [0, 0]
     assert all(r.error for r in records)
+
+
+class _FixedAnswer:
+    """An in-process ASGI server that answers every request at once with the given JSON payload."""
+
+    def __init__(self, payload: dict) -> None:
+        self.body = json.dumps(payload).encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        while (await receive()).get("more_body"):
+            pass
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+def test_answer_check_is_outside_the_timed_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a check that takes 80 ms must not show up in the latency, but its result must still be recorded
+    _patch_transport(monkeypatch, _FixedAnswer({"data": [{"index": 0, "embedding": [0.5, 0.5]}],
+                                                "usage": {"prompt_tokens": 7}}))
+    original = load.parse_response
+
+    def slow_check(response, latency_ms):
+        time.sleep(0.08)
+        return original(response, latency_ms)
+
+    monkeypatch.setattr(load, "parse_response", slow_check)
+    spec = LoadSpec("http://test", "m", [["a"]])
+    for records, _ in (asyncio.run(closed_loop(spec, "c2", 0, requests=4, concurrency=2)),
+                       asyncio.run(open_loop(spec, "open", 0, requests=4, rate_per_s=1000.0, seed=1))):
+        assert all(r.ok and r.prompt_tokens == 7 for r in records)
+        assert max(r.latency_ms for r in records) < 80
+
+
+def test_unusable_answers_are_errors_after_the_deferred_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    _patch_transport(monkeypatch, _FixedAnswer({"data": [{"index": 0, "embedding": [float("nan"), 1.0]}],
+                                                "usage": {"prompt_tokens": 3}}))
+    spec = LoadSpec("http://test", "m", [["a", "b"]])
+    records, wall = asyncio.run(closed_loop(spec, "seq", 0, requests=3, concurrency=1))
+    assert [r.status for r in records] == [200, 200, 200]
+    assert all("non-finite" in r.error for r in records) and not any(r.ok for r in records)
+    assert run_stats(records, wall).errors == 3
+
+    _patch_transport(monkeypatch, _FixedAnswer({"data": [{"index": 0, "embedding": [1.0, 0.0]}]}))
+    records, _ = asyncio.run(closed_loop(spec, "seq", 0, requests=2, concurrency=1))
+    assert all(r.error == "1 vectors for 2 inputs" for r in records)  # a short answer to a batch of two

@@ -188,7 +188,8 @@ def test_dynamo_worker_failure_stops_both_and_keeps_the_message(tmp_path: Path, 
     logs = tmp_path / "logs"
     assert (logs / "dynamo.frontend.log").exists() and (logs / "dynamo.worker.log").exists()
     assert not list(logs.glob("*.pid"))
-    env = dict(line.split("=", 1) for line in (logs / "dynamo.frontend.log").read_text().splitlines()[1:] if "=" in line)
+    lines = (logs / "dynamo.frontend.log").read_text().splitlines()[1:]
+    env = dict(line.split("=", 1) for line in lines if "=" in line)
     for key in ("DYN_TCP_RPC_HOST", "DYN_TCP_RESPONSE_STREAM_HOST", "DYN_SYSTEM_HOST", "DYN_EVENT_PLANE_HOST"):
         assert env[key] == "127.0.0.1"
     assert env["HF_HUB_OFFLINE"] == "1" and env["VLLM_CPU_KVCACHE_SPACE"] == "1"
@@ -197,6 +198,29 @@ def test_dynamo_worker_failure_stops_both_and_keeps_the_message(tmp_path: Path, 
     state = Path(env["DYN_FILE_KV"])
     assert state.is_relative_to(own_cache)
     assert not state.exists()  # the discovery state of a stopped graph is removed
+
+
+def test_dynamo_stop_does_not_wait_out_a_worker_that_hangs_after_shutdown(tmp_path: Path) -> None:
+    # Dynamo 1.6.1's worker logs its last line after SIGTERM and then hangs at interpreter exit: stop() kills it
+    # soon after that line instead of waiting the whole grace period.
+    python = fake_python(
+        tmp_path,
+        'if [ "$1" = "-c" ]; then exit 0; fi\n'
+        'case "$*" in *dynamo.vllm*)\n'
+        '  trap \'echo "INFO _core: tasks still running at interpreter exit; continuing without them"\' TERM\n'
+        "  while true; do sleep 0.2; done;;\n"
+        "esac\n"
+        "exec sleep 60\n",
+    )
+    target = dynamo_target(tmp_path, python=python)
+    target.launch()
+    time.sleep(1.0)
+    assert target.alive()
+    started = time.monotonic()
+    codes = target.stop()
+    assert time.monotonic() - started < 10
+    assert codes["dynamo.worker"] == -9 and codes["dynamo.frontend"] == -15
+    assert all(group_gone(p.pid) for p in target.processes)
 
 
 # --- the Kubernetes target: the article's DynamoGraphDeployment ---------------------------------------------------
@@ -326,7 +350,8 @@ def test_config_builds_dynamo_and_kubernetes_targets(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("target", "expected"),
     [
-        ({"kind": "dynamo", "port": 18302, "frontend_arg": []}, "unknown key 'targets.cand.frontend_arg' (did you mean 'frontend_args'?)"),
+        ({"kind": "dynamo", "port": 18302, "frontend_arg": []},
+         "unknown key 'targets.cand.frontend_arg' (did you mean 'frontend_args'?)"),
         ({"kind": "kubernetes", "namspace": "x"}, "unknown key 'targets.cand.namspace' (did you mean 'namespace'?)"),
         ({"kind": "kubernetes", "apply": True}, "needs 'url'"),
         ({"kind": "kubernetes", "gpu_memory_utilization": 1.5}, "targets.cand.gpu_memory_utilization"),

@@ -26,9 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from embedswap.redact import redact_bytes
+
 ATTEMPTS = "attempts"
 MANIFEST = "manifest.json"
 STEPS = "steps.json"
+SUPERSEDED = ".superseded"  # captures/.superseded/<stamp>/<target>/: an earlier, incomplete try, kept as written
 _manifest_lock = threading.Lock()
 
 
@@ -117,6 +120,8 @@ class Attempt:
     # --- writing ---------------------------------------------------------------------------------------------
     def write_bytes(self, relative: str, data: bytes) -> Path:
         path = self.captures / relative
+        if path.suffix != ".npy":  # an API key echoed in an error text must not reach a capture
+            data = redact_bytes(data)
         atomic_write_bytes(path, data)
         self._record(path)
         return path
@@ -174,10 +179,43 @@ class Attempt:
             steps = self.steps()
             entry = {**steps.get(step, {}), "status": status, "updated": _now(), **details}
             steps[step] = entry
-            atomic_write_bytes(self.path / STEPS, json_bytes(steps), overwrite=True)
+            atomic_write_bytes(self.path / STEPS, redact_bytes(json_bytes(steps)), overwrite=True)
 
     def step_status(self, step: str) -> str | None:
         return self.steps().get(step, {}).get("status")
+
+    def reset_step(self, step: str, status: str, **details: Any) -> None:
+        """Replace a step's entry (mark_step merges into it): a step measured again starts from a clean record."""
+        with _manifest_lock:
+            steps = self.steps()
+            steps[step] = {"status": status, "updated": _now(), **details}
+            atomic_write_bytes(self.path / STEPS, redact_bytes(json_bytes(steps)), overwrite=True)
+
+    # --- resuming --------------------------------------------------------------------------------------------
+    def retire(self, relative: str) -> str | None:
+        """Move ``captures/<relative>`` aside, to ``captures/.superseded/<stamp>/<relative>``, before it is captured
+        again in this attempt (resume). Nothing is deleted or rewritten: the files keep their bytes and checksums,
+        and the manifest follows the move, so ``verify`` still checks them. Returns the new path (None: nothing
+        was there)."""
+        source = self.captures / relative
+        if not source.exists():
+            return None
+        stamp = datetime.now().strftime("%Y-%m-%dT%H-%M-%S")
+        with _manifest_lock:
+            for suffix in [""] + [f"-{i}" for i in range(2, 1000)]:
+                dest = self.captures / SUPERSEDED / f"{stamp}{suffix}" / relative
+                if not dest.exists():
+                    break
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(source, dest)
+            old, new = str(source.relative_to(self.path)), str(dest.relative_to(self.path))
+            manifest = self.manifest()
+            manifest["files"] = {
+                (new + key[len(old):] if key == old or key.startswith(old + "/") else key): entry
+                for key, entry in manifest["files"].items()
+            }
+            atomic_write_bytes(self.path / MANIFEST, json_bytes(manifest), overwrite=True)
+        return new
 
 
 def _now() -> str:

@@ -148,12 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
     from embedswap.config import ConfigError
+    from embedswap.models import ModelNotFoundError
     from embedswap.steps import StepError
     from embedswap.workload import WorkloadError
 
     try:
         return int(args.func(args))
-    except (ConfigError, WorkloadError, StepError, FileExistsError, FileNotFoundError) as exc:
+    except (ConfigError, ModelNotFoundError, WorkloadError, StepError, FileExistsError, FileNotFoundError) as exc:
         print(f"embedswap: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import numpy as np
 
+from embedswap.redact import register_secret
+
 ERROR_TEXT_LIMIT = 500
 
 
@@ -136,6 +138,7 @@ def auth_headers(api_key_env: str | None, headers: dict[str, str] | None = None)
         key = os.environ.get(api_key_env)
         if not key:
             raise RuntimeError(f"environment variable {api_key_env} (api_key_env) is not set")
+        register_secret(key)  # never written: captures, steps, logs and notebooks are redacted
         out["Authorization"] = f"Bearer {key}"
     return out
 

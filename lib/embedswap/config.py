@@ -147,6 +147,10 @@ class LatencyConfig(_Strict):
     repeats: int = Field(3, ge=1)
     warmup_requests: int = Field(3, ge=0)
     timeout_s: float = Field(60.0, gt=0)
+    # Concurrency sweep, run after the two article points (run names sweep_c<C>); an empty list disables it.
+    sweep: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
+    sweep_requests: int = Field(24, ge=1)  # requests per sweep point and repeat
+    sweep_repeats: int = Field(1, ge=1)
 
 
 class ProbeSpec(_Strict):

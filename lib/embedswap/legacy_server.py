@@ -31,7 +31,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from huggingface_hub import snapshot_download
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StringConstraints
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
@@ -290,8 +290,18 @@ class Embedder:
 # ---------------------------------------------------------------------------------------------------------------------
 # HTTP schema
 
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema's ``integer`` includes ``2.0``: take a float without a fraction as that int (bools stay refused)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# the bound before the validator: so it stays a JSON Schema "minimum" (after it, pydantic writes a bare "ge")
+TokenId = Annotated[StrictInt, Field(ge=0), BeforeValidator(_integral)]
+Dimensions = Annotated[StrictInt, Field(ge=1), BeforeValidator(_integral)]
 NonEmptyText = Annotated[str, StringConstraints(strict=True, min_length=1)]
-TokenIds = Annotated[list[Annotated[StrictInt, Field(ge=0)]], Field(min_length=1)]
+TokenIds = Annotated[list[TokenId], Field(min_length=1)]
 EmbeddingInput = (
     NonEmptyText
     | Annotated[list[NonEmptyText], Field(min_length=1)]
@@ -300,14 +310,50 @@ EmbeddingInput = (
 )
 
 
+# The two combinations the endpoint refuses (400), stated in the schema so that clients and fuzzers know them:
+# an instruction makes a query, so it cannot come with input_type document/passage; a query prompt is text, so it
+# cannot be applied to token ids.
+CROSS_FIELD_RULES: list[dict[str, Any]] = [
+    {"not": {"required": ["instruction", "input_type"],
+             "properties": {"instruction": {"type": "string"}, "input_type": {"enum": ["document", "passage"]}}}},
+    {"not": {"required": ["input"],
+             "properties": {"input": {"type": "array", "items": {"type": ["integer", "array"]}}},
+             "anyOf": [{"required": ["input_type"], "properties": {"input_type": {"const": "query"}}},
+                       {"required": ["instruction"], "properties": {"instruction": {"type": "string"}}}]}},
+]
+
+
+def _state_limits(schema: dict[str, Any], dim: int, vocab_size: int, max_inputs: int) -> None:
+    """Put the limits known once the model is loaded into /openapi.json: the largest ``dimensions``, the largest
+    token id, the most inputs per request (each is answered 400 beyond it)."""
+    request = schema["components"]["schemas"]["EmbeddingRequest"]["properties"]
+    for member in request["dimensions"].get("anyOf", []):
+        if member.get("type") == "integer":
+            member["maximum"] = dim
+
+    def walk(node: Any, depth: int) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "integer":
+                node["maximum"] = vocab_size - 1
+            if node.get("type") == "array" and depth == 0 and node.get("items", {}).get("type") != "integer":
+                node["maxItems"] = max_inputs  # a list of texts or of token-id lists; one id list is one input
+            for key, value in node.items():
+                walk(value, depth + (1 if key == "items" else 0))
+        elif isinstance(node, list):
+            for value in node:
+                walk(value, depth)
+
+    walk(request["input"], 0)
+
+
 class EmbeddingRequest(BaseModel):
     """OpenAI's embeddings request, plus ``input_type`` / ``instruction`` for query prompts."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"allOf": CROSS_FIELD_RULES})
 
     input: EmbeddingInput = Field(description="Text, texts, token ids, or lists of token ids.")
     model: str | None = Field(default=None, description="Ignored; the response names the served model.")
-    dimensions: StrictInt | None = Field(default=None, ge=1, description="Keep the first N dims, re-normalised.")
+    dimensions: Dimensions | None = Field(default=None, description="Keep the first N dims, re-normalised.")
     input_type: Literal["query", "document", "passage"] | None = Field(
         default=None, description='"query" applies the query prompt; documents are embedded as is.'
     )
@@ -510,6 +556,13 @@ def create_app(settings: LegacySettings) -> FastAPI:
     app.state.embedder = embedder
     app.state.settings = settings
 
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            _state_limits(FastAPI.openapi(app), embedder.dim, embedder.vocab_size, settings.max_inputs)
+        return app.openapi_schema  # type: ignore[return-value]
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     @app.exception_handler(RequestValidationError)
     async def on_validation_error(request: Request, exc: RequestValidationError) -> Response:
         message, param = _validation_message(list(exc.errors()))
@@ -517,7 +570,9 @@ def create_app(settings: LegacySettings) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        return _error_response(exc.status_code, str(exc.detail))
+        response = _error_response(exc.status_code, str(exc.detail))
+        response.headers.update(exc.headers or {})  # e.g. the Allow header of a 405 (RFC 9110)
+        return response
 
     @app.exception_handler(RequestError)
     async def on_request_error(request: Request, exc: RequestError) -> Response:

@@ -3,6 +3,10 @@
 Closed loop is the article's mode: N requests, C in flight at a time, each request one batch of documents.
 Open loop sends at a fixed mean rate with Poisson arrivals; latency counts from the *scheduled* send time, so
 time spent queueing behind a slow server is not hidden (no coordinated omission).
+
+A request's latency ends when its answer has arrived in full. Each 200 answer is then checked like the captures
+check it (malformed, NaN, lengths, indices, count) after the run, outside the timed window: the check parses
+every float and costs milliseconds per batch on a small CPU (benchmarks/harness_overhead.py measures it).
 """
 
 from __future__ import annotations
@@ -129,23 +133,48 @@ def _body(model: str, batch: Sequence[str]) -> bytes:
     return json.dumps({"model": model, "input": list(batch)}, ensure_ascii=False).encode()
 
 
-async def _send(client: httpx.AsyncClient, body: bytes, expected: int | None = None
-                ) -> tuple[int, int | None, str | None]:
-    """One request; a 200 is checked like the captures check it (malformed, NaN, lengths, indices, count)."""
+async def _fetch(client: httpx.AsyncClient, body: bytes) -> tuple[int, httpx.Response | None, str | None]:
+    """One request, its answer read in full and not parsed: (status, the 200 response or None, error)."""
     try:
         response = await client.post("/v1/embeddings", content=body, headers={"Content-Type": "application/json"})
     except httpx.HTTPError as exc:
         return 0, None, f"{type(exc).__name__}: {exc}"[:300]
     if response.status_code != 200:
         return response.status_code, None, response.text[:300]
+    return 200, response, None
+
+
+def _check(response: httpx.Response, expected: int | None = None) -> tuple[int | None, str | None]:
+    """A 200 checked like the captures check it (malformed, NaN, lengths, indices, count): (tokens, error).
+
+    The harness calls this after a run, outside every request's timed window: parsing a batch of 8 x 384 floats
+    costs milliseconds of CPU (json + float() of every value + the NaN scan), which would otherwise be counted
+    as latency and, at concurrency > 1 or on a CPU shared with the server, delay the other requests.
+    """
     answer = parse_response(response, 0.0)
     if answer.error is not None:
-        return 200, answer.prompt_tokens, answer.error
+        return answer.prompt_tokens, answer.error
     if not answer.vectors:
-        return 200, answer.prompt_tokens, "200 without data"
+        return answer.prompt_tokens, "200 without data"
     if expected is not None and len(answer.vectors) != expected:
-        return 200, answer.prompt_tokens, f"{len(answer.vectors)} vectors for {expected} inputs"
-    return 200, answer.prompt_tokens, None
+        return answer.prompt_tokens, f"{len(answer.vectors)} vectors for {expected} inputs"
+    return answer.prompt_tokens, None
+
+
+async def _send(client: httpx.AsyncClient, body: bytes, expected: int | None = None
+                ) -> tuple[int, int | None, str | None]:
+    """One request, fetched and checked: (status, prompt tokens, error)."""
+    status, response, error = await _fetch(client, body)
+    if response is None:
+        return status, None, error
+    tokens, error = _check(response, expected)
+    return status, tokens, error
+
+
+def _check_answers(answers: list[tuple[RequestRecord, httpx.Response, int]]) -> None:
+    """After a run: fill in each 200's prompt tokens and, for an unusable answer, its error."""
+    for record, response, expected in answers:
+        record.prompt_tokens, record.error = _check(response, expected)
 
 
 @dataclass
@@ -174,6 +203,7 @@ async def closed_loop(
         for i in range(warmup):  # warm-up: not recorded
             await _send(client, bodies[i % len(bodies)])
         records: list[RequestRecord] = []
+        answers: list[tuple[RequestRecord, httpx.Response, int]] = []  # checked after the run, untimed
         next_seq = 0
         started = time.perf_counter()
 
@@ -183,20 +213,21 @@ async def closed_loop(
                 seq = next_seq
                 next_seq += 1
                 batch_index = seq % len(bodies)
+                docs = len(spec.batches[batch_index])
                 sent = time.perf_counter()
-                status, tokens, error = await _send(client, bodies[batch_index], len(spec.batches[batch_index]))
+                status, response, error = await _fetch(client, bodies[batch_index])
                 done = time.perf_counter()
-                records.append(
-                    RequestRecord(
-                        run, repeat, seq, sent - started, (done - sent) * 1000, status,
-                        len(spec.batches[batch_index]), tokens, error,
-                    )
-                )
+                record = RequestRecord(run, repeat, seq, sent - started, (done - sent) * 1000, status, docs, None,
+                                       error)
+                records.append(record)
+                if response is not None:
+                    answers.append((record, response, docs))
                 if progress is not None:
                     progress.update(1)
 
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         wall = time.perf_counter() - started
+    _check_answers(answers)
     records.sort(key=lambda r: r.seq)
     return records, wall
 
@@ -213,6 +244,7 @@ async def open_loop(
         schedule.append(at)
     bodies = [_body(spec.model, b) for b in spec.batches]
     records: list[RequestRecord] = []
+    answers: list[tuple[RequestRecord, httpx.Response, int]] = []  # checked after the run, untimed
     async with _client(spec, max(64, requests)) as client:
         started = time.perf_counter()
 
@@ -221,19 +253,19 @@ async def open_loop(
             if delay > 0:
                 await asyncio.sleep(delay)
             batch_index = seq % len(bodies)
-            status, tokens, error = await _send(client, bodies[batch_index], len(spec.batches[batch_index]))
+            docs = len(spec.batches[batch_index])
+            status, response, error = await _fetch(client, bodies[batch_index])
             done = time.perf_counter() - started
-            records.append(
-                RequestRecord(
-                    run, repeat, seq, scheduled, (done - scheduled) * 1000, status,
-                    len(spec.batches[batch_index]), tokens, error,
-                )
-            )
+            record = RequestRecord(run, repeat, seq, scheduled, (done - scheduled) * 1000, status, docs, None, error)
+            records.append(record)
+            if response is not None:
+                answers.append((record, response, docs))
             if progress is not None:
                 progress.update(1)
 
         await asyncio.gather(*(one(i, t) for i, t in enumerate(schedule)))
         wall = time.perf_counter() - started
+    _check_answers(answers)
     records.sort(key=lambda r: r.seq)
     return records, wall
 

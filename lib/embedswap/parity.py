@@ -428,6 +428,17 @@ class VllmOfflineBackend:
         return vectors.astype(np.float32)
 
 
+def backend_from_spec(spec: Any, model_path: str, log_dir: Path | None = None) -> ParityBackend:
+    """The backend an experiment's ``parity.backends`` entry (embedswap.config.ParityBackendSpec) describes."""
+    if spec.kind == "transformers":
+        return TransformersBackend(model_path, device=spec.device, dtype=spec.dtype, name=spec.label)
+    if spec.kind == "vllm-offline":
+        log_path = log_dir / f"parity-{spec.label}.log" if log_dir is not None else None
+        return VllmOfflineBackend(model_path, dtype=spec.dtype, name=spec.label, device=spec.device,
+                                  timeout_s=spec.timeout_s, log_path=log_path)
+    raise ValueError(f"unknown parity backend kind {spec.kind!r}")
+
+
 @dataclass
 class BackendResult:
     """What :func:`measure_backend` returns: the backend's vectors (or why there are none) and its timing."""

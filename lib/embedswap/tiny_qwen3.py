@@ -132,7 +132,8 @@ def qwen_tiktoken_path() -> Path:
 
 def bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte -> printable character map (the one tokenizers' ByteLevel uses)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+          + list(range(ord("®"), ord("ÿ") + 1)))
     cs = bs[:]
     n = 0
     for b in range(256):

@@ -18,6 +18,7 @@ import httpx
 import psutil
 
 from embedswap.config import ModelConfig
+from embedswap.redact import redact, redact_file
 
 LOG_TAIL_LINES = 40
 _PR_SET_PDEATHSIG = 1
@@ -66,7 +67,7 @@ class ManagedProcess:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
-        log.write(f"$ {' '.join(self.command)}\n".encode())
+        log.write(f"$ {redact(' '.join(self.command))}\n".encode())
         log.flush()
         self.process = subprocess.Popen(
             self.command,
@@ -250,6 +251,8 @@ class Target(ABC):
 
     def stop(self) -> dict[str, int | None]:
         codes = {p.name: p.stop() for p in reversed(self.processes)}
+        for process in self.processes:  # a server may print its arguments (vLLM: api_key) or a request header
+            redact_file(process.log_path)
         return codes
 
     def __enter__(self) -> Target:
@@ -260,14 +263,14 @@ class Target(ABC):
         self.stop()
 
     def commands(self) -> list[str]:
-        # shell-quoted, so a reader can copy the command from the report and run it
-        return [shlex.join(p.command) for p in self.processes]
+        # shell-quoted, so a reader can copy the command from the report and run it (secrets redacted)
+        return [redact(shlex.join(p.command)) for p in self.processes]
 
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "kind": self.kind,
-            "base_url": self.base_url,
+            "base_url": redact(self.base_url),
             "version": self.version(),
             "commands": self.commands(),
             "start_seconds": None if self.start_seconds is None else round(self.start_seconds, 2),

@@ -29,6 +29,20 @@ from embedswap.targets.base import ManagedProcess, Target, TargetStartError, _si
 REQUIRED_MODULES = ("dynamo.frontend", "dynamo.vllm", "vllm")
 # How long stop() waits for a graceful exit before SIGKILL.
 STOP_GRACE_S = 25.0
+# The last line a Dynamo process logs when its runtime has shut down; how long it may take to exit after it.
+SHUTDOWN_DONE_MARKER = "tasks still running at interpreter exit"
+EXIT_AFTER_LAST_LINE_S = 2.0
+
+
+def _shutdown_finished(log_path: Path, since: int) -> bool:
+    """Whether the shutdown-done line was logged after byte ``since`` (the log's size when SIGTERM was sent)."""
+    try:
+        with log_path.open("rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(since, handle.tell() - 4096))
+            return SHUTDOWN_DONE_MARKER.encode() in handle.read()
+    except OSError:
+        return False
 
 _CHECK_SCRIPT = (
     "import importlib.util as u, sys\n"
@@ -218,16 +232,25 @@ class DynamoServerTarget(Target):
         return any(m.get("id") == self.served_name for m in response.json().get("data") or [])
 
     def stop(self) -> dict[str, int | None]:
-        # Both shut down gracefully on SIGTERM (the worker unregisters, waits Dynamo's 5 s grace period, stops
-        # vLLM; the frontend takes up to ~15 s): signal both groups at once so the waits overlap.
+        # Both shut down on SIGTERM (the worker unregisters, waits Dynamo's 5 s grace period, stops vLLM's
+        # engine); signal both groups at once so the waits overlap.
         running = [p for p in self.processes if p.process is not None and p.process.poll() is None]
+        log_sizes = {}
         for proc in running:
+            log_sizes[proc.name] = proc.log_path.stat().st_size if proc.log_path.exists() else 0
             _signal_group(proc.process.pid, signal.SIGTERM)  # type: ignore[union-attr]
         deadline = time.monotonic() + STOP_GRACE_S
         for proc in running:
-            try:
-                proc.process.wait(timeout=max(0.1, deadline - time.monotonic()))  # type: ignore[union-attr]
-            except subprocess.TimeoutExpired:
+            finished_at: float | None = None
+            while proc.process.poll() is None and time.monotonic() < deadline:  # type: ignore[union-attr]
+                # Dynamo 1.6.1's worker logs its last line ("tasks still running at interpreter exit") a few
+                # seconds after SIGTERM, then does not exit: once that line is there, it has nothing left to do.
+                if finished_at is None and _shutdown_finished(proc.log_path, log_sizes[proc.name]):
+                    finished_at = time.monotonic()
+                if finished_at is not None and time.monotonic() - finished_at > EXIT_AFTER_LAST_LINE_S:
+                    break
+                time.sleep(0.2)
+            if proc.process.poll() is None:  # type: ignore[union-attr]
                 _signal_group(proc.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
         codes = super().stop()  # reaps, kills what is left in each group, removes the pid files
         if self.state_dir is not None:

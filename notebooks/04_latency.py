@@ -34,3 +34,10 @@ steps.latency_table(summary)
 from embedswap.report import figures
 
 figures.latency_points(summary)
+
+# %% [markdown]
+# ## Ablation: the legacy server with and without its global lock
+# The article explained the gap at concurrency 4 by the legacy server's global lock, without measuring it (추정).
+
+# %%
+steps.latency_table(summary, "ablation")

@@ -21,7 +21,8 @@ def _config(folder: Path) -> dict:
 def test_template_validates_and_names_roles(folder: Path) -> None:
     experiment = load_experiment(folder)
     assert experiment.legacy == "legacy"
-    assert experiment.candidates == ["vllm"]
+    assert experiment.candidates == ["dynamo", "vllm"]
+    assert experiment.ablations == ["legacy-nolock"]
     assert experiment.targets["legacy"].host == "127.0.0.1"
 
 

@@ -31,6 +31,7 @@ from realkit import copy_attempt, free_ports, legacy_target, make_experiment, wa
 pytestmark = pytest.mark.e2e  # every test starts a real server (~10-20 s model load on 2 shared cores)
 
 ALL = ["workload", "queries", "probes", "latency"]
+FEW = {"sequential_requests": 3, "concurrent_requests": 4}  # 7 latency requests: enough to see every one fail
 
 
 @dataclass
@@ -148,18 +149,18 @@ def test_hang_past_the_client_timeout(base: Base, tmp_path: Path) -> None:
 
 
 def test_malformed_json(base: Base, tmp_path: Path) -> None:
-    outcome = run_fault(base, tmp_path, "malformed", after=0, capture=["workload", "latency"])
+    outcome = run_fault(base, tmp_path, "malformed", after=0, capture=["workload", "latency"], latency=FEW)
     assert_recorded_and_clean(base, outcome)
     workload = outcome.jsonl("workload_requests.jsonl")
     assert {r["status"] for r in workload} == {200}
     assert all(r["error"].startswith("malformed 200 response") for r in workload)
     assert all("malformed 200 response" in r["error"] for r in outcome.jsonl("latency_requests.jsonl"))
     assert outcome.summary["vectors"]["by_target"]["candidate"]["measured"] is False
-    assert latency_errors(outcome) == 14
+    assert latency_errors(outcome) == 7
 
 
 def test_nan_vectors(base: Base, tmp_path: Path) -> None:
-    outcome = run_fault(base, tmp_path, "nan", after=1, capture=["workload", "latency"])
+    outcome = run_fault(base, tmp_path, "nan", after=1, capture=["workload", "latency"], latency=FEW)
     assert_recorded_and_clean(base, outcome)
     workload = outcome.jsonl("workload_requests.jsonl")
     assert workload[0]["error"] is None
@@ -167,22 +168,22 @@ def test_nan_vectors(base: Base, tmp_path: Path) -> None:
     # the latency harness checks its answers too: a NaN answer is not a successful request
     assert all("non-finite" in r["error"] for r in outcome.jsonl("latency_requests.jsonl"))
     assert outcome.summary["vectors"]["by_target"]["candidate"]["measured"] is False
-    assert latency_errors(outcome) == 14
+    assert latency_errors(outcome) == 7
     assert not outcome.attempt.has("candidate/doc_vectors.npy")  # NaN never reaches a capture file
 
 
 def test_wrong_length_vectors(base: Base, tmp_path: Path) -> None:
-    outcome = run_fault(base, tmp_path, "wrong-length", after=0, capture=["workload", "latency"])
+    outcome = run_fault(base, tmp_path, "wrong-length", after=0, capture=["workload", "latency"], latency=FEW)
     assert_recorded_and_clean(base, outcome)
     workload = outcome.jsonl("workload_requests.jsonl")
     assert all(r["status"] == 200 and "different lengths [383, 384]" in r["error"] for r in workload)
     assert all("different lengths" in r["error"] for r in outcome.jsonl("latency_requests.jsonl"))
     assert outcome.summary["vectors"]["by_target"]["candidate"]["measured"] is False
-    assert latency_errors(outcome) == 14
+    assert latency_errors(outcome) == 7
 
 
 def test_reordered_index(base: Base, tmp_path: Path) -> None:
-    outcome = run_fault(base, tmp_path, "reorder", after=0, capture=["workload", "latency"])
+    outcome = run_fault(base, tmp_path, "reorder", after=0, capture=["workload", "latency"], latency=FEW)
     assert_recorded_and_clean(base, outcome)
     workload = outcome.jsonl("workload_requests.jsonl")
     assert all(r["status"] == 200 and r["error"] is None for r in workload)

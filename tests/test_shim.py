@@ -226,6 +226,13 @@ def test_model_override() -> None:
     assert fake.sent["model"] == SERVED
 
 
+def test_empty_strings_rejected_like_legacy_when_configured() -> None:
+    fake = FakeServer("vllm")
+    assert _shim(fake).embed([""]).ok  # passed through by default
+    answer = _shim(fake, reject_empty_strings=True).embed(["a", ""])
+    assert answer.status == 400 and len(fake.bodies) == 1
+
+
 # --- retries --------------------------------------------------------------------------------------------------------------
 def test_no_retry_on_400() -> None:
     fake = FakeServer("vllm", fail=[400, 400])
@@ -326,8 +333,8 @@ def test_from_probes_dynamo_like() -> None:
     query_vector = [1.0, 0.0]
     legacy = [_record("plain", 200), _record("input_type_query", 200, prompt_tokens=28, vector=query_vector),
               _record("dimensions_reduced", 200, dim=8), _record("over_long_input", 200),
-              _record("empty_list", 400)]
-    candidate = [_record("plain", 200),
+              _record("empty_list", 400), _record("empty_string", 400)]
+    candidate = [_record("plain", 200), _record("empty_string", 200),
                  _record("input_type_query", 200, prompt_tokens=9, vector=[0.6, 0.8]),
                  _record("dimensions_reduced", 500, error="Internal server error", sent={"dimensions": 8}),
                  _record("over_long_input", 500, error="Internal server error"),
@@ -337,6 +344,7 @@ def test_from_probes_dynamo_like() -> None:
     assert config.max_input_tokens == 256 and config.tokenizer_path == MODEL
     assert config.non_retryable_statuses == {500}
     assert config.model_override == SERVED and config.native_dim == DIM
+    assert config.reject_empty_strings
     assert "silent-divergence" in config.reasons["prepend_query_instruction"]
     assert not config.should_retry(500) and config.should_retry(503)
     assert json.loads(json.dumps(config.to_dict()))["non_retryable_statuses"] == [500]

@@ -231,6 +231,9 @@ class Experiment(_Strict):
     targets: dict[str, Target]
     legacy: str = "legacy"
     candidates: list[str] = Field(..., min_length=1)
+    # Variants of the legacy server measured right after it in step 01 (e.g. without its global lock), to test
+    # the article's unmeasured explanation of the latency gap.
+    ablations: list[str] = Field(default_factory=list)
     sequencing: SequencingConfig = Field(default_factory=SequencingConfig)
     latency: LatencyConfig = Field(default_factory=LatencyConfig)
     contract: ContractConfig = Field(default_factory=ContractConfig)
@@ -246,7 +249,8 @@ class Experiment(_Strict):
 
     @model_validator(mode="after")
     def _roles_exist(self) -> Experiment:
-        for role, name in [("legacy", self.legacy)] + [("candidates", c) for c in self.candidates]:
+        roles = [("legacy", self.legacy)] + [("candidates", c) for c in self.candidates]
+        for role, name in roles + [("ablations", a) for a in self.ablations]:
             if name not in self.targets:
                 raise ValueError(f"{role}: '{name}' is not one of targets ({', '.join(self.targets)})")
         if self.legacy in self.candidates:
@@ -258,6 +262,7 @@ class Experiment(_Strict):
         return self.candidates[0]
 
     def target_order(self) -> list[str]:
+        """The servers compared in the report (ablation variants are reported apart)."""
         return [self.legacy, *self.candidates]
 
 

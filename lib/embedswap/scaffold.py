@@ -40,6 +40,11 @@ targets:
     kind: legacy
     port: {legacy_port}
     lock: true                        # one request at a time, as the article's home-made server
+  legacy-nolock:                      # the same server without its global lock: latency only (the ablation)
+    kind: legacy
+    port: {legacy_port}                 # measured after the legacy server stopped, so the port is free again
+    lock: false
+    capture: [latency]
   dynamo:                             # the article's candidate: Dynamo frontend + vLLM embedding worker
     kind: dynamo
     port: {dynamo_port}
@@ -51,6 +56,7 @@ targets:
 
 legacy: legacy
 candidates: [dynamo, vllm]            # the first one is "the candidate" of the report's two-column tables
+ablations: [legacy-nolock]            # measured in step 01 right after the legacy server
 
 sequencing:
   stop_legacy_before_candidates: true

@@ -19,6 +19,7 @@ error. This module is that client-side fix, as a small library:
   ``unknown_model`` answered 4xx                 ``model_override``: send the served name (legacy ignored it)
   a client-error probe answered 5xx              ``non_retryable_statuses``: that status is a disguised client
                                                  error; never resend it
+  ``empty_string`` 200 where legacy said 4xx     ``reject_empty_strings``: answer 400 here, as the legacy server
   ``encoding_base64`` answered a string          ``force_float`` (always on by default): ask for floats, and decode
                                                  base64 anyway if it comes back
   ============================================  ================================================================
@@ -118,6 +119,8 @@ class ShimConfig:
     drop_fields: tuple[str, ...] = ()
     # Ask the server for float arrays; base64 answers are decoded in any case.
     force_float: bool = True
+    # Answer an empty string with a 400 here, as the legacy server did (vLLM embeds "" as [CLS][SEP]).
+    reject_empty_strings: bool = False
     # Retries: only these statuses, never the ones learned to be disguised client errors.
     retry_statuses: frozenset[int] = RETRY_STATUSES
     non_retryable_statuses: frozenset[int] = frozenset()
@@ -274,6 +277,15 @@ class ShimConfig:
         if disguised:
             reasons["non_retryable_statuses"] = "; ".join(
                 f"{s} answered a client error ({', '.join(names)}): never retried" for s, names in sorted(disguised.items()))
+
+        # empty strings
+        empty = candidate.get("empty_string")
+        legacy_empty = (legacy or {}).get("empty_string")
+        if (empty is not None and empty.get("status") == 200 and legacy_empty is not None
+                and 400 <= (legacy_empty.get("status") or 0) < 500):
+            settings["reject_empty_strings"] = True
+            reasons["reject_empty_strings"] = (f"the legacy server rejected an empty string ({legacy_empty.get('status')}) "
+                                               "where the server embeds it; the shim rejects it with 400")
 
         # encoding
         base64_probe = candidate.get("encoding_base64")
@@ -445,6 +457,8 @@ class EmbeddingShim:
 
         inputs = out.get("input")
         single = isinstance(inputs, str)
+        if cfg.reject_empty_strings and (inputs == "" or (isinstance(inputs, list) and "" in inputs)):
+            raise ShimRequestError("input must not contain empty strings", "input")
         if cfg.prepend_query_instruction and any(k in out for k in QUERY_FIELDS):
             input_type = out.pop("input_type", None)
             instruction = out.pop("instruction", None)

@@ -183,9 +183,12 @@ def contract_table(summary: dict[str, Any]) -> pd.DataFrame:
 
 
 # --- 04: latency -------------------------------------------------------------------------------------------------
-def latency_table(summary: dict[str, Any]) -> pd.DataFrame:
+def latency_table(summary: dict[str, Any], section: str = "latency") -> pd.DataFrame:
+    """One row per server; ``section="ablation"`` gives the legacy server against its variants."""
     rows = []
-    for name, info in summary["latency"]["by_target"].items():
+    if not summary[section].get("by_target"):
+        return pd.DataFrame([{section: summary[section].get("why")}])
+    for name, info in summary[section]["by_target"].items():
         if not info.get("measured"):
             rows.append({"target": name, "note": info.get("why")})
             continue

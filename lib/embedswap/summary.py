@@ -162,6 +162,22 @@ def latency_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
     }
 
 
+def ablation_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
+    """The legacy server against its variants (e.g. no global lock): which part of the gap batching explains."""
+    if not experiment.ablations:
+        return not_measured("no ablation variants in experiment.yaml (`ablations:`)")
+    rows: dict[str, Any] = {}
+    for name in [experiment.legacy, *experiment.ablations]:
+        config = experiment.targets[name]
+        if attempt.has(f"{name}/latency_stats.json"):
+            rows[name] = {"measured": True, "lock": getattr(config, "lock", None),
+                          **attempt.read_json(f"{name}/latency_stats.json"),
+                          "source": f"captures/{name}/latency_requests.jsonl"}
+        else:
+            rows[name] = not_measured(_target_missing(attempt, name) or "latency runs did not complete")
+    return {"measured": all(r.get("measured") for r in rows.values()), "by_target": rows}
+
+
 def parity_section(attempt: Attempt) -> dict[str, Any]:
     if not attempt.has("parity/rows.json"):
         return {**not_measured("step 05 (parity) has not run in this attempt"), "rows": [], "pass": None}
@@ -223,6 +239,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "vectors": vectors_section(experiment, attempt, workload),
         "contract": contract_section(experiment, attempt),
         "latency": latency_section(experiment, attempt),
+        "ablation": ablation_section(experiment, attempt),
         "parity": parity_section(attempt),
         "ranking": ranking_section(experiment, attempt, workload),
     }

@@ -90,9 +90,12 @@ def _cmd_parity(args: argparse.Namespace) -> int:
     ctx = steps.open_step(args.experiment_dir, args.attempt)
     result = steps.run_parity(ctx)
     ctx.summary()
+    def cos(value: float | None) -> str:
+        return "   n/a  " if value is None else f"{value:.6f}"  # None: a NaN/inf/zero vector
+
     for row in result["rows"]:
         print(f"{row['backend']:>12} {row['dtype']:>15} {row['modality']:>6} n={row['n']:<4} "
-              f"min {row['cos_min']:.6f} median {row['cos_median']:.6f} threshold {row['threshold']} "
+              f"min {cos(row['cos_min'])} median {cos(row['cos_median'])} threshold {row['threshold']} "
               f"{'PASS' if row['pass'] else 'FAIL'}")
     for missing in result["not_run"]:
         print(f"{missing['backend']:>12} not measured: {missing['why']}")

@@ -147,6 +147,9 @@ def gate_by_modality(backend: str, dtype: str, device: str, reference: np.ndarra
     """One row per modality present in ``modalities`` (one entry per record), each with its own threshold."""
     if len(modalities) != len(ids):
         raise ValueError(f"{len(modalities)} modalities for {len(ids)} records")
+    unknown = sorted(set(modalities) - set(MODALITIES))
+    if unknown:
+        raise ValueError(f"unknown modality {unknown[0]!r} (expected one of {', '.join(MODALITIES)})")
     rows = []
     for modality in MODALITIES:
         index = [i for i, m in enumerate(modalities) if m == modality]
@@ -154,9 +157,6 @@ def gate_by_modality(backend: str, dtype: str, device: str, reference: np.ndarra
             continue
         rows.append(gate(backend, dtype, device, modality, np.asarray(reference)[index], np.asarray(vectors)[index],
                          [ids[i] for i in index], thresholds=thresholds))
-    unknown = sorted(set(modalities) - set(MODALITIES))
-    if unknown:
-        raise ValueError(f"unknown modality {unknown[0]!r} (expected one of {', '.join(MODALITIES)})")
     return rows
 
 

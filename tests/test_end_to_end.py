@@ -177,3 +177,29 @@ def test_one_notebook_reruns_with_plain_papermill(demo: dict, tmp_path: Path) ->
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "seq p50 ms" in out.read_text()
+
+
+def test_shim_closes_the_instruction_gap(demo: dict) -> None:
+    shim = demo["summary"]["shim"]
+    assert shim["measured"] is True
+    rows = {row["probe"]: row for row in shim["rows"]}
+    row = rows["input_type_query"]
+    assert row["naive_verdict"] == "silent-divergence"
+    assert row["verdict"] == "same"
+    assert row["cosine"] >= 0.999
+
+
+def test_ranking_impact_is_measured(demo: dict) -> None:
+    ranking = demo["summary"]["ranking"]
+    for variant in ("legacy", "candidate_naive", "candidate_shim"):
+        assert 0.0 <= ranking[variant]["ndcg_at_10"] <= 1.0
+        assert 0.0 <= ranking[variant]["recall_at_5"] <= 1.0
+    # the shim sends legacy's exact query text, so retrieval comes back the same
+    assert ranking["candidate_shim"]["top5_overlap"] >= 0.9
+
+
+def test_lock_ablation_is_measured(demo: dict) -> None:
+    ablation = demo["summary"]["ablation"]
+    assert ablation["measured"] is True
+    nolock = ablation["by_target"]["legacy-nolock"]
+    assert nolock["lock"] is False and nolock["concurrent"]["errors"] == 0

@@ -259,6 +259,10 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     ("queries", lambda: capture_queries(client, experiment, workload, attempt, prefix)),
                     ("probes", lambda: capture_probes(client, experiment, workload, attempt, prefix,
                                                       target.model_path)),
+                    # the same probes through the client migration shim (candidates only; it learns from the above)
+                    ("probes", lambda: capture_shim_probes(target.base_url, experiment, workload, attempt, prefix,
+                                                           target.model_path, headers=target.headers(),
+                                                           verify_tls=target.verify_tls())),
                     ("latency", lambda: capture_latency(target, experiment, workload, attempt, prefix)),
                 ]
                 for part, run in parts:

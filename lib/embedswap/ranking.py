@@ -1,7 +1,7 @@
 """Ranking impact: does the swap change what search returns? nDCG@10, recall@5 and top-5 overlap.
 
-The article left this open ("검색 순위를 바꿀 만한 차이인지는 따로 재지 않았습니다(미실측)"). Here it is measured on
-the workload's queries and graded judgements, three ways:
+The article left this open ("검색 순위를 바꿀 만한 차이인지는 따로 재지 않았습니다(미실측)"). Here it is
+measured on the workload's queries and graded judgements, three ways:
 
 - ``legacy``: the legacy server's documents and its queries as the old client sent them (``input_type: "query"``,
   which the legacy server turns into the model card's query prompt);
@@ -36,7 +36,7 @@ RECALL_K = 5
 OVERLAP_K = 5
 
 
-# --- per-query metrics ---------------------------------------------------------------------------------------------
+# --- per-query metrics ------------------------------------------------------------------------------------------------
 def ranking_from(scores_or_ranking: Any) -> np.ndarray:
     """Document indices, best first.
 
@@ -103,7 +103,7 @@ def jaccard(a: Sequence[Any], b: Sequence[Any]) -> float:
     return len(set_a & set_b) / len(union) if union else float("nan")
 
 
-# --- a whole query set ---------------------------------------------------------------------------------------------
+# --- a whole query set ------------------------------------------------------------------------------------------------
 def _unit(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=np.float64)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
@@ -173,7 +173,7 @@ def overlap_with(reference: dict[str, Any], other: dict[str, Any]) -> tuple[floa
     return _mean(list(per_query.values())), per_query
 
 
-# --- the summary.json section ----------------------------------------------------------------------------------------
+# --- the summary.json section -----------------------------------------------------------------------------------------
 # Which query capture each variant reads (written by embedswap.measure.capture_queries).
 QUERY_FILES = {
     "legacy": "query_vectors_server_instruction.npy",

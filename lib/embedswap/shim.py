@@ -98,7 +98,7 @@ class ShimRequestError(ValueError):
         self.param = param
 
 
-# --- configuration -------------------------------------------------------------------------------------------------
+# --- configuration ----------------------------------------------------------------------------------------------------
 @dataclass
 class ShimConfig:
     """What the shim rewrites. The defaults are the safe choices when nothing was probed."""
@@ -202,7 +202,8 @@ class ShimConfig:
         asked = ((reduced or {}).get("sent") or {}).get("dimensions")
         if rejected:
             settings["strip_dimensions"] = True
-            reasons["strip_dimensions"] = (f"the server rejected `dimensions` ({', '.join(f'{n}: {s}' for n, s in rejected.items())}); "
+            answers = ", ".join(f"{n}: {s}" for n, s in rejected.items())
+            reasons["strip_dimensions"] = (f"the server rejected `dimensions` ({answers}); "
                                            "the shim drops it and cuts + renormalises the vectors itself")
         elif reduced and reduced.get("status") == 200 and isinstance(asked, int) and reduced.get("dim") != asked:
             settings["strip_dimensions"] = True
@@ -276,7 +277,8 @@ class ShimConfig:
         settings["non_retryable_statuses"] = frozenset(disguised)
         if disguised:
             reasons["non_retryable_statuses"] = "; ".join(
-                f"{s} answered a client error ({', '.join(names)}): never retried" for s, names in sorted(disguised.items()))
+                f"{s} answered a client error ({', '.join(names)}): never retried"
+                for s, names in sorted(disguised.items()))
 
         # empty strings
         empty = candidate.get("empty_string")
@@ -284,7 +286,8 @@ class ShimConfig:
         if (empty is not None and empty.get("status") == 200 and legacy_empty is not None
                 and 400 <= (legacy_empty.get("status") or 0) < 500):
             settings["reject_empty_strings"] = True
-            reasons["reject_empty_strings"] = (f"the legacy server rejected an empty string ({legacy_empty.get('status')}) "
+            reasons["reject_empty_strings"] = (f"the legacy server rejected an empty string "
+                                               f"({legacy_empty.get('status')}) "
                                                "where the server embeds it; the shim rejects it with 400")
 
         # encoding
@@ -297,7 +300,7 @@ class ShimConfig:
         return cls(**settings, reasons={**reasons, **extra_reasons})
 
 
-# --- text helpers ------------------------------------------------------------------------------------------------------
+# --- text helpers -----------------------------------------------------------------------------------------------------
 @lru_cache(maxsize=4)
 def load_tokenizer(path: str) -> Any:
     from transformers import AutoTokenizer
@@ -368,7 +371,7 @@ class Truncator:
             return self.tokenizer.decode(ids[: max(0, budget - 64)]), True
 
 
-# --- the rewritten request ----------------------------------------------------------------------------------------------
+# --- the rewritten request --------------------------------------------------------------------------------------------
 @dataclass
 class Rewrite:
     body: dict[str, Any]
@@ -378,7 +381,8 @@ class Rewrite:
 
 
 def _is_token_ids(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(x, int) and not isinstance(x, bool) for x in value)
+    return (isinstance(value, list) and bool(value)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in value))
 
 
 class EmbeddingShim:
@@ -581,7 +585,7 @@ class EmbeddingShim:
         return answer, response
 
 
-# --- the transport for httpx-based clients (the official openai client) --------------------------------------------------
+# --- the transport for httpx-based clients (the official openai client) -----------------------------------------------
 def _json_response(status: int, payload: Any, extra_headers: dict[str, str] | None = None) -> httpx.Response:
     headers = {"content-type": "application/json", "x-should-retry": "false", **(extra_headers or {})}
     return httpx.Response(status, headers=headers, content=json.dumps(payload, ensure_ascii=False).encode())
@@ -632,8 +636,8 @@ class ShimTransport(httpx.BaseTransport):
             headers={**headers, **({"content-type": request.headers["content-type"]}
                                    if "content-type" in request.headers else {})})
         upstream.read()
-        return httpx.Response(upstream.status_code, headers={**_passthrough_headers(upstream), "x-should-retry": "false"},
-                              content=upstream.content)
+        headers = {**_passthrough_headers(upstream), "x-should-retry": "false"}
+        return httpx.Response(upstream.status_code, headers=headers, content=upstream.content)
 
     def _embeddings(self, body: dict[str, Any], headers: dict[str, str]) -> httpx.Response:
         answer, upstream = self.shim.exchange(body, headers)

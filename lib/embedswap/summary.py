@@ -23,6 +23,7 @@ from embedswap.config import Experiment
 from embedswap.contract import classify
 from embedswap.models import model_fingerprint, resolve_model_path
 from embedswap.ranking import ranking_section
+from embedswap.shim_report import shim_section
 from embedswap.vectors import compare, index_order_ok, norms, repeat_stability, token_total
 from embedswap.workload import Workload
 
@@ -242,6 +243,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "ablation": ablation_section(experiment, attempt),
         "parity": parity_section(attempt),
         "ranking": ranking_section(experiment, attempt, workload),
+        "shim": shim_section(experiment, attempt),
     }
 
 

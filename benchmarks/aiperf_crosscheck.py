@@ -46,6 +46,7 @@ import asyncio
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -75,7 +76,13 @@ def ensure_aiperf(venv: Path) -> Path:
     print(f"creating {venv} and installing {AIPERF_SPEC} (first use; about 5 minutes)", flush=True)
     started = time.time()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", AIPERF_SPEC], check=True)
+    log = venv / "install.log"
+    with log.open("w") as out:
+        code = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", AIPERF_SPEC],
+                              stdout=out, stderr=subprocess.STDOUT).returncode
+    if code != 0:
+        shutil.rmtree(venv / "bin" / "aiperf", ignore_errors=True)
+        raise RuntimeError(f"pip install {AIPERF_SPEC} failed ({code}); see {log}")
     check = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "check"], capture_output=True, text=True)
     print(f"installed in {time.time() - started:.0f} s; pip check: {check.stdout.strip() or check.stderr.strip()}")
     return exe
@@ -133,6 +140,30 @@ def start_legacy(port: int, log_path: Path) -> subprocess.Popen[bytes]:
         time.sleep(1)
     stop(proc)
     raise RuntimeError(f"legacy server not healthy after 600 s; see {log_path}")
+
+
+class ServerLog:
+    """The legacy server logs one line per request with its own time (lock wait included): ``ms=...``.
+
+    The slice of lines written during one tool's run, less its warm-up, is the server's view of that run. Client
+    latency minus server time is then what the tool itself (and the loopback) adds, whatever the machine's load.
+    """
+
+    PATTERN = re.compile(r"POST /v1/embeddings status=(\d+) .*ms=([0-9.]+)")
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+
+    def lines(self) -> list[tuple[int, float]]:
+        if self.path is None or not self.path.exists():
+            return []
+        return [(int(m[1]), float(m[2])) for m in self.PATTERN.finditer(self.path.read_text(errors="replace"))]
+
+    def mark(self) -> int:
+        return len(self.lines())
+
+    def since(self, mark: int, skip: int) -> list[float]:
+        return [ms for status, ms in self.lines()[mark + skip:] if status == 200]
 
 
 def stop(proc: subprocess.Popen[Any] | None) -> None:
@@ -253,11 +284,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"starting the legacy server on port {args.port} (log: {work / 'legacy.log'})", flush=True)
             server = start_legacy(args.port, work / "legacy.log")
             args.url = f"http://127.0.0.1:{args.port}"
+        server_log = ServerLog(work / "legacy.log" if server is not None else None)
         batches = [[text] * args.batch]
         for round_index in range(args.rounds):
             order = ["aiperf", "embedswap"] if round_index % 2 == 0 else ["embedswap", "aiperf"]
             for tool in order:
                 print(f"round {round_index + 1}: {tool} ...", flush=True)
+                mark = server_log.mark()
                 if tool == "aiperf":
                     result = run_aiperf(exe, args, hf_home, tokenizer, pool, work / f"aiperf-{round_index + 1}")
                     sent = result.pop("batches")
@@ -268,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
                         batches = sent  # send exactly what AIPerf sent
                 else:
                     result = run_embedswap(args, batches)
+                server_ms = server_log.since(mark, args.warmup)
+                result["server_p50"] = pct(server_ms, 50)
+                result["server_p99"] = pct(server_ms, 99)
                 results.append((tool, result))
     finally:
         stop(server)
@@ -276,15 +312,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nAIPerf vs embedswap against {args.url} (model {args.model}): closed loop, concurrency "
           f"{args.concurrency}, {args.requests} requests of {args.batch} x {args.doc_id} after {args.warmup} warm-up; "
           f"load average now {load1:.1f}/{load5:.1f} on {os.cpu_count()} cores")
-    print(f"{'tool (round)':<34}{'ok/sent':>9}{'p50 ms':>11}{'p99 ms':>11}{'mean ms':>11}{'req/s':>8}")
+    print(f"{'tool (round)':<34}{'ok/sent':>9}{'p50 ms':>11}{'p99 ms':>11}{'mean ms':>11}{'req/s':>8}"
+          f"{'server p50':>12}{'client-server p50':>19}")
     rounds: dict[int, dict[str, dict[str, Any]]] = {}
     seen: dict[str, int] = {}
     for tool, r in results:
         seen[tool] = seen.get(tool, 0) + 1
         rounds.setdefault(seen[tool], {})[tool] = r
         label = f"{tool} ({seen[tool]})"
+        offset = r["p50"] - r["server_p50"] if r["p50"] is not None and r["server_p50"] is not None else None
         print(f"{label:<34}{r['requests'] - r['errors']:>4}/{r['requests']:<4}{fmt(r['p50']):>11}{fmt(r['p99']):>11}"
-              f"{fmt(r['mean']):>11}{fmt(r['rate'], 2):>8}")
+              f"{fmt(r['mean']):>11}{fmt(r['rate'], 2):>8}{fmt(r['server_p50']):>12}{fmt(offset, 2):>19}")
         if tool == "aiperf":
             print(f"{'  AIPerf summary (its own method)':<34}{'':>9}{fmt(r['summary_p50']):>11}"
                   f"{fmt(r['summary_p99']):>11}   effective concurrency {fmt(r['effective_concurrency'], 2)}, "
@@ -301,6 +339,21 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "PASS" if abs(ratio50 - 1) <= GOAL_P50_RATIO else "MISS"
         print(f"round {index}: embedswap / AIPerf  p50 {ratio50:.3f}  p99 {fmt(ratio99, 3)}   "
               f"goal p50 within {GOAL_P50_RATIO:.0%}: {verdict}")
+        if a.get("server_p50") and e.get("server_p50"):
+            server_ratio = e["server_p50"] / a["server_p50"]
+            print(f"         the server's own p50 in the same runs: embedswap / AIPerf {server_ratio:.3f} (far from 1: "
+                  "the server itself ran slower in one of the runs, not a tool difference)")
+    offsets = {tool: [r["p50"] - r["server_p50"] for t, r in results if t == tool and r["p50"] is not None
+                      and r.get("server_p50") is not None] for tool in ("aiperf", "embedswap")}
+    if offsets["aiperf"] and offsets["embedswap"]:
+        print(f"client - server p50, median over rounds: AIPerf {np.median(offsets['aiperf']):.2f} ms, embedswap "
+              f"{np.median(offsets['embedswap']):.2f} ms (what each tool adds to the server's own time)")
+    if args.rounds > 1:
+        p50s = {tool: [r["p50"] for t, r in results if t == tool and r["p50"]] for tool in ("aiperf", "embedswap")}
+        if p50s["aiperf"] and p50s["embedswap"]:
+            ratio = float(np.median(p50s["embedswap"]) / np.median(p50s["aiperf"]))
+            print(f"all {args.rounds} rounds (order alternating, so a steady drift cancels): embedswap / AIPerf p50 "
+                  f"{ratio:.3f}: {'PASS' if abs(ratio - 1) <= GOAL_P50_RATIO else 'MISS'}")
     print(f"\nartifacts: {work}")
     return 0
 

@@ -113,6 +113,8 @@ def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: d
     config = yaml.safe_load((folder / "experiment.yaml").read_text())
     config["targets"] = {"legacy": legacy, **candidates}
     config["candidates"] = list(candidates)
+    if "ablations" in config:  # the template's variants name targets these experiments do not have
+        config["ablations"] = []
     config["latency"] = {**SMALL_LATENCY, **(latency or {})}
     config["workload"]["repeats"] = repeats
     config["contract"]["probes"] = probes

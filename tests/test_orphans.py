@@ -93,7 +93,7 @@ def interrupt_run(tmp_path: Path, folder: Path, ports: list[int], when: Callable
 
 def test_sigint_while_the_candidate_server_starts(tmp_path: Path) -> None:
     launcher = tmp_path / "slow-python"
-    launcher.write_text(f"#!/bin/sh\n# a server that takes its time to start\nsleep 600\nexec {sys.executable} \"$@\"\n")
+    launcher.write_text(f"#!/bin/sh\n# a server slow to start\nsleep 600\nexec {sys.executable} \"$@\"\n")
     launcher.chmod(0o755)
     ports = free_ports(2)
     folder = make_experiment(tmp_path, "orphans-start", legacy_target(ports[0]),

@@ -50,8 +50,8 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_targets_and_servers_bind_loopback_by_default(tmp_path: Path) -> None:
     folder = new_experiment("sec", tmp_path / "experiments", data_dir=DATA)
     experiment = load_experiment(folder)
+    assert {name: t.host for name, t in experiment.targets.items()} == dict.fromkeys(experiment.targets, "127.0.0.1")
     for name in ("legacy", "vllm"):
-        assert experiment.targets[name].host == "127.0.0.1"
         command = build_target(experiment, name, tmp_path / "logs").command()  # type: ignore[attr-defined]
         assert command[command.index("--host") + 1] == "127.0.0.1"
     _, host, _ = parse_args(["--model", "m", "--port", "1"])

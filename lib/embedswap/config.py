@@ -313,7 +313,10 @@ def _format_error(error: dict[str, Any], data: Any) -> str:
         return f"unknown key '{key}'{hint}"
     if error["type"] == "missing":
         return f"missing key '{key}'"
-    return f"key '{key}': {error['msg']}"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not loc:  # a rule across keys (e.g. candidates must name targets): its message names them
+        return message
+    return f"key '{key}': {message}"
 
 
 def parse_experiment(data: Any, source: str = CONFIG_FILENAME) -> Experiment:

@@ -5,8 +5,8 @@ API keys come from the environment (``api_key_env``, read by ``client.auth_heade
 here). ``redact`` replaces, in any text about to be written:
 
 - every registered secret, and the value of every environment variable whose name says it is one (``*KEY*``,
-  ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...; values of 8 characters or more that are not paths), so a key echoed back in a
-  server's error message is caught in every process (notebook kernels included) without registration;
+  ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ...; values of 8 characters or more that are not paths), so a key
+  echoed back in a server's error message is caught in every process (notebook kernels included);
 - ``Bearer <token>``, the value after ``--api-key``/``--token``/``--password``/``--secret`` in a command line,
   the user:password part of a URL, and ``?api_key=``/``?token=``-style query parameters.
 """
@@ -41,7 +41,8 @@ def register_secret(value: str | None) -> None:
 
 def _looks_secret(value: str) -> bool:
     # not a path (…_TOKEN_PATH=/root/...), not prose, not a flag value like "1" or "true"
-    return len(value) >= MIN_SECRET_LEN and not value.startswith(("/", "~", ".")) and not any(c.isspace() for c in value)
+    return (len(value) >= MIN_SECRET_LEN and not value.startswith(("/", "~", "."))
+            and not any(c.isspace() for c in value))
 
 
 def secrets() -> list[str]:

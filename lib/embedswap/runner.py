@@ -3,8 +3,8 @@
 Before anything starts, a preflight checks the model, the workload, the ports of the servers to start and the
 external URLs (PreflightError: exit code 2). Notebooks run in order; a failed one is recorded and the rest still
 run (the later analysis steps label what is missing as not measured). ``--attempt latest`` resumes: targets
-whose captures are complete are not measured again, the rest is. Servers a failed notebook left behind are swept after every notebook and on
-Ctrl-C, so no process outlives the run.
+whose captures are complete are not measured again, the rest is. Servers a failed notebook left behind are swept
+after every notebook and on Ctrl-C, so no process outlives the run.
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ def run_notebook(name: str, experiment_dir: Path, attempt: Attempt, kernel: str 
 
 def _capture_targets(experiment: Experiment, notebook: str) -> list[str]:
     """The targets a capture notebook measures (none for the analysis notebooks)."""
-    if notebook == "01_legacy_capture":
-        return [experiment.legacy]
+    if notebook == "01_legacy_capture":  # with the ablation variants measured right after it, where configured
+        return [experiment.legacy, *getattr(experiment, "ablations", [])]
     if notebook == "02_swap_deploy":
         return list(experiment.candidates)
     return []

@@ -7,11 +7,12 @@ KIT := .venvs/kit
 ENGINE_VENV := .venvs/engine
 ENGINE ?= cpu
 DEMO_SLUG ?= minilm-cpu
+DEMO_PRESET ?= minilm
 TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo test test-fast lab kit engine kernel clean-venvs
+.PHONY: demo demo-qwen3 test test-fast lab kit engine kernel clean-venvs
 
 $(KIT)/.installed: pyproject.toml
 	$(PY) -m venv $(KIT)
@@ -36,8 +37,12 @@ $(KIT)/share/jupyter/kernels/embedswap/kernel.json: $(KIT)/.installed
 
 kernel: $(KIT)/share/jupyter/kernels/embedswap/kernel.json
 
+# the article's model family (a tiny random-weight Qwen3 embedding model built offline)
+demo-qwen3: 
+	$(MAKE) demo DEMO_SLUG=qwen3-tiny DEMO_PRESET=qwen3-tiny
+
 demo: kit engine kernel
-	@test -f experiments/$(TODAY)-$(DEMO_SLUG)/experiment.yaml || $(KIT)/bin/embedswap new $(DEMO_SLUG)
+	@test -f experiments/$(TODAY)-$(DEMO_SLUG)/experiment.yaml || $(KIT)/bin/embedswap new $(DEMO_SLUG) --preset $(DEMO_PRESET)
 	$(KIT)/bin/embedswap run experiments/$(TODAY)-$(DEMO_SLUG)
 
 test: kit engine kernel

@@ -51,11 +51,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
@@ -166,6 +168,57 @@ class ServerLog:
         return [ms for status, ms in self.lines()[mark + skip:] if status == 200]
 
 
+class CpuSampler:
+    """CPU seconds (user + system) of a process and all its descendants, sampled 4 times a second in a thread.
+
+    ``used(t0, t1)`` is the CPU the tree burnt between two wall-clock times (interpolated between samples): for
+    AIPerf, its ~9 processes during its profiling window; for embedswap, this process during its timed run; for
+    the server, its own process during either.
+    """
+
+    def __init__(self, pid: int, interval_s: float = 0.25) -> None:
+        self.pid = pid
+        self.interval_s = interval_s
+        self.samples: list[tuple[float, float]] = []
+        self._seen: dict[int, float] = {}  # last CPU total of each process, so exited children still count
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _total(self) -> float:
+        try:
+            root = psutil.Process(self.pid)
+            for proc in [root, *root.children(recursive=True)]:
+                try:
+                    t = proc.cpu_times()
+                    self._seen[proc.pid] = t.user + t.system
+                except psutil.Error:
+                    pass
+        except psutil.Error:
+            pass
+        return sum(self._seen.values())
+
+    def _loop(self) -> None:
+        while True:
+            self.samples.append((time.time(), self._total()))
+            if self._stop.wait(self.interval_s):
+                return
+
+    def __enter__(self) -> CpuSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def used(self, t0: float, t1: float) -> float | None:
+        if len(self.samples) < 2 or t1 <= t0:
+            return None
+        times = np.array([t for t, _ in self.samples])
+        values = np.array([v for _, v in self.samples])
+        return float(np.interp(t1, times, values) - np.interp(t0, times, values))
+
+
 def stop(proc: subprocess.Popen[Any] | None) -> None:
     if proc is None or proc.poll() is not None:
         return
@@ -186,8 +239,8 @@ def pct(values: list[float], q: float) -> float | None:
     return float(np.percentile(np.asarray(values), q, method="linear")) if values else None
 
 
-def run_aiperf(exe: Path, args: argparse.Namespace, hf_home: Path, tokenizer: str, pool: Path, out: Path
-               ) -> dict[str, Any]:
+def run_aiperf(exe: Path, args: argparse.Namespace, hf_home: Path, tokenizer: str, pool: Path, out: Path,
+               server_pid: int | None) -> dict[str, Any]:
     command = [str(exe), "profile", "--model-names", args.model, "--endpoint-type", "embeddings", "--url", args.url,
                "--input-file", str(pool), "--custom-dataset-type", "random_pool", "--prompt-batch-size",
                str(args.batch), "--tokenizer", tokenizer, "--use-server-token-count", "--concurrency",
@@ -198,7 +251,9 @@ def run_aiperf(exe: Path, args: argparse.Namespace, hf_home: Path, tokenizer: st
     env.pop("VIRTUAL_ENV", None)
     started = time.time()
     with (out.parent / f"{out.name}.log").open("w") as log:
-        code = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+        proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with CpuSampler(proc.pid) as tool_cpu, CpuSampler(server_pid or proc.pid) as server_cpu:
+            code = proc.wait()
     if code != 0:
         raise RuntimeError(f"aiperf exited {code}; see {out.parent / f'{out.name}.log'}")
     summary = json.loads((out / "profile_export_aiperf.json").read_text())
@@ -209,6 +264,9 @@ def run_aiperf(exe: Path, args: argparse.Namespace, hf_home: Path, tokenizer: st
     starts = [r["metadata"]["request_start_ns"] for r in profiling]
     ends = [r["metadata"]["request_end_ns"] for r in profiling]
     sending = [r["metrics"].get("http_req_sending", {}).get("value") for r in ok]
+    t0, t1 = min(starts) / 1e9, max(ends) / 1e9  # the profiling window, wall clock
+    tool_s = tool_cpu.used(t0, t1)
+    server_s = server_cpu.used(t0, t1) if server_pid else None
     payloads = [p for s in json.loads((out / "inputs.json").read_text())["data"] for p in s["payloads"]]
     return {
         "command": " ".join(command),
@@ -223,16 +281,27 @@ def run_aiperf(exe: Path, args: argparse.Namespace, hf_home: Path, tokenizer: st
         "rate": len(ok) / ((max(ends) - min(starts)) / 1e9) if ok else None,
         "effective_concurrency": (summary.get("effective_concurrency") or {}).get("avg"),
         "sending_p50": pct([s for s in sending if s is not None], 50),
+        "tool_cores": tool_s / (t1 - t0) if tool_s is not None else None,
+        "server_cpu_per_request": server_s / len(profiling) if server_s is not None else None,
+        "server_cores": server_s / (t1 - t0) if server_s is not None else None,
         "batches": [p["input"] for p in payloads],
     }
 
 
-def run_embedswap(args: argparse.Namespace, batches: list[list[str]]) -> dict[str, Any]:
+def run_embedswap(args: argparse.Namespace, batches: list[list[str]], server_pid: int | None) -> dict[str, Any]:
     from embedswap.load import LoadSpec, closed_loop
 
     spec = LoadSpec(args.url, args.model, batches, timeout_s=600)
     started = time.time()
-    records, wall = asyncio.run(closed_loop(spec, "crosscheck", 0, args.requests, args.concurrency, args.warmup))
+    with CpuSampler(os.getpid()) as tool_cpu, CpuSampler(server_pid or os.getpid()) as server_cpu:
+        records, wall = asyncio.run(closed_loop(spec, "crosscheck", 0, args.requests, args.concurrency, args.warmup))
+        # the timed window: closed_loop's wall ends after the last answer; what follows (closing the client,
+        # checking the answers) takes well under a second, so the window is taken back from "now"
+        t1 = time.time()
+        t0 = t1 - wall
+        time.sleep(0.3)  # one more sample after the window
+    tool_s = tool_cpu.used(t0, t1)
+    server_s = server_cpu.used(t0, t1) if server_pid else None
     ok = [r.latency_ms for r in records if r.ok]
     return {
         "seconds": time.time() - started,
@@ -243,6 +312,9 @@ def run_embedswap(args: argparse.Namespace, batches: list[list[str]]) -> dict[st
         "mean": float(np.mean(ok)) if ok else None,
         "rate": len(ok) / wall if wall > 0 else None,
         "first_error": next((r.error for r in records if not r.ok), None),
+        "tool_cores": tool_s / wall if tool_s is not None and wall > 0 else None,
+        "server_cpu_per_request": server_s / len(records) if server_s is not None else None,
+        "server_cores": server_s / wall if server_s is not None and wall > 0 else None,
     }
 
 
@@ -292,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"round {round_index + 1}: {tool} ...", flush=True)
                 mark = server_log.mark()
                 if tool == "aiperf":
-                    result = run_aiperf(exe, args, hf_home, tokenizer, pool, work / f"aiperf-{round_index + 1}")
+                    result = run_aiperf(exe, args, hf_home, tokenizer, pool, work / f"aiperf-{round_index + 1}",
+                                        server.pid if server else None)
                     sent = result.pop("batches")
                     same = all(b == batches[0] for b in sent) and len(sent[0]) == args.batch
                     print(f"  AIPerf recorded {len(sent)} batches; all identical to embedswap's "
@@ -300,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                     if not same:
                         batches = sent  # send exactly what AIPerf sent
                 else:
-                    result = run_embedswap(args, batches)
+                    result = run_embedswap(args, batches, server.pid if server else None)
                 server_ms = server_log.since(mark, args.warmup)
                 result["server_p50"] = pct(server_ms, 50)
                 result["server_p99"] = pct(server_ms, 99)
@@ -323,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         offset = r["p50"] - r["server_p50"] if r["p50"] is not None and r["server_p50"] is not None else None
         print(f"{label:<34}{r['requests'] - r['errors']:>4}/{r['requests']:<4}{fmt(r['p50']):>11}{fmt(r['p99']):>11}"
               f"{fmt(r['mean']):>11}{fmt(r['rate'], 2):>8}{fmt(r['server_p50']):>12}{fmt(offset, 2):>19}")
+        print(f"{'  CPU during the timed window':<34}the tool {fmt(r.get('tool_cores'), 2)} cores, the server "
+              f"{fmt(r.get('server_cores'), 2)} cores ({fmt(r.get('server_cpu_per_request'), 2)} CPU s per request)")
         if tool == "aiperf":
             print(f"{'  AIPerf summary (its own method)':<34}{'':>9}{fmt(r['summary_p50']):>11}"
                   f"{fmt(r['summary_p99']):>11}   effective concurrency {fmt(r['effective_concurrency'], 2)}, "

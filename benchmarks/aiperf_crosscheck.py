@@ -176,21 +176,25 @@ class CpuSampler:
     the server, its own process during either.
     """
 
-    def __init__(self, pid: int, interval_s: float = 0.25) -> None:
+    def __init__(self, pid: int, recursive: bool = True, interval_s: float = 0.25) -> None:
         self.pid = pid
+        self.recursive = recursive
         self.interval_s = interval_s
         self.samples: list[tuple[float, float]] = []
         self._seen: dict[int, float] = {}  # last CPU total of each process, so exited children still count
+        self.names: dict[int, str] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _total(self) -> float:
         try:
             root = psutil.Process(self.pid)
-            for proc in [root, *root.children(recursive=True)]:
+            for proc in [root, *(root.children(recursive=True) if self.recursive else [])]:
                 try:
                     t = proc.cpu_times()
                     self._seen[proc.pid] = t.user + t.system
+                    if proc.pid not in self.names:
+                        self.names[proc.pid] = " ".join(proc.cmdline()[:3])[-60:] or proc.name()
                 except psutil.Error:
                     pass
         except psutil.Error:
@@ -210,6 +214,11 @@ class CpuSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+    def top(self, n: int = 4) -> list[tuple[str, float]]:
+        """The processes that used most CPU over the whole sampling (name, seconds)."""
+        ranked = sorted(self._seen.items(), key=lambda item: -item[1])[:n]
+        return [(self.names.get(pid, str(pid)), seconds) for pid, seconds in ranked]
 
     def used(self, t0: float, t1: float) -> float | None:
         if len(self.samples) < 2 or t1 <= t0:
@@ -284,6 +293,7 @@ def run_aiperf(exe: Path, args: argparse.Namespace, hf_home: Path, tokenizer: st
         "tool_cores": tool_s / (t1 - t0) if tool_s is not None else None,
         "server_cpu_per_request": server_s / len(profiling) if server_s is not None else None,
         "server_cores": server_s / (t1 - t0) if server_s is not None else None,
+        "top_processes": tool_cpu.top(),
         "batches": [p["input"] for p in payloads],
     }
 
@@ -293,7 +303,9 @@ def run_embedswap(args: argparse.Namespace, batches: list[list[str]], server_pid
 
     spec = LoadSpec(args.url, args.model, batches, timeout_s=600)
     started = time.time()
-    with CpuSampler(os.getpid()) as tool_cpu, CpuSampler(server_pid or os.getpid()) as server_cpu:
+    # this process only: the legacy server, when this script started it, is a child of this process
+    with CpuSampler(os.getpid(), recursive=False) as tool_cpu, \
+            CpuSampler(server_pid or os.getpid()) as server_cpu:
         records, wall = asyncio.run(closed_loop(spec, "crosscheck", 0, args.requests, args.concurrency, args.warmup))
         # the timed window: closed_loop's wall ends after the last answer; what follows (closing the client,
         # checking the answers) takes well under a second, so the window is taken back from "now"
@@ -402,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'  AIPerf summary (its own method)':<34}{'':>9}{fmt(r['summary_p50']):>11}"
                   f"{fmt(r['summary_p99']):>11}   effective concurrency {fmt(r['effective_concurrency'], 2)}, "
                   f"request sending p50 {fmt(r['sending_p50'], 2)} ms")
+            print("  AIPerf's processes by CPU over the whole command (start-up included): "
+                  + "; ".join(f"{name} {seconds:.1f} s" for name, seconds in r["top_processes"]))
         elif r.get("first_error"):
             print(f"  first error: {r['first_error']}")
     print()

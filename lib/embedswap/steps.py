@@ -104,8 +104,15 @@ def measure_or_resume(ctx: StepContext, name: str) -> dict[str, Any]:
 
 
 def capture_legacy(ctx: StepContext) -> dict[str, Any]:
+    """The legacy server, then its ablation variants (same host, one at a time, before the swap)."""
     _record_environment(ctx)
-    return measure_or_resume(ctx, ctx.experiment.legacy)
+    result = measure_or_resume(ctx, ctx.experiment.legacy)
+    for name in ctx.experiment.ablations:
+        try:
+            measure_or_resume(ctx, name)
+        except Exception as exc:  # recorded as failed in steps.json; the legacy capture stands
+            print(f"ablation '{name}' failed: {type(exc).__name__}: {exc}")
+    return result
 
 
 def swap_deploy(ctx: StepContext) -> dict[str, dict[str, Any]]:

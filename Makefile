@@ -45,7 +45,15 @@ demo: kit engine kernel
 	@test -f experiments/$(TODAY)-$(DEMO_SLUG)/experiment.yaml || $(KIT)/bin/embedswap new $(DEMO_SLUG) --preset $(DEMO_PRESET)
 	$(KIT)/bin/embedswap run experiments/$(TODAY)-$(DEMO_SLUG)
 
-test: kit engine kernel
+# headless Chromium (Debian package) for tests/test_report_browser.py; installed only when running as root
+browser:
+	@if [ "$$(id -u)" = 0 ]; then \
+	  command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; }; \
+	elif ! command -v chromium >/dev/null; then \
+	  echo "make browser: chromium is missing and this is not root, so it is not installed;" \
+	       "run 'sudo apt-get install chromium' (tests/test_report_browser.py fails without it)"; fi
+
+test: kit engine kernel browser
 	$(KIT)/bin/python -m pytest -ra
 
 # unit tests only (no real servers, no engine environment needed)

@@ -115,6 +115,8 @@ def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: d
     config["candidates"] = list(candidates)
     if "ablations" in config:  # the template's variants name targets these experiments do not have
         config["ablations"] = []
+    config.pop("matryoshka", None)
+    config.get("sequencing", {}).pop("restore_legacy", None)
     config["latency"] = {**SMALL_LATENCY, **(latency or {})}
     config["workload"]["repeats"] = repeats
     config["contract"]["probes"] = probes

@@ -138,6 +138,15 @@ Target = Annotated[
 class SequencingConfig(_Strict):
     # The article's same-hardware swap: the legacy server is stopped before a candidate starts.
     stop_legacy_before_candidates: bool = True
+    # As the article did at the end: bring the legacy server back, and check it answers as it did before.
+    restore_legacy: bool = False
+
+
+class MatryoshkaConfig(_Strict):
+    # `dimensions` with and without vLLM's override: `variant` is `base` started with
+    # --hf-overrides '{"is_matryoshka": true}' (the article named it, untested: 미실측).
+    base: str
+    variant: str
 
 
 class LatencyConfig(_Strict):
@@ -234,6 +243,7 @@ class Experiment(_Strict):
     # Variants of the legacy server measured right after it in step 01 (e.g. without its global lock), to test
     # the article's unmeasured explanation of the latency gap.
     ablations: list[str] = Field(default_factory=list)
+    matryoshka: MatryoshkaConfig | None = None
     sequencing: SequencingConfig = Field(default_factory=SequencingConfig)
     latency: LatencyConfig = Field(default_factory=LatencyConfig)
     contract: ContractConfig = Field(default_factory=ContractConfig)
@@ -250,6 +260,8 @@ class Experiment(_Strict):
     @model_validator(mode="after")
     def _roles_exist(self) -> Experiment:
         roles = [("legacy", self.legacy)] + [("candidates", c) for c in self.candidates]
+        if self.matryoshka:
+            roles += [("matryoshka.base", self.matryoshka.base), ("matryoshka.variant", self.matryoshka.variant)]
         for role, name in roles + [("ablations", a) for a in self.ablations]:
             if name not in self.targets:
                 raise ValueError(f"{role}: '{name}' is not one of targets ({', '.join(self.targets)})")

@@ -53,13 +53,22 @@ targets:
     kind: vllm
     port: {vllm_port}
 {engine}
+  vllm-matryoshka:                    # vLLM alone with the Matryoshka override; only the contract probes
+    kind: vllm
+    port: {vllm_port}                   # started after the vllm target stopped
+    capture: [probes]
+{matryoshka_engine}
 
 legacy: legacy
 candidates: [dynamo, vllm]            # the first one is "the candidate" of the report's two-column tables
+matryoshka:                           # `dimensions` with vLLM's Matryoshka override vs without
+  base: vllm
+  variant: vllm-matryoshka
 ablations: [legacy-nolock]            # measured in step 01 right after the legacy server
 
 sequencing:
   stop_legacy_before_candidates: true
+  restore_legacy: true                # bring the legacy server back at the end and check it answers as before
 
 latency:
   sequential_requests: 30
@@ -116,6 +125,12 @@ PRESETS: dict[str, dict[str, str]] = {
 }
 
 
+def _with_override(engine: str) -> str:
+    """The engine settings plus vLLM's override that declares the model Matryoshka-capable."""
+    return engine.replace('extra_args: ["--enforce-eager"]',
+                          'extra_args: ["--enforce-eager", "--hf-overrides", \'{"is_matryoshka": true}\']')
+
+
 def new_experiment(slug: str, experiments_root: Path, day: date | None = None, data_dir: Path | None = None,
                    legacy_port: int = 18081, vllm_port: int = 18082, dynamo_port: int = 18083,
                    preset: str = "minilm") -> Path:
@@ -135,7 +150,7 @@ def new_experiment(slug: str, experiments_root: Path, day: date | None = None, d
     except ValueError:
         data_ref = data
     config.write_text(
-        TEMPLATE.format(slug=slug, day=day.isoformat(), data=data_ref.as_posix(), legacy_port=legacy_port,
+        TEMPLATE.format(matryoshka_engine=_with_override(PRESETS[preset]["engine"]), slug=slug, day=day.isoformat(), data=data_ref.as_posix(), legacy_port=legacy_port,
                         vllm_port=vllm_port, dynamo_port=dynamo_port, **PRESETS[preset]),
         encoding="utf-8",
     )

@@ -126,7 +126,45 @@ def swap_deploy(ctx: StepContext) -> dict[str, dict[str, Any]]:
             results[name] = measure_or_resume(ctx, name)
         except Exception as exc:  # one failed candidate must not hide the others; it is recorded as failed
             results[name] = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
+    if ctx.experiment.matryoshka:
+        name = ctx.experiment.matryoshka.variant
+        try:
+            results[name] = measure_or_resume(ctx, name)
+        except Exception as exc:
+            results[name] = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
+    if ctx.experiment.sequencing.restore_legacy:
+        results["restore"] = restore_legacy(ctx)
     return results
+
+
+def restore_legacy(ctx: StepContext) -> dict[str, Any]:
+    """Start the legacy server again after the swap and check it answers the first batch as it did in step 01."""
+    import numpy as np
+
+    from embedswap.client import EmbeddingClient
+    from embedswap.targets import build_target
+    from embedswap.vectors import rowwise_cosine
+
+    name = ctx.experiment.legacy
+    relative = f"{name}/restore.json"
+    if ctx.attempt.has(relative):
+        return ctx.attempt.read_json(relative)
+    batch = ctx.workload.batches()[0]
+    record: dict[str, Any] = {"target": name}
+    try:
+        with build_target(ctx.experiment, name, ctx.attempt.logs) as target:
+            with EmbeddingClient(target.base_url, ctx.experiment.model.served_name, ctx.experiment.latency.timeout_s,
+                                 target.headers(), target.verify_tls()) as client:
+                answer = client.embed([d.text for d in batch])
+            record.update(start_seconds=round(target.start_seconds or 0, 2), status=answer.status, error=answer.error)
+            if answer.ok and ctx.attempt.has(f"{name}/doc_vectors.npy"):
+                before = ctx.attempt.read_array(f"{name}/doc_vectors.npy")[0][: len(batch)]
+                record["cosine_to_step01_min"] = float(np.min(rowwise_cosine(before, answer.as_array())))
+        record["restored"] = record.get("status") == 200
+    except Exception as exc:  # recorded, never fatal: the measurements are already captured
+        record.update(restored=False, error=f"{type(exc).__name__}: {exc}"[:1000])
+    ctx.attempt.write_json(relative, record)
+    return record
 
 
 def targets_table(ctx: StepContext) -> pd.DataFrame:

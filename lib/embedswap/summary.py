@@ -179,6 +179,50 @@ def ablation_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]
     return {"measured": all(r.get("measured") for r in rows.values()), "by_target": rows}
 
 
+def matryoshka_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
+    """`dimensions` probes on the base engine and on the variant started with the Matryoshka override, and whether
+    the variant's cut vector matches the legacy server's cut-and-renormalise."""
+    if experiment.matryoshka is None:
+        return not_measured("no `matryoshka:` variant in experiment.yaml")
+    base, variant = experiment.matryoshka.base, experiment.matryoshka.variant
+    sides = {role: {r["probe"]: r for r in attempt.read_jsonl(f"{n}/probes.jsonl")} if attempt.has(f"{n}/probes.jsonl")
+             else None for role, n in (("legacy", experiment.legacy), ("base", base), ("variant", variant))}
+    if sides["variant"] is None or sides["legacy"] is None:
+        why = _target_missing(attempt, variant) or f"no probe captures for '{variant}' or the legacy server"
+        return not_measured(why)
+    rows = []
+    for probe in ("dimensions_native", "dimensions_reduced"):
+        legacy = sides["legacy"].get(probe) or {}
+        with_override = sides["variant"].get(probe) or {}
+        without = (sides["base"] or {}).get(probe) or {}
+        row: dict[str, Any] = {
+            "probe": probe,
+            "sent": with_override.get("sent"),
+            "legacy": {"status": legacy.get("status"), "dim": legacy.get("dim")},
+            "without_override": {"status": without.get("status"), "dim": without.get("dim"),
+                                 "error": without.get("error")},
+            "with_override": {"status": with_override.get("status"), "dim": with_override.get("dim"),
+                              "error": with_override.get("error")},
+            "cosine_to_legacy_cut": None,
+        }
+        if legacy.get("vector") is not None and with_override.get("vector") is not None:
+            row["cosine_to_legacy_cut"] = classify(legacy, with_override).cosine
+        rows.append(row)
+    works = all(r["with_override"]["status"] == 200 for r in rows)
+    return {"measured": True, "base": base, "variant": variant, "override_works": works, "rows": rows,
+            "command": (attempt.read_json(f"{variant}/target.json").get("commands")
+                        if attempt.has(f"{variant}/target.json") else None)}
+
+
+def restore_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
+    if not experiment.sequencing.restore_legacy:
+        return not_measured("sequencing.restore_legacy is off")
+    relative = f"{experiment.legacy}/restore.json"
+    if not attempt.has(relative):
+        return not_measured("step 02 did not restore the legacy server in this attempt")
+    return {"measured": True, **attempt.read_json(relative), "source": f"captures/{relative}"}
+
+
 def parity_section(attempt: Attempt) -> dict[str, Any]:
     if not attempt.has("parity/rows.json"):
         return {**not_measured("step 05 (parity) has not run in this attempt"), "rows": [], "pass": None}
@@ -241,6 +285,8 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "contract": contract_section(experiment, attempt),
         "latency": latency_section(experiment, attempt),
         "ablation": ablation_section(experiment, attempt),
+        "matryoshka": matryoshka_section(experiment, attempt),
+        "restore": restore_section(experiment, attempt),
         "parity": parity_section(attempt),
         "ranking": ranking_section(experiment, attempt, workload),
         "shim": shim_section(experiment, attempt),

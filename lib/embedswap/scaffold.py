@@ -83,6 +83,9 @@ contract:
 parity:
   text_threshold: 0.999
   multimodal_threshold: 0.995
+  backends:                           # the dtype sweep, offline in the engine environment (fp32 is the vllm target)
+    - {{kind: vllm-offline, dtype: auto}}      # vLLM's own default: fp16 for this fp32 checkpoint
+    - {{kind: vllm-offline, dtype: bfloat16}}
 
 report:
   languages: [ko, en]

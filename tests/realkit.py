@@ -28,6 +28,7 @@ PORT_RANGE = range(18800, 18900)
 
 SMALL_LATENCY = {
     "sequential_requests": 6,
+    "sweep": [],  # the concurrency sweep is not what these tests are about
     "concurrent_requests": 8,
     "concurrency": 4,
     "repeats": 1,
@@ -116,6 +117,7 @@ def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: d
     if "ablations" in config:  # the template's variants name targets these experiments do not have
         config["ablations"] = []
     config.pop("matryoshka", None)
+    config.get("parity", {}).pop("backends", None)  # the dtype sweep needs the engine environment
     config.get("sequencing", {}).pop("restore_legacy", None)
     config["latency"] = {**SMALL_LATENCY, **(latency or {})}
     config["workload"]["repeats"] = repeats

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from embedswap.workload import load_workload
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[1]
 EMBEDSWAP = str(Path(sys.executable).parent / "embedswap")
+# The demo takes ~30 min on 2 quiet cores (four server starts, 3 repeats, the sweep, the dtype sweep); CI has 90.
+RUN_TIMEOUT_S = 3600
 
 
 def free_port() -> int:
@@ -52,8 +55,16 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     ports = [free_port(), free_port(), free_port()]
     folder = new_experiment("e2e", root / "experiments", data_dir=REPO / "data", legacy_port=ports[0],
                            vllm_port=ports[1], dynamo_port=ports[2])
-    run = subprocess.run([EMBEDSWAP, "run", str(folder)], capture_output=True, text=True, timeout=1500,
-                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    # its own session, so a timeout can interrupt the whole run (servers, kernel) the way Ctrl-C would
+    process = subprocess.Popen([EMBEDSWAP, "run", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+        pytest.fail(f"embedswap run took over {RUN_TIMEOUT_S} s\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    run = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
     print(run.stdout[-5000:], run.stderr[-5000:])
     attempts = sorted((folder / "attempts").iterdir())
     attempt = attempts[-1]

@@ -84,6 +84,8 @@ _FORMATS: dict[str, Callable[[float], str]] = {
     "mib": lambda v: f"{v:,.0f}",
     "s": lambda v: f"{v:,.1f}",
     "pct": lambda v: f"{v * 100:.0f}%",
+    "score": lambda v: f"{v:.3f}",
+    "delta": lambda v: f"{(0.0 if abs(v) < 5e-4 else v):+.3f}",
 }
 
 
@@ -91,7 +93,8 @@ def fmt(value: Any, kind: str = "raw") -> str:
     """The one number formatter of the report (both languages). None -> '—'.
 
     kinds: int (thousands separator), ms, rate (docs/s), cos (6 decimals), cos4 (the article's precision), norm,
-    ratio (×), gib, mib, s, pct, raw (ints with separators, floats as published).
+    ratio (×), gib, mib, s, pct, score (ranking metrics, 3 decimals), delta (signed, 3 decimals; +0.000 when it
+    rounds to zero), raw (ints with separators, floats as published).
     """
     if value is None:
         return MISSING
@@ -160,8 +163,52 @@ TERMS: dict[str, dict[str, Any]] = {
         "docs": "문서", "queries": "질의", "batch": "묶음 크기", "repeats": "반복",
         "mean_tokens": "문서당 평균 토큰", "languages": "언어별 문서 수", "request": "요청",
         "all_failed": "요청 {n}건이 모두 실패", "failed_some": "실패 {f}/{n}",
+        "not_meaningful": "의미 없음(무작위 가중치)",
+        "no_section": "summary.json 에 이 절이 없습니다(이 절이 생기기 전의 키트가 만든 요약)",
+        "failed_short": "실패",
+        "on": "켬", "off": "끔", "lock": "전역 잠금", "rss_peak": "RSS 최고 (MiB)", "ablation_mark": "대조 실험",
+        "concurrency": "동시성", "sweep_skipped": "훑기 건너뜀: {why}",
+        "rss_unreadable_external": "외부 서버라 메모리를 읽을 수 없습니다",
+        "rss_unreadable": "메모리 표본이 없습니다",
+        "source_kind": "출처", "kind_server": "서버", "kind_offline": "오프라인 백엔드",
+        "non_finite": "— (비정상 벡터 {n}개)", "text_image": "(text+image)",
+        "variant": "경우", "documents_of": "문서 벡터", "queries_as": "질의", "ndcg": "nDCG@10",
+        "d_ndcg": "Δ nDCG@10", "recall": "recall@5", "d_recall": "Δ recall@5", "overlap": "top-5 겹침",
+        "judged": "판정 있는 질의",
+        "variants": {"legacy": "기존 서버 그대로", "naive": "주소만 바꿈", "shim": "shim 경유"},
+        "queries_how": {"legacy": "`input_type: query` (서버가 지시문을 붙임)",
+                        "naive": "`input_type: query` (같은 요청)",
+                        "shim": "클라이언트가 지시문을 글자로 붙임"},
+        "ranking_defs": [
+            "nDCG@10: 관련도 등급(2 = 답함, 1 = 일부, 0 = 판정 없음)으로 잰 상위 10개의 순위 품질입니다. 이득 2^rel−1, "
+            "할인 log2(순위+1), 같은 판정의 이상적 순서로 정규화합니다.",
+            "recall@5: 관련 문서(등급 1 이상) 가운데 상위 5개에 든 비율입니다.",
+            "top-5 겹침: 기존 서버의 상위 5개 집합과의 자카드 지수를 질의마다 내어 평균한 값입니다. 1.000 이면 모든 "
+            "질의에서 같은 5개를 돌려줍니다.",
+        ],
+        "rank_same": "기존 서버와 같은 순위입니다",
+        "rank_differs": "기존 서버와 순위가 다릅니다",
+        "rank_line": "{state}(Δ nDCG@10 {d_ndcg}, Δ recall@5 {d_recall}, top-5 겹침 {overlap}; 상위 5개가 바뀐 질의 "
+                     "{changed}/{queries}개)",
+        "rank_decision": {
+            "client": "주소만 바꾸면 오류 없이 검색 순위가 바뀌고, 클라이언트를 고치면(지시문을 글자로, "
+                      "`embedswap.shim` 이 하는 일) 기존 순위로 돌아옵니다. 클라이언트를 고쳐야 하고, 이 작업 부하에서는 "
+                      "순위 때문에 색인을 다시 만들 필요는 없습니다.",
+            "none": "어느 쪽이든 기존 서버의 순위가 유지됩니다. 이 작업 부하에서는 순위 때문에 클라이언트를 고치거나 "
+                    "색인을 다시 만들 필요가 없습니다.",
+            "reindex": "클라이언트를 고쳐도 순위가 기존 서버와 다릅니다. 후보의 벡터가 기존 벡터처럼 순위를 매기지 "
+                       "않으므로, 옛 벡터와 새 벡터를 섞지 말고 후보로 색인을 다시 만든 뒤 검색 품질을 다시 확인해야 합니다.",
+            "shim_missing": "shim 경유 순위는 {label}({why})이므로, 색인을 다시 만들어야 하는지는 여기서 정하지 않습니다.",
+        },
+        "before_after": "판정 전 → 후", "through_shim": "shim 경유 응답",
+        "settings": {"true": "켬", "false": "끔"},
+        "legacy_side": "기존 서버 쪽 실패(상태 {status})로, 바꾸면 사라집니다",
+        "shim_done": "`embedswap.shim` 이 대신합니다(shim 경유 판정: same).",
+        "shim_left": "`embedswap.shim` 을 거쳐도 남습니다: {items}.",
+        "shim_not_probed": "이 실행에서는 shim 을 거쳐 재지 않았습니다({label}).",
         "sections": {"vectors": "벡터", "contract": "API 계약", "latency": "지연 시간과 처리량", "parity": "수치 패리티",
-                     "targets": "서버", "environment": "환경"},
+                     "targets": "서버", "environment": "환경", "ranking": "검색 순위", "shim": "마이그레이션 shim",
+                     "ablation": "잠금 대조 실험"},
         "verdicts": {
             "same": "같은 답입니다(같은 상태 부류, 벡터는 기준 안).",
             "silent-divergence": "양쪽 다 200 인데 벡터나 필드가 다릅니다. 오류 없이 검색 품질만 떨어지는, 가장 위험한 부류입니다.",
@@ -209,8 +256,54 @@ TERMS: dict[str, dict[str, Any]] = {
         "docs": "documents", "queries": "queries", "batch": "batch size", "repeats": "repeats",
         "mean_tokens": "mean tokens per document", "languages": "documents per language", "request": "Request",
         "all_failed": "all {n} requests failed", "failed_some": "failed {f}/{n}",
+        "not_meaningful": "not meaningful (random weights)",
+        "no_section": "summary.json has no such section (made by a kit from before the section existed)",
+        "failed_short": "failed",
+        "on": "on", "off": "off", "lock": "Global lock", "rss_peak": "RSS peak (MiB)", "ablation_mark": "ablation",
+        "concurrency": "Concurrency", "sweep_skipped": "sweep skipped: {why}",
+        "rss_unreadable_external": "external server: its memory cannot be read",
+        "rss_unreadable": "no memory sample",
+        "source_kind": "Source", "kind_server": "server", "kind_offline": "offline backend",
+        "non_finite": "— ({n} non-finite vectors)", "text_image": "(text+image)",
+        "variant": "Variant", "documents_of": "Documents", "queries_as": "Queries", "ndcg": "nDCG@10",
+        "d_ndcg": "Δ nDCG@10", "recall": "recall@5", "d_recall": "Δ recall@5", "overlap": "top-5 overlap",
+        "judged": "Judged queries",
+        "variants": {"legacy": "legacy as today", "naive": "address swap only", "shim": "through the shim"},
+        "queries_how": {"legacy": "`input_type: query` (the server adds the prompt)",
+                        "naive": "`input_type: query` (the same request)",
+                        "shim": "prompt prepended as text by the client"},
+        "ranking_defs": [
+            "nDCG@10: ranking quality of the top 10 with graded relevance (2 = answers, 1 = partly, 0 = not judged): "
+            "gain 2^rel−1, discount log2(rank+1), normalised by the ideal order of the same judgements.",
+            "recall@5: the share of a query's relevant documents (grade ≥ 1) found in its top 5.",
+            "top-5 overlap: Jaccard index of the top-5 set against the legacy server's top 5, averaged over queries; "
+            "1.000 means the same five documents for every query.",
+        ],
+        "rank_same": "same ranking as legacy",
+        "rank_differs": "differs from legacy",
+        "rank_line": "{state} (Δ nDCG@10 {d_ndcg}, Δ recall@5 {d_recall}, top-5 overlap {overlap}; the top 5 changed "
+                     "for {changed} of {queries} queries)",
+        "rank_decision": {
+            "client": "Changing only the address changes the ranking without any error; with the client change (the "
+                      "prompt as text, what `embedswap.shim` does) it comes back to the legacy ranking. Change the "
+                      "client; on this workload the ranking does not call for re-indexing.",
+            "none": "The ranking stays the legacy one either way: on this workload the ranking calls for neither a "
+                    "client change nor re-indexing.",
+            "reindex": "Even with the client change the ranking differs from legacy: the candidate's vectors do not rank "
+                       "like the legacy ones. Do not mix old and new vectors; re-index with the candidate and check "
+                       "search quality again before switching.",
+            "shim_missing": "The ranking through the shim is {label} ({why}), so whether to re-index is not decided "
+                            "here.",
+        },
+        "before_after": "verdict before → after", "through_shim": "answer through the shim",
+        "settings": {"true": "on", "false": "off"},
+        "legacy_side": "a legacy-side failure (status {status}) that goes away with the swap",
+        "shim_done": "`embedswap.shim` does this (verdict through the shim: same).",
+        "shim_left": "remains after `embedswap.shim`: {items}.",
+        "shim_not_probed": "this run did not probe through the shim ({label}).",
         "sections": {"vectors": "Vectors", "contract": "API contract", "latency": "Latency and throughput",
-                     "parity": "Numeric parity", "targets": "Servers", "environment": "Environment"},
+                     "parity": "Numeric parity", "targets": "Servers", "environment": "Environment",
+                     "ranking": "Search ranking", "shim": "Migration shim", "ablation": "Lock ablation"},
         "verdicts": {
             "same": "Equivalent answers (same status class; vectors within the threshold).",
             "silent-divergence": "Both answered 200 but the vectors or fields differ: no error, only worse search, "
@@ -265,6 +358,8 @@ CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
     ("review", lambda p: True, _NOT_SAME),
 ]
 CROSS_RULES: list[tuple[str, set[str]]] = [("no_retry_5xx", {"retry-hazard"})]
+# Rules that apply only when the candidate is the side that failed (status other than 200).
+CANDIDATE_SIDE_RULES = {"cap_batch"}
 
 
 def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
@@ -284,12 +379,13 @@ def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
             v = (verdict or {}).get("verdict")
             if not v:
                 continue
+            status = ((row.get("by_target") or {}).get(candidate) or {}).get("status")
             for key, matches, verdicts in CHANGE_RULES:
                 if matches(probe):
-                    if v in verdicts:
+                    # a large batch that only the legacy server failed (the candidate answered it) changes nothing
+                    if v in verdicts and not (key in CANDIDATE_SIDE_RULES and status == 200):
                         found.setdefault(key, []).append((probe, candidate, v))
                     break
-            status = ((row.get("by_target") or {}).get(candidate) or {}).get("status")
             candidate_5xx = isinstance(status, int) and (status == 0 or status >= 500)
             for key, verdicts in CROSS_RULES:
                 # only a hazard the candidate causes changes the client (a legacy 5xx goes away with the swap)
@@ -362,6 +458,8 @@ def not_measured_items(summary: dict[str, Any]) -> list[dict[str, str]]:
                 items.append({"section": path[0] if path else "", "path": ".".join(path[1:]), "why": str(node["why"])})
                 return
             aliases = {"legacy", "candidate"} if "by_target" in node else set()
+            if "by_candidate" in node:  # ranking: the primary candidate's variants are copies of by_candidate's
+                aliases = {"candidate_naive", "candidate_shim"}
             for key, value in node.items():
                 if key not in aliases:
                     walk(value, [*path, str(key)])
@@ -369,9 +467,39 @@ def not_measured_items(summary: dict[str, Any]) -> list[dict[str, str]]:
             for i, value in enumerate(node):
                 walk(value, [*path, str(i)])
 
-    for key in ("targets", "vectors", "contract", "latency", "parity"):
+    for key in SECTION_KEYS:
         walk(summary.get(key), [key])
     return items
+
+
+# The summary's sections in report order; the last three came later (a summary without them is an older one).
+SECTION_KEYS = ("targets", "vectors", "ranking", "contract", "shim", "latency", "ablation", "parity")
+LATER_SECTIONS = ("ranking", "shim", "ablation")
+# Model specs whose weights are random (embedswap.tiny_qwen3): their vectors carry no meaning, so ranking is noise.
+RANDOM_WEIGHT_SPECS = ("build:tiny-qwen3",)
+# When a ranking counts as unchanged against legacy (stated in the report).
+RANK_OVERLAP_MIN = 0.95
+RANK_DELTA_MAX = 0.01
+
+
+def random_weights(summary: dict[str, Any]) -> bool:
+    """True when the experiment's model has random weights (model.spec, or the experiment config's model.path)."""
+    specs = [(summary.get("model") or {}).get("spec"),
+             (((summary.get("experiment") or {}).get("config") or {}).get("model") or {}).get("path")]
+    return any(isinstance(spec, str) and spec.strip().startswith(RANDOM_WEIGHT_SPECS) for spec in specs)
+
+
+def ranking_unchanged(variant: dict[str, Any], deltas: dict[str, Any] | None) -> bool | None:
+    """Whether a ranking variant matches legacy within the stated tolerance; None when there is no number."""
+    if not _measured(variant):
+        return None
+    overlap = variant.get("top5_overlap")
+    values = [(deltas or {}).get(k) for k in ("ndcg_at_10", "recall_at_5")]
+    if overlap is None and all(v is None for v in values):
+        return None
+    if overlap is not None and overlap < RANK_OVERLAP_MIN:
+        return False
+    return all(v is None or abs(v) <= RANK_DELTA_MAX for v in values)
 
 
 def _languages_of(summary: dict[str, Any]) -> dict[str, int]:
@@ -414,6 +542,28 @@ class _Context:
     def L(self, state: bool | None) -> str:  # noqa: N802
         return label(state, self.lang)
 
+    # a target that failed to start: 'not measured' with the first line of its error, wherever it has a cell
+    def failure(self, name: str) -> str | None:
+        """The first line of a target's error (escaped, shortened), or None when it did not fail."""
+        info = (self.s.get("targets") or {}).get(name) or {}
+        error = str(info.get("error") or "").strip()
+        if not error:
+            return None
+        first = error.splitlines()[0].strip()
+        return esc(first if len(first) <= 160 else first[:159] + "…")
+
+    def nm(self, name: str) -> str:
+        """'not measured' for one target, with the first line of its error when it failed to start."""
+        error = self.failure(name)
+        return f"{self.L(False)}: {error}" if error else self.L(False)
+
+    def later_section(self, key: str) -> dict[str, Any]:
+        """A section added after the first summaries; an older summary without it reads as not measured."""
+        section = self.s.get(key)
+        if isinstance(section, dict):
+            return section
+        return {"measured": False, "why": self.t["no_section"]}
+
     # references: numbered capture files, relative to the attempt folder
     def ref(self, relative: str, always: bool = False) -> str | None:
         """The reference number of a capture file (added on first use); None if it is not in this attempt."""
@@ -437,6 +587,7 @@ class _Context:
     def status(self) -> dict[str, Any]:
         states = [self.vectors_state(), *contract_states(self.s), self.parity_state()]
         states += [latency_state(self.latency_by_target().get(n, {})) for n in self.names]
+        states += [_measured(self.later_section(key)) for key in LATER_SECTIONS]
         env = self.s.get("environment") or {}
         engines = []
         for name in self.names:
@@ -481,7 +632,7 @@ class _Context:
                 "state": bool(info.get("measured")), "label": self.L(bool(info.get("measured"))),
                 "commands": fence("\n".join(info.get("commands") or []), "bash") if info.get("commands") else None,
                 "url": config.get("url"), "note": esc(config.get("note")) if config.get("note") else None,
-                "error": esc((info.get("error") or "").splitlines()[0][:300]) if info.get("error") else None,
+                "error": self.failure(name),
                 "lock": config.get("lock"), "dtype": config.get("dtype"),
             })
         work = self.s.get("workload") or {}
@@ -491,16 +642,15 @@ class _Context:
         for name in self.names:
             info = targets.get(name) or {}
             if not info.get("measured"):
-                resources_rows.append([code(name), self.L(False), MISSING, MISSING, MISSING, MISSING])
+                resources_rows.append([code(name), self.nm(name)] + [self.L(False)] * 5)
                 continue
-            mib = lambda b: fmt(None if b is None else b / 2**20, "mib")  # noqa: E731
             resources_rows.append([code(name), self.L(True), fmt(info.get("start_seconds"), "s"),
-                                   mib(info.get("rss_bytes")), mib(info.get("rss_bytes_end")),
-                                   fmt(info.get("measured_seconds"), "s")])
+                                   _mib(info.get("rss_bytes")), self.peak_cell(name),
+                                   _mib(info.get("rss_bytes_end")), fmt(info.get("measured_seconds"), "s")])
         t = self.t
         resources_table = md_table(
-            [t["target"], t["label"], t["start_s"], t["rss_start"], t["rss_end"], t["measured_s"]],
-            resources_rows, ["l", "l", "r", "r", "r", "r"])
+            [t["target"], t["label"], t["start_s"], t["rss_start"], t["rss_peak"], t["rss_end"], t["measured_s"]],
+            resources_rows, ["l", "l", "r", "r", "r", "r", "r"])
         steps_rows = []
         for step, entry in (self.s.get("steps") or {}).items():
             problems = "; ".join(entry.get("problems") or []) or entry.get("error") or entry.get("detail") or ""
@@ -534,7 +684,8 @@ class _Context:
         comparisons = vectors.get("comparisons") or {}
         t = self.t
         n_docs = (self.s.get("workload") or {}).get("documents")
-        header = [t["item"]] + [f"{code(n)} ({self.role_of(n)}, {self.L(_measured(by_target.get(n)))})"
+        header = [t["item"]] + [f"{code(n)} ({self.role_of(n)}, "
+                                f"{self.L(True) if _measured(by_target.get(n)) else self.nm(n)})"
                                 for n in self.names]
         rows: list[list[str]] = []
 
@@ -641,9 +792,9 @@ class _Context:
             return {"state": False, "label": self.L(False), "why": esc((contract or {}).get("why")), "legend": legend,
                     "table": None, "details": [], "changes": [], "counts": [], "answers_label": self.L(False),
                     "verdicts_label": self.L(False), "sources": MISSING}
-        header = [t["probe"], f"{code(self.legacy)}"]
+        header = [t["probe"], self.column(self.legacy)]
         for name in self.candidates:
-            header += [code(name), f"{t['verdict']} ({code(name)})"]
+            header += [self.column(name), f"{t['verdict']} ({code(name)})"]
         rows = []
         details = []
         for row in contract:
@@ -671,10 +822,246 @@ class _Context:
             "state": verdicts, "label": combined_label([answers, verdicts], self.lang),
             "answers_label": self.L(answers), "verdicts_label": self.L(verdicts),
             "why": None, "table": md_table(header, rows, ["l"] * len(header)), "legend": legend,
-            "details": details, "changes": client_changes(self.s, self.lang), "counts": counts,
+            "details": details, "changes": self.changes_through_shim(client_changes(self.s, self.lang)),
+            "counts": counts,
             "not_compared": not_compared,
             "sources": self.refs_for([f"captures/{n}/probes.jsonl" for n in self.names]),
         }
+
+    def column(self, name: str) -> str:
+        """A table column header for one target: its name, with 'not measured: <error>' when it failed to start."""
+        error = self.failure(name)
+        return f"{code(name)} ({self.L(False)}: {error})" if error else code(name)
+
+    # --- ranking -------------------------------------------------------------------------------------------------
+    def ranking(self) -> dict[str, Any]:
+        """Search ranking (nDCG@10, recall@5, top-5 overlap): legacy, address swap only, through the shim."""
+        t = self.t
+        section = self.later_section("ranking")
+        meaningless = random_weights(self.s)
+        empty = {"state": False, "meaningless": meaningless, "table": None, "findings": [], "why": [],
+                 "definitions": t["ranking_defs"], "sources": MISSING, "queries": MISSING,
+                 "tolerance": {"overlap": fmt(RANK_OVERLAP_MIN, "score"), "delta": fmt(RANK_DELTA_MAX, "score")}}
+        if not _measured(section):
+            return {**empty, "label": self.L(False), "top_why": esc(section.get("why"))}
+        legacy = section.get("legacy") or {}
+        by_candidate = section.get("by_candidate") or {}
+        if not by_candidate and self.candidate:  # a summary with the primary candidate only
+            deltas = section.get("deltas") or {}
+            by_candidate = {self.candidate: {
+                "measured": True, "naive": section.get("candidate_naive") or {},
+                "shim": section.get("candidate_shim") or {},
+                "deltas": {"naive": deltas.get("candidate_naive"), "shim": deltas.get("candidate_shim")}}}
+        state_label = t["not_meaningful"] if meaningless else self.L(True)
+
+        def cells(variant: dict[str, Any], deltas: dict[str, Any] | None, reference: bool) -> list[str]:
+            if not _measured(variant):
+                return [self.L(False)] * 6
+            ref = f"{MISSING} ({t['reference']})"
+            d = deltas or {}
+            return [fmt(variant.get("ndcg_at_10"), "score"), ref if reference else fmt(d.get("ndcg_at_10"), "delta"),
+                    fmt(variant.get("recall_at_5"), "score"), ref if reference else fmt(d.get("recall_at_5"), "delta"),
+                    ref if reference else fmt(variant.get("top5_overlap"), "score"),
+                    f"{fmt(variant.get('judged_queries'), 'int')} / {fmt(variant.get('queries'), 'int')}"]
+
+        rows = [[esc(t["variants"]["legacy"]), code(self.legacy), t["queries_how"]["legacy"], state_label,
+                 *cells(legacy, None, True)]]
+        why = []
+        findings = []
+        for name in self.candidates:
+            entry = by_candidate.get(name) or {"naive": {}, "shim": {}}
+            deltas = entry.get("deltas") or {}
+            for kind in ("naive", "shim"):
+                variant = entry.get(kind) or {}
+                measured = _measured(variant)
+                if not measured:
+                    reason = variant.get("why") or entry.get("why") or t["no_section"]
+                    why.append({"name": name, "variant": t["variants"][kind], "why": esc(reason)})
+                rows.append([esc(t["variants"][kind]), code(name), t["queries_how"][kind],
+                             state_label if measured else self.nm(name), *cells(variant, deltas.get(kind), False)])
+            if not meaningless:
+                findings.append(self._ranking_finding(name, entry))
+        header = [t["variant"], t["documents_of"], t["queries_as"], t["label"], t["ndcg"], t["d_ndcg"], t["recall"],
+                  t["d_recall"], t["overlap"], t["judged"]]
+        sources = []
+        for variant in [legacy] + [(by_candidate.get(n) or {}).get(k) or {} for n in self.candidates
+                                   for k in ("naive", "shim")]:
+            if _measured(variant):
+                for path in (variant.get("source") or {}).values():
+                    sources.append(re.sub(r"\[\d+\]$", "", str(path)))
+        measured_states = [True] + [_measured((by_candidate.get(n) or {}).get(k)) for n in self.candidates
+                                    for k in ("naive", "shim")]
+        label_text = t["not_meaningful"] if meaningless else combined_label(measured_states, self.lang)
+        return {
+            **empty, "state": True, "label": label_text, "top_why": None,
+            "table": md_table(header, rows, ["l", "l", "l", "l"] + ["r"] * 6),
+            "findings": findings, "why": why, "queries": fmt(legacy.get("queries"), "int"),
+            "sources": self.refs_for([], always=list(dict.fromkeys(sources))),
+        }
+
+    def _ranking_finding(self, name: str, entry: dict[str, Any]) -> dict[str, Any]:
+        t = self.t
+        deltas = entry.get("deltas") or {}
+
+        def line(kind: str) -> tuple[str | None, bool | None]:
+            variant = entry.get(kind) or {}
+            unchanged = ranking_unchanged(variant, deltas.get(kind))
+            if unchanged is None:
+                return None, None
+            per_query = variant.get("per_query") or {}
+            changed = sum(1 for q in per_query.values()
+                          if isinstance(q, dict) and q.get("top5_overlap") is not None and q["top5_overlap"] < 1)
+            d = deltas.get(kind) or {}
+            text = t["rank_line"].format(
+                state=t["rank_same"] if unchanged else t["rank_differs"],
+                d_ndcg=fmt(d.get("ndcg_at_10"), "delta"), d_recall=fmt(d.get("recall_at_5"), "delta"),
+                overlap=fmt(variant.get("top5_overlap"), "score"), changed=fmt(changed, "int"),
+                queries=fmt(len(per_query) or variant.get("queries"), "int"))
+            return text, unchanged
+
+        naive, naive_same = line("naive")
+        shim, shim_same = line("shim")
+        decisions = t["rank_decision"]
+        if shim_same is None:
+            variant = entry.get("shim") or {}
+            decision = decisions["shim_missing"].format(label=self.L(False),
+                                                        why=esc(variant.get("why") or entry.get("why") or "—"))
+        elif not shim_same:
+            decision = decisions["reindex"]
+        elif naive_same is False:
+            decision = decisions["client"]
+        else:
+            decision = decisions["none"]
+        return {"name": name, "naive": naive, "shim": shim, "decision": decision,
+                "naive_label": self.L(naive_same is not None), "shim_label": self.L(shim_same is not None),
+                "naive_same": naive_same, "shim_same": shim_same}
+
+    # --- the client migration shim -------------------------------------------------------------------------------
+    def shim_rows(self) -> list[dict[str, Any]]:
+        section = self.s.get("shim")
+        return (section.get("rows") or []) if isinstance(section, dict) else []
+
+    def shimmed(self) -> list[str]:
+        """Candidates probed through the shim (they have verdicts through it)."""
+        rows = self.shim_rows()
+        return [n for n in self.candidates
+                if any(((r.get("verdicts") or {}).get(n) or {}).get("verdict") for r in rows)]
+
+    def shim(self) -> dict[str, Any]:
+        t = self.t
+        section = self.later_section("shim")
+        rows = self.shim_rows()
+        shimmed = self.shimmed()
+        empty = {"table": None, "per_candidate": [], "why": [], "sources": MISSING}
+        if not rows or not shimmed:
+            return {**empty, "state": False, "label": self.L(False),
+                    "top_why": esc(section.get("why") or t["no_section"])}
+        header = [t["probe"], code(self.legacy)]
+        for name in self.candidates:
+            header += [f"{self.column(name)}: {t['before_after']}", f"{code(name)}: {t['through_shim']}"]
+        table_rows = []
+        for row in rows:
+            cells = [code(row.get("probe")), self.side_cell((row.get("by_target") or {}).get(self.legacy))]
+            for name in self.candidates:
+                if name not in shimmed:
+                    cells += [self.L(False), self.L(False)]
+                    continue
+                before = ((row.get("naive_verdicts") or {}).get(name) or {}).get("verdict")
+                after = (row.get("verdicts") or {}).get(name)
+                cells += [f"{before or self.L(False)} → {self.verdict_cell(after)}",
+                          self.side_cell((row.get("by_target") or {}).get(name))]
+            table_rows.append(cells)
+        per_candidate = []
+        config = section.get("config") or {}
+        for name in shimmed:
+            closed, remaining, opened = [], [], []
+            before_differ = after_differ = compared = 0
+            for row in rows:
+                probe = row.get("probe")
+                before = ((row.get("naive_verdicts") or {}).get(name) or {}).get("verdict")
+                after = ((row.get("verdicts") or {}).get(name) or {}).get("verdict")
+                if after is None:
+                    continue
+                compared += 1
+                before_differ += bool(before and before != "same")
+                after_differ += after != "same"
+                if before and before != "same" and after == "same":
+                    rewrites = ((row.get("shim") or {}).get(name) or {}).get("rewrites") or []
+                    closed.append({"probe": probe, "before": before, "rewrites": esc("; ".join(map(str, rewrites)))})
+                elif after != "same":
+                    remaining.append({"probe": probe, "verdict": after, "note": self._legacy_side(row, name)})
+                    if before == "same":
+                        opened.append(probe)
+            settings = self._shim_settings(config.get(name))
+            per_candidate.append({"name": name, "closed": closed, "remaining": remaining, "opened": opened,
+                                  "before": fmt(before_differ, "int"), "after": fmt(after_differ, "int"),
+                                  "compared": fmt(compared, "int"), "settings": settings})
+        why = [{"name": n, "why": self.failure(n) or esc(section.get("why")) or self.L(False)}
+               for n in self.candidates if n not in shimmed]
+        sources = list((section.get("sources") or {}).values())
+        return {
+            "state": True, "top_why": None,
+            "label": combined_label([n in shimmed for n in self.candidates], self.lang),
+            "table": md_table(header, table_rows, ["l"] * len(header)), "per_candidate": per_candidate, "why": why,
+            "sources": self.refs_for([f"captures/{n}/shim_config.json" for n in self.candidates], always=sources),
+        }
+
+    def _legacy_side(self, row: dict[str, Any], name: str) -> str | None:
+        """A difference that remains because the legacy server failed the request while the candidate answered."""
+        legacy = (row.get("by_target") or {}).get(self.legacy) or {}
+        other = (row.get("by_target") or {}).get(name) or {}
+        status = legacy.get("status")
+        if isinstance(status, int) and (status == 0 or status >= 500) and other.get("status") == 200:
+            return self.t["legacy_side"].format(status=fmt(status, "raw"))
+        return None
+
+    SHIM_SETTINGS = ("strip_dimensions", "prepend_query_instruction", "max_input_tokens", "model_override",
+                     "non_retryable_statuses", "reject_empty_strings", "force_float", "drop_fields")
+
+    def _shim_settings(self, config: dict[str, Any] | None) -> list[dict[str, str]]:
+        """What the shim learned for one candidate (the settings with a recorded reason), reasons as captured."""
+        if not isinstance(config, dict):
+            return []
+        reasons = config.get("reasons") or {}
+        out = []
+        for key in [k for k in self.SHIM_SETTINGS if k in reasons] + [k for k in reasons if k not in self.SHIM_SETTINGS]:
+            value = config.get(key)
+            if isinstance(value, bool):
+                shown = self.t["settings"]["true" if value else "false"]
+            elif isinstance(value, (list, tuple)):
+                shown = ", ".join(fmt(v, "raw") for v in value) or MISSING
+            else:
+                shown = fmt(value, "raw")
+            out.append({"key": key, "value": esc(shown), "reason": esc(reasons.get(key))})
+        return out
+
+    def changes_through_shim(self, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each client change with what the shim did about it: done (every probe of it answers 'same' through the
+        shim), or what remains; None where no candidate of it was probed through the shim."""
+        rows = {r.get("probe"): r for r in self.shim_rows()}
+        shimmed = set(self.shimmed())
+        out = []
+        for change in changes:
+            left = []
+            probed = False
+            for probe, candidate, _ in change["probes"]:
+                if candidate not in shimmed:
+                    continue
+                after = (((rows.get(probe) or {}).get("verdicts") or {}).get(candidate) or {}).get("verdict")
+                if after is None:
+                    continue
+                probed = True
+                if after != "same":
+                    note = self._legacy_side(rows[probe], candidate)
+                    left.append(f"{code(probe)} → {code(candidate)}: {after}" + (f" ({note})" if note else ""))
+            if not probed:
+                shim_text = None
+            elif left:
+                shim_text = self.t["shim_left"].format(items="; ".join(left))
+            else:
+                shim_text = self.t["shim_done"]
+            out.append({**change, "shim": shim_text, "shim_done": probed and not left})
+        return out
 
     # --- latency -------------------------------------------------------------------------------------------------
     def latency_by_target(self) -> dict[str, Any]:

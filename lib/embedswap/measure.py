@@ -17,7 +17,7 @@ import numpy as np
 from tqdm import tqdm  # text bars: they show both in JupyterLab and in the papermill console log
 
 from embedswap.captures import Attempt
-from embedswap.client import EmbeddingClient
+from embedswap.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config import Experiment
 from embedswap.contract import ProbeContext, build_request, describe_body, select_probes
 from embedswap.load import LoadSpec, closed_loop, point_stats, run_stats, run_sync
@@ -89,18 +89,23 @@ def _token_ids(model_path: str, text: str) -> list[int]:
     return list(tokenizer(text, truncation=True, max_length=64)["input_ids"])
 
 
-def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
-                   prefix: str, model_path: str) -> None:
-    plain = client.embed([workload.documents[0].text])
-    ctx = ProbeContext(
+def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingResponse, model_path: str,
+                  fallback_dim: int = 0) -> ProbeContext:
+    """What the probe catalogue's placeholders are filled with; the native size comes from the plain answer."""
+    return ProbeContext(
         doc=workload.documents[0].text,
         docs8=[d.text for d in workload.documents[:8]],
         query=workload.queries[0].text if workload.queries else workload.documents[1].text,
         task=experiment.model.query_task,
         model=experiment.model.served_name,
-        native_dim=len(plain.vectors[0]) if plain.ok and plain.vectors else 0,
+        native_dim=len(plain.vectors[0]) if plain.ok and plain.vectors else fallback_dim,
         token_ids=_token_ids(model_path, workload.documents[0].text[:200]),
     )
+
+
+def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
+                   prefix: str, model_path: str) -> None:
+    ctx = probe_context(experiment, workload, client.embed([workload.documents[0].text]), model_path)
     records = []
     for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                      desc=f"{prefix}: probes", leave=False, mininterval=1.0):
@@ -353,16 +358,8 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
     attempt.write_json(f"{prefix}/shim_config.json", config.to_dict())
     with EmbeddingShim(client_base_url, config, experiment.model.served_name, headers=headers,
                        verify_tls=verify_tls) as shim:
-        plain = shim.embed([workload.documents[0].text])
-        ctx = ProbeContext(
-            doc=workload.documents[0].text,
-            docs8=[d.text for d in workload.documents[:8]],
-            query=workload.queries[0].text if workload.queries else workload.documents[1].text,
-            task=experiment.model.query_task,
-            model=experiment.model.served_name,
-            native_dim=len(plain.vectors[0]) if plain.ok and plain.vectors else (config.native_dim or 0),
-            token_ids=_token_ids(model_path, workload.documents[0].text[:200]),
-        )
+        ctx = probe_context(experiment, workload, shim.embed([workload.documents[0].text]), model_path,
+                            fallback_dim=config.native_dim or 0)
         records = []
         for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                          desc=f"{prefix}: shim probes", leave=False, mininterval=1.0):

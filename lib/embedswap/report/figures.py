@@ -28,8 +28,9 @@ from matplotlib.figure import Figure  # noqa: E402
 STYLE = "whitegrid"
 PALETTE = "colorblind"
 
-# Operating points of a latency capture, in display order. A later sweep adds a list of points under "sweep"
-# (each with the fields of a point: concurrency, p50_ms, p99_ms, docs_per_s, ...); they are appended here.
+# Operating points of a latency capture, in display order: the article's two, then the concurrency sweep, a list of
+# points under "sweep" (each with the fields of a point: run "sweep_c<C>", concurrency, p50_ms, p99_ms, docs_per_s,
+# errors, spread, ...), as embedswap.measure.capture_latency writes them.
 FIXED_POINTS = ("sequential", "concurrent")
 SWEEP_KEY = "sweep"
 
@@ -45,18 +46,32 @@ def point_label(run: str, point: dict[str, Any]) -> str:
     return f"c{point.get('concurrency')}"
 
 
-def latency_points_of(info: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(run, label, point) for every operating point of one target's latency entry, sweep points included."""
+def fixed_points_of(info: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(run, label, point) for the article's two operating points (sequential, concurrent) of one target."""
     if not _measured(info):
         return
     for run in FIXED_POINTS:
         point = info.get(run)
         if isinstance(point, dict):
             yield run, point_label(run, point), point
-    for point in info.get(SWEEP_KEY) or []:
+
+
+def sweep_points_of(info: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(run, label, point) for every point of the concurrency sweep (``measure.capture_latency``: a list under
+    ``sweep``, run names ``sweep_c<C>``), in capture order."""
+    if not _measured(info):
+        return
+    sweep = info.get(SWEEP_KEY)
+    for point in sweep if isinstance(sweep, list) else []:
         if isinstance(point, dict):
             run = point.get("run") or SWEEP_KEY
             yield run, point_label(run, point), point
+
+
+def latency_points_of(info: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(run, label, point) for every operating point of one target's latency entry, sweep points included."""
+    yield from fixed_points_of(info)
+    yield from sweep_points_of(info)
 
 
 def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Any]]:
@@ -100,21 +115,41 @@ def cosine_by_language(summary: dict[str, Any]) -> Figure | None:
 
 
 # --- latency ---------------------------------------------------------------------------------------------------
-def latency_frame(summary: dict[str, Any]) -> pd.DataFrame:
-    """One row per (target, operating point) with p50_ms, p99_ms, docs_per_s; points without numbers dropped."""
+COLUMNS = ["target", "run", "point", "concurrency", "sweep", "p50_ms", "p99_ms", "docs_per_s"]
+
+
+def _latency_entries(summary: dict[str, Any], ablations: bool) -> list[tuple[str, dict[str, Any]]]:
+    entries = list(((summary.get("latency") or {}).get("by_target") or {}).items())
+    if ablations:  # the lock ablation's variants of the legacy server (their legacy row is the latency one)
+        legacy = (summary.get("roles") or {}).get("legacy")
+        ablation = summary.get("ablation") if isinstance(summary.get("ablation"), dict) else {}
+        known = {name for name, _ in entries}
+        entries += [(name, info) for name, info in (ablation.get("by_target") or {}).items()
+                    if name != legacy and name not in known and isinstance(info, dict)]
+    return entries
+
+
+def latency_frame(summary: dict[str, Any], ablations: bool = False) -> pd.DataFrame:
+    """One row per (target, operating point) with p50_ms, p99_ms, docs_per_s; points without numbers dropped.
+
+    ``sweep`` tells a sweep point from the article's two points; ``ablations`` adds the lock ablation's variants.
+    """
     rows = []
-    for name, info in ((summary.get("latency") or {}).get("by_target") or {}).items():
-        for run, label, point in latency_points_of(info):
-            rows.append({"target": name, "run": run, "point": label, "concurrency": point.get("concurrency"),
-                         "p50_ms": point.get("p50_ms"), "p99_ms": point.get("p99_ms"),
-                         "docs_per_s": point.get("docs_per_s")})
-    frame = pd.DataFrame(rows, columns=["target", "run", "point", "concurrency", "p50_ms", "p99_ms", "docs_per_s"])
+    for name, info in _latency_entries(summary, ablations):
+        for sweep, points in ((False, fixed_points_of(info)), (True, sweep_points_of(info))):
+            for run, label, point in points:
+                rows.append({"target": name, "run": run, "point": label, "concurrency": point.get("concurrency"),
+                             "sweep": sweep, "p50_ms": point.get("p50_ms"), "p99_ms": point.get("p99_ms"),
+                             "docs_per_s": point.get("docs_per_s")})
+    frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.dropna(subset=["p50_ms", "p99_ms", "docs_per_s"], how="all")
 
 
 def latency_points(summary: dict[str, Any]) -> Figure | None:
-    """p50 and p99 latency (ms) and throughput (docs/s) per target at each operating point (grouped bars)."""
+    """p50 and p99 latency (ms) and throughput (docs/s) per target at the article's operating points (grouped
+    bars; the concurrency sweep has its own figure, :func:`latency_sweep`)."""
     frame = latency_frame(summary)
+    frame = frame[~frame["sweep"].astype(bool)]
     if frame.empty:
         return None
     # sequential first, then by concurrency: a sweep lines up left to right
@@ -139,6 +174,45 @@ def latency_points(summary: dict[str, Any]) -> Figure | None:
         ax.set_ylabel(column.replace("_", " "))
         if ax is not axes[0] and ax.get_legend() is not None:
             ax.get_legend().remove()
+    return fig
+
+
+def latency_sweep(summary: dict[str, Any]) -> Figure | None:
+    """The concurrency sweep: p50 (solid) and p99 (dashed) latency, and throughput, against concurrency, one line
+    per target (the lock ablation's variants included)."""
+    frame = latency_frame(summary, ablations=True)
+    frame = frame[frame["sweep"].astype(bool) & frame["concurrency"].notna()]
+    if frame.empty:
+        return None
+    frame = frame.sort_values(["target", "concurrency"])
+    targets = list(dict.fromkeys(frame["target"]))
+    colours = dict(zip(targets, sns.color_palette(PALETTE, len(targets))))
+    fig, (left, right) = _figure(12.0, 4.2, ncols=2)
+    for name in targets:
+        data = frame[frame["target"] == name]
+        colour = colours[name]
+        for column, style, marker in (("p50_ms", "-", "o"), ("p99_ms", "--", "v")):
+            points = data.dropna(subset=[column])
+            if not points.empty:
+                left.plot(points["concurrency"], points[column], linestyle=style, marker=marker, color=colour,
+                          label=f"{name} {column[:3]}")
+        points = data.dropna(subset=["docs_per_s"])
+        if not points.empty:
+            right.plot(points["concurrency"], points["docs_per_s"], linestyle="-", marker="o", color=colour,
+                       label=name)
+    levels = sorted({int(c) for c in frame["concurrency"]})
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(levels)
+        ax.set_xticklabels([str(c) for c in levels])
+        ax.set_xlabel("concurrency (closed loop, requests of one batch)")
+    left.set_title("latency vs concurrency (p50 solid, p99 dashed)")
+    left.set_ylabel("ms")
+    left.legend(loc="upper left", fontsize="small")
+    right.set_title("throughput vs concurrency")
+    right.set_ylabel("docs/s")
+    right.set_ylim(bottom=0)
+    right.legend(loc="lower right", fontsize="small")
     return fig
 
 
@@ -176,5 +250,6 @@ def parity_backends(summary: dict[str, Any]) -> Figure | None:
 FIGURES = {
     "cosine_by_language": cosine_by_language,
     "latency_points": latency_points,
+    "latency_sweep": latency_sweep,
     "parity_backends": parity_backends,
 }

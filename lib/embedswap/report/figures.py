@@ -184,8 +184,8 @@ def latency_sweep(summary: dict[str, Any]) -> Figure | None:
     frame = frame[frame["sweep"].astype(bool) & frame["concurrency"].notna()]
     if frame.empty:
         return None
-    frame = frame.sort_values(["target", "concurrency"])
-    targets = list(dict.fromkeys(frame["target"]))
+    targets = list(dict.fromkeys(frame["target"]))  # summary order: legacy, candidates, then ablation variants
+    frame = frame.sort_values("concurrency", kind="stable")
     colours = dict(zip(targets, sns.color_palette(PALETTE, len(targets))))
     fig, (left, right) = _figure(12.0, 4.2, ncols=2)
     for name in targets:

@@ -199,6 +199,9 @@ TERMS: dict[str, dict[str, Any]] = {
                     "색인을 다시 만들 필요가 없습니다.",
             "reindex": "클라이언트를 고쳐도 순위가 기존 서버와 다릅니다. 후보의 벡터가 기존 벡터처럼 순위를 매기지 "
                        "않으므로, 옛 벡터와 새 벡터를 섞지 말고 후보로 색인을 다시 만든 뒤 검색 품질을 다시 확인해야 합니다.",
+            "shim_only": "shim 을 거치면 기존 서버의 순위가 유지되고, 이 작업 부하에서는 순위 때문에 색인을 다시 만들 필요가 "
+                         "없습니다. 주소만 바꾼 경우의 순위는 재지 못했으므로, 클라이언트를 그대로 둬도 되는지는 정하지 "
+                         "않습니다.",
             "shim_missing": "shim 경유 순위는 {label}({why})이므로, 색인을 다시 만들어야 하는지는 여기서 정하지 않습니다.",
         },
         "before_after": "판정 전 → 후", "through_shim": "shim 경유 응답",
@@ -206,7 +209,7 @@ TERMS: dict[str, dict[str, Any]] = {
         "legacy_side": "기존 서버 쪽 실패(상태 {status})로, 바꾸면 사라집니다",
         "shim_done": "`embedswap.shim` 이 대신합니다(shim 경유 판정: same).",
         "shim_left": "`embedswap.shim` 을 거쳐도 남습니다: {items}.",
-        "shim_not_probed": "이 실행에서는 shim 을 거쳐 재지 않았습니다({label}).",
+        "not_probed": "shim 을 거쳐 재지 않았습니다(captures/{name}/shim_probes.jsonl 없음)",
         "sections": {"vectors": "벡터", "contract": "API 계약", "latency": "지연 시간과 처리량", "parity": "수치 패리티",
                      "targets": "서버", "environment": "환경", "ranking": "검색 순위", "shim": "마이그레이션 shim",
                      "ablation": "잠금 대조 실험"},
@@ -291,9 +294,12 @@ TERMS: dict[str, dict[str, Any]] = {
                       "client; on this workload the ranking does not call for re-indexing.",
             "none": "The ranking stays the legacy one either way: on this workload the ranking calls for neither a "
                     "client change nor re-indexing.",
-            "reindex": "Even with the client change the ranking differs from legacy: the candidate's vectors do not rank "
-                       "like the legacy ones. Do not mix old and new vectors; re-index with the candidate and check "
+            "reindex": "Even with the client change the ranking differs from legacy: the candidate's vectors do not "
+                       "rank like the legacy ones. Do not mix old and new vectors; re-index with the candidate and check "
                        "search quality again before switching.",
+            "shim_only": "Through the shim the ranking stays the legacy one, so on this workload the ranking does not "
+                         "call for re-indexing; the address-swap-only ranking was not measured, so whether the client "
+                         "could stay as it is is not decided here.",
             "shim_missing": "The ranking through the shim is {label} ({why}), so whether to re-index is not decided "
                             "here.",
         },
@@ -302,7 +308,7 @@ TERMS: dict[str, dict[str, Any]] = {
         "legacy_side": "a legacy-side failure (status {status}) that goes away with the swap",
         "shim_done": "`embedswap.shim` does this (verdict through the shim: same).",
         "shim_left": "remains after `embedswap.shim`: {items}.",
-        "shim_not_probed": "this run did not probe through the shim ({label}).",
+        "not_probed": "not probed through the shim (no captures/{name}/shim_probes.jsonl)",
         "sections": {"vectors": "Vectors", "contract": "API contract", "latency": "Latency and throughput",
                      "parity": "Numeric parity", "targets": "Servers", "environment": "Environment",
                      "ranking": "Search ranking", "shim": "Migration shim", "ablation": "Lock ablation"},
@@ -665,7 +671,9 @@ class _Context:
             resources_rows, ["l", "l", "r", "r", "r", "r", "r"])
         steps_rows = []
         for step, entry in (self.s.get("steps") or {}).items():
-            problems = "; ".join(entry.get("problems") or []) or entry.get("error") or entry.get("detail") or ""
+            error = str(entry.get("error") or "").strip()
+            error = error.splitlines()[0] if error else ""  # a traceback stays in steps.json
+            problems = "; ".join(entry.get("problems") or []) or error or entry.get("detail") or ""
             steps_rows.append([code(step), esc(entry.get("status")), esc(entry.get("updated")),
                                esc(problems) or MISSING])
         steps_table = md_table([t["step"], t["status"], t["updated"], t["problems"]], steps_rows, ["l"] * 4) \
@@ -933,7 +941,7 @@ class _Context:
             text = t["rank_line"].format(
                 state=t["rank_same"] if unchanged else t["rank_differs"],
                 d_ndcg=fmt(d.get("ndcg_at_10"), "delta"), d_recall=fmt(d.get("recall_at_5"), "delta"),
-                overlap=fmt(variant.get("top5_overlap"), "score"), changed=fmt(changed, "int"),
+                overlap=fmt(variant.get("top5_overlap"), "score"), changed=fmt(changed, "int") if per_query else MISSING,
                 queries=fmt(len(per_query) or variant.get("queries"), "int"))
             short = t["rank_short"].format(state=t["rank_same"] if unchanged else t["rank_differs"],
                                            d_ndcg=fmt(d.get("ndcg_at_10"), "delta"),
@@ -953,11 +961,12 @@ class _Context:
             decision = decisions["reindex"]
         elif naive_same is False:
             decision = decisions["client"]
+        elif naive_same is None:
+            decision = decisions["shim_only"]
         else:
             decision = decisions["none"]
         return {"name": name, "naive": naive, "shim": shim, "decision": decision,
                 "naive_short": shorts.get("naive"), "shim_short": shorts.get("shim"),
-                "naive_label": self.L(naive_same is not None), "shim_label": self.L(shim_same is not None),
                 "naive_same": naive_same, "shim_same": shim_same}
 
     # --- the client migration shim -------------------------------------------------------------------------------
@@ -1020,7 +1029,7 @@ class _Context:
             per_candidate.append({"name": name, "closed": closed, "remaining": remaining, "opened": opened,
                                   "before": fmt(before_differ, "int"), "after": fmt(after_differ, "int"),
                                   "compared": fmt(compared, "int"), "settings": settings})
-        why = [{"name": n, "why": self.failure(n) or esc(section.get("why")) or self.L(False)}
+        why = [{"name": n, "why": self.failure(n) or esc(t["not_probed"].format(name=n))}
                for n in self.candidates if n not in shimmed]
         sources = list((section.get("sources") or {}).values())
         return {
@@ -1048,7 +1057,8 @@ class _Context:
             return []
         reasons = config.get("reasons") or {}
         out = []
-        for key in [k for k in self.SHIM_SETTINGS if k in reasons] + [k for k in reasons if k not in self.SHIM_SETTINGS]:
+        keys = [k for k in self.SHIM_SETTINGS if k in reasons] + [k for k in reasons if k not in self.SHIM_SETTINGS]
+        for key in keys:
             value = config.get(key)
             if isinstance(value, bool):
                 shown = self.t["settings"]["true" if value else "false"]
@@ -1134,7 +1144,8 @@ class _Context:
         failed, total = self._errors(info)
         return [code(name), label_cell, fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
                 fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"), fmt(conc.get("docs_per_s"), "rate"),
-                fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"), f"{fmt(failed, 'int')} / {fmt(total, 'int')}"]
+                fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
+                f"{fmt(failed, 'int')} / {fmt(total, 'int')}"]
 
     def latency(self) -> dict[str, Any]:
         t = self.t
@@ -1246,8 +1257,9 @@ class _Context:
                   t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["per_repeat"], t["errors"], t["rss_peak"]]
         rows = []
         row_why = []
+        configs = (((self.s.get("experiment") or {}).get("config") or {}).get("targets") or {})
         for name, info in rows_in.items():
-            lock = info.get("lock")
+            lock = info.get("lock", (configs.get(name) or {}).get("lock"))
             lock_cell = MISSING if lock is None else t["on" if lock else "off"]
             state = latency_state(info)
             if state is False:
@@ -1378,9 +1390,8 @@ class _Context:
             error = self.failure(name) if name in self.names else None
             why = esc(entry.get("why")) + (f" ({error})" if error else "")
             not_run.append({"name": name, "why": why})
-            rows.append([code(name), t["kind_server"] if name in self.names else t["kind_offline"]]
-                        + [MISSING] * 3 + [self.nm(name) if error else self.L(False)] + [self.L(False)] * 3
-                        + [MISSING, self.L(False)])
+            rows.append([code(name), t["kind_server"] if name in self.names else t["kind_offline"],
+                         self.nm(name) if error else self.L(False)] + [self.L(False)] * 8)
         multimodal = parity.get("multimodal") or {}
         thresholds = parity.get("thresholds") or {}
         if multimodal and not _measured(multimodal) and multimodal.get("records"):
@@ -1522,7 +1533,7 @@ class _Context:
 
     # --- what was not measured / unconfirmed ---------------------------------------------------------------------
     def gaps(self, latency: dict[str, Any], contract: dict[str, Any], parity: dict[str, Any],
-             ranking: dict[str, Any]) -> dict[str, Any]:
+             ranking: dict[str, Any], shim: dict[str, Any]) -> dict[str, Any]:
         sections = self.t["sections"]
         t = self.t
         not_measured = []
@@ -1541,6 +1552,9 @@ class _Context:
             if entry["why"]:
                 not_measured.append({"section": sections["latency"], "path": f"{entry['name']}.rss_peak_bytes",
                                      "why": entry["why"]})
+        if shim["state"]:  # a candidate left out while another one was probed through the shim
+            for entry in shim["why"]:
+                not_measured.append({"section": sections["shim"], "path": entry["name"], "why": entry["why"]})
         for entry in parity["not_run"]:
             not_measured.append({"section": sections["parity"], "path": f"not_run.{entry['name']}",
                                  "why": entry["why"]})
@@ -1569,7 +1583,7 @@ class _Context:
         latency = self.latency()
         parity = self.parity()
         article = self.article_comparison()
-        gaps = self.gaps(latency, contract, parity, ranking)
+        gaps = self.gaps(latency, contract, parity, ranking, shim)
         self.ref("summary.json", always=True)
         return {
             "lang": self.lang, "L": {"measured": self.L(True), "not_measured": self.L(False),

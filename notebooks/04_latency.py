@@ -36,6 +36,12 @@ from embedswap.report import figures
 figures.latency_points(summary)
 
 # %% [markdown]
+# ## Concurrency sweep
+
+# %%
+figures.latency_sweep(summary)
+
+# %% [markdown]
 # ## Ablation: the legacy server with and without its global lock
 # The article explained the gap at concurrency 4 by the legacy server's global lock, without measuring it (추정).
 

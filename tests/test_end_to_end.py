@@ -236,3 +236,12 @@ def test_legacy_server_restored_after_the_swap(demo: dict) -> None:
     restore = demo["summary"]["restore"]
     assert restore["restored"] is True
     assert restore["cosine_to_step01_min"] > 0.9999
+
+
+def test_report_rerenders_from_captures_alone(demo: dict) -> None:
+    before = (demo["attempt"] / "manifest.json").read_bytes()
+    run = subprocess.run([EMBEDSWAP, "report", str(demo["folder"])], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "report.en.html" in run.stdout
+    assert (demo["attempt"] / "manifest.json").read_bytes() == before  # no capture touched
+    assert (demo["root"] / "reports" / "index.html").exists()

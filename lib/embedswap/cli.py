@@ -52,15 +52,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from embedswap.report import render_report, render_index
+    from embedswap.report import render_report
     from embedswap.steps import find_experiment_dir
 
     folder = find_experiment_dir(args.experiment_dir)
-    paths = render_report(folder, args.attempt)
-    for kind, path in paths.items():
+    # render_report also refreshes reports/index.{md,html} when the report lives under reports/
+    for kind, path in render_report(folder, args.attempt).items():
         print(f"{kind}: {path}")
-    index = render_index(Path(paths["html"]).parent.parent)
-    print(f"index: {index}")
     return EXIT_OK
 
 

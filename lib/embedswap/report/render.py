@@ -9,7 +9,16 @@ Rules the report keeps, after the article it reruns:
   미실측 / not measured, 미확인 / unconfirmed (the step ran but produced no number, or the value was not reported);
 - numbers are formatted by one function (:func:`fmt`), so the Korean and English reports show identical figures;
 - the vocabulary used inside tables lives in :data:`TERMS`, the prose in the Jinja2 templates
-  (``embedswap/templates/report.<lang>.md.j2``); the HTML page shell is ``report.html.j2``.
+  (``embedswap/templates/report.<lang>.md.j2``); the HTML page shell is ``report.html.j2``;
+- a target that failed to start (``targets[name]["error"]``) is "not measured: <first line of the error>" in every
+  table where it has a row or a column;
+- search ranking on a random-weight model (:data:`RANDOM_WEIGHT_SPECS`) is labelled 의미 없음(무작위 가중치) /
+  not meaningful (random weights), and no decision is drawn from it; otherwise a ranking counts as unchanged within
+  :data:`RANK_OVERLAP_MIN` / :data:`RANK_DELTA_MAX` (stated in the report), and a difference is never called
+  better or worse, only different, with its Δ;
+- the lock explanation of the concurrent gap is 실측 only when the lock ablation measured a lock-free variant;
+  otherwise it stays the article's estimate, 미확인. The only figures computed here (not copied from the summary)
+  are ratios and the share of a candidate's concurrent throughput advantage that the lock-free server recovers.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from embedswap.paths import engine_python
 from embedswap.scaffold import new_experiment
 from embedswap.workload import load_workload
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(4200)]  # the session fixture runs the whole demo
 REPO = Path(__file__).resolve().parents[1]
 EMBEDSWAP = str(Path(sys.executable).parent / "embedswap")
 # The demo takes ~30 min on 2 quiet cores (four server starts, 3 repeats, the sweep, the dtype sweep); CI has 90.

@@ -191,6 +191,7 @@ def test_one_notebook_reruns_with_plain_papermill(demo: dict, tmp_path: Path) ->
     )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "seq p50 ms" in out.read_text()
+    assert '"image/png"' in out.read_text(), "the notebook's figures were not displayed"
 
 
 def test_shim_closes_the_instruction_gap(demo: dict) -> None:

@@ -28,6 +28,22 @@ from matplotlib.figure import Figure  # noqa: E402
 STYLE = "whitegrid"
 PALETTE = "colorblind"
 
+
+def _show_figures_in_notebooks() -> None:
+    """These figures are built without pyplot, so IPython has no PNG formatter for them unless one is registered:
+    without it a notebook shows only '<Figure size ...>'."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.pylabtools import select_figure_formats
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        select_figure_formats(shell, {"png"}, bbox_inches="tight")
+
+
+_show_figures_in_notebooks()
+
 # Operating points of a latency capture, in display order: the article's two, then the concurrency sweep, a list of
 # points under "sweep" (each with the fields of a point: run "sweep_c<C>", concurrency, p50_ms, p99_ms, docs_per_s,
 # errors, spread, ...), as embedswap.measure.capture_latency writes them.

@@ -1,5 +1,8 @@
 """One httpx client for OpenAI-style /v1/embeddings: raw request/response records and base64 decoding.
 
+Answers in Cohere's shape (``{"embeddings": {"float": [[...]]}, "meta": {"billed_units": ...}}``, as vLLM's
+``/v2/embed`` writes them) are read too, so a probe can be sent to that route and compared like any other.
+
 The client never raises on an HTTP error: every answer (or transport failure) becomes an ``EmbeddingResponse``
 record, because a status code or an error text is itself a finding of the experiment.
 """
@@ -32,6 +35,7 @@ class EmbeddingResponse:
     encoding: str | None = None  # "float" or "base64": what the server actually returned
     error: str | None = None
     model: str | None = None
+    shape: str = "openai"  # "openai" (data[].embedding) or "cohere" (embeddings.float / embeddings.base64)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -57,6 +61,8 @@ class EmbeddingResponse:
             "index_order_ok": None if self.indices is None else self.indices == list(range(len(self.indices))),
             "error": self.error,
         }
+        if self.shape != "openai":
+            out["shape"] = self.shape
         if include_vectors:
             out["vectors"] = self.vectors
         return out
@@ -87,6 +93,8 @@ def parse_response(response: httpx.Response, latency_ms: float) -> EmbeddingResp
         return EmbeddingResponse(status=response.status_code, latency_ms=latency_ms, error=_error_text(response))
     try:
         body = response.json()
+        if isinstance(body, dict) and "data" not in body and isinstance(body.get("embeddings"), dict):
+            return _parse_cohere(body, latency_ms)
         items = sorted(body["data"], key=lambda item: item["index"])
         raw_indices = [int(item["index"]) for item in body["data"]]
         vectors: list[list[float]] = []
@@ -115,6 +123,29 @@ def parse_response(response: httpx.Response, latency_ms: float) -> EmbeddingResp
     problems = validate_vectors(vectors)
     if sorted(raw_indices) != list(range(len(raw_indices))):  # duplicated or missing: cannot be re-sorted
         problems.append(f"data[].index is not a permutation of 0..{len(raw_indices) - 1}: {raw_indices[:20]}")
+    if problems:
+        result.error = "; ".join(problems)
+    return result
+
+
+def _parse_cohere(body: dict[str, Any], latency_ms: float) -> EmbeddingResponse:
+    """Cohere's embed shape: vectors by type, in input order (there is no index field to re-sort by)."""
+    try:
+        by_type = body["embeddings"]
+        if by_type.get("float") is not None:
+            encoding, vectors = "float", [[float(x) for x in v] for v in by_type["float"]]
+        elif by_type.get("base64") is not None:
+            encoding, vectors = "base64", [decode_base64_embedding(v) for v in by_type["base64"]]
+        else:
+            raise KeyError(f"no float or base64 embeddings among {sorted(by_type)}")
+        billed = (body.get("meta") or {}).get("billed_units") or {}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return EmbeddingResponse(status=200, latency_ms=latency_ms, shape="cohere",
+                                 error=f"malformed 200 response: {type(exc).__name__}: {exc}"[:300])
+    result = EmbeddingResponse(status=200, latency_ms=latency_ms, vectors=vectors,
+                               indices=list(range(len(vectors))), prompt_tokens=billed.get("input_tokens"),
+                               encoding=encoding, model=body.get("model"), shape="cohere")
+    problems = validate_vectors(vectors)
     if problems:
         result.error = "; ".join(problems)
     return result
@@ -171,10 +202,11 @@ class EmbeddingClient:
         body: dict[str, Any] = {"model": self.model, "input": inputs, **fields}
         return self.post_raw(json.dumps(body, ensure_ascii=False).encode())
 
-    def post_raw(self, content: bytes, content_type: str = "application/json") -> EmbeddingResponse:
+    def post_raw(self, content: bytes, content_type: str = "application/json",
+                 path: str = "/v1/embeddings") -> EmbeddingResponse:
         started = time.perf_counter()
         try:
-            response = self._http.post("/v1/embeddings", content=content, headers={"Content-Type": content_type})
+            response = self._http.post(path, content=content, headers={"Content-Type": content_type})
         except httpx.HTTPError as exc:
             elapsed = (time.perf_counter() - started) * 1000
             return EmbeddingResponse(status=0, latency_ms=elapsed, error=f"{type(exc).__name__}: {exc}"[:300])

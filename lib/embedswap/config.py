@@ -169,11 +169,19 @@ class ProbeSpec(_Strict):
     body: dict[str, Any] | None = None
     raw_body: str | None = None
     query: bool = False  # the probe's text is a workload query rather than a document
+    # The route it is sent to. Answers in the OpenAI shape (`data[].embedding`) or Cohere's
+    # (`embeddings.float`, as vLLM's `/v2/embed`) are both read.
+    path: str = "/v1/embeddings"
+    # Compare the candidate's answer with the legacy server's answer to this other probe instead of its own:
+    # for a route the legacy server does not have (e.g. `/v2/embed` compared with `input_type_query`).
+    compare_to: str | None = None
 
     @model_validator(mode="after")
     def _one_body(self) -> ProbeSpec:
         if self.body is not None and self.raw_body is not None:
             raise ValueError("give either 'body' or 'raw_body', not both")
+        if not self.path.startswith("/") or any(c.isspace() for c in self.path):
+            raise ValueError(f"path must be a URL path starting with '/', got {self.path!r}")
         return self
 
 

@@ -8,6 +8,9 @@ between the legacy server and each candidate, and classified:
 - ``loud-failure``: one side errors (4xx) where the other answered;
 - ``retry-hazard``: a client error answered with 5xx, which retrying clients will resend forever;
 - ``format-difference``: the same numbers in another shape (e.g. base64 string vs float array).
+
+Most probes go to ``/v1/embeddings``; a probe may name another route (``path``) and the probe whose legacy
+answer it is compared with (``compare_to``), for routes the legacy server does not have.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 
 from embedswap.config import ProbeSpec
 
+DEFAULT_PROBE_PATH = "/v1/embeddings"
 VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference"]
 
 # Placeholders filled per run: $doc (first document), $query (first query), $docs8 (first 8 documents),
@@ -35,6 +39,11 @@ CATALOGUE: list[dict[str, Any]] = [
      "body": {"input": ["$query"], "input_type": "query"}, "query": True},
     {"name": "instruction_field", "description": "`instruction`: a task text for the query prompt",
      "body": {"input": ["$query"], "instruction": "$task"}, "query": True},
+    # vLLM's Cohere-style route applies the model's own sentence-transformers prompt for input_type; with a chat
+    # template in the tokenizer it renders a chat turn instead. Compared with the legacy server's query answer.
+    {"name": "v2_embed_query", "description": "`POST /v2/embed` (Cohere style) with `input_type: \"query\"`",
+     "path": "/v2/embed", "compare_to": "input_type_query", "query": True,
+     "body": {"texts": ["$query"], "input_type": "query", "embedding_types": ["float"]}},
     {"name": "over_long_input", "description": "an input far over the token limit",
      "body": {"input": ["$long"]}},
     {"name": "encoding_base64", "description": "`encoding_format: \"base64\"`",
@@ -72,7 +81,17 @@ def select_probes(names: list[str] | str, custom: list[ProbeSpec]) -> list[Probe
         if unknown:
             raise ValueError(f"contract.probes: unknown probe(s) {unknown}; known: {sorted(specs)}")
         chosen = [specs["plain"]] + [specs[n] for n in names if n != "plain"]
-    return chosen + list(custom)
+        # a probe compared with another one needs that one's answers too
+        for spec in list(chosen):
+            if spec.compare_to in specs and specs[spec.compare_to] not in chosen:
+                chosen.append(specs[spec.compare_to])
+    chosen += list(custom)
+    known = {spec.name for spec in chosen}
+    for spec in chosen:
+        if spec.compare_to is not None and spec.compare_to not in known:
+            raise ValueError(f"contract.custom: probe {spec.name!r} has compare_to {spec.compare_to!r}, "
+                             f"which is not among the probes run: {sorted(known)}")
+    return chosen
 
 
 @dataclass

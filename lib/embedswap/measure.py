@@ -19,7 +19,7 @@ from tqdm import tqdm  # text bars: they show both in JupyterLab and in the pape
 from embedswap.captures import Attempt
 from embedswap.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config import Experiment
-from embedswap.contract import ProbeContext, build_request, describe_body, select_probes
+from embedswap.contract import DEFAULT_PROBE_PATH, ProbeContext, build_request, describe_body, select_probes
 from embedswap.load import LoadSpec, closed_loop, point_stats, run_stats, run_sync
 from embedswap.targets import Target, build_target
 from embedswap.workload import Workload, load_workload
@@ -110,11 +110,13 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
     for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                      desc=f"{prefix}: probes", leave=False, mininterval=1.0):
         raw, body = build_request(spec, ctx)
-        answer = client.post_raw(raw)
+        answer = client.post_raw(raw, path=spec.path)
         vector = answer.vectors[0] if answer.ok and answer.vectors else None
         records.append({
             "probe": spec.name,
             "description": spec.description,
+            "path": spec.path,
+            **({"compare_to": spec.compare_to} if spec.compare_to else {}),
             "sent": describe_body(body, raw),
             **answer.record(),
             "vector": vector,
@@ -363,6 +365,8 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
         records = []
         for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                          desc=f"{prefix}: shim probes", leave=False, mininterval=1.0):
+            if spec.path != DEFAULT_PROBE_PATH:
+                continue  # the shim is a client for /v1/embeddings; other routes are probed bare only
             raw, body = build_request(spec, ctx)
             answer = shim.post_raw(raw) if body is None else shim.embed_body(body)
             info = dict(answer.extra.get("shim") or {})
@@ -371,6 +375,7 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
             records.append({
                 "probe": spec.name,
                 "description": spec.description,
+                "path": spec.path,
                 "sent": describe_body(body, raw),
                 **answer.record(),
                 "vector": answer.vectors[0] if answer.ok and answer.vectors else None,

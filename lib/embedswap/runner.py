@@ -136,12 +136,17 @@ def _external_problem(name: str, config: ExternalTarget) -> str | None:
 def preflight(experiment: Experiment, experiment_dir: Path, targets: list[str]) -> None:
     """What can be checked before anything starts: the model can be found, the workload reads, the ports of the
     servers to start are free, the external servers answer. Raises one PreflightError listing every problem."""
+    from embedswap.contract import select_probes
     from embedswap.workload import WorkloadError, load_workload
 
     problems = [p for p in [_model_problem(experiment.model.path)] if p]
     try:
         load_workload(experiment, experiment_dir)
     except WorkloadError as exc:
+        problems.append(str(exc))
+    try:
+        select_probes(experiment.contract.probes, experiment.contract.custom)
+    except ValueError as exc:
         problems.append(str(exc))
     checked: set[tuple[str, int]] = set()
     for name in targets:

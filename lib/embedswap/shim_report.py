@@ -13,7 +13,7 @@ from typing import Any
 
 from embedswap.captures import Attempt
 from embedswap.config import Experiment
-from embedswap.contract import classify
+from embedswap.contract import DEFAULT_PROBE_PATH, classify
 
 _SIDE_KEYS = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms")
 
@@ -57,7 +57,8 @@ def shim_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
     if not any(shimmed.values()):
         return _not_measured("no candidate was probed through the shim (captures/<candidate>/shim_probes.jsonl)")
     threshold = experiment.parity.text_threshold
-    order = list(legacy)
+    # the shim is a /v1/embeddings client: probes of other routes (vLLM's /v2/embed) are not sent through it
+    order = [p for p, r in legacy.items() if r.get("path", DEFAULT_PROBE_PATH) == DEFAULT_PROBE_PATH]
     for records in shimmed.values():
         order += [p for p in records if p not in order]
     primary = experiment.primary_candidate

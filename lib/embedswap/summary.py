@@ -20,7 +20,7 @@ import psutil
 from embedswap import __version__
 from embedswap.captures import Attempt, atomic_write_bytes, json_bytes
 from embedswap.config import Experiment
-from embedswap.contract import classify
+from embedswap.contract import DEFAULT_PROBE_PATH, classify
 from embedswap.models import model_fingerprint, resolve_model_path
 from embedswap.ranking import ranking_section
 from embedswap.shim_report import shim_section
@@ -125,10 +125,16 @@ def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str,
     for probe in order:
         answers = probes[probe]
         legacy = answers.get(experiment.legacy)
+        first = next(iter(answers.values()))
+        compare_to = first.get("compare_to")
+        if compare_to:  # a route the legacy server lacks: its answer to the named probe is the reference
+            legacy = probes.get(compare_to, {}).get(experiment.legacy)
         row: dict[str, Any] = {
             "probe": probe,
             "description": descriptions[probe][0],
             "sent": descriptions[probe][1],
+            "path": first.get("path", DEFAULT_PROBE_PATH),
+            "compare_to": compare_to,
             "legacy": _probe_side(legacy),
             "candidate": _probe_side(answers.get(experiment.primary_candidate)),
             "by_target": {n: _probe_side(answers.get(n)) for n in experiment.target_order()},

@@ -159,6 +159,7 @@ TERMS: dict[str, dict[str, Any]] = {
         "cosine_mmm": "문서별 코사인 (기존 서버 대비) 최소 · 중앙 · 최대", "repeat_min": "반복 간 최소 코사인",
         "index_order": "응답 index 순서", "reference": "기준", "yes": "맞음", "no": "틀림",
         "dims_unit": "차원", "tokens_unit": "토큰", "no_answer": "응답 없음",
+        "compared_with": "비교 기준: 레거시의 {probe}",
         "seq_p50": "순차 p50 (ms)", "seq_p99": "순차 p99 (ms)", "conc_p50": "동시 {c} p50 (ms)",
         "conc_p99": "동시 {c} p99 (ms)", "conc_rate": "동시 {c} 처리량 (문서/s)", "per_repeat": "반복별 처리량 (문서/s)",
         "errors": "오류 (실패/요청)", "point": "지점", "p50": "p50 (ms)", "p99": "p99 (ms)", "rate": "처리량 (문서/s)",
@@ -255,6 +256,7 @@ TERMS: dict[str, dict[str, Any]] = {
         "cosine_mmm": "Per-document cosine vs legacy, min · median · max", "repeat_min": "Lowest cosine across repeats",
         "index_order": "Response index order", "reference": "reference", "yes": "ok", "no": "wrong",
         "dims_unit": "dims", "tokens_unit": "tokens", "no_answer": "no answer",
+        "compared_with": "reference: legacy's {probe}",
         "seq_p50": "Seq p50 (ms)", "seq_p99": "Seq p99 (ms)", "conc_p50": "c{c} p50 (ms)", "conc_p99": "c{c} p99 (ms)",
         "conc_rate": "c{c} throughput (docs/s)", "per_repeat": "Throughput per repeat (docs/s)",
         "errors": "Errors (failed/requests)", "point": "Point", "p50": "p50 (ms)", "p99": "p99 (ms)",
@@ -362,7 +364,7 @@ _NOT_SAME = {"silent-divergence", "loud-failure", "retry-hazard", "format-differ
 CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
     ("plain_differs", lambda p: p == "plain", _NOT_SAME),
     ("drop_dimensions", lambda p: p.startswith("dimensions"), _NOT_SAME),
-    ("prepend_instruction", lambda p: p in ("input_type_query", "instruction_field"), _NOT_SAME),
+    ("prepend_instruction", lambda p: p in ("input_type_query", "instruction_field", "v2_embed_query"), _NOT_SAME),
     ("truncate", lambda p: p == "over_long_input", _NOT_SAME),
     ("decode_encoding", lambda p: p.startswith("encoding"), _NOT_SAME),
     ("cap_batch", lambda p: p == "large_batch", {"loud-failure", "retry-hazard"}),
@@ -829,7 +831,14 @@ class _Context:
         rows = []
         details = []
         for row in contract:
-            cells = [code(row.get("probe")), self.side_cell((row.get("by_target") or {}).get(self.legacy))]
+            probe_cell = code(row.get("probe"))
+            legacy_cell = self.side_cell((row.get("by_target") or {}).get(self.legacy))
+            if row.get("path") and row["path"] != "/v1/embeddings":
+                probe_cell += f" ({code('POST ' + row['path'])})"
+            if row.get("compare_to"):  # the legacy server lacks the route: its answer to another request is used
+                reference = t["compared_with"].format(probe=code(row["compare_to"]))
+                legacy_cell += f"; {reference}: {self.side_cell(row.get('legacy'))}"
+            cells = [probe_cell, legacy_cell]
             for name in self.candidates:
                 verdict = (row.get("verdicts") or {}).get(name)
                 cells += [self.side_cell((row.get("by_target") or {}).get(name)), self.verdict_cell(verdict)]

@@ -57,3 +57,35 @@ def test_request_body_is_sent_as_given() -> None:
 
     _client(handler).embed(["안녕"], dimensions=2)
     assert seen == {"model": "m", "input": ["안녕"], "dimensions": 2}
+
+
+def _cohere(embeddings, tokens=7) -> httpx.Response:
+    body = {"id": "embd-1", "embeddings": embeddings, "texts": None,
+            "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": tokens}}}
+    return httpx.Response(200, content=json.dumps(body).encode(),  # json.dumps writes NaN, as a broken server may
+                          headers={"content-type": "application/json"})
+
+
+def test_cohere_shape_is_read_from_another_route() -> None:
+    paths = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        return _cohere({"float": [[1.0, 0.0], [0.0, 2.0]]})
+
+    answer = _client(handler).post_raw(b'{"texts": ["a", "b"], "input_type": "query"}', path="/v2/embed")
+    assert paths == ["/v2/embed"]
+    assert answer.ok and answer.shape == "cohere" and answer.encoding == "float"
+    assert answer.vectors == [[1.0, 0.0], [0.0, 2.0]] and answer.indices == [0, 1]
+    assert answer.prompt_tokens == 7
+    assert answer.record()["shape"] == "cohere"
+    assert "shape" not in _client(lambda r: _ok([{"index": 0, "embedding": [1.0]}])).embed("x").record()
+
+
+def test_cohere_base64_and_malformed_answers() -> None:
+    encoded = base64.b64encode(np.array([0.5, -2.0], dtype="<f4").tobytes()).decode()
+    answer = _client(lambda r: _cohere({"base64": [encoded]})).post_raw(b"{}", path="/v2/embed")
+    assert answer.ok and answer.encoding == "base64" and answer.vectors == [[0.5, -2.0]]
+    for embeddings in ({"binary": [[1, 0]]}, {"float": [[float("nan"), 1.0]]}, {"float": [[1.0], [1.0, 2.0]]}):
+        bad = _client(lambda r, e=embeddings: _cohere(e)).post_raw(b"{}", path="/v2/embed")
+        assert bad.status == 200 and not bad.ok and bad.error, embeddings

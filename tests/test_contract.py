@@ -61,3 +61,26 @@ def test_requests_are_filled_from_the_context() -> None:
     assert body is None and raw == b"this is not json"
     with pytest.raises(ValueError, match="unknown probe"):
         select_probes(["nope"], [])
+
+
+def test_v2_embed_probe_names_its_route_and_its_reference() -> None:
+    probes = {p.name: p for p in select_probes("all", [])}
+    v2 = probes["v2_embed_query"]
+    assert v2.path == "/v2/embed" and v2.compare_to == "input_type_query" and v2.query
+    ctx = ProbeContext(doc="d", docs8=["d"] * 8, query="q?", task="t", model="m", native_dim=8)
+    _, body = build_request(v2, ctx)
+    assert body == {"model": "m", "texts": ["q?"], "input_type": "query", "embedding_types": ["float"]}
+    # choosing the probe alone brings the probe it is compared with
+    assert [p.name for p in select_probes(["v2_embed_query"], [])] == ["plain", "v2_embed_query", "input_type_query"]
+
+
+def test_custom_probe_reference_must_be_run() -> None:
+    from embedswap.config import ProbeSpec
+
+    mine = ProbeSpec(name="mine", path="/v2/embed", compare_to="no_such_probe", body={"texts": ["$doc"]})
+    with pytest.raises(ValueError, match="compare_to 'no_such_probe'"):
+        select_probes(["plain"], [mine])
+    ok = ProbeSpec(name="mine", path="/v2/embed", compare_to="plain", body={"texts": ["$doc"]})
+    assert [p.name for p in select_probes(["plain"], [ok])] == ["plain", "mine"]
+    with pytest.raises(ValueError, match="path must be a URL path"):
+        ProbeSpec(name="bad", path="v2/embed")

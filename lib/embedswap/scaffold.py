@@ -11,6 +11,7 @@ from datetime import date
 from pathlib import Path
 
 from embedswap.config import CONFIG_FILENAME, load_experiment
+from embedswap.paths import project_root
 
 TEMPLATE = """\
 # experiment.yaml: everything this experiment needs. Relative paths are relative to this folder.
@@ -147,6 +148,9 @@ def new_experiment(slug: str, experiments_root: Path, day: date | None = None, d
         raise FileExistsError(f"{config} already exists")
     folder.mkdir(parents=True, exist_ok=True)
     data = (Path(data_dir) if data_dir else experiments_root / ".." / "data").resolve()
+    if data_dir is None and not (data / "documents.jsonl").exists():
+        # experiments kept outside a project: the kit's own workload (an absolute path)
+        data = project_root() / "data"
     try:  # inside the project: a relative path, so the folder can be moved with its repo
         data.relative_to(experiments_root.resolve().parent)
         data_ref = Path(os.path.relpath(data, folder.resolve()))

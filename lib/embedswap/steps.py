@@ -32,6 +32,7 @@ from embedswap.parity import (
 )
 from embedswap.paths import project_root
 from embedswap.summary import build_summary, environment, write_summary
+from embedswap.tokens import ensure_tokenizer_counts
 from embedswap.workload import Workload, load_workload
 
 
@@ -106,6 +107,7 @@ def measure_or_resume(ctx: StepContext, name: str) -> dict[str, Any]:
 def capture_legacy(ctx: StepContext) -> dict[str, Any]:
     """The legacy server, then its ablation variants (same host, one at a time, before the swap)."""
     _record_environment(ctx)
+    ensure_tokenizer_counts(ctx.experiment, ctx.workload, ctx.attempt)
     result = measure_or_resume(ctx, ctx.experiment.legacy)
     for name in ctx.experiment.ablations:
         try:
@@ -187,6 +189,7 @@ def require_captures(ctx: StepContext) -> None:
     missing = [n for n in ctx.experiment.target_order() if not ctx.attempt.has(f"{n}/target.json")]
     if missing:
         raise StepError(f"attempt {ctx.attempt.name} has no captures for {missing}: run steps 01 and 02 first")
+    ensure_tokenizer_counts(ctx.experiment, ctx.workload, ctx.attempt)  # attempts made before it was captured
 
 
 def vector_table(summary: dict[str, Any]) -> pd.DataFrame:

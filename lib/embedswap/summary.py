@@ -21,9 +21,11 @@ from embedswap import __version__
 from embedswap.captures import Attempt, atomic_write_bytes, json_bytes
 from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, classify
+from embedswap.instruction import instruction_section
 from embedswap.models import model_fingerprint, resolve_model_path
 from embedswap.ranking import ranking_section
 from embedswap.shim_report import shim_section
+from embedswap.tokens import TOKENIZER_COUNTS
 from embedswap.vectors import compare, index_order_ok, norms, repeat_stability, token_total
 from embedswap.workload import Workload
 
@@ -81,6 +83,12 @@ def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload
         else:
             comparisons[name] = {"measured": True, **compare(legacy[0], candidate[0], langs, ids)}
     primary = comparisons[experiment.primary_candidate]
+    counts = attempt.read_json(TOKENIZER_COUNTS) if attempt.has(TOKENIZER_COUNTS) else {}
+    tokenizer_total = (counts.get("documents") or {}).get("total")
+    for info in by_target.values():
+        if info.get("measured"):
+            info["token_total_matches_tokenizer"] = (None if tokenizer_total is None or info["token_total"] is None
+                                                     else info["token_total"] == tokenizer_total)
 
     def role(key: str) -> dict[str, Any]:
         return {r: by_target[n].get(key) for r, n in (("legacy", experiment.legacy),
@@ -96,6 +104,9 @@ def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload
         "worst": primary.get("worst"),
         "by_target": by_target,
         "comparisons": comparisons,
+        # the model's own tokenizer, offline (captures/reference/tokenizer_counts.json): the yardstick of the totals
+        "tokenizer_token_total": tokenizer_total,
+        "tokenizer": {k: counts.get(k) for k in ("implementation", "max_length", "error") if counts.get(k)},
     }
 
 
@@ -289,6 +300,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "targets": targets_section(experiment, attempt),
         "vectors": vectors_section(experiment, attempt, workload),
         "contract": contract_section(experiment, attempt),
+        "instruction": instruction_section(experiment, attempt),
         "latency": latency_section(experiment, attempt),
         "ablation": ablation_section(experiment, attempt),
         "matryoshka": matryoshka_section(experiment, attempt),

@@ -160,6 +160,20 @@ TERMS: dict[str, dict[str, Any]] = {
         "index_order": "응답 index 순서", "reference": "기준", "yes": "맞음", "no": "틀림",
         "dims_unit": "차원", "tokens_unit": "토큰", "no_answer": "응답 없음",
         "compared_with": "비교 기준: 레거시의 {probe}",
+        "tokenizer_match": "모델 토크나이저의 셈({n}, 오프라인)과 같음",
+        "instruction": {
+            "server": "서버", "request": "요청", "tokens": "입력 토큰 (질의 {n}개 합)", "tokenizer": "토크나이저 셈",
+            "cosine": "기준과의 코사인, 최소 · 중앙", "reading": "해석", "status": "상태",
+            "cosine_one": "기준(첫 질의)과의 코사인",
+            "variants": {"server_instruction": "`input_type: \"query\"` (서버가 지시문을 붙임)",
+                         "client_prefixed": "클라이언트가 지시문을 글자로 붙임",
+                         "plain": "지시문 없음"},
+            "readings": {"applied": "지시문 적용됨 (모델 카드 형식과 같음)",
+                         "ignored": "필드 무시됨 (지시문 없는 답과 같음)",
+                         "differs": "다른 벡터 (모델 카드 형식도, 지시문 없는 답도 아님)",
+                         "no-instruction": "지시문 없음 (모델 카드 형식과 다름)",
+                         "no-instruction-equals-reference": "지시문 없이도 기준과 같음"},
+        },
         "seq_p50": "순차 p50 (ms)", "seq_p99": "순차 p99 (ms)", "conc_p50": "동시 {c} p50 (ms)",
         "conc_p99": "동시 {c} p99 (ms)", "conc_rate": "동시 {c} 처리량 (문서/s)", "per_repeat": "반복별 처리량 (문서/s)",
         "errors": "오류 (실패/요청)", "point": "지점", "p50": "p50 (ms)", "p99": "p99 (ms)", "rate": "처리량 (문서/s)",
@@ -257,6 +271,20 @@ TERMS: dict[str, dict[str, Any]] = {
         "index_order": "Response index order", "reference": "reference", "yes": "ok", "no": "wrong",
         "dims_unit": "dims", "tokens_unit": "tokens", "no_answer": "no answer",
         "compared_with": "reference: legacy's {probe}",
+        "tokenizer_match": "Equals the model tokenizer's count ({n}, offline)",
+        "instruction": {
+            "server": "Server", "request": "Request", "tokens": "Prompt tokens ({n} queries)",
+            "tokenizer": "Tokenizer's count", "cosine": "Cosine to the reference, min · median",
+            "reading": "Reading", "status": "Status", "cosine_one": "Cosine to the reference (first query)",
+            "variants": {"server_instruction": "`input_type: \"query\"` (the server adds the prompt)",
+                         "client_prefixed": "prompt written into the text by the client",
+                         "plain": "no instruction"},
+            "readings": {"applied": "prompt applied (matches the model card's format)",
+                         "ignored": "field ignored (same as no instruction)",
+                         "differs": "another vector (neither the model card's format nor no instruction)",
+                         "no-instruction": "no instruction (differs from the model card's format)",
+                         "no-instruction-equals-reference": "no instruction, yet equal to the reference"},
+        },
         "seq_p50": "Seq p50 (ms)", "seq_p99": "Seq p99 (ms)", "conc_p50": "c{c} p50 (ms)", "conc_p99": "c{c} p99 (ms)",
         "conc_rate": "c{c} throughput (docs/s)", "per_repeat": "Throughput per repeat (docs/s)",
         "errors": "Errors (failed/requests)", "point": "Point", "p50": "p50 (ms)", "p99": "p99 (ms)",
@@ -731,6 +759,10 @@ class _Context:
         row(t["dimension"], lambda n, i: fmt(i.get("dimension"), "int"))
         row(t["first_l2"], lambda n, i: fmt((i.get("norm") or {}).get("first"), "norm"))
         row(t["token_total"].format(n=fmt(n_docs, "int")), lambda n, i: fmt(i.get("token_total"), "int"))
+        if vectors.get("tokenizer_token_total") is not None:
+            matches = {True: t["yes"], False: t["no"], None: MISSING}
+            row(t["tokenizer_match"].format(n=fmt(vectors["tokenizer_token_total"], "int")),
+                lambda n, i: matches[i.get("token_total_matches_tokenizer")])
 
         def cosine_cell(name: str, info: dict[str, Any]) -> str:
             if name == self.legacy:
@@ -871,6 +903,51 @@ class _Context:
             "not_compared": not_compared,
             "sources": self.refs_for([f"captures/{n}/probes.jsonl" for n in self.names]),
         }
+
+    # --- the query instruction, three ways ----------------------------------------------------------------------
+    def instruction(self) -> dict[str, Any]:
+        section = self.s.get("instruction") or {}
+        t = self.t["instruction"]
+        if not _measured(section):
+            return {"state": False, "label": self.L(False), "why": esc(section.get("why") or "no query captures"),
+                    "table": None, "v2_table": None, "sources": MISSING}
+
+        def cosines(spread: dict[str, Any] | None) -> str:
+            spread = spread or {}
+            return " · ".join(fmt(spread.get(k), "cos") for k in ("min", "median"))
+
+        rows = []
+        for row in section.get("rows") or []:
+            if not row.get("measured"):
+                variant = row.get("variant")
+                rows.append([code(row.get("target")), t["variants"].get(variant, esc(variant)) if variant else MISSING,
+                             self.L(False), MISSING, MISSING, MISSING, esc(row.get("why") or row.get("error"))])
+                continue
+            rows.append([code(row["target"]), t["variants"][row["variant"]], self.L(True),
+                         fmt(row.get("prompt_tokens"), "int"), fmt(row.get("tokenizer_tokens"), "int"),
+                         cosines(row.get("cosine_to_reference")),
+                         t["readings"].get(row.get("reading") or "", MISSING)])
+        n = fmt(section.get("queries"), "int")
+        table = md_table([t["server"], t["request"], self.t["label"], t["tokens"].format(n=n), t["tokenizer"],
+                          t["cosine"], t["reading"]], rows, ["l", "l", "l", "r", "r", "r", "l"])
+        v2_rows = []
+        for row in section.get("v2_embed") or []:
+            status = row.get("status")
+            v2_rows.append([code(row["target"]), fmt(status, "raw"),
+                            fmt(row.get("prompt_tokens"), "int"), fmt(row.get("tokenizer_tokens"), "int"),
+                            fmt(row.get("cosine_to_reference"), "cos"),
+                            t["readings"].get(row.get("reading") or "", esc(row.get("error")) or MISSING)])
+        v2_table = md_table([t["server"], t["status"], t["tokens"].format(n="1"), t["tokenizer"],
+                             t["cosine_one"], t["reading"]], v2_rows,
+                            ["l", "r", "r", "r", "r", "l"]) if v2_rows else None
+        sources = [r.get("source") for r in section.get("rows") or [] if r.get("measured")]
+        sources += [r.get("source") for r in section.get("v2_embed") or []]
+        reference = section.get("reference") or {}
+        return {"state": True, "label": self.L(True), "why": None, "table": table, "v2_table": v2_table,
+                "queries": n, "reference_target": reference.get("target"),
+                "template": esc(reference.get("template")),
+                "chat_template": section.get("chat_template"),
+                "sources": self.refs_for(sources + ["captures/reference/tokenizer_counts.json"])}
 
     def column(self, name: str) -> str:
         """A table column header for one target: its name, with 'not measured: <error>' when it failed to start."""
@@ -1597,6 +1674,7 @@ class _Context:
         vectors = self.vectors()
         ranking = self.ranking()
         contract = self.contract()
+        instruction = self.instruction()
         shim = self.shim()
         latency = self.latency()
         parity = self.parity()
@@ -1612,7 +1690,7 @@ class _Context:
             "generated": self.s.get("generated"),
             "legacy": self.legacy, "candidate": self.candidate, "candidates": self.candidates, "names": self.names,
             "status": status, "setup": setup, "vectors": vectors, "ranking": ranking, "contract": contract,
-            "shim": shim, "latency": latency, "parity": parity, "article": article, "gaps": gaps,
+            "instruction": instruction, "shim": shim, "latency": latency, "parity": parity, "article": article, "gaps": gaps,
             "references": self.refs, "figures": self.figures, "code": code, "esc": esc,
             "thresholds": parity["thresholds"],
         }

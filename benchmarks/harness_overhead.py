@@ -11,7 +11,7 @@ os.sched_setaffinity; this process, which runs the harness, pins itself to the o
 (a) Per-request overhead. The server's own time per request is a few microseconds, but the kernel's loopback and
 the scheduler add to it, so "harness latency minus server handling time" would credit the harness with costs
 that any client pays. Instead the floor is measured: a minimal raw-socket client (blocking socket, the exact
-request bytes httpx sends, read until Content-Length is satisfied, no parsing) against the same server, on the
+request bytes the harness sends, read until Content-Length is satisfied, no parsing) against the same server, on the
 same core, one request at a time. Then ``embedswap.load.closed_loop`` at concurrency 1. Both run in alternating
 rounds (raw, harness, raw, harness, ...) so that drift from other load on the machine hits both alike. The
 overhead at quantile q is ``harness_q - raw_q`` (a difference of quantiles: requests are not paired).
@@ -23,8 +23,13 @@ Goals (issue #4): overhead <= 0.5 ms at the median, >= 1,000 requests/s on one c
 it never fails: a benchmark prints, it does not gate. On a machine shared with other work the figures move from
 run to run; the load average is printed with them.
 
-What was found when this was written (2 CPU cores shared with other engineers' jobs, load average 3-13, so every
-wall-clock figure moved from run to run; the CPU-time figures are the steadier ones):
+Measured with the lean client (``embedswap.wire``, which the harness uses for ``http://`` since 2026-11-29), on
+the quiet machine (load 0.5): overhead p50 0.205 ms, p99 0.680 ms (raw socket 0.072 / 0.128 ms); CPU 0.43 ms per
+request; max 6,724 req/s at concurrency 8. Both goals PASS. The same script with httpx, quiet machine (load 0.9):
+overhead p50 1.894 ms, max 594 req/s: both MISSED, which is why the harness no longer sends through httpx.
+
+Earlier, with httpx (2 CPU cores shared with other engineers' jobs, load average 3-13, so every wall-clock figure
+moved from run to run; the CPU-time figures are the steadier ones):
 - The harness timed its answer check inside each request's latency: ``client.parse_response`` (json.loads of
   the 63 kB answer, float() of its 3,072 values, a NaN scan) costs 2.4-3 ms of CPU at load 4-8 and 11-14 ms
   (wall) at load 9-13, most of it json.loads. ``closed_loop``/``open_loop`` now stop the clock when the answer
@@ -34,9 +39,7 @@ wall-clock figure moved from run to run; the CPU-time figures are the steadier o
 - What is left is httpx itself: 1-3 ms of CPU per request here, depending on the load (URL and header building,
   httpcore, anyio, h11; no single hot spot in a profile; building the request once saves ~0.1 ms), against
   0.08 ms for the raw client; the wall-clock overhead is several times the CPU, because a process that wakes
-  often waits for a core on a loaded machine. On this machine both goals are missed; whether the same code meets
-  them on a free core is not measured here (the script prints the rate its CPU per request would allow). A
-  leaner transport (a plain asyncio HTTP/1.1 client under httpx's interface) is the next step if it must.
+  often waits for a core on a loaded machine. That leaner transport is now ``embedswap.wire`` (figures above).
 """
 
 from __future__ import annotations

@@ -64,12 +64,11 @@ class _SerialServer:
 
 
 def _patch_transport(monkeypatch: pytest.MonkeyPatch, app) -> None:
-    original = load._client
+    """The loops over an in-process ASGI app (httpx's ASGI transport; the wire client is tested on sockets)."""
 
     def client(spec: LoadSpec, connections: int) -> httpx.AsyncClient:
-        made = original(spec, connections)
-        made._transport = httpx.ASGITransport(app=app)
-        return made
+        return httpx.AsyncClient(base_url=spec.base_url, timeout=spec.timeout_s, headers=spec.headers,
+                                 transport=httpx.ASGITransport(app=app))
 
     monkeypatch.setattr(load, "_client", client)
 

@@ -1,4 +1,8 @@
-"""Latency harness (closed and open loop on httpx's async client) and its statistics.
+"""Latency harness (closed and open loop) and its statistics.
+
+Requests go through ``embedswap.wire`` (a lean HTTP/1.1 client) for ``http://`` servers, and through httpx's
+async client for ``https://`` ones: the harness's own cost per request belongs out of the measured latency
+(``benchmarks/harness_overhead.py`` measures what is left).
 
 Closed loop is the article's mode: N requests, C in flight at a time, each request one batch of documents.
 Open loop sends at a fixed mean rate with Poisson arrivals; latency counts from the *scheduled* send time, so
@@ -24,6 +28,7 @@ import httpx
 import numpy as np
 
 from embedswap.client import parse_response
+from embedswap.wire import WireClient, WireError, WireResponse
 
 PERCENTILE_METHOD = "linear"  # numpy's default; stated in the report so figures can be reproduced
 
@@ -133,24 +138,30 @@ def _body(model: str, batch: Sequence[str]) -> bytes:
     return json.dumps({"model": model, "input": list(batch)}, ensure_ascii=False).encode()
 
 
-async def _fetch(client: httpx.AsyncClient, body: bytes) -> tuple[int, httpx.Response | None, str | None]:
+Answer = httpx.Response | WireResponse
+Client = httpx.AsyncClient | WireClient
+
+
+async def _fetch(client: Client, body: bytes) -> tuple[int, Answer | None, str | None]:
     """One request, its answer read in full and not parsed: (status, the 200 response or None, error)."""
     try:
         response = await client.post("/v1/embeddings", content=body, headers={"Content-Type": "application/json"})
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, WireError) as exc:
         return 0, None, f"{type(exc).__name__}: {exc}"[:300]
     if response.status_code != 200:
         return response.status_code, None, response.text[:300]
     return 200, response, None
 
 
-def _check(response: httpx.Response, expected: int | None = None) -> tuple[int | None, str | None]:
+def _check(response: Answer, expected: int | None = None) -> tuple[int | None, str | None]:
     """A 200 checked like the captures check it (malformed, NaN, lengths, indices, count): (tokens, error).
 
     The harness calls this after a run, outside every request's timed window: parsing a batch of 8 x 384 floats
     costs milliseconds of CPU (json + float() of every value + the NaN scan), which would otherwise be counted
     as latency and, at concurrency > 1 or on a CPU shared with the server, delay the other requests.
     """
+    if isinstance(response, WireResponse):
+        response = httpx.Response(response.status_code, headers=response.headers, content=response.content)
     answer = parse_response(response, 0.0)
     if answer.error is not None:
         return answer.prompt_tokens, answer.error
@@ -161,7 +172,7 @@ def _check(response: httpx.Response, expected: int | None = None) -> tuple[int |
     return answer.prompt_tokens, None
 
 
-async def _send(client: httpx.AsyncClient, body: bytes, expected: int | None = None
+async def _send(client: Client, body: bytes, expected: int | None = None
                 ) -> tuple[int, int | None, str | None]:
     """One request, fetched and checked: (status, prompt tokens, error)."""
     status, response, error = await _fetch(client, body)
@@ -171,7 +182,7 @@ async def _send(client: httpx.AsyncClient, body: bytes, expected: int | None = N
     return status, tokens, error
 
 
-def _check_answers(answers: list[tuple[RequestRecord, httpx.Response, int]]) -> None:
+def _check_answers(answers: list[tuple[RequestRecord, Answer, int]]) -> None:
     """After a run: fill in each 200's prompt tokens and, for an unusable answer, its error."""
     for record, response, expected in answers:
         record.prompt_tokens, record.error = _check(response, expected)
@@ -187,7 +198,9 @@ class LoadSpec:
     verify_tls: bool = True
 
 
-def _client(spec: LoadSpec, connections: int) -> httpx.AsyncClient:
+def _client(spec: LoadSpec, connections: int) -> Client:
+    if spec.base_url.startswith("http://"):
+        return WireClient(spec.base_url, spec.headers, spec.timeout_s, connections)
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     return httpx.AsyncClient(
         base_url=spec.base_url, timeout=spec.timeout_s, limits=limits, headers=spec.headers, verify=spec.verify_tls
@@ -203,7 +216,7 @@ async def closed_loop(
         for i in range(warmup):  # warm-up: not recorded
             await _send(client, bodies[i % len(bodies)])
         records: list[RequestRecord] = []
-        answers: list[tuple[RequestRecord, httpx.Response, int]] = []  # checked after the run, untimed
+        answers: list[tuple[RequestRecord, Answer, int]] = []  # checked after the run, untimed
         next_seq = 0
         started = time.perf_counter()
 
@@ -244,7 +257,7 @@ async def open_loop(
         schedule.append(at)
     bodies = [_body(spec.model, b) for b in spec.batches]
     records: list[RequestRecord] = []
-    answers: list[tuple[RequestRecord, httpx.Response, int]] = []  # checked after the run, untimed
+    answers: list[tuple[RequestRecord, Answer, int]] = []  # checked after the run, untimed
     async with _client(spec, max(64, requests)) as client:
         started = time.perf_counter()
 

@@ -24,6 +24,7 @@ Rules the report keeps, after the article it reruns:
 from __future__ import annotations
 
 import base64
+import importlib
 import io
 import json
 import re
@@ -41,7 +42,9 @@ from embedswap.config import ConfigError, ReportConfig, load_experiment
 from embedswap.paths import report_dir
 from embedswap.report import figures as figures_mod
 
+# the report's languages: one module each in embedswap/report/lang/ (words) and one template each in templates/
 LANGUAGES = ("ko", "en")
+LANG_MODULES = {lang: importlib.import_module(f"embedswap.report.lang.{lang}") for lang in LANGUAGES}
 MISSING = "—"
 REPORT_JSON = "report.json"
 VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference"]
@@ -52,11 +55,8 @@ class ReportError(RuntimeError):
 
 
 # --- labels and numbers ------------------------------------------------------------------------------------------
-LABELS: dict[str, dict[bool | None, str]] = {
-    "ko": {True: "실측", False: "미실측", None: "미확인"},
-    "en": {True: "measured", False: "not measured", None: "unconfirmed"},
-}
-PARTLY = {"ko": "일부 실측", "en": "partly measured"}
+LABELS: dict[str, dict[bool | None, str]] = {lang: LANG_MODULES[lang].LABELS for lang in LANGUAGES}
+PARTLY = {lang: LANG_MODULES[lang].PARTLY for lang in LANGUAGES}
 
 
 def label(measured: bool | None, lang: str) -> str:
@@ -151,241 +151,7 @@ def fence(text: str, info: str = "") -> str:
 
 
 # --- vocabulary used inside tables and lists -------------------------------------------------------------------
-TERMS: dict[str, dict[str, Any]] = {
-    "ko": {
-        "item": "항목", "target": "서버", "lang": "언어", "probe": "요청", "verdict": "판정", "status": "상태",
-        "legacy_role": "기존 서버", "candidate_role": "후보",
-        "dimension": "차원", "first_l2": "첫 벡터의 길이(L2)", "token_total": "문서 {n}개의 토큰 수 합",
-        "cosine_mmm": "문서별 코사인 (기존 서버 대비) 최소 · 중앙 · 최대", "repeat_min": "반복 간 최소 코사인",
-        "index_order": "응답 index 순서", "reference": "기준", "yes": "맞음", "no": "틀림",
-        "dims_unit": "차원", "tokens_unit": "토큰", "no_answer": "응답 없음",
-        "compared_with": "비교 기준: 레거시의 {probe}",
-        "tokenizer_match": "모델 토크나이저의 셈({n}, 오프라인)과 같음",
-        "instruction": {
-            "server": "서버", "request": "요청", "tokens": "입력 토큰 (질의 {n}개 합)", "tokenizer": "토크나이저 셈",
-            "cosine": "기준과의 코사인, 최소 · 중앙", "reading": "해석", "status": "상태",
-            "cosine_one": "기준(첫 질의)과의 코사인", "tokens_one": "입력 토큰",
-            "variants": {"server_instruction": "`input_type: \"query\"` (서버가 지시문을 붙임)",
-                         "client_prefixed": "클라이언트가 지시문을 글자로 붙임",
-                         "plain": "지시문 없음"},
-            "readings": {"applied": "지시문 적용됨 (모델 카드 형식과 같음)",
-                         "ignored": "필드 무시됨 (지시문 없는 답과 같음)",
-                         "differs": "다른 벡터 (모델 카드 형식도, 지시문 없는 답도 아님)",
-                         "no-instruction": "지시문 없음 (모델 카드 형식과 다름)",
-                         "no-instruction-equals-reference": "지시문 없이도 기준과 같음"},
-        },
-        "seq_p50": "순차 p50 (ms)", "seq_p99": "순차 p99 (ms)", "conc_p50": "동시 {c} p50 (ms)",
-        "conc_p99": "동시 {c} p99 (ms)", "conc_rate": "동시 {c} 처리량 (문서/s)", "per_repeat": "반복별 처리량 (문서/s)",
-        "errors": "오류 (실패/요청)", "point": "지점", "p50": "p50 (ms)", "p99": "p99 (ms)", "rate": "처리량 (문서/s)",
-        "backend": "백엔드", "dtype": "dtype", "device": "장치", "modality": "입력", "n": "n",
-        "cos_min": "코사인 최소", "cos_median": "코사인 중앙", "cos_max": "코사인 최대", "threshold": "기준",
-        "pass": "통과", "fail": "실패", "step": "단계", "updated": "갱신", "problems": "문제",
-        "start_s": "기동 (s)", "rss_start": "RSS 기동 직후 (MiB)", "rss_end": "RSS 끝 (MiB)",
-        "measured_s": "측정 시간 (s)", "version": "버전", "kind": "종류", "label": "표시",
-        "article_legacy": "글: 기존 서버", "article_candidate": "글: Dynamo 임베딩 워커",
-        "run_side": "이 실행: {name}", "article_row": "글: {name}",
-        "docs": "문서", "queries": "질의", "batch": "묶음 크기", "repeats": "반복",
-        "mean_tokens": "문서당 평균 토큰", "languages": "언어별 문서 수", "request": "요청",
-        "all_failed": "요청 {n}건이 모두 실패", "failed_some": "실패 {f}/{n}",
-        "not_meaningful": "의미 없음(무작위 가중치)",
-        "no_section": "summary.json 에 이 절이 없습니다(이 절이 생기기 전의 키트가 만든 요약)",
-        "failed_short": "실패",
-        "on": "켬", "off": "끔", "lock": "전역 잠금", "rss_peak": "RSS 최고 (MiB)", "ablation_mark": "대조 실험",
-        "concurrency": "동시성", "sweep_skipped": "훑기 건너뜀: {why}",
-        "rss_unreadable_external": "외부 서버라 메모리를 읽을 수 없습니다",
-        "rss_unreadable": "메모리 표본이 없습니다",
-        "source_kind": "출처", "kind_server": "서버", "kind_offline": "오프라인 백엔드",
-        "non_finite": "— (비정상 벡터 {n}개)", "text_image": "(text+image)",
-        "variant": "경우", "documents_of": "문서 벡터", "queries_as": "질의", "ndcg": "nDCG@10",
-        "d_ndcg": "Δ nDCG@10", "recall": "recall@5", "d_recall": "Δ recall@5", "overlap": "top-5 겹침",
-        "judged": "판정 있는 질의",
-        "variants": {"legacy": "기존 서버 그대로", "naive": "주소만 바꿈", "shim": "shim 경유"},
-        "queries_how": {"legacy": "`input_type: query` (서버가 지시문을 붙임)",
-                        "naive": "`input_type: query` (같은 요청)",
-                        "shim": "클라이언트가 지시문을 글자로 붙임"},
-        "ranking_defs": [
-            "nDCG@10: 관련도 등급(2 = 답함, 1 = 일부, 0 = 판정 없음)으로 잰 상위 10개의 순위 품질입니다. 이득 2^rel−1, "
-            "할인 log2(순위+1), 같은 판정의 이상적 순서로 정규화합니다.",
-            "recall@5: 관련 문서(등급 1 이상) 가운데 상위 5개에 든 비율입니다.",
-            "top-5 겹침: 기존 서버의 상위 5개 집합과의 자카드 지수를 질의마다 내어 평균한 값입니다. 1.000 이면 모든 "
-            "질의에서 같은 5개를 돌려줍니다.",
-        ],
-        "rank_same": "기존 서버와 같은 순위",
-        "rank_differs": "기존 서버와 다름",
-        "rank_short": "{state}(Δ nDCG@10 {d_ndcg}, top-5 겹침 {overlap})",
-        "rank_line": "{state}(Δ nDCG@10 {d_ndcg}, Δ recall@5 {d_recall}, top-5 겹침 {overlap}; 상위 5개가 바뀐 질의 "
-                     "{changed}/{queries}개)",
-        "rank_decision": {
-            "client": "주소만 바꾸면 오류 없이 검색 순위가 바뀌고, 클라이언트를 고치면(지시문을 글자로, "
-                      "`embedswap.shim` 이 하는 일) 기존 순위로 돌아옵니다. 클라이언트를 고쳐야 하고, 이 작업 부하에서는 "
-                      "순위 때문에 색인을 다시 만들 필요는 없습니다.",
-            "none": "어느 쪽이든 기존 서버의 순위가 유지됩니다. 이 작업 부하에서는 순위 때문에 클라이언트를 고치거나 "
-                    "색인을 다시 만들 필요가 없습니다.",
-            "reindex": "클라이언트를 고쳐도 순위가 기존 서버와 다릅니다. 후보의 벡터가 기존 벡터처럼 순위를 매기지 "
-                       "않으므로, 옛 벡터와 새 벡터를 섞지 말고 후보로 색인을 다시 만든 뒤 검색 품질을 다시 확인해야 합니다.",
-            "shim_only": "shim 을 거치면 기존 서버의 순위가 유지되고, 이 작업 부하에서는 순위 때문에 색인을 다시 만들 필요가 "
-                         "없습니다. 주소만 바꾼 경우의 순위는 재지 못했으므로, 클라이언트를 그대로 둬도 되는지는 정하지 "
-                         "않습니다.",
-            "shim_missing": "shim 경유 순위는 {label}({why})이므로, 색인을 다시 만들어야 하는지는 여기서 정하지 않습니다.",
-        },
-        "before_after": "판정 전 → 후", "through_shim": "shim 경유 응답",
-        "settings": {"true": "켬", "false": "끔"},
-        "legacy_side": "기존 서버 쪽 실패(상태 {status})로, 바꾸면 사라집니다",
-        "shim_done": "`embedswap.shim` 이 대신합니다(shim 경유 판정: same).",
-        "shim_left": "`embedswap.shim` 을 거쳐도 남습니다: {items}.",
-        "not_probed": "shim 을 거쳐 재지 않았습니다(captures/{name}/shim_probes.jsonl 없음)",
-        "sections": {"vectors": "벡터", "contract": "API 계약", "latency": "지연 시간과 처리량", "parity": "수치 패리티",
-                     "targets": "서버", "environment": "환경", "ranking": "검색 순위", "shim": "마이그레이션 shim",
-                     "ablation": "잠금 대조 실험"},
-        "verdicts": {
-            "same": "같은 답입니다(같은 상태 부류, 벡터는 기준 안).",
-            "silent-divergence": "양쪽 다 200 인데 벡터나 필드가 다릅니다. 오류 없이 검색 품질만 떨어지는, 가장 위험한 부류입니다.",
-            "loud-failure": "한쪽이 요청을 거절(4xx)하고 다른 쪽은 답했습니다. 바로 드러나므로 고치기 쉽습니다.",
-            "retry-hazard": "클라이언트 쪽 잘못인데 5xx(또는 무응답)로 돌아옵니다. 재시도하는 클라이언트는 고칠 수 없는 요청을 계속 다시 보냅니다.",
-            "format-difference": "숫자는 같고 모양만 다릅니다(예: base64 문자열과 실수 배열).",
-        },
-        "changes": {
-            "drop_dimensions": "`dimensions` 를 요청에서 빼고, 차원을 줄여야 하면 클라이언트에서 잘라(앞 N개) 다시 정규화합니다.",
-            "prepend_instruction": "질의용 지시문을 필드(`input_type`, `instruction`)가 아니라 글자로 질의 앞에 붙여 보냅니다.",
-            "truncate": "긴 입력은 클라이언트가 미리 자릅니다{limit}.",
-            "truncate_limit": "(기존 서버는 {n}토큰에서 잘랐습니다)",
-            "decode_encoding": "`encoding_format` 을 명시하고 답의 모양을 확인합니다: base64 면 디코딩하고, 아니면 `float` 를 요청합니다.",
-            "cap_batch": "큰 요청은 작은 묶음으로 나눠 보냅니다(이 실험의 묶음 크기는 {batch}).",
-            "validate_input": "빈 입력이나 잘못된 타입은 보내기 전에 클라이언트가 걸러냅니다.",
-            "send_text": "토큰 ID 가 아니라 글자로 보냅니다.",
-            "model_name": "`model` 에 서버가 띄운 이름을 정확히 넣습니다.",
-            "strip_whitespace": "앞뒤 공백은 클라이언트가 지우고 보냅니다.",
-            "normalise_unicode": "유니코드를 클라이언트에서 정규화(NFC, 폭 없는 공백 제거)하고 보냅니다.",
-            "batch_invariance": "묶음 안의 위치·크기에 따라 벡터가 달라집니다. 색인과 질의의 묶음 방식을 맞추거나 색인을 다시 만듭니다.",
-            "plain_differs": "옵션 없는 기본 요청부터 답이 다릅니다. 옮기기 전에 이것부터 확인합니다.",
-            "review": "`{probe}` 의 차이({verdict})를 확인합니다.",
-            "no_retry_5xx": "이 요청들에 돌아오는 5xx(또는 무응답)는 재시도하지 않습니다. 클라이언트 쪽 잘못이므로 다시 보내도 실패합니다.",
-        },
-    },
-    "en": {
-        "item": "Item", "target": "Server", "lang": "Language", "probe": "Request", "verdict": "Verdict",
-        "status": "Status", "legacy_role": "legacy", "candidate_role": "candidate",
-        "dimension": "Dimension", "first_l2": "Length of the first vector (L2)",
-        "token_total": "Token total of the {n} documents",
-        "cosine_mmm": "Per-document cosine vs legacy, min · median · max", "repeat_min": "Lowest cosine across repeats",
-        "index_order": "Response index order", "reference": "reference", "yes": "ok", "no": "wrong",
-        "dims_unit": "dims", "tokens_unit": "tokens", "no_answer": "no answer",
-        "compared_with": "reference: legacy's {probe}",
-        "tokenizer_match": "Equals the model tokenizer's count ({n}, offline)",
-        "instruction": {
-            "server": "Server", "request": "Request", "tokens": "Prompt tokens ({n} queries)",
-            "tokenizer": "Tokenizer's count", "cosine": "Cosine to the reference, min · median",
-            "reading": "Reading", "status": "Status", "cosine_one": "Cosine to the reference (first query)",
-            "tokens_one": "Prompt tokens",
-            "variants": {"server_instruction": "`input_type: \"query\"` (the server adds the prompt)",
-                         "client_prefixed": "prompt written into the text by the client",
-                         "plain": "no instruction"},
-            "readings": {"applied": "prompt applied (matches the model card's format)",
-                         "ignored": "field ignored (same as no instruction)",
-                         "differs": "another vector (neither the model card's format nor no instruction)",
-                         "no-instruction": "no instruction (differs from the model card's format)",
-                         "no-instruction-equals-reference": "no instruction, yet equal to the reference"},
-        },
-        "seq_p50": "Seq p50 (ms)", "seq_p99": "Seq p99 (ms)", "conc_p50": "c{c} p50 (ms)", "conc_p99": "c{c} p99 (ms)",
-        "conc_rate": "c{c} throughput (docs/s)", "per_repeat": "Throughput per repeat (docs/s)",
-        "errors": "Errors (failed/requests)", "point": "Point", "p50": "p50 (ms)", "p99": "p99 (ms)",
-        "rate": "Throughput (docs/s)", "backend": "Backend", "dtype": "dtype", "device": "Device",
-        "modality": "Input", "n": "n", "cos_min": "cos min", "cos_median": "cos median", "cos_max": "cos max",
-        "threshold": "Threshold", "pass": "pass", "fail": "fail", "step": "Step", "updated": "Updated",
-        "problems": "Problems", "start_s": "Start-up (s)", "rss_start": "RSS after start (MiB)",
-        "rss_end": "RSS at end (MiB)", "measured_s": "Measuring time (s)", "version": "Version", "kind": "Kind",
-        "label": "Label", "article_legacy": "Article: legacy server",
-        "article_candidate": "Article: Dynamo embedding worker",
-        "run_side": "This run: {name}", "article_row": "Article: {name}",
-        "docs": "documents", "queries": "queries", "batch": "batch size", "repeats": "repeats",
-        "mean_tokens": "mean tokens per document", "languages": "documents per language", "request": "Request",
-        "all_failed": "all {n} requests failed", "failed_some": "failed {f}/{n}",
-        "not_meaningful": "not meaningful (random weights)",
-        "no_section": "summary.json has no such section (made by a kit from before the section existed)",
-        "failed_short": "failed",
-        "on": "on", "off": "off", "lock": "Global lock", "rss_peak": "RSS peak (MiB)", "ablation_mark": "ablation",
-        "concurrency": "Concurrency", "sweep_skipped": "sweep skipped: {why}",
-        "rss_unreadable_external": "external server: its memory cannot be read",
-        "rss_unreadable": "no memory sample",
-        "source_kind": "Source", "kind_server": "server", "kind_offline": "offline backend",
-        "non_finite": "— ({n} non-finite vectors)", "text_image": "(text+image)",
-        "variant": "Variant", "documents_of": "Documents", "queries_as": "Queries", "ndcg": "nDCG@10",
-        "d_ndcg": "Δ nDCG@10", "recall": "recall@5", "d_recall": "Δ recall@5", "overlap": "top-5 overlap",
-        "judged": "Judged queries",
-        "variants": {"legacy": "legacy as today", "naive": "address swap only", "shim": "through the shim"},
-        "queries_how": {"legacy": "`input_type: query` (the server adds the prompt)",
-                        "naive": "`input_type: query` (the same request)",
-                        "shim": "prompt prepended as text by the client"},
-        "ranking_defs": [
-            "nDCG@10: ranking quality of the top 10 with graded relevance (2 = answers, 1 = partly, 0 = not judged): "
-            "gain 2^rel−1, discount log2(rank+1), normalised by the ideal order of the same judgements.",
-            "recall@5: the share of a query's relevant documents (grade ≥ 1) found in its top 5.",
-            "top-5 overlap: Jaccard index of the top-5 set against the legacy server's top 5, averaged over queries; "
-            "1.000 means the same five documents for every query.",
-        ],
-        "rank_same": "same ranking as legacy",
-        "rank_differs": "differs from legacy",
-        "rank_short": "{state} (Δ nDCG@10 {d_ndcg}, top-5 overlap {overlap})",
-        "rank_line": "{state} (Δ nDCG@10 {d_ndcg}, Δ recall@5 {d_recall}, top-5 overlap {overlap}; the top 5 changed "
-                     "for {changed} of {queries} queries)",
-        "rank_decision": {
-            "client": "Changing only the address changes the ranking without any error; with the client change (the "
-                      "prompt as text, what `embedswap.shim` does) it comes back to the legacy ranking. Change the "
-                      "client; on this workload the ranking does not call for re-indexing.",
-            "none": "The ranking stays the legacy one either way: on this workload the ranking calls for neither a "
-                    "client change nor re-indexing.",
-            "reindex": "Even with the client change the ranking differs from legacy: the candidate's vectors do not "
-                       "rank like the legacy ones. Do not mix old and new vectors; re-index with the candidate and check "
-                       "search quality again before switching.",
-            "shim_only": "Through the shim the ranking stays the legacy one, so on this workload the ranking does not "
-                         "call for re-indexing; the address-swap-only ranking was not measured, so whether the client "
-                         "could stay as it is is not decided here.",
-            "shim_missing": "The ranking through the shim is {label} ({why}), so whether to re-index is not decided "
-                            "here.",
-        },
-        "before_after": "verdict before → after", "through_shim": "answer through the shim",
-        "settings": {"true": "on", "false": "off"},
-        "legacy_side": "a legacy-side failure (status {status}) that goes away with the swap",
-        "shim_done": "`embedswap.shim` does this (verdict through the shim: same).",
-        "shim_left": "remains after `embedswap.shim`: {items}.",
-        "not_probed": "not probed through the shim (no captures/{name}/shim_probes.jsonl)",
-        "sections": {"vectors": "Vectors", "contract": "API contract", "latency": "Latency and throughput",
-                     "parity": "Numeric parity", "targets": "Servers", "environment": "Environment",
-                     "ranking": "Search ranking", "shim": "Migration shim", "ablation": "Lock ablation"},
-        "verdicts": {
-            "same": "Equivalent answers (same status class; vectors within the threshold).",
-            "silent-divergence": "Both answered 200 but the vectors or fields differ: no error, only worse search, "
-                                 "the most dangerous class.",
-            "loud-failure": "One side rejected the request (4xx) where the other answered: visible at once, "
-                            "easy to fix.",
-            "retry-hazard": "A client error answered with 5xx (or no answer): a retrying client resends a request "
-                            "that can never succeed.",
-            "format-difference": "The same numbers in another shape (e.g. a base64 string instead of a float array).",
-        },
-        "changes": {
-            "drop_dimensions": "Drop `dimensions` from the request; where fewer dimensions are needed, slice "
-                               "client-side (first N) and re-normalise.",
-            "prepend_instruction": "Prepend the query instruction as text instead of sending a field (`input_type`, "
-                                   "`instruction`).",
-            "truncate": "Truncate long inputs client-side{limit}.",
-            "truncate_limit": " (the legacy server cut them at {n} tokens)",
-            "decode_encoding": "State `encoding_format` and check the answer's shape: decode base64, or request "
-                               "`float`.",
-            "cap_batch": "Split large requests into smaller batches (this experiment sent batches of {batch}).",
-            "validate_input": "Reject empty or mistyped input in the client before sending it.",
-            "send_text": "Send text, not token ids.",
-            "model_name": "Send exactly the served model name in `model`.",
-            "strip_whitespace": "Strip leading/trailing whitespace client-side.",
-            "normalise_unicode": "Normalise text client-side (NFC, drop zero-width characters).",
-            "batch_invariance": "Vectors depend on the batch they were computed in: batch index and queries alike, or "
-                                "rebuild the index.",
-            "plain_differs": "The plain request already answers differently: resolve that before anything else.",
-            "review": "Review the difference on `{probe}` ({verdict}).",
-            "no_retry_5xx": "Do not retry 5xx (or no answer) for these requests: they are client errors, and "
-                            "resending fails again.",
-        },
-    },
-}
+TERMS: dict[str, dict[str, Any]] = {lang: LANG_MODULES[lang].TERMS for lang in LANGUAGES}
 
 # Rules from (probe, verdict) to a client change. Evaluated per candidate; the first matching probe rule wins,
 # and ``no_retry_5xx`` applies to every retry-hazard in addition. Custom probes fall back to ``review``.
@@ -832,7 +598,7 @@ class _Context:
         if status != 200:
             return fmt(status, "raw") if isinstance(status, int) else esc(status)
         parts = ["200"]
-        gap = "" if self.lang == "ko" else " "  # 384차원 / 384 dims
+        gap = LANG_MODULES[self.lang].UNIT_GAP  # 384차원 / 384 dims
         if side.get("dim") is not None:
             parts.append(f"{fmt(side['dim'], 'int')}{gap}{self.t['dims_unit']}")
         if side.get("prompt_tokens") is not None:
@@ -1662,7 +1428,7 @@ class _Context:
             info = (self.s.get("targets") or {}).get(engine["name"]) or {}
             if info.get("measured") and not info.get("version"):
                 unconfirmed.append({"section": sections["targets"], "path": f"{engine['name']}.version",
-                                    "why": "version" if self.lang == "en" else "버전"})
+                                    "why": LANG_MODULES[self.lang].VERSION})
         return {"not_measured": not_measured, "unconfirmed": unconfirmed,
                 "not_compared": contract.get("not_compared") or [], "multimodal": parity["multimodal"],
                 "ranking_meaningless": ranking["meaningless"] and ranking["state"],

@@ -235,7 +235,9 @@ class ParityConfig(_Strict):
 
 
 class ReportConfig(_Strict):
-    languages: list[Literal["ko", "en"]] = Field(default_factory=lambda: ["ko", "en"], min_length=1)
+    # ko (the article's language), en, ja, zh (the article's Japanese and Chinese versions); the first one is
+    # also written as report.md / report.html
+    languages: list[Literal["ko", "en", "ja", "zh"]] = Field(default_factory=lambda: ["ko", "en"], min_length=1)
     title: str | None = None
 
 

@@ -89,7 +89,7 @@ parity:
     - {{kind: vllm-offline, dtype: bfloat16}}
 
 report:
-  languages: [ko, en]
+  languages: [ko, en]                 # also ja, zh; the first one is written as report.md / report.html too
 """
 
 # What differs between presets: the model, and how the engines run it.

@@ -49,3 +49,11 @@ figures.cosine_by_language(summary)
 
 # %%
 steps.contract_table(summary)
+
+# %% [markdown]
+# ## The query instruction, three ways
+# The legacy server's answer to the query in the model card's format is the reference: `applied` matches it,
+# `ignored` matches the server's own answer without instruction (200, another vector).
+
+# %%
+steps.instruction_table(summary)

@@ -106,6 +106,9 @@ def test_instruction_three_ways_and_v2_embed(qwen3: dict) -> None:
     assert v2["vllm"]["status"] == 200
     assert v2["vllm"]["prompt_tokens"] > v2["vllm"]["tokenizer_tokens"]
     assert v2["vllm"]["reading"] == "differs" and v2["vllm"]["cosine_to_reference"] < 0.999
+    # the executed notebook 03 shows the same table (the recommenders way: what the notebook recorded)
+    notebook = (qwen3["attempt"] / "notebooks" / "03_vector_contract_diff.ipynb").read_text()
+    assert "/v2/embed input_type" in notebook and "ignored" in notebook
     contract = {row["probe"]: row for row in qwen3["summary"]["contract"]}
     assert contract["v2_embed_query"]["verdicts"]["vllm"]["verdict"] == "silent-divergence"
     assert contract["v2_embed_query"]["verdicts"]["dynamo"]["verdict"] == "loud-failure"

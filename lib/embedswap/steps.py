@@ -206,6 +206,7 @@ def vector_table(summary: dict[str, Any]) -> pd.DataFrame:
             "token total": info["token_total"],
             "index order ok": info["index_order_ok"],
             "repeat min cosine": info["repeat_min_cosine"],
+            "= tokenizer's count": info.get("token_total_matches_tokenizer"),
         }
     for name, comparison in vectors["comparisons"].items():
         if comparison.get("measured"):
@@ -228,6 +229,21 @@ def contract_table(summary: dict[str, Any]) -> pd.DataFrame:
             entry[f"cosine ({name})"] = None if verdict["cosine"] is None else round(verdict["cosine"], 4)
         rows.append(entry)
     return pd.DataFrame(rows).set_index("probe")
+
+
+def instruction_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """The query instruction three ways per server (applied / ignored / another vector), then /v2/embed."""
+    section = summary.get("instruction") or {}
+    if not section.get("measured"):
+        return pd.DataFrame([{"instruction": section.get("why", "not in this summary")}])
+    rows = []
+    for row in section["rows"] + [{**r, "variant": "/v2/embed input_type"} for r in section.get("v2_embed", [])]:
+        cos = row.get("cosine_to_reference")
+        rows.append({"server": row["target"], "request": row.get("variant"), "status": row.get("status"),
+                     "prompt tokens": row.get("prompt_tokens"), "tokenizer's count": row.get("tokenizer_tokens"),
+                     "cosine to reference (min)": (cos or {}).get("min") if isinstance(cos, dict) else cos,
+                     "reading": row.get("reading") or row.get("error")})
+    return pd.DataFrame(rows).set_index(["server", "request"])
 
 
 # --- 04: latency -------------------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ TERMS: dict[str, Any] = {
     "token_total": "{n}个文档的 Token 总数",
     "cosine_mmm": "各文档与现有服务器的余弦相似度，最小 · 中位数 · 最大", "repeat_min": "各次重复间的最低余弦相似度",
     "index_order": "响应的 index 顺序", "reference": "基准", "yes": "正确", "no": "错误",
-    "dims_unit": "维", "tokens_unit": "个 Token", "no_answer": "无响应",
+    "dims_unit": "维", "tokens_unit": " 个 Token",  # 384维, 28 个 Token (the article spaces a counter word)
+    "no_answer": "无响应",
     "compared_with": "比较基准：现有服务器对 {probe} 的响应",
     "tokenizer_match": "与模型分词器的计数一致（{n}，离线）",
     "instruction": {

@@ -1,4 +1,4 @@
-"""The report: labels from the measured flags, both languages with identical numbers, self-contained HTML, the
+"""The report: labels from the measured flags, every language with identical numbers, self-contained HTML, the
 client-change list derived from the verdicts, figures and the index. No server runs here: the inputs are a real
 partial summary (tests/fixtures/summary_smoke.json, legacy server missing) and a synthetic complete one
 (tests/fixtures/summary_complete.json; tests/fixtures/make_summary_complete.py says which sections are computed by
@@ -9,14 +9,16 @@ from __future__ import annotations
 import copy
 import json
 import re
+import string
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from embedswap.report import ReportError, client_changes, figures, fmt, label, render_markdown, render_report
-from embedswap.report.render import markdown_to_html, not_measured_items, render_index
+from embedswap.report import ReportError, client_changes, figures, fmt, label, render, render_markdown, render_report
+from embedswap.report.render import LANG_MODULES, LANGUAGES, markdown_to_html, not_measured_items, render_index
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ATTEMPT = "2026-11-30T09-00-00"
@@ -84,9 +86,11 @@ def table_numbers(text: str) -> list[str]:
 
 
 # --- labels and numbers ------------------------------------------------------------------------------------------
-def test_labels_in_both_languages() -> None:
+def test_labels_in_every_language() -> None:
     assert [label(s, "ko") for s in (True, False, None)] == ["실측", "미실측", "미확인"]
     assert [label(s, "en") for s in (True, False, None)] == ["measured", "not measured", "unconfirmed"]
+    assert [label(s, "ja") for s in (True, False, None)] == ["実測", "未実測", "未確認"]  # seed 001's words
+    assert [label(s, "zh") for s in (True, False, None)] == ["实测", "未实测", "未确认"]  # seed 002's words
     with pytest.raises(ReportError):
         label(True, "fr")
 
@@ -170,12 +174,70 @@ def test_render_report_both_languages_identical_numbers(tmp_path: Path, complete
     assert "2026-11-30-synthetic" in index and "0.999242" in index and "36.9" in index
 
 
+def _placeholders(text: str) -> list[str]:
+    return sorted(f for _, f, _, _ in string.Formatter().parse(text) if f is not None)
+
+
+def _same_shape(english: Any, other: Any, path: str) -> list[str]:
+    """Where a language's words differ in shape from the English ones: keys, {placeholders}, code spans."""
+    if isinstance(english, dict):
+        if not isinstance(other, dict):
+            return [f"{path}: not a dict"]
+        problems = [f"{path}.{k}: missing" for k in english.keys() - other.keys()]
+        problems += [f"{path}.{k}: extra" for k in other.keys() - english.keys()]
+        for key in english.keys() & other.keys():
+            problems += _same_shape(english[key], other[key], f"{path}.{key}")
+        return problems
+    if isinstance(english, list):
+        if not isinstance(other, list) or len(other) != len(english):
+            return [f"{path}: not a list of {len(english)}"]
+        return [p for i, (e, o) in enumerate(zip(english, other)) for p in _same_shape(e, o, f"{path}[{i}]")]
+    if not isinstance(other, str):
+        return [f"{path}: not a string"]
+    if _placeholders(english) != _placeholders(other):
+        return [f"{path}: placeholders {_placeholders(other)}, English {_placeholders(english)}"]
+    if english.count("`") != other.count("`"):
+        return [f"{path}: {other.count('`')} backticks, English {english.count('`')}"]
+    return []
+
+
+@pytest.mark.parametrize("lang", [lang for lang in LANGUAGES if lang != "en"])
+def test_every_language_has_the_english_words_shape(lang: str) -> None:
+    assert _same_shape(LANG_MODULES["en"].TERMS, LANG_MODULES[lang].TERMS, "TERMS") == []
+    for name in ("LABELS", "PARTLY", "UNIT_GAP", "VERSION"):
+        assert hasattr(LANG_MODULES[lang], name), name
+
+
+@pytest.mark.parametrize("lang", [lang for lang in LANGUAGES if lang != "en"])
+def test_every_language_renders_the_same_numbers(lang: str, complete: dict[str, Any], smoke: dict[str, Any]) -> None:
+    random_weights = copy.deepcopy(complete)
+    random_weights["model"]["spec"] = "build:tiny-qwen3"
+    for summary in (complete, smoke, random_weights):
+        text = render_markdown(summary, lang)
+        assert table_numbers(text) == table_numbers(render_markdown(summary, "en"))
+        assert [int(n) for n in re.findall(r"^## (\d)\. ", text, flags=re.M)] == list(range(1, 10))
+    # the template keeps every expression of the English one (word order may move them; three hold prose,
+    # translated inside the tag: the lock on/off text, the shim fallback, the default title)
+    templates = Path(render.__file__).parent.parent / "templates"
+    english, other = (Counter(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", (templates / f"report.{x}.md.j2").read_text(),
+                                         flags=re.S)) for x in ("en", lang))
+    assert sum((english - other).values()) <= 3 and sum((other - english).values()) <= 3
+
+
 def test_languages_follow_experiment_yaml(tmp_path: Path, complete: dict[str, Any]) -> None:
     folder = make_experiment(tmp_path, complete, languages="en")
     written = render_report(folder)
     assert "report.en.md" in written and "report.ko.md" not in written
     out = tmp_path / "reports" / "2026-11-30-synthetic"
     assert (out / "report.md").read_bytes() == (out / "report.en.md").read_bytes()
+
+    folder = make_experiment(tmp_path / "cjk", complete, languages="ja, zh")
+    written = render_report(folder)
+    assert {"report.ja.md", "report.zh.md", "report.ja.html", "report.zh.html"} <= set(written)
+    out = tmp_path / "cjk" / "reports" / "2026-11-30-synthetic"
+    html = (out / "report.zh.html").read_text(encoding="utf-8")
+    assert '<html lang="zh">' in html and 'href="report.ja.html"' in html
+    assert "実測" in (out / "report.md").read_text(encoding="utf-8")  # the first language
 
 
 def test_missing_summary_is_a_clear_error(tmp_path: Path, complete: dict[str, Any]) -> None:

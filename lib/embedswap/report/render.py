@@ -43,7 +43,7 @@ from embedswap.paths import report_dir
 from embedswap.report import figures as figures_mod
 
 # the report's languages: one module each in embedswap/report/lang/ (words) and one template each in templates/
-LANGUAGES = ("ko", "en")
+LANGUAGES = ("ko", "en", "ja", "zh")
 LANG_MODULES = {lang: importlib.import_module(f"embedswap.report.lang.{lang}") for lang in LANGUAGES}
 MISSING = "—"
 REPORT_JSON = "report.json"
@@ -1496,7 +1496,10 @@ def render_markdown(summary: dict[str, Any], lang: str = "ko", figures: dict[str
 
 
 CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans KR","Apple SD Gothic Neo","Malgun Gothic",sans-serif;
+body{font-family:system-ui,-apple-system,"Segoe UI","Noto Sans KR","Apple SD Gothic Neo","Malgun Gothic",sans-serif;}
+html:lang(ja) body{font-family:system-ui,-apple-system,"Noto Sans JP","Hiragino Sans","Yu Gothic","Meiryo",sans-serif;}
+html:lang(zh) body{font-family:system-ui,-apple-system,"Noto Sans SC","PingFang SC","Microsoft YaHei",sans-serif;}
+body{
 max-width:1100px;margin:2rem auto;padding:0 1rem;line-height:1.6;color:#1b1b1f;background:#fff}
 h1{font-size:1.7rem;margin-top:1.2rem}h2{border-bottom:1px solid #ddd;padding-bottom:.2rem;margin-top:2.2rem}
 table{border-collapse:collapse;margin:.8rem 0;font-size:.88rem;display:block;overflow-x:auto}

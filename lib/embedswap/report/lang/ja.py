@@ -19,10 +19,10 @@ TERMS: dict[str, Any] = {
     "index_order": "応答のindex順序", "reference": "基準", "yes": "正しい", "no": "誤り",
     "dims_unit": "次元", "tokens_unit": "トークン", "no_answer": "応答なし",
     "compared_with": "比較基準: 既存サーバーの {probe}",
-    "tokenizer_match": "モデルのトークナイザーによる数({n}、オフライン)と一致",
+    "tokenizer_match": "モデルのトークナイザーによるトークン数({n}、オフライン)と一致",
     "instruction": {
         "server": "サーバー", "request": "リクエスト", "tokens": "入力トークン数(クエリ{n}件の合計)",
-        "tokenizer": "トークナイザーによる数", "cosine": "基準とのコサイン類似度 最小 · 中央",
+        "tokenizer": "トークナイザーによるトークン数", "cosine": "基準とのコサイン類似度 最小 · 中央",
         "reading": "解釈", "status": "ステータス", "cosine_one": "基準(最初のクエリ)とのコサイン類似度",
         "tokens_one": "入力トークン数",
         "variants": {"server_instruction": "`input_type: \"query\"`(サーバーがインストラクションを付与)",
@@ -50,7 +50,7 @@ TERMS: dict[str, Any] = {
     "mean_tokens": "1文書あたりの平均トークン数", "languages": "言語別の文書数", "request": "リクエスト",
     "all_failed": "リクエスト{n}件がすべて失敗", "failed_some": "失敗 {f}/{n}",
     "not_meaningful": "意味なし(ランダム重み)",
-    "no_section": "summary.json にこの節がありません(この節ができる前のキットが作成したもの)",
+    "no_section": "summary.json にこの節がありません。この節が導入される前のキットで作成されたものです",
     "failed_short": "失敗",
     "on": "オン", "off": "オフ", "lock": "グローバルロック", "rss_peak": "RSSピーク (MiB)",
     "ablation_mark": "アブレーション",
@@ -79,8 +79,8 @@ TERMS: dict[str, Any] = {
     "rank_line": "{state}(Δ nDCG@10 {d_ndcg}、Δ recall@5 {d_recall}、top-5重なり {overlap}、上位5件が変わったクエリ "
                  "{changed}/{queries}件)",
     "rank_decision": {
-        "client": "アドレスを変更するだけでは、エラーなしで検索順位が変わります。クライアントを修正すると(インストラクションを"
-                  "文字列として付与する。`embedswap.shim` が行う処理)既存の順位に戻ります。クライアントの修正は必要ですが、"
+        "client": "アドレスを変更するだけでは、エラーなしで検索順位が変わります。クライアントを修正すると(`embedswap.shim` が"
+                  "行うように、インストラクションを文字列として付与する)、既存の順位に戻ります。クライアントの修正は必要ですが、"
                   "このワークロードでは順位のためにインデックスを作り直す必要はありません。",
         "none": "どちらの場合も既存サーバーの順位が維持されます。このワークロードでは、順位のためにクライアントを修正する必要も、"
                 "インデックスを作り直す必要もありません。",
@@ -92,9 +92,9 @@ TERMS: dict[str, Any] = {
                      "ここでは判断しません。",
         "shim_missing": "shim経由の順位は{label}({why})のため、インデックスを作り直すべきかはここでは判断しません。",
     },
-    "before_after": "判定 前 → 後", "through_shim": "shim経由の応答",
+    "before_after": "判定(前 → 後)", "through_shim": "shim経由の応答",
     "settings": {"true": "オン", "false": "オフ"},
-    "legacy_side": "既存サーバー側の失敗(ステータス {status})で、置き換えれば解消します",
+    "legacy_side": "既存サーバー側の失敗(ステータス{status})で、置き換えれば解消します",
     "shim_done": "`embedswap.shim` が代行します(shim経由の判定: same)。",
     "shim_left": "`embedswap.shim` を経由しても残ります: {items}。",
     "not_probed": "shim経由では測定していません(captures/{name}/shim_probes.jsonl なし)",

@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -160,3 +161,20 @@ def files_containing(folder: Path, needle: str) -> list[str]:
         if path.is_file() and needle.encode() in path.read_bytes():
             hits.append(str(path.relative_to(folder)))
     return hits
+
+
+def run_whole_experiment(folder: Path, timeout_s: float) -> subprocess.CompletedProcess:
+    """`embedswap run FOLDER` as a user runs it, in its own session so that a timeout can interrupt the whole run
+    (servers, kernel) the way Ctrl-C would; the run's output tail is printed for the test log."""
+    import pytest
+
+    process = subprocess.Popen([EMBEDSWAP, "run", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+        pytest.fail(f"embedswap run took over {timeout_s} s\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    print(stdout[-5000:], stderr[-5000:])
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)

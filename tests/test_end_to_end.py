@@ -8,8 +8,6 @@ One run per test session (vLLM needs 40-110 s to start on 2 cores); the tests be
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from realkit import run_whole_experiment
 
 from embedswap.config import load_experiment
 from embedswap.models import resolve_model_path
@@ -55,17 +54,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     ports = [free_port(), free_port(), free_port()]
     folder = new_experiment("e2e", root / "experiments", data_dir=REPO / "data", legacy_port=ports[0],
                            vllm_port=ports[1], dynamo_port=ports[2])
-    # its own session, so a timeout can interrupt the whole run (servers, kernel) the way Ctrl-C would
-    process = subprocess.Popen([EMBEDSWAP, "run", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
-    try:
-        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=120)
-        pytest.fail(f"embedswap run took over {RUN_TIMEOUT_S} s\n{stdout[-3000:]}\n{stderr[-3000:]}")
-    run = subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-    print(run.stdout[-5000:], run.stderr[-5000:])
+    run = run_whole_experiment(folder, RUN_TIMEOUT_S)
     attempts = sorted((folder / "attempts").iterdir())
     attempt = attempts[-1]
     summary = json.loads((attempt / "summary.json").read_text())

@@ -10,14 +10,11 @@ the MiniLM end-to-end run, and CI has 90 minutes for everything.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from realkit import EMBEDSWAP, free_ports, port_processes
+from realkit import free_ports, port_processes, run_whole_experiment
 
 from embedswap.config import load_experiment
 from embedswap.paths import engine_python
@@ -47,17 +44,9 @@ def qwen3(tmp_path_factory: pytest.TempPathFactory) -> dict:
     config["sequencing"]["restore_legacy"] = False
     config["parity"]["backends"] = [{"kind": "vllm-offline", "dtype": "auto"}]
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
-    process = subprocess.Popen([EMBEDSWAP, "run", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
-    try:
-        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=120)
-        pytest.fail(f"embedswap run took over {RUN_TIMEOUT_S} s\n{stdout[-3000:]}\n{stderr[-3000:]}")
-    print(stdout[-5000:], stderr[-5000:])
+    run = run_whole_experiment(folder, RUN_TIMEOUT_S)
     attempt = sorted((folder / "attempts").iterdir())[-1]
-    return {"returncode": process.returncode, "out": stdout[-3000:] + stderr[-3000:], "folder": folder,
+    return {"returncode": run.returncode, "out": run.stdout[-3000:] + run.stderr[-3000:], "folder": folder,
             "attempt": attempt, "summary": json.loads((attempt / "summary.json").read_text()), "ports": ports,
             "report": root / "reports" / folder.name}
 

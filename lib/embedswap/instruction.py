@@ -130,9 +130,7 @@ def _v2_rows(experiment: Experiment, attempt: Attempt, reference: np.ndarray, th
             "prompt_tokens": record.get("prompt_tokens"),
             "tokenizer_tokens": expected_tokens,  # the first query in the model card's format
             "cosine_to_reference": to_reference, "cosine_to_plain": to_plain,
-            "reading": None if to_reference is None else (
-                "applied" if to_reference >= threshold else
-                "ignored" if to_plain is not None and to_plain >= threshold else "differs"),
+            "reading": reading("server_instruction", to_reference, to_plain, threshold),
             "source": f"captures/{name}/probes.jsonl",
         })
     return rows

@@ -622,3 +622,13 @@ def test_failed_target_is_not_measured_everywhere(complete: dict[str, Any]) -> N
     # the candidate that did run keeps its figures
     assert "`vllm`, through the shim: same ranking as legacy" in section(en, 3)
     assert "| `vllm` | measured | 36.9 |" in section(en, 5)
+
+
+def test_the_latency_client_is_named_when_recorded(complete: dict[str, Any]) -> None:
+    assert "harness's HTTP client" not in render_markdown(complete, "en")  # older captures: nothing claimed
+    summary = copy.deepcopy(complete)
+    for info in summary["latency"]["by_target"].values():
+        if info.get("measured"):
+            info["client"] = "embedswap.wire"
+    for lang in LANGUAGES:
+        assert "`embedswap.wire`" in section(render_markdown(summary, lang), 2), lang

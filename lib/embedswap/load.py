@@ -198,8 +198,13 @@ class LoadSpec:
     verify_tls: bool = True
 
 
+def client_name(base_url: str) -> str:
+    """The HTTP client the harness uses for this server (recorded with the latency captures)."""
+    return "embedswap.wire" if base_url.startswith("http://") else "httpx"
+
+
 def _client(spec: LoadSpec, connections: int) -> Client:
-    if spec.base_url.startswith("http://"):
+    if client_name(spec.base_url) == "embedswap.wire":
         return WireClient(spec.base_url, spec.headers, spec.timeout_s, connections)
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     return httpx.AsyncClient(

@@ -20,7 +20,7 @@ from embedswap.captures import Attempt
 from embedswap.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, ProbeContext, build_request, describe_body, select_probes
-from embedswap.load import LoadSpec, closed_loop, point_stats, run_stats, run_sync
+from embedswap.load import LoadSpec, client_name, closed_loop, point_stats, run_stats, run_sync
 from embedswap.targets import Target, build_target
 from embedswap.tokens import query_with_instruction
 from embedswap.workload import Workload, load_workload
@@ -222,6 +222,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                     stats["sweep"].append(point_stats(run, concurrency, per_repeat).as_dict())
     if sweep_note:
         stats["sweep_note"] = sweep_note
+    stats["client"] = client_name(spec.base_url)
     stats["rss_peak_bytes"] = rss.peak
     stats["rss_samples"] = len(rss.samples)
     attempt.write_jsonl(f"{prefix}/latency_requests.jsonl", records)

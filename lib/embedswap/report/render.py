@@ -497,6 +497,10 @@ class _Context:
                                                             "sweep_requests", "sweep_repeats")},
             "resources_table": resources_table,
             "steps_table": steps_table,
+            # which HTTP client timed the requests (captures made before it was recorded: none named)
+            "latency_client": ", ".join(code(c) for c in dict.fromkeys(
+                info.get("client") for info in self.latency_by_target().values() if isinstance(info, dict)
+                and info.get("client"))),
             "sources": self.refs_for([f"captures/{n}/target.json" for n in self.names] +
                                      ["captures/environment.json", "steps.json"]),
         }

@@ -216,3 +216,18 @@ def test_a_fresh_connection_closed_before_the_answer_is_an_error() -> None:
                 await client.post("/v1/embeddings", content=b"{}")
 
     assert asyncio.run(_with_server(drop, client_test))["connections"] == 1
+
+
+def test_no_content_answers_have_no_body_and_keep_the_connection() -> None:
+    async def no_content(reader, writer, state) -> None:
+        while await _read_request(reader) is not None:
+            writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+            await writer.drain()
+
+    async def client_test(url: str, state: dict) -> None:
+        async with WireClient(url, timeout_s=2) as client:
+            for _ in range(2):
+                response = await client.post("/v1/embeddings", content=b"{}")
+                assert response.status_code == 204 and response.content == b""
+
+    assert asyncio.run(_with_server(no_content, client_test))["connections"] == 1

@@ -158,11 +158,13 @@ class WireClient:
             raise RemoteProtocolError(f"answer headers over {MAX_HEADER_BYTES} bytes") from exc
         status, version, headers = _parse_head(head)
         try:
-            body = await _read_body(connection.reader, headers)
+            # 204 and 304 carry no body, whatever the headers say (RFC 9112 6.3)
+            body = b"" if status in (204, 304) else await _read_body(connection.reader, headers)
         except (asyncio.IncompleteReadError, ConnectionResetError) as exc:
             raise RemoteProtocolError("the server closed the connection in the middle of the answer") from exc
-        keep = (version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-                and ("content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()))
+        framed = ("content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
+                  or status in (204, 304))
+        keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close" and framed
         return WireResponse(status, body, headers), keep
 
 

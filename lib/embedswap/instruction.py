@@ -83,14 +83,14 @@ def instruction_section(experiment: Experiment, attempt: Attempt) -> dict[str, A
             vectors = _vectors(attempt, name, variant)
             to_reference = _cosines(reference, vectors)
             to_plain = _cosines(own_plain, vectors) if variant == "server_instruction" else None
-            spread = _spread(to_reference)
+            spread, plain_spread = _spread(to_reference), _spread(to_plain)
             expected = (counts.get(TOKENIZER_KEY[variant]) or {}).get("total") if variant in TOKENIZER_KEY else None
             rows.append({
                 "target": name, "variant": variant, "measured": vectors is not None,
                 "status": record.get("status"), "error": record.get("error"),
                 "prompt_tokens": record.get("prompt_tokens"), "tokenizer_tokens": expected,
-                "cosine_to_reference": spread, "cosine_to_own_plain": _spread(to_plain),
-                "reading": reading(variant, spread["min"], _spread(to_plain)["min"], threshold),
+                "cosine_to_reference": spread, "cosine_to_own_plain": plain_spread,
+                "reading": reading(variant, spread["min"], plain_spread["min"], threshold),
                 "source": f"captures/{name}/query_vectors_{variant}.npy",
             })
     return {

@@ -30,13 +30,12 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from huggingface_hub import snapshot_download
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictInt, StringConstraints
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from transformers import AutoModel, AutoTokenizer, PreTrainedTokenizerBase
 
-from embedswap.models import resolve_model_path
+from embedswap.models import local_model_folder, resolve_model_path, sentence_transformers_prompts
 
 PoolingMode = Literal["mean", "cls", "lasttoken", "max"]
 PaddingSide = Literal["left", "right"]
@@ -168,22 +167,8 @@ def read_sentence_transformers_config(folder: Path | None) -> SentenceTransforme
     bert_config = folder / "sentence_bert_config.json"
     if bert_config.is_file():
         max_seq_length = json.loads(bert_config.read_text()).get("max_seq_length")
-    query_prefix = None
-    st_config = folder / "config_sentence_transformers.json"
-    if st_config.is_file():
-        prompt = (json.loads(st_config.read_text()).get("prompts") or {}).get("query")
-        query_prefix = prompt if isinstance(prompt, str) and prompt else None
+    query_prefix = sentence_transformers_prompts(folder).get("query") or None
     return SentenceTransformersConfig(pooling, normalize, max_seq_length, query_prefix)
-
-
-def _local_folder(path: str) -> Path | None:
-    """The folder holding the model's files: the path itself, or the offline HF cache snapshot of an HF id."""
-    if Path(path).is_dir():
-        return Path(path)
-    try:
-        return Path(snapshot_download(path, local_files_only=True))
-    except Exception:  # not cached: transformers will raise the clearer error when loading
-        return None
 
 
 def _model_max_length(st_max: int | None, tokenizer: PreTrainedTokenizerBase, model: torch.nn.Module) -> int:
@@ -211,7 +196,7 @@ class Embedder:
         if settings.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {sorted(DTYPES)}")
         path = resolve_model_path(settings.model)
-        st = read_sentence_transformers_config(_local_folder(path))
+        st = read_sentence_transformers_config(local_model_folder(path))
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.model = AutoModel.from_pretrained(path, dtype=DTYPES[settings.dtype]).to(settings.device).eval()
         self.device = settings.device

@@ -76,3 +76,24 @@ def model_fingerprint(path: str) -> dict[str, str | int | None]:
     if config.exists():
         revision = json.loads(config.read_text()).get("_name_or_path")
     return {"path": str(folder), "fingerprint": digest.hexdigest()[:16], "revision": revision}
+
+
+def local_model_folder(path: str) -> Path | None:
+    """The folder holding the model's files: the path itself, or the offline HF cache snapshot of an HF id."""
+    if Path(path).is_dir():
+        return Path(path)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(path, local_files_only=True))
+    except Exception:  # not cached: transformers will raise the clearer error when loading
+        return None
+
+
+def sentence_transformers_prompts(folder: Path | None) -> dict[str, str]:
+    """The prompts of the model's config_sentence_transformers.json (e.g. Qwen3-Embedding's "query")."""
+    st_config = folder / "config_sentence_transformers.json" if folder is not None else None
+    if st_config is None or not st_config.is_file():
+        return {}
+    prompts = json.loads(st_config.read_text(encoding="utf-8")).get("prompts") or {}
+    return {k: v for k, v in prompts.items() if isinstance(v, str)}

@@ -249,13 +249,13 @@ class TransformersBackend:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
-        from embedswap.legacy_server import DTYPES, _local_folder, _model_max_length, read_sentence_transformers_config
-        from embedswap.models import resolve_model_path
+        from embedswap.legacy_server import DTYPES, _model_max_length, read_sentence_transformers_config
+        from embedswap.models import local_model_folder, resolve_model_path
 
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise ParityBackendError(f"{self.name}: device {self.device!r} asked for, but torch sees no CUDA device")
         path = resolve_model_path(self.model_path)
-        st = read_sentence_transformers_config(_local_folder(path))
+        st = read_sentence_transformers_config(local_model_folder(path))
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = AutoModel.from_pretrained(path, dtype=DTYPES[self.dtype]).to(self.device).eval()
         padding_side = "left" if st.pooling == "lasttoken" else "right"

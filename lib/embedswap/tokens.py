@@ -11,13 +11,11 @@ sentence-transformers prompts.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 from embedswap.captures import Attempt
 from embedswap.config import Experiment
-from embedswap.models import resolve_model_path
+from embedswap.models import local_model_folder, resolve_model_path, sentence_transformers_prompts
 from embedswap.workload import Workload
 
 TOKENIZER_COUNTS = "reference/tokenizer_counts.json"
@@ -34,14 +32,6 @@ def _counts(tokenizer: Any, texts: list[str], max_length: int | None) -> dict[st
     return {"total": sum(per_item), "per_item": per_item}
 
 
-def sentence_transformers_prompts(model_path: str) -> dict[str, str]:
-    path = Path(model_path) / "config_sentence_transformers.json"
-    if not path.is_file():
-        return {}
-    prompts = json.loads(path.read_text(encoding="utf-8")).get("prompts") or {}
-    return {k: v for k, v in prompts.items() if isinstance(v, str)}
-
-
 def count_tokens(experiment: Experiment, workload: Workload) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
@@ -56,7 +46,7 @@ def count_tokens(experiment: Experiment, workload: Workload) -> dict[str, Any]:
         "max_length": limit,
         "documents": _counts(tokenizer, [d.text for d in workload.documents], limit),
         "chat_template": bool(getattr(tokenizer, "chat_template", None)),
-        "sentence_transformers_prompts": sentence_transformers_prompts(model_path),
+        "sentence_transformers_prompts": sentence_transformers_prompts(local_model_folder(model_path)),
     }
     if queries:
         out["queries_plain"] = _counts(tokenizer, queries, limit)

@@ -130,7 +130,7 @@ def article(ctx: ReportContext) -> dict[str, Any] | None:
         "concurrency_differs": ac != c, "article_concurrency": ac, "concurrency": c,
         "model_differs": (ctx.summary.get("model") or {}).get("spec") != env.get("model"),
         "memory": {role: gib_or_label(ctx, name) for role, name in (("legacy", ctx.legacy), ("candidate", ctx.candidate))},
-        "source": esc(a.get("source")),
+        "source": esc((a.get("source") or {}).get(ctx.lang) if isinstance(a.get("source"), dict) else a.get("source")),
     }
 
 

@@ -673,3 +673,21 @@ def test_the_latency_client_is_named_when_recorded(complete: dict[str, Any]) -> 
             info["client"] = "embedswap.wire"
     for lang in LANGUAGES:
         assert "`embedswap.wire`" in section(render_markdown(summary, lang), 2), lang
+
+
+def test_the_report_package_stays_small() -> None:
+    # issue 15's bar: no report module over 400 lines, no function over 60, one markdown template
+    import ast
+
+    import embedswap.report as report_package
+
+    root = Path(report_package.__file__).parent
+    too_long = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if len(source.splitlines()) > 400:
+            too_long.append(f"{path.name}: {len(source.splitlines())} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
+                too_long.append(f"{path.name}:{node.name}: {node.end_lineno - node.lineno + 1} lines")
+    assert too_long == []

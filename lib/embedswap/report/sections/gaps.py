@@ -8,8 +8,9 @@ from embedswap.report.sections.context import ReportContext
 
 # The summary's sections in report order.
 SECTION_KEYS = ("targets", "vectors", "ranking", "contract", "shim", "latency", "ablation", "parity")
-# Sections added after the first summaries: the loader marks them absent (reason code section_absent) in older ones.
-LATER_SECTIONS = ("ranking", "shim", "ablation")
+# The later sections that count in the status line and are listed when an older summary lacks them (the loader
+# marks them absent, reason section_absent); the instruction section is neither, as before.
+STATUS_SECTIONS = ("ranking", "shim", "ablation")
 ABSENT = "section_absent"
 
 
@@ -51,7 +52,7 @@ def _not_measured(ctx: ReportContext, latency: dict, parity: dict, shim: dict) -
         error = ctx.failure(name)
         if error:
             out.append({"section": sections["targets"], "path": name, "why": error})
-    for key in LATER_SECTIONS:
+    for key in STATUS_SECTIONS:
         if _absent(ctx.summary.get(key)):
             out.append({"section": sections[key], "path": "", "why": ctx.why(ctx.summary[key])})
     out += [{"section": sections.get(i["section"], i["section"]), "path": i["path"], "why": ctx.why(i["node"])}

@@ -8,7 +8,7 @@ from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_ratios import latency_state
 from embedswap.report.format import MISSING, code, combined_label, esc, fence, fmt, md_table, mib
 from embedswap.report.sections.contract import contract_states
-from embedswap.report.sections.gaps import LATER_SECTIONS
+from embedswap.report.sections.gaps import STATUS_SECTIONS
 from embedswap.report.sections.context import ReportContext
 
 
@@ -17,7 +17,7 @@ def status(ctx: ReportContext) -> dict[str, Any]:
     states = [is_measured(ctx.summary.get("vectors")), *contract_states(ctx.summary),
               is_measured(ctx.summary.get("parity"))]
     states += [latency_state(ctx.latency_by_target().get(n, {})) for n in ctx.names]
-    states += [is_measured(ctx.summary.get(key)) for key in LATER_SECTIONS]
+    states += [is_measured(ctx.summary.get(key)) for key in STATUS_SECTIONS]
     env = ctx.summary.get("environment") or {}
     engines = []
     for name in ctx.names:

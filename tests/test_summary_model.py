@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -150,3 +151,34 @@ def test_no_reason_is_left_in_english(lang: str) -> None:
         text = render_markdown(fixture, lang)
         left = [f for f in _english_fragments(lang) if f in text]
         assert left == [], left
+
+
+def test_vectors_of_two_lengths_are_a_verdict_not_a_nan() -> None:
+    # a legacy server that ignores `dimensions` (384 values back) against a shim that cut the answer to 256
+    from embedswap.captures import json_bytes
+    from embedswap.contract import classify
+
+    legacy = {"status": 200, "dim": 384, "n_vectors": 1, "prompt_tokens": 9, "vector": [0.05] * 384}
+    candidate = {"status": 200, "dim": 256, "n_vectors": 1, "prompt_tokens": 9, "vector": [0.0625] * 256}
+    verdict = classify(legacy, candidate)
+    assert verdict.verdict == "silent-divergence" and verdict.cosine is None
+    assert "384 vs 256 dimensions" in verdict.detail and "nan" not in verdict.detail.lower()
+    json_bytes({"cosine": verdict.cosine})  # writable: allow_nan=False would refuse a NaN
+    zero = {**candidate, "dim": 384, "vector": [0.0] * 384}
+    assert "cosine undefined" in classify(legacy, zero).detail
+
+
+def test_a_nan_figure_is_null_with_its_place_recorded_and_listed() -> None:
+    from embedswap.summary.finite import null_non_finite
+
+    summary = load("summary_complete.json")
+    summary["shim"]["rows"][2]["cosine"] = float("nan")
+    summary["latency"]["by_target"]["vllm"]["sequential"]["p99_ms"] = float("inf")
+    cleaned, paths = null_non_finite(summary)
+    assert sorted(paths) == ["latency.by_target.vllm.sequential.p99_ms", "shim.rows.2.cosine"]
+    assert cleaned["shim"]["rows"][2]["cosine"] is None
+    assert math.isnan(summary["shim"]["rows"][2]["cosine"])  # the input is copied, not changed
+    cleaned["non_finite"] = paths
+    json.dumps(cleaned, allow_nan=False)
+    ko = render_markdown(cleaned, "ko")
+    assert "`rows.2.cosine`" in ko and "유한한 수가 아님" in ko

@@ -202,8 +202,12 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         differences.append(f"{legacy.get('dim')} vs {candidate.get('dim')} dimensions")
     cos = None
     if legacy.get("vector") is not None and candidate.get("vector") is not None:
-        cos = cosine(legacy["vector"], candidate["vector"])
-        if not (cos >= same_threshold):
+        same_shape = np.shape(legacy["vector"]) == np.shape(candidate["vector"])
+        value = cosine(legacy["vector"], candidate["vector"])
+        cos = value if np.isfinite(value) else None  # vectors of two lengths have no cosine: the dimensions differ
+        if cos is None and same_shape:
+            differences.append("cosine undefined (a vector of length zero)")
+        elif cos is not None and not cos >= same_threshold:
             differences.append(f"cosine {cos:.4f} between the two answers")
     if legacy.get("prompt_tokens") != candidate.get("prompt_tokens"):
         differences.append(f"prompt_tokens {legacy.get('prompt_tokens')} vs {candidate.get('prompt_tokens')}")

@@ -32,6 +32,7 @@ from embedswap.ranking import ranking_section
 from embedswap.shim_report import shim_section
 from embedswap.tokens import TOKENIZER_COUNTS
 from embedswap.vectors import compare, index_order_ok, norms, repeat_stability, token_total
+from embedswap.summary.finite import null_non_finite
 from embedswap.summary.model import validate_summary
 from embedswap.summary.reasons import attach_reasons, not_measured
 from embedswap.summary.upgrade import SCHEMA_VERSION
@@ -311,6 +312,8 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "ranking": ranking_section(experiment, attempt, workload),
         "shim": shim_section(experiment, attempt),
     }
+    summary, non_finite = null_non_finite(summary)  # a NaN figure is null with its place recorded, never a crash
+    summary["non_finite"] = non_finite
     attach_reasons(summary)  # free texts a builder recorded (an exception's message) keep no code
     summary["decisions"] = decide(summary)
     validate_summary(summary, source=str(attempt.summary_path))

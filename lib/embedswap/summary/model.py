@@ -199,6 +199,8 @@ class Summary(_Open):
     ranking: Section
     shim: Section
     decisions: Decisions
+    # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
+    non_finite: list[str] = []
 
 
 def validate_summary(summary: dict[str, Any], source: str = "summary.json") -> Summary:

@@ -64,6 +64,8 @@ REASONS: dict[str, str] = {
     "difference_n_vectors": "{legacy} vs {candidate} vectors",
     "difference_dimensions": "{legacy} vs {candidate} dimensions",
     "difference_cosine": "cosine {cosine} between the two answers",
+    "difference_cosine_undefined": "cosine undefined (a vector of length zero)",
+    "figure_not_finite": "not a finite number (NaN or infinity): left out as null",
     "difference_prompt_tokens": "prompt_tokens {legacy} vs {candidate}",
     # why the client shim chose each setting (shim.ShimConfig.from_probes; `reason_codes` beside `reasons`)
     "shim_dimensions_rejected": "the server rejected `dimensions` ({answers}); the shim drops it and cuts + "

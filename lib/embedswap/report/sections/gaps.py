@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedswap.report.format import esc
 from embedswap.report.sections.context import ReportContext
 
 # The summary's sections in report order.
@@ -77,6 +78,10 @@ def gaps(ctx: ReportContext, status: dict[str, Any], latency: dict[str, Any], co
     sections = ctx.terms["sections"]
     unconfirmed = [{"section": sections["latency"], "path": f"{entry['name']}.{entry['point']}", "why": entry["text"]}
                    for entry in latency["unconfirmed"]]
+    for path in ctx.summary.get("non_finite") or []:
+        section, _, rest = path.partition(".")
+        unconfirmed.append({"section": sections.get(section, section), "path": rest,
+                            "why": esc(ctx.words.reason("figure_not_finite"))})
     for engine in status["engines"]:
         info = (ctx.summary.get("targets") or {}).get(engine["name"]) or {}
         if info.get("measured") and not info.get("version"):

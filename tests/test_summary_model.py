@@ -70,6 +70,11 @@ def test_decisions_are_in_the_summary(tmp_path: Path) -> None:
     for variant in lock["variants"]:
         for share in variant["shares"]:
             assert share["case"] in {"missing", "no_advantage", "all", "part", "none"}
+    # what the shim closed, per candidate probed through it; the report's counts are these
+    for name, outcome in decisions["shim"].items():
+        assert outcome["compared"] >= outcome["differ_before"] >= len(outcome["closed"]) > 0
+        assert outcome["differ_after"] == len(outcome["remaining"])
+        assert f"{outcome['differ_before']}" in render_markdown(summary, "en")
     # what is stored is what a CI reads back
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(summary), encoding="utf-8")

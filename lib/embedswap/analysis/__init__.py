@@ -3,14 +3,14 @@
 Each module here reads typed-enough summary sections and returns language-neutral codes and figures: the client
 changes a migration needs (:mod:`.client_changes`), whether search ranking stays the legacy one
 (:mod:`.ranking_verdict`), and the latency ratios and the lock's share of the concurrent gap
-(:mod:`.latency_ratios`). The report only formats what is stored; a user's CI reads the same codes.
+(:mod:`.latency_ratios`), and what the client shim closed or left open (:mod:`.shim_outcome`). The report only formats what is stored; a user's CI reads the same codes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis import client_changes, latency_ratios, ranking_verdict
+from embedswap.analysis import client_changes, latency_ratios, ranking_verdict, shim_outcome
 
 
 def decide(summary: dict[str, Any]) -> dict[str, Any]:
@@ -19,4 +19,5 @@ def decide(summary: dict[str, Any]) -> dict[str, Any]:
         "client_changes": client_changes.client_changes(summary),
         "ranking": ranking_verdict.ranking_verdicts(summary),
         "latency": latency_ratios.latency_decisions(summary),
+        "shim": shim_outcome.shim_outcomes(summary),
     }

@@ -171,10 +171,31 @@ class LatencyDecisions(BaseModel):
     lock: LockReading | None = None
 
 
+class ShimClosed(BaseModel):
+    probe: str
+    before: str
+
+
+class ShimRemaining(BaseModel):
+    probe: str
+    verdict: str
+    legacy_status: int | None = None  # set when only the legacy server's failure makes the difference
+
+
+class ShimOutcome(BaseModel):
+    compared: int
+    differ_before: int
+    differ_after: int
+    closed: list[ShimClosed] = []
+    remaining: list[ShimRemaining] = []
+    opened: list[str] = []
+
+
 class Decisions(BaseModel):
     client_changes: list[ClientChange] = []
     ranking: RankingDecision
     latency: LatencyDecisions
+    shim: dict[str, ShimOutcome] = {}
 
 
 class Summary(_Open):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis.client_changes import legacy_side_status
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 
@@ -37,28 +36,17 @@ def _table(ctx: ReportContext, rows: list[dict[str, Any]], shimmed: list[str]) -
 
 
 def _per_candidate(ctx: ReportContext, rows: list[dict[str, Any]], name: str, config: Any) -> dict[str, Any]:
-    """What the shim closed, what remains, what only the shim opened, and its settings, for one candidate."""
-    closed, remaining, opened = [], [], []
-    before_differ = after_differ = compared = 0
-    for row in rows:
-        probe = row.get("probe")
-        before, after = _verdict(row, "naive_verdicts", name), _verdict(row, "verdicts", name)
-        if after is None:
-            continue
-        compared += 1
-        before_differ += bool(before and before != "same")
-        after_differ += after != "same"
-        if before and before != "same" and after == "same":
-            closed.append({"probe": probe, "before": before,
-                           "rewrites": _rewrites(ctx, (row.get("shim") or {}).get(name) or {})})
-        elif after != "same":
-            note = ctx.legacy_side(legacy_side_status(row, ctx.legacy, name))
-            remaining.append({"probe": probe, "verdict": after, "note": note})
-            if before == "same":
-                opened.append(probe)
-    return {"name": name, "closed": closed, "remaining": remaining, "opened": opened,
-            "before": fmt(before_differ, "int"), "after": fmt(after_differ, "int"),
-            "compared": fmt(compared, "int"), "settings": shim_settings(ctx, config)}
+    """What the shim closed, what remains, what only the shim opened (decisions.shim), and its settings."""
+    outcome = (ctx.decisions.get("shim") or {}).get(name) or {}
+    by_probe = {r.get("probe"): r for r in rows}
+    closed = [{"probe": c["probe"], "before": c["before"],
+               "rewrites": _rewrites(ctx, ((by_probe.get(c["probe"]) or {}).get("shim") or {}).get(name) or {})}
+              for c in outcome.get("closed") or []]
+    remaining = [{"probe": r["probe"], "verdict": r["verdict"], "note": ctx.legacy_side(r.get("legacy_status"))}
+                 for r in outcome.get("remaining") or []]
+    return {"name": name, "closed": closed, "remaining": remaining, "opened": list(outcome.get("opened") or []),
+            "before": fmt(outcome.get("differ_before"), "int"), "after": fmt(outcome.get("differ_after"), "int"),
+            "compared": fmt(outcome.get("compared"), "int"), "settings": shim_settings(ctx, config)}
 
 
 def _rewrites(ctx: ReportContext, info: dict[str, Any]) -> str:

@@ -1,0 +1,42 @@
+"""What the client shim changed, per candidate probed through it: the differences it closed, those that remain
+(and whether only the legacy server's failure causes one), and those that only the shim opened."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.client_changes import legacy_side_status
+from embedswap.analysis.common import roles, shim_rows, shimmed
+
+
+def _verdict(row: dict[str, Any], key: str, name: str) -> str | None:
+    return ((row.get(key) or {}).get(name) or {}).get("verdict")
+
+
+def candidate_outcome(summary: dict[str, Any], name: str) -> dict[str, Any]:
+    """``{compared, differ_before, differ_after, closed, remaining, opened}`` for one candidate."""
+    legacy = roles(summary)[0]
+    closed, remaining, opened = [], [], []
+    before_differ = after_differ = compared = 0
+    for row in shim_rows(summary):
+        probe = row.get("probe")
+        before, after = _verdict(row, "naive_verdicts", name), _verdict(row, "verdicts", name)
+        if after is None:
+            continue
+        compared += 1
+        before_differ += bool(before and before != "same")
+        after_differ += after != "same"
+        if before and before != "same" and after == "same":
+            closed.append({"probe": probe, "before": before})
+        elif after != "same":
+            remaining.append({"probe": probe, "verdict": after,
+                              "legacy_status": legacy_side_status(row, legacy, name)})
+            if before == "same":
+                opened.append(probe)
+    return {"compared": compared, "differ_before": before_differ, "differ_after": after_differ,
+            "closed": closed, "remaining": remaining, "opened": opened}
+
+
+def shim_outcomes(summary: dict[str, Any]) -> dict[str, Any]:
+    """Every candidate probed through the shim, by name (none when the shim was not probed)."""
+    return {name: candidate_outcome(summary, name) for name in shimmed(summary)}

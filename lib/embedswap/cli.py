@@ -151,7 +151,7 @@ def _cmd_lab(args: argparse.Namespace) -> int:
                "--notebook-dir", str(Path(args.folder).resolve()), *(["--port", str(args.port)] if args.port else [])]
     if os.geteuid() == 0:
         command.append("--allow-root")
-    os.execv(sys.executable, command + list(args.lab_args))
+    os.execv(sys.executable, command + list(args.extra))
     return EXIT_OK  # not reached
 
 
@@ -228,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     lab = add("lab", help="JupyterLab on 127.0.0.1 with the embedswap kernel (registered on first use)")
     lab.add_argument("folder", nargs="?", default=".", help="folder to open (default: the current one)")
     lab.add_argument("--port", type=int)
-    lab.add_argument("lab_args", nargs=argparse.REMAINDER, help="more options for jupyter lab")
+    # any further option goes to jupyter lab itself (e.g. --IdentityProvider.token=...)
     lab.set_defaults(func=_cmd_lab)
     return parser
 
@@ -244,7 +244,11 @@ def _one_line(exc: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     from embedswap.config import ConfigError
     from embedswap.engine import EngineError
     from embedswap.models import ModelNotFoundError

@@ -19,12 +19,12 @@ KERNEL_NAME = "embedswap"
 
 
 def kit_kernel_spec() -> KernelSpec:
-    return KernelSpec(
-        argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        display_name=KERNEL_NAME,
-        language="python",
-        metadata={"debugger": True},
-    )
+    """What `ipykernel install` would register for this interpreter (argv, protocol, encryption support)."""
+    from ipykernel.kernelspec import get_kernel_dict
+
+    spec = get_kernel_dict()
+    spec["argv"][0] = sys.executable
+    return KernelSpec(**{**spec, "display_name": KERNEL_NAME})
 
 
 class KitKernelManager(AsyncKernelManager):

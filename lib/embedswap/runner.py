@@ -229,11 +229,11 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
                 attempt.mark_step(f"notebook:{name}", "complete")
             except Exception as exc:  # papermill's PapermillExecutionError carries the cell's error
                 message = redact(f"{type(exc).__name__}: {exc}")
-                result.notebooks[name] = f"failed: {message[:500]}"
                 attempt.mark_step(f"notebook:{name}", "failed", error=message[:2000])
+                # one line: the cell's exception (papermill's message carries the whole traceback)
                 cause = redact(f"{exc.ename}: {exc.evalue}") if hasattr(exc, "ename") else message
-                print(f"[embedswap] {name} failed: {cause.splitlines()[0][:300] if cause else type(exc).__name__}",
-                      flush=True)
+                result.notebooks[name] = f"failed: {' '.join(cause.split())[:500]}"
+                print(f"[embedswap] {name} {result.notebooks[name]}", flush=True)
             finally:
                 swept = sweep_process_groups(attempt.logs)
                 if swept:

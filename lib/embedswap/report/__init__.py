@@ -1,23 +1,25 @@
-"""The report of an experiment: figures (figures.py) and the bilingual markdown/HTML report (render.py)."""
+"""The report of an experiment: one skeleton template, a catalogue of words per language, one module per section.
+
+Layout: ``format.py`` (numbers, labels, markdown cells), ``catalogue.py`` + ``catalogue/<lang>.toml`` (words),
+``sections/<name>.py`` (summary section -> template values), ``markdown.py`` (the skeleton rendered),
+``html.py`` (the page), ``publish.py`` (files, figures, report.json, the index), ``figures.py`` (charts).
+"""
 
 from embedswap.report import figures
-from embedswap.report.render import (
-    ReportError,
-    client_changes,
-    fmt,
-    label,
-    markdown_to_html,
-    not_measured_items,
-    render_index,
-    render_markdown,
-    render_report,
-)
+from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.errors import ReportError
+from embedswap.report.format import fmt, label
+from embedswap.report.html import markdown_to_html
+from embedswap.report.markdown import render_markdown
+from embedswap.report.publish import headline, render_index, render_report
+from embedswap.report.sections.gaps import not_measured_items
 
 __all__ = [
+    "LANGUAGES",
     "ReportError",
-    "client_changes",
     "figures",
     "fmt",
+    "headline",
     "label",
     "markdown_to_html",
     "not_measured_items",

@@ -47,47 +47,9 @@ _show_figures_in_notebooks()
 # Operating points of a latency capture, in display order: the article's two, then the concurrency sweep, a list of
 # points under "sweep" (each with the fields of a point: run "sweep_c<C>", concurrency, p50_ms, p99_ms, docs_per_s,
 # errors, spread, ...), as embedswap.measure.capture_latency writes them.
-FIXED_POINTS = ("sequential", "concurrent")
-SWEEP_KEY = "sweep"
-
-
-def _measured(section: Any) -> bool:
-    return isinstance(section, dict) and bool(section.get("measured"))
-
-
-def point_label(run: str, point: dict[str, Any]) -> str:
-    """'seq' for the sequential point, 'c4' for a closed loop at concurrency 4 (sweep points alike)."""
-    if run == "sequential":
-        return "seq"
-    return f"c{point.get('concurrency')}"
-
-
-def fixed_points_of(info: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(run, label, point) for the article's two operating points (sequential, concurrent) of one target."""
-    if not _measured(info):
-        return
-    for run in FIXED_POINTS:
-        point = info.get(run)
-        if isinstance(point, dict):
-            yield run, point_label(run, point), point
-
-
-def sweep_points_of(info: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(run, label, point) for every point of the concurrency sweep (``measure.capture_latency``: a list under
-    ``sweep``, run names ``sweep_c<C>``), in capture order."""
-    if not _measured(info):
-        return
-    sweep = info.get(SWEEP_KEY)
-    for point in sweep if isinstance(sweep, list) else []:
-        if isinstance(point, dict):
-            run = point.get("run") or SWEEP_KEY
-            yield run, point_label(run, point), point
-
-
-def latency_points_of(info: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """(run, label, point) for every operating point of one target's latency entry, sweep points included."""
-    yield from fixed_points_of(info)
-    yield from sweep_points_of(info)
+from embedswap.analysis.latency_points import (  # noqa: E402  (re-exported for notebooks and tests)
+    FIXED_POINTS, SWEEP_KEY, fixed_points_of, latency_points_of, point_label, sweep_points_of)
+from embedswap.analysis.common import is_measured as _measured  # noqa: E402
 
 
 def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Any]]:

@@ -1,0 +1,118 @@
+"""'What to change in the client before migrating', derived by rule from the contract verdicts.
+
+A rule maps a probe (by name) and a verdict to a change; evaluated per candidate, the first matching probe rule
+wins, and ``no_retry_5xx`` applies to every retry-hazard the candidate causes in addition. Custom probes fall back
+to ``review``. Each change also says what the client shim did about it (done: every probe of it answers 'same'
+through the shim; or what remains). The report words each rule in its catalogue (``terms.changes.<rule>``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from embedswap.analysis.common import failed_status, shim_rows, shimmed
+
+NOT_SAME = {"silent-divergence", "loud-failure", "retry-hazard", "format-difference"}
+CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
+    ("plain_differs", lambda p: p == "plain", NOT_SAME),
+    ("drop_dimensions", lambda p: p.startswith("dimensions"), NOT_SAME),
+    ("prepend_instruction", lambda p: p in ("input_type_query", "instruction_field", "v2_embed_query"), NOT_SAME),
+    ("truncate", lambda p: p == "over_long_input", NOT_SAME),
+    ("decode_encoding", lambda p: p.startswith("encoding"), NOT_SAME),
+    ("cap_batch", lambda p: p == "large_batch", {"loud-failure", "retry-hazard"}),
+    ("validate_input", lambda p: p in ("empty_list", "empty_string", "wrong_type", "non_json_body"), NOT_SAME),
+    ("send_text", lambda p: p == "token_ids", NOT_SAME),
+    ("model_name", lambda p: p == "unknown_model", NOT_SAME),
+    ("strip_whitespace", lambda p: p == "whitespace_padded", NOT_SAME),
+    ("normalise_unicode", lambda p: p == "unicode_mixed", NOT_SAME),
+    ("batch_invariance", lambda p: p == "batch8_member", NOT_SAME),
+    ("review", lambda p: True, NOT_SAME),
+]
+CROSS_RULES: list[tuple[str, set[str]]] = [("no_retry_5xx", {"retry-hazard"})]
+# Rules that apply only when the candidate is the side that failed (status other than 200).
+CANDIDATE_SIDE_RULES = {"cap_batch"}
+RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES]
+
+
+def _hits(contract: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
+    """Rule -> the (probe, candidate, verdict) entries it matched."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for row in contract:
+        probe = row.get("probe", "")
+        for candidate, verdict in (row.get("verdicts") or {}).items():
+            v = (verdict or {}).get("verdict")
+            if not v:
+                continue
+            status = ((row.get("by_target") or {}).get(candidate) or {}).get("status")
+            hit = {"probe": probe, "candidate": candidate, "verdict": v}
+            for key, matches, verdicts in CHANGE_RULES:
+                if matches(probe):
+                    # a large batch that only the legacy server failed (the candidate answered it) changes nothing
+                    if v in verdicts and not (key in CANDIDATE_SIDE_RULES and status == 200):
+                        found.setdefault(key, []).append(hit)
+                    break
+            for key, verdicts in CROSS_RULES:
+                # only a hazard the candidate causes changes the client (a legacy 5xx goes away with the swap)
+                if v in verdicts and failed_status(row, candidate):
+                    found.setdefault(key, []).append(hit)
+    return found
+
+
+def legacy_side_status(row: dict[str, Any], legacy: str, name: str) -> int | None:
+    """The legacy server's failing status when a difference remains only because legacy failed and ``name``
+    answered 200 (it goes away with the swap); None otherwise."""
+    status = ((row.get("by_target") or {}).get(legacy) or {}).get("status")
+    other = ((row.get("by_target") or {}).get(name) or {}).get("status")
+    if isinstance(status, int) and (status == 0 or status >= 500) and other == 200:
+        return status
+    return None
+
+
+def _through_shim(summary: dict[str, Any], hits: list[dict[str, str]]) -> dict[str, Any]:
+    """What the shim did about one change: probed at all, done, and the probes still different through it."""
+    rows = {r.get("probe"): r for r in shim_rows(summary)}
+    through = set(shimmed(summary))
+    legacy = (summary.get("roles") or {}).get("legacy", "legacy")
+    left, probed = [], False
+    for hit in hits:
+        if hit["candidate"] not in through:
+            continue
+        row = rows.get(hit["probe"]) or {}
+        after = ((row.get("verdicts") or {}).get(hit["candidate"]) or {}).get("verdict")
+        if after is None:
+            continue
+        probed = True
+        if after != "same":
+            left.append({"probe": hit["probe"], "candidate": hit["candidate"], "verdict": after,
+                         "legacy_status": legacy_side_status(row, legacy, hit["candidate"])})
+    return {"probed": probed, "done": probed and not left, "left": left}
+
+
+def client_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The client changes, in rule order (no_retry_5xx last): ``{rule, probes, params, shim}``.
+
+    ``params`` holds what the sentence needs: the legacy server's truncation length (``limit_tokens``), the
+    experiment's batch size (``batch``), and for ``review`` the probe and its verdicts.
+    """
+    contract = summary.get("contract")
+    if not isinstance(contract, list):
+        return []
+    found = _hits(contract)
+    legacy_tokens = {r.get("probe", ""): (r.get("legacy") or {}).get("prompt_tokens") for r in contract}
+    batch = (summary.get("workload") or {}).get("batch_size")
+    items = []
+    for key in RULE_ORDER:
+        hits = found.get(key)
+        if not hits:
+            continue
+        if key == "review":  # one item per reviewed probe
+            for probe in dict.fromkeys(h["probe"] for h in hits):
+                mine = [h for h in hits if h["probe"] == probe]
+                verdicts = list(dict.fromkeys(h["verdict"] for h in mine))
+                items.append({"rule": key, "probes": mine, "params": {"probe": probe, "verdicts": verdicts},
+                              "shim": _through_shim(summary, mine)})
+            continue
+        params = {"batch": batch, "limit_tokens": legacy_tokens.get("over_long_input") if key == "truncate" else None}
+        items.append({"rule": key, "probes": hits, "params": params, "shim": _through_shim(summary, hits)})
+    return items

@@ -1,0 +1,108 @@
+"""The report's words: one TOML catalogue per language (``report/catalogue/<lang>.toml``), one skeleton template.
+
+Decision (issue 15): the catalogues are TOML files rather than gettext ``.po`` files. A ``.po`` message is a plain
+string with placeholders; many of the report's sentences carry a conditional clause or a loop inside them, and the
+languages put those clauses in different places. So a catalogue message under ``[prose.*]`` is a small Jinja
+fragment: the skeleton ``templates/report.md.j2`` names it with ``{% say "section.key" %}`` and the message is
+spliced in when the language's template is compiled (:class:`SayExtension`, Jinja's ``preprocess`` hook). A
+message therefore sees exactly the variables of its place in the skeleton, loop variables included, and each
+language orders its words freely. Words used inside tables and lists (``[terms]``) and reason codes (``[reasons]``)
+are ``str.format`` strings with named placeholders. TOML literal strings keep every byte (spaces, newlines), and
+Python reads TOML with the standard library (``tomllib``).
+
+Every catalogue has the same keys (tests/test_report.py); a missing key is an error naming it, never an English
+fallback, so no English sentence reaches a ko/ja/zh report.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import jinja2
+from jinja2.ext import Extension
+
+from embedswap.report.errors import ReportError
+
+# the report's languages, in the order a new experiment lists them
+LANGUAGES = ("ko", "en", "ja", "zh")
+SAY = re.compile(r'\{%-?\s*say\s+"([a-z0-9_.]+)"\s*-?%\}')
+
+
+class CatalogueError(ReportError):
+    """A language or a message the catalogues do not have. The message names both."""
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """One language's words: labels, table terms, template prose and reason texts."""
+
+    lang: str
+    labels: dict[str, str]
+    terms: dict[str, Any]
+    prose: dict[str, dict[str, str]]
+    reasons: dict[str, str]
+
+    def label(self, measured: bool | None) -> str:
+        """실측 / 미실측 / 미확인: True measured, False not measured, None unconfirmed (ran, no value)."""
+        return self.labels["unconfirmed" if measured is None else "measured" if measured else "not_measured"]
+
+    def message(self, key: str) -> str:
+        """The prose message ``section.key`` of this language."""
+        section, _, name = key.partition(".")
+        try:
+            return self.prose[section][name]
+        except KeyError:
+            raise CatalogueError(f"report catalogue '{self.lang}' has no message '{key}' "
+                                 f"(lib/embedswap/report/catalogue/{self.lang}.toml, [prose.{section}])") from None
+
+    def reason(self, code: str, params: dict[str, Any] | None = None) -> str:
+        """The sentence of a reason code, with its parameters filled in."""
+        try:
+            text = self.reasons[code]
+        except KeyError:
+            raise CatalogueError(f"report catalogue '{self.lang}' has no reason '{code}' "
+                                 f"(lib/embedswap/report/catalogue/{self.lang}.toml, [reasons])") from None
+        return text.format(**(params or {}))
+
+
+@functools.cache
+def catalogue(lang: str) -> Catalogue:
+    """The catalogue of one language (read once per process)."""
+    if lang not in LANGUAGES:
+        raise CatalogueError(f"unknown report language '{lang}' (known: {', '.join(LANGUAGES)})")
+    text = resources.files("embedswap.report").joinpath(f"catalogue/{lang}.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    return Catalogue(lang=lang, labels=data["labels"], terms=data["terms"], prose=data.get("prose", {}),
+                     reasons=data.get("reasons", {}))
+
+
+class SayExtension(Extension):
+    """Replaces each ``{% say "section.key" %}`` of a template by the message of the environment's language."""
+
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+        words = catalogue(self.environment.report_language)  # type: ignore[attr-defined]
+        return SAY.sub(lambda m: words.message(m.group(1)), source)
+
+
+def message_keys(template_source: str) -> list[str]:
+    """The message keys a skeleton names, in order (tests check every catalogue has exactly these)."""
+    return list(dict.fromkeys(SAY.findall(template_source)))
+
+
+def environment(lang: str, filters: dict[str, Any]) -> jinja2.Environment:
+    """The Jinja environment of one report language: the skeleton with that language's prose spliced in."""
+    catalogue(lang)  # an unknown language fails here, before any template is read
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("embedswap", "templates"),
+        autoescape=lambda name: bool(name and name.endswith(".html.j2")),
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, undefined=jinja2.StrictUndefined,
+        extensions=[SayExtension],
+    )
+    env.report_language = lang  # type: ignore[attr-defined]
+    env.filters.update(filters)
+    return env

@@ -1,0 +1,190 @@
+"""Files of a report: report.<lang>.md/.html, figures/*.png, report.json, and the index of all reports."""
+
+from __future__ import annotations
+
+import io
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from embedswap.analysis.common import is_measured
+from embedswap.analysis.latency_ratios import latency_state
+from embedswap.captures import atomic_write_bytes, json_bytes, open_attempt
+from embedswap.config import ConfigError, ReportConfig, load_experiment
+from embedswap.paths import report_dir
+from embedswap.report import figures as figures_mod
+from embedswap.report.errors import ReportError
+from embedswap.report.format import code, esc, fmt, label, md_table
+from embedswap.report.html import markdown_to_html, page_title
+from embedswap.report.markdown import load_article, render_markdown
+from embedswap.summary.upgrade import load_summary
+
+REPORT_JSON = "report.json"
+
+
+def _png(fig: Any) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def draw_figures(summary: dict[str, Any]) -> dict[str, bytes]:
+    """PNG bytes of every figure that has data (a figure whose data was not measured is left out)."""
+    out = {}
+    for name, function in figures_mod.FIGURES.items():
+        fig = function(summary)
+        if fig is not None:
+            out[name] = _png(fig)
+    return out
+
+
+def write_file(path: Path, data: bytes | str) -> Path:
+    """Write atomically, readable by all (a report is for reading; the atomic writer's temp file is private)."""
+    atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data, overwrite=True)
+    path.chmod(0o644)
+    return path
+
+
+def headline(summary: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the index and the console show, copied from the summary (nothing computed)."""
+    roles = summary.get("roles") or {}
+    candidate = roles.get("candidate")
+    vectors = summary.get("vectors") or {}
+    comparison = (vectors.get("comparisons") or {}).get(candidate) or {}
+    lat = ((summary.get("latency") or {}).get("by_target") or {}).get(candidate) or {}
+    seq = (lat.get("sequential") or {}) if is_measured(lat) else {}
+    conc = (lat.get("concurrent") or {}) if is_measured(lat) else {}
+    parity = summary.get("parity") or {}
+    return {
+        "candidate": candidate,
+        "legacy": roles.get("legacy"),
+        "cosine_min": (comparison.get("cosine") or {}).get("min") if is_measured(comparison) else None,
+        "cosine_measured": is_measured(comparison),
+        "candidate_seq_p50_ms": seq.get("p50_ms"),
+        "candidate_conc_docs_per_s": conc.get("docs_per_s"),
+        "concurrency": conc.get("concurrency"),
+        "latency_state": latency_state(lat),
+        "parity_pass": parity.get("pass") if is_measured(parity) else None,
+    }
+
+
+def _report_languages(experiment_dir: Path) -> tuple[list[str], str | None]:
+    try:
+        config = load_experiment(experiment_dir).report
+    except ConfigError:
+        config = ReportConfig()  # an old experiment.yaml that no longer validates still gets its report
+    return list(config.languages), config.title
+
+
+def _write_figures(summary: dict[str, Any], figure_dir: Path, written: dict[str, Path]) -> dict[str, bytes]:
+    images = draw_figures(summary)
+    for name in figures_mod.FIGURES:
+        path = figure_dir / f"{name}.png"
+        if name in images:
+            written[f"figures/{name}.png"] = write_file(path, images[name])
+        elif path.exists():
+            path.unlink()  # a figure of an earlier render whose data is no longer measured
+    return images
+
+
+def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
+    """Render the report of one attempt (default: the newest) from its summary.json.
+
+    Writes into ``embedswap.paths.report_dir(experiment_dir)``: report.<lang>.md / .html for each language of
+    experiment.yaml's ``report.languages``, report.md / report.html (copies of the first language), figures/*.png
+    and report.json (headline numbers + the summary's path). Reads no capture; when the report folder sits in a
+    ``reports/`` folder, the index there is refreshed too. Returns every written file by its name in the folder.
+    """
+    experiment_dir = Path(experiment_dir).resolve()
+    chosen = open_attempt(experiment_dir, attempt)
+    if not chosen.summary_path.exists():
+        raise ReportError(f"{chosen.summary_path} does not exist: attempt {chosen.name} has no summary yet. Run a "
+                          "step of the experiment (any step ends by writing summary.json), then render again.")
+    summary = load_summary(chosen.summary_path)
+    manifest_path = chosen.path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
+    languages, title = _report_languages(experiment_dir)
+    out = report_dir(experiment_dir)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    images = _write_figures(summary, out / "figures", written)
+    drawn = {name: name in images for name in figures_mod.FIGURES}
+    article = load_article()
+    fallback = f"embedswap report {(summary.get('experiment') or {}).get('folder', '')}"
+    for lang in languages:
+        text = render_markdown(summary, lang, drawn, manifest, chosen.path, title, article)
+        written[f"report.{lang}.md"] = write_file(out / f"report.{lang}.md", text)
+        html = markdown_to_html(text, lang, page_title(text, fallback), images, languages,
+                                footer=f"embedswap · summary {summary.get('generated', '')} · {chosen.name}")
+        written[f"report.{lang}.html"] = write_file(out / f"report.{lang}.html", html)
+    for suffix in ("md", "html"):
+        target = out / f"report.{suffix}"
+        write_file(target, (out / f"report.{languages[0]}.{suffix}").read_bytes())
+        written[f"report.{suffix}"] = target
+    try:
+        summary_ref = str(chosen.summary_path.relative_to(out.parent.parent))
+    except ValueError:
+        summary_ref = str(chosen.summary_path)
+    report_json = {
+        "experiment": summary.get("experiment") or {},
+        "model": {k: (summary.get("model") or {}).get(k) for k in ("spec", "served_name", "fingerprint", "revision")},
+        "summary_path": summary_ref, "summary_generated": summary.get("generated"),
+        "rendered": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "languages": languages, "headline": headline(summary),
+    }
+    written[REPORT_JSON] = write_file(out / REPORT_JSON, json_bytes(report_json))
+    if out.parent.name == "reports":
+        written.update({f"../{k}": v for k, v in render_index(out.parent).items()})
+    return written
+
+
+def _index_cell(value: Any, kind: str, state: bool | None) -> str:
+    if value is not None:
+        return fmt(value, kind)
+    return f"{label(state, 'en')} ({label(state, 'ko')})"
+
+
+def _index_row(folder: str, data: dict[str, Any]) -> list[str]:
+    h = data.get("headline") or {}
+    exp = data.get("experiment") or {}
+    links = " · ".join(f"[{lang}]({folder}/report.{lang}.html)" for lang in data.get("languages") or [])
+    gate = h.get("parity_pass")
+    latency_missing = False if h.get("latency_state") is False else None
+    return [
+        esc(exp.get("date")), f"{code(folder)} {links}", esc((data.get("model") or {}).get("spec")),
+        f"{code(h.get('candidate'))} vs {code(h.get('legacy'))}",
+        _index_cell(h.get("cosine_min"), "cos", False),
+        _index_cell(h.get("candidate_seq_p50_ms"), "ms", latency_missing),
+        _index_cell(h.get("candidate_conc_docs_per_s"), "rate", latency_missing)
+        + (f" (c{fmt(h.get('concurrency'), 'raw')})" if h.get("candidate_conc_docs_per_s") is not None else ""),
+        _index_cell(None if gate is None else ("pass" if gate else "fail"), "raw", False),
+        f"{code(exp.get('attempt'))}",
+    ]
+
+
+def render_index(reports_root: Path) -> dict[str, Path]:
+    """reports/index.md and index.html: every report folder (one with report.json) with its headline figures."""
+    reports_root = Path(reports_root).resolve()
+    reports_root.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for path in sorted(reports_root.glob(f"*/{REPORT_JSON}")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        entries.append((path.parent.name, data))
+    entries.sort(key=lambda e: (str((e[1].get("experiment") or {}).get("date", "")), e[0]), reverse=True)
+    rows = [_index_row(folder, data) for folder, data in entries]
+    header = ["Date", "Report", "Model", "Candidate vs legacy", "Cosine min (candidate vs legacy)",
+              "Candidate seq p50 (ms)", "Candidate concurrent docs/s", "Parity gate", "Attempt"]
+    lines = ["# embedswap reports", "",
+             "Every experiment report in this folder, newest first. Figures are copied from each attempt's "
+             "summary.json (report.json in the report folder); a value the run did not produce is labelled "
+             "*not measured (미실측)* or *unconfirmed (미확인)*.", ""]
+    lines.append(md_table(header, rows, ["l", "l", "l", "l", "r", "r", "r", "c", "l"]) if rows
+                 else "No report yet: render one with `embedswap.report.render_report(experiment_dir)`.")
+    text = "\n".join(lines) + "\n"
+    out = {"index.md": write_file(reports_root / "index.md", text)}
+    out["index.html"] = write_file(reports_root / "index.html", markdown_to_html(text, "en", "embedswap reports"))
+    return out

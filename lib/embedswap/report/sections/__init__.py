@@ -1,0 +1,39 @@
+"""One module per report section; :func:`build_context` runs them in the order their references are numbered."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from embedswap.report.format import code, esc
+from embedswap.report.sections import (article, contract, gaps, instruction, latency, parity, ranking, shim,
+                                       status, vectors)
+from embedswap.report.sections.context import ReportContext
+
+
+def build_context(summary: dict[str, Any], lang: str, figures: dict[str, bool], article_data: dict[str, Any],
+                  manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None) -> dict[str, Any]:
+    """The template values of one report language. ``summary`` is an upgraded (current-schema) summary."""
+    ctx = ReportContext(summary, lang, figures, article_data, manifest, attempt_dir, title)
+    # the order matters: a capture file gets its reference number where it is first cited
+    parts: dict[str, Any] = {"status": status.status(ctx), "setup": status.setup(ctx), "vectors": vectors.vectors(ctx),
+                             "ranking": ranking.ranking(ctx), "contract": contract.contract(ctx),
+                             "instruction": instruction.instruction(ctx), "shim": shim.shim(ctx),
+                             "latency": latency.latency(ctx), "parity": parity.parity(ctx),
+                             "article": article.article(ctx)}
+    parts["gaps"] = gaps.gaps(ctx, parts["status"], parts["latency"], parts["contract"], parts["parity"],
+                              parts["ranking"], parts["shim"])
+    ctx.ref("summary.json", always=True)
+    words = ctx.words
+    return {
+        "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
+                            "unconfirmed": ctx.label(None), "not_meaningful": ctx.terms["not_meaningful"]},
+        "title": title,
+        "experiment": {**dict.fromkeys(("name", "date", "description", "folder", "attempt"), ""),
+                       **(summary.get("experiment") or {})},
+        "generated": summary.get("generated"),
+        "legacy": ctx.legacy, "candidate": ctx.candidate, "candidates": ctx.candidates, "names": ctx.names,
+        **parts,
+        "references": ctx.refs, "figures": figures, "code": code, "esc": esc,
+        "thresholds": parts["parity"]["thresholds"], "words": words,
+    }

@@ -1,0 +1,140 @@
+"""The article's published figures beside this run's (vectors, contract, latency)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.common import is_measured
+from embedswap.analysis.latency_ratios import latency_state
+from embedswap.report.format import MISSING, code, esc, fence, fmt, md_table
+from embedswap.report.sections.context import ReportContext
+
+
+def _vectors_table(ctx: ReportContext) -> str:
+    """The article's vector figures beside this run's legacy server and primary candidate."""
+    a = ctx.article
+    t = ctx.terms
+    vectors = ctx.summary.get("vectors") or {}
+    by_target = vectors.get("by_target") or {}
+    cand = ctx.candidate
+    comparison = (vectors.get("comparisons") or {}).get(cand) or {}
+
+    def mine(name: str, key: str, kind: str) -> str:
+        info = by_target.get(name) or {}
+        if not is_measured(info):
+            return ctx.label(False)
+        value = (info.get("norm") or {}).get("first") if key == "first_l2" else info.get(key)
+        return fmt(value, kind)
+
+    av = a.get("vectors") or {}
+    cos_run = comparison.get("cosine") or {} if is_measured(comparison) else None
+    vec_rows = [
+        [t["dimension"], fmt(av["legacy"]["dimension"], "int"), fmt(av["candidate"]["dimension"], "int"),
+         mine(ctx.legacy, "dimension", "int"), mine(cand, "dimension", "int")],
+        [t["first_l2"], fmt(av["legacy"]["first_l2"], "norm"), fmt(av["candidate"]["first_l2"], "norm"),
+         mine(ctx.legacy, "first_l2", "norm"), mine(cand, "first_l2", "norm")],
+        [t["token_total"].format(n=f"{fmt(a['workload']['documents'], 'int')} / "
+                                   f"{fmt((ctx.summary.get('workload') or {}).get('documents'), 'int')}"),
+         fmt(av["legacy"]["token_total"], "int"), fmt(av["candidate"]["token_total"], "int"),
+         mine(ctx.legacy, "token_total", "int"), mine(cand, "token_total", "int")],
+        [t["cosine_mmm"], MISSING, " · ".join(fmt(av["cosine"][k], "cos4") for k in ("min", "median", "max")),
+         MISSING, " · ".join(fmt(cos_run.get(k), "cos4") for k in ("min", "median", "max"))
+         if cos_run is not None else ctx.label(False)],
+    ]
+    side_header = [t["item"], t["article_legacy"], t["article_candidate"],
+                   t["run_side"].format(name=code(ctx.legacy)), t["run_side"].format(name=code(cand))]
+    return md_table(side_header, vec_rows)
+
+
+def _contract_table(ctx: ReportContext) -> str:
+    """The article's four contract findings beside this run's answers to the same probes."""
+    t = ctx.terms
+    cand = ctx.candidate
+    contract = ctx.summary.get("contract") if isinstance(ctx.summary.get("contract"), list) else []
+    by_probe = {r.get("probe"): r for r in contract}
+    contract_rows = []
+    for entry in ctx.article.get("contract") or []:
+        run = by_probe.get(entry["probe"]) or {}
+        sides = run.get("by_target") or {}
+        contract_rows.append([
+            f"{esc(entry['request'])} ({code(entry['probe'])})", esc(entry["legacy"][ctx.lang]),
+            esc(entry["candidate"][ctx.lang]),
+            ctx.side_cell(sides.get(ctx.legacy)) if run else ctx.label(False),
+            ctx.side_cell(sides.get(cand)) if run else ctx.label(False),
+            ctx.verdict_cell((run.get("verdicts") or {}).get(cand)) if run else ctx.label(False),
+        ])
+    return md_table([t["request"], t["article_legacy"], t["article_candidate"],
+                               t["run_side"].format(name=code(ctx.legacy)), t["run_side"].format(name=code(cand)),
+                               f"{t['verdict']} ({t['run_side'].format(name=code(cand))})"],
+                    contract_rows, ["l"] * 6)
+
+
+def _latency_table(ctx: ReportContext, ac: str, c: str) -> str:
+    """The article's latency figures, then this run's legacy server and primary candidate."""
+    t = ctx.terms
+    cand = ctx.candidate
+    al = ctx.article.get("latency") or {}
+    header = [t["target"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=f"{ac}/{c}" if ac != c else c),
+              t["conc_p99"].format(c=f"{ac}/{c}" if ac != c else c),
+              t["conc_rate"].format(c=f"{ac}/{c}" if ac != c else c), t["per_repeat"], t["errors"]]
+    lat_rows = []
+    for key, name in (("legacy", t["article_legacy"]), ("candidate", t["article_candidate"])):
+        v = al.get(key) or {}
+        lat_rows.append([name, fmt(v.get("seq_p50_ms"), "ms"), fmt(v.get("seq_p99_ms"), "ms"),
+                         fmt(v.get("conc_p50_ms"), "ms"), fmt(v.get("conc_p99_ms"), "ms"),
+                         fmt(v.get("conc_docs_per_s"), "rate"), fmt(v.get("docs_per_s_per_repeat"), "rate"),
+                         fmt(v.get("errors"), "int")])
+    by_target_lat = ctx.latency_by_target()
+    for name in (ctx.legacy, cand):
+        info = by_target_lat.get(name) or {}
+        label_name = t["run_side"].format(name=code(name))
+        if latency_state(info) is False:
+            lat_rows.append([label_name] + [ctx.label(False)] * 7)
+            continue
+        seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
+        failed, total = ctx.errors(info)
+        lat_rows.append([label_name, fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
+                         fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"),
+                         fmt(conc.get("docs_per_s"), "rate"),
+                         fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
+                         f"{fmt(failed, 'int')} / {fmt(total, 'int')}"])
+    return md_table(header, lat_rows, ["l"] + ["r"] * 7)
+
+
+def article(ctx: ReportContext) -> dict[str, Any] | None:
+    """The article's published figures (data/article_000.json) beside this run's, or None without them."""
+    a = ctx.article
+    if not a:
+        return None
+    env = a.get("environment") or {}
+    av = a.get("vectors") or {}
+    al = a.get("latency") or {}
+    ac = fmt(al.get("concurrency"), "raw")
+    c = fmt(ctx.concurrency(), "raw")
+    q = a.get("query_instruction") or {}
+    return {
+        "date": env.get("date"), "hardware": (env.get("hardware") or {}).get(ctx.lang), "model": env.get("model"),
+        "dynamo": env.get("dynamo"), "vllm": env.get("vllm"), "kubernetes": env.get("kubernetes"),
+        "image": env.get("image"), "legacy": (env.get("legacy") or {}).get(ctx.lang),
+        "candidate_desc": (env.get("candidate") or {}).get(ctx.lang),
+        "gpu_memory": {k: fmt(v, "raw") for k, v in (env.get("gpu_memory_gb") or {}).items()},
+        "command": fence(env.get("command", ""), "bash"),
+        "workload": {k: fmt(v, "raw") for k, v in (a.get("workload") or {}).items() if not isinstance(v, list)},
+        "vectors_table": _vectors_table(ctx), "contract_table": _contract_table(ctx),
+        "latency_table": _latency_table(ctx, ac, c),
+        "vectors_note": esc((av.get("note") or {}).get(ctx.lang) if isinstance(av.get("note"), dict)
+                            else av.get("note")),
+        "query_cos_ignored": fmt(q.get("cosine_with_instruction_ignored"), "raw"),
+        "query_cos_plain": fmt(q.get("cosine_without_instruction"), "raw"),
+        "ratios": {k: fmt(v, "raw") for k, v in (al.get("published_ratios") or {}).items()},
+        "concurrency_differs": ac != c, "article_concurrency": ac, "concurrency": c,
+        "model_differs": (ctx.summary.get("model") or {}).get("spec") != env.get("model"),
+        "memory": {role: gib_or_label(ctx, name) for role, name in (("legacy", ctx.legacy), ("candidate", ctx.candidate))},
+        "source": esc(a.get("source")),
+    }
+
+
+def gib_or_label(ctx: ReportContext, name: str) -> str:
+    """A server's peak memory in GiB, or 'not measured'."""
+    value, _ = ctx.peak(name)
+    return f"{fmt(value / 2**30, 'gib')} GiB" if value else ctx.label(False)

@@ -1,0 +1,188 @@
+"""What every report section needs: the summary, the language's words, and the cells shared between tables.
+
+A section module (``report/sections/<name>.py``) is one function ``build(ctx) -> dict`` that turns its part of
+the typed summary into template values; it formats, it does not decide (decisions are in the summary's
+``decisions``, computed by :mod:`embedswap.analysis`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from embedswap.analysis.common import is_measured, roles, shim_rows, shimmed
+from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
+from embedswap.report.catalogue import catalogue
+from embedswap.report.format import MISSING, code, esc, fmt, label, mib
+
+
+def target_names(summary: dict[str, Any]) -> list[str]:
+    """Legacy first, then the candidates, then any other target of the summary."""
+    legacy, candidates = roles(summary)
+    names = [n for n in [legacy, *candidates] if n]
+    names += [extra for extra in (summary.get("targets") or {}) if extra not in names]
+    return names
+
+
+class ReportContext:
+    """One language's view of one summary, plus the numbered references the sections collect."""
+
+    def __init__(self, summary: dict[str, Any], lang: str, figures: dict[str, bool], article: dict[str, Any],
+                 manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None):
+        self.summary = summary
+        self.lang = lang
+        self.words = catalogue(lang)
+        self.terms = self.words.terms
+        self.figures = figures
+        self.article = article
+        self.manifest = (manifest or {}).get("files") or {}
+        self.attempt_dir = attempt_dir
+        self.title = title
+        self.legacy, self.candidates = roles(summary)
+        self.candidate = (summary.get("roles") or {}).get("candidate")
+        self.names = target_names(summary)
+        self.decisions = summary.get("decisions") or {}
+        self.refs: list[dict[str, str]] = []
+
+    def label(self, state: bool | None) -> str:
+        return label(state, self.lang)
+
+    def why(self, entry: dict[str, Any] | None, default: str = "") -> str:
+        """The reason a part was not measured, in this language (escaped): its reason code through the
+        catalogue; a free text (a server's or an exception's message) as recorded."""
+        entry = entry or {}
+        reason = entry.get("reason")
+        if isinstance(reason, dict) and reason.get("code"):
+            return esc(self.words.reason(reason["code"], reason.get("params")))
+        return esc(entry.get("why") or default)
+
+    # a target that failed to start: 'not measured' with the first line of its error, wherever it has a cell
+    def failure(self, name: str) -> str | None:
+        """The first line of a target's error (escaped, shortened), or None when it did not fail."""
+        info = (self.summary.get("targets") or {}).get(name) or {}
+        error = str(info.get("error") or "").strip()
+        if not error:
+            return None
+        first = error.splitlines()[0].strip()
+        return esc(first if len(first) <= 160 else first[:159] + "…")
+
+    def not_measured_cell(self, name: str) -> str:
+        """'not measured' for one target, with the first line of its error when it failed to start."""
+        error = self.failure(name)
+        return f"{self.label(False)}: {error}" if error else self.label(False)
+
+    def column(self, name: str) -> str:
+        """A table column header for one target: its name, with 'not measured: <error>' when it failed to start."""
+        error = self.failure(name)
+        return f"{code(name)} ({self.label(False)}: {error})" if error else code(name)
+
+    def role_of(self, name: str) -> str:
+        return self.terms["legacy_role"] if name == self.legacy else self.terms["candidate_role"]
+
+    # references: numbered capture files, relative to the attempt folder
+    def ref(self, relative: str, always: bool = False) -> str | None:
+        """The reference number of a capture file (added on first use); None if it is not in this attempt."""
+        relative = relative.strip()
+        path_part = relative.split(" ")[0]
+        known = path_part in self.manifest or (self.attempt_dir is not None and (self.attempt_dir / path_part).exists())
+        if not (known or always):
+            return None
+        for i, entry in enumerate(self.refs, start=1):
+            if entry["path"] == relative:
+                return f"[{i}]"
+        sha = (self.manifest.get(path_part) or {}).get("sha256")
+        self.refs.append({"path": relative, "sha256": sha[:12] if sha else ""})
+        return f"[{len(self.refs)}]"
+
+    def refs_for(self, paths: Iterable[str], always: Iterable[str] = ()) -> str:
+        marks = [self.ref(p, always=True) for p in always if p] + [self.ref(p) for p in paths]
+        return ", ".join(dict.fromkeys(m for m in marks if m)) or MISSING
+
+    # cells of the contract and shim tables
+    def side_cell(self, side: dict[str, Any] | None) -> str:
+        """One server's answer to a probe: status, and for a 200 its dimension, token count and encoding."""
+        if not side or not side.get("measured"):
+            return self.label(False)
+        status = side.get("status")
+        if status == 0:
+            return f"0 ({self.terms['no_answer']})"
+        if status != 200:
+            return fmt(status, "raw") if isinstance(status, int) else esc(status)
+        parts = ["200"]
+        gap = self.words.labels["unit_gap"]  # 384차원 / 384 dims
+        if side.get("dim") is not None:
+            parts.append(f"{fmt(side['dim'], 'int')}{gap}{self.terms['dims_unit']}")
+        if side.get("prompt_tokens") is not None:
+            parts.append(f"{fmt(side['prompt_tokens'], 'int')}{gap}{self.terms['tokens_unit']}")
+        if side.get("encoding") and side.get("encoding") != "float":
+            parts.append(esc(side["encoding"]))
+        return ", ".join(parts)
+
+    def verdict_cell(self, verdict: dict[str, Any] | None) -> str:
+        v = (verdict or {}).get("verdict")
+        if not v:
+            return self.label(False)
+        cos = (verdict or {}).get("cosine")
+        return f"{v} (cos {fmt(cos, 'cos4')})" if cos is not None and v != "same" else v
+
+    def legacy_side(self, status: int | None) -> str | None:
+        """The note for a difference that only the legacy server's failure causes (it goes away with the swap)."""
+        return None if status is None else self.terms["legacy_side"].format(status=fmt(status, "raw"))
+
+    def shim_rows(self) -> list[dict[str, Any]]:
+        return shim_rows(self.summary)
+
+    def shimmed(self) -> list[str]:
+        return shimmed(self.summary)
+
+    # latency readers shared by the latency, sweep, ablation, setup and article sections
+    def latency_by_target(self) -> dict[str, Any]:
+        return (self.summary.get("latency") or {}).get("by_target") or {}
+
+    def ablation_variants(self) -> dict[str, Any]:
+        """The ablation's variants of the legacy server (its own row left out), by name."""
+        ablation = self.summary.get("ablation")
+        rows = (ablation.get("by_target") or {}) if isinstance(ablation, dict) else {}
+        return {n: r for n, r in rows.items() if n != self.legacy and isinstance(r, dict)}
+
+    def concurrency(self) -> Any:
+        for info in self.latency_by_target().values():
+            if is_measured(info) and isinstance(info.get("concurrent"), dict):
+                return info["concurrent"].get("concurrency")
+        return ((self.summary.get("latency") or {}).get("config") or {}).get("concurrency")
+
+    @staticmethod
+    def errors(info: dict[str, Any], sweep: bool = False) -> tuple[int, int]:
+        """(failed, sent) over the article's two points, or over the sweep's points."""
+        failed = total = 0
+        for _, _, point in (sweep_points_of(info) if sweep else fixed_points_of(info)):
+            failed += point.get("errors") or 0
+            total += (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+        return failed, total
+
+    def peak(self, name: str) -> tuple[int | None, str | None]:
+        """(peak RSS bytes, why not) of one server during its latency runs."""
+        info = self.latency_by_target().get(name) or self.ablation_variants().get(name) or {}
+        if not is_measured(info):
+            return None, None
+        value = info.get("rss_peak_bytes")
+        if value:
+            return int(value), None
+        kind = (((self.summary.get("targets") or {}).get(name) or {}).get("config") or {}).get("kind")
+        if "rss_peak_bytes" not in info:
+            return None, self.terms["no_section"]
+        return None, self.terms["rss_unreadable_external" if kind == "external" else "rss_unreadable"]
+
+    def peak_cell(self, name: str) -> str:
+        value, _ = self.peak(name)
+        return mib(value) if value else self.label(False)
+
+    def point_row(self, name: str, info: dict[str, Any], label_cell: str) -> list[str]:
+        """One latency table row: seq p50/p99, concurrent p50/p99/docs/s, per-repeat spread, errors."""
+        seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
+        failed, total = self.errors(info)
+        return [code(name), label_cell, fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
+                fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"), fmt(conc.get("docs_per_s"), "rate"),
+                fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
+                f"{fmt(failed, 'int')} / {fmt(total, 'int')}"]

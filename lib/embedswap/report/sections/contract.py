@@ -1,0 +1,127 @@
+"""API contract: each probe's answers and verdicts, the verdict legend, and the client changes (formatted from the
+summary's ``decisions.client_changes``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.common import failed_status
+from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
+from embedswap.report.sections.context import ReportContext
+
+VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference"]
+
+
+def contract_states(summary: dict[str, Any]) -> tuple[bool | None, bool | None]:
+    """(server answers, verdicts): whether the probes' answers and the legacy-vs-candidate verdicts exist."""
+    contract = summary.get("contract")
+    if not isinstance(contract, list):
+        return False, False
+    answers = any(side.get("measured") for row in contract for side in (row.get("by_target") or {}).values())
+    verdicts = [v.get("verdict") for row in contract for v in (row.get("verdicts") or {}).values()]
+    if all(v is not None for v in verdicts) and verdicts:
+        vstate: bool | None = True
+    elif any(v is not None for v in verdicts):
+        vstate = None  # some candidates compared, some not: partly
+    else:
+        vstate = False
+    return answers, vstate
+
+
+def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
+    """The summary's client changes in this language: ``{key, text, probes, shim, shim_done}``."""
+    terms = ctx.terms["changes"]
+    items = []
+    for change in ctx.decisions.get("client_changes") or []:
+        key, params = change["rule"], change.get("params") or {}
+        if key == "review":
+            text = terms[key].format(probe=params.get("probe"), verdict=", ".join(params.get("verdicts") or []))
+        else:
+            limit = ""
+            if key == "truncate" and params.get("limit_tokens"):
+                limit = terms["truncate_limit"].format(n=fmt(params["limit_tokens"], "int"))
+            text = terms[key].format(limit=limit, batch=params.get("batch"))
+        shim = change.get("shim") or {}
+        if not shim.get("probed"):
+            shim_text = None
+        elif shim.get("left"):
+            left = []
+            for entry in shim["left"]:
+                note = ctx.legacy_side(entry.get("legacy_status"))
+                left.append(f"{code(entry['probe'])} → {code(entry['candidate'])}: {entry['verdict']}"
+                            + (f" ({note})" if note else ""))
+            shim_text = ctx.terms["shim_left"].format(items="; ".join(left))
+        else:
+            shim_text = ctx.terms["shim_done"]
+        items.append({"key": key, "text": text, "shim": shim_text, "shim_done": bool(shim.get("done")),
+                      "probes": [(p["probe"], p["candidate"], p["verdict"]) for p in change["probes"]]})
+    return items
+
+
+def _table(ctx: ReportContext, contract: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The probe table (one row per probe, answer and verdict per candidate) and the differing answers."""
+    t = ctx.terms
+    header = [t["probe"], ctx.column(ctx.legacy)]
+    for name in ctx.candidates:
+        header += [ctx.column(name), f"{t['verdict']} ({code(name)})"]
+    rows, details = [], []
+    for row in contract:
+        probe_cell = code(row.get("probe"))
+        legacy_cell = ctx.side_cell((row.get("by_target") or {}).get(ctx.legacy))
+        if row.get("path") and row["path"] != "/v1/embeddings":
+            probe_cell += f" ({code('POST ' + row['path'])})"
+        if row.get("compare_to"):  # the legacy server lacks the route: its answer to another request is used
+            reference = t["compared_with"].format(probe=code(row["compare_to"]))
+            legacy_cell += f"; {reference}: {ctx.side_cell(row.get('legacy'))}"
+        cells = [probe_cell, legacy_cell]
+        for name in ctx.candidates:
+            verdict = (row.get("verdicts") or {}).get(name)
+            cells += [ctx.side_cell((row.get("by_target") or {}).get(name)), ctx.verdict_cell(verdict)]
+            v = (verdict or {}).get("verdict")
+            if v and v != "same":
+                details.append({"probe": row.get("probe"), "description": esc(row.get("description")),
+                                "candidate": name, "verdict": v, "detail": esc((verdict or {}).get("detail"))})
+        rows.append(cells)
+    return md_table(header, rows, ["l"] * len(header)), details
+
+
+def _counts(ctx: ReportContext, contract: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    counts = []
+    for name in ctx.candidates:
+        found = [((r.get("verdicts") or {}).get(name) or {}).get("verdict") for r in contract]
+        counted = [(v, sum(1 for f in found if f == v)) for v in VERDICT_ORDER]
+        counts.append({"name": name, "total": len(found), "compared": sum(1 for f in found if f),
+                       "differ": sum(1 for f in found if f and f != "same"),
+                       "by_verdict": [{"verdict": v, "n": n} for v, n in counted if n],
+                       "probes": {v: [r.get("probe") for r, f in zip(contract, found) if f == v
+                                      # a retry loop is the candidate's doing only when it answered 5xx / nothing
+                                      and (v != "retry-hazard" or failed_status(r, name))]
+                                  for v in VERDICT_ORDER}})
+    return counts
+
+
+def contract(ctx: ReportContext) -> dict[str, Any]:
+    """The contract section: the table, the differences, the verdict counts and the client changes."""
+    contract = ctx.summary.get("contract")
+    t = ctx.terms
+    answers, verdicts = contract_states(ctx.summary)
+    legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER]
+    if not isinstance(contract, list):
+        return {"state": False, "label": ctx.label(False), "why": ctx.why(contract), "legend": legend,
+                "table": None, "details": [], "changes": [], "changes_done": "0", "changes_probed": False,
+                "counts": [], "answers_label": ctx.label(False),
+                "verdicts_label": ctx.label(False), "sources": MISSING}
+    table, details = _table(ctx, contract)
+    not_compared = [r.get("probe") for r in contract
+                    if any(not (v or {}).get("verdict") for v in (r.get("verdicts") or {}).values())]
+    changes = change_items(ctx)
+    return {
+        "state": verdicts, "label": combined_label([answers, verdicts], ctx.lang),
+        "answers_label": ctx.label(answers), "verdicts_label": ctx.label(verdicts),
+        "why": None, "table": table, "legend": legend,
+        "details": details, "changes": changes, "counts": _counts(ctx, contract),
+        "changes_done": fmt(sum(1 for c in changes if c["shim_done"]), "int"),
+        "changes_probed": any(c["shim"] is not None for c in changes),
+        "not_compared": not_compared,
+        "sources": ctx.refs_for([f"captures/{n}/probes.jsonl" for n in ctx.names]),
+    }

@@ -1,0 +1,123 @@
+"""Latency and throughput at the article's two operating points, the ratios to legacy, peak memory, and the lock
+reading of the concurrent gap (ratios and shares from the summary's ``decisions.latency``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.common import is_measured
+from embedswap.analysis.latency_points import latency_points_of
+from embedswap.analysis.latency_ratios import latency_state, point_state
+from embedswap.report.format import MISSING, code, combined_label, fmt, md_table, mib, esc
+from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.sweep import ablation, sweep
+
+
+def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[dict[str, str]]]:
+    """The latency table, why a server has no row of numbers, and the points where every request failed."""
+    t = ctx.terms
+    header = [t["target"], t["label"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=c),
+              t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["per_repeat"], t["errors"]]
+    rows, why, unconfirmed = [], [], []
+    for name in ctx.names:
+        info = ctx.latency_by_target().get(name) or {}
+        state = latency_state(info)
+        if state is False:
+            rows.append([code(name), ctx.not_measured_cell(name)] + [ctx.label(False)] * 7)
+            why.append({"name": name, "why": ctx.why(info)})
+            continue
+        rows.append(ctx.point_row(name, info, ctx.label(state)))
+        for _, point_name, point in latency_points_of(info):
+            if point_state(point) is None:
+                n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+                unconfirmed.append({"name": name, "point": point_name, "errors": fmt(point.get("errors"), "int"),
+                                    "requests": fmt(n, "int"), "text": t["all_failed"].format(n=fmt(n, "int"))})
+    return md_table(header, rows, ["l", "l"] + ["r"] * 7), why, unconfirmed
+
+
+def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
+    """Legacy and candidate figures side by side with the stored ratio, formatted."""
+    by_target = ctx.latency_by_target()
+    legacy, info = by_target.get(ctx.legacy) or {}, by_target.get(name) or {}
+    stored = ((ctx.decisions.get("latency") or {}).get("ratios") or {}).get(name) or {}
+    out: dict[str, Any] = {"name": name}
+    for key, run, field, ratio_key in (("seq", "sequential", "p50_ms", "seq_p50"),
+                                       ("conc", "concurrent", "docs_per_s", "conc_docs_per_s"),
+                                       ("conc_p50", "concurrent", "p50_ms", "conc_p50")):
+        kind = "rate" if field == "docs_per_s" else "ms"
+        out[f"{key}_legacy"] = fmt((legacy.get(run) or {}).get(field) if is_measured(legacy) else None, kind)
+        out[f"{key}_candidate"] = fmt((info.get(run) or {}).get(field) if is_measured(info) else None, kind)
+        value = stored.get(ratio_key)
+        out[f"{key}_ratio"] = None if value is None else fmt(value, "ratio")
+    out["complete"] = bool(stored.get("complete"))
+    return out
+
+
+def _lock_measured(ctx: ReportContext, reading: dict[str, Any]) -> dict[str, Any]:
+    rows = (ctx.summary.get("ablation") or {}).get("by_target") or {}
+    base = rows.get(ctx.legacy) or {}
+    lock_conc, lock_seq = base.get("concurrent") or {}, base.get("sequential") or {}
+    rates = {n: (i.get("concurrent") or {}).get("docs_per_s") if is_measured(i) else None
+             for n, i in ctx.latency_by_target().items()}
+    out = []
+    for variant in reading["variants"]:
+        row = rows.get(variant["variant"]) or {}
+        conc, seq = row.get("concurrent") or {}, row.get("sequential") or {}
+        shares = [{"name": s["candidate"], "rate": fmt(rates.get(s["candidate"]), "rate"), "case": s["case"],
+                   "share": fmt(s["share"], "pct"), "rest": fmt(None if s["share"] is None else 1 - s["share"], "pct")}
+                  for s in variant["shares"]]
+        out.append({
+            "name": variant["variant"],
+            "lock_p50": fmt(lock_conc.get("p50_ms"), "ms"), "free_p50": fmt(conc.get("p50_ms"), "ms"),
+            "lock_seq": fmt(lock_seq.get("p50_ms"), "ms"), "free_seq": fmt(seq.get("p50_ms"), "ms"),
+            "lock_rate": fmt(lock_conc.get("docs_per_s"), "rate"), "free_rate": fmt(conc.get("docs_per_s"), "rate"),
+            "rate_ratio": MISSING if variant["rate_ratio"] is None else fmt(variant["rate_ratio"], "ratio"),
+            "p50_ratio": MISSING if variant["p50_ratio"] is None else fmt(variant["p50_ratio"], "ratio"),
+            "shares": shares,
+        })
+    return {"measured": True, "label": ctx.label(True), "variants": out,
+            "concurrency": fmt(lock_conc.get("concurrency"), "raw")}
+
+
+def lock(ctx: ReportContext, ablation_label: str) -> dict[str, Any] | None:
+    """The article's reading of the concurrent gap (one global lock): measured when the lock ablation ran, else an
+    estimate that stays unconfirmed (미확인)."""
+    reading = (ctx.decisions.get("latency") or {}).get("lock")
+    if not reading:
+        return None
+    if reading.get("measured"):
+        return _lock_measured(ctx, reading)
+    legacy = ctx.latency_by_target().get(ctx.legacy) or {}
+    section = ctx.summary.get("ablation") or {}
+    rows = section.get("by_target") or {}
+    why = ctx.why(section) or next((ctx.why(r) for r in rows.values() if r.get("why")), "")
+    return {"factor": fmt(reading["factor"], "ratio"), "seq": fmt((legacy.get("sequential") or {}).get("p50_ms"), "ms"),
+            "conc": fmt((legacy.get("concurrent") or {}).get("p50_ms"), "ms"), "label": ctx.label(None),
+            "measured": False, "ablation_label": ablation_label, "ablation_why": why or None}
+
+
+def latency(ctx: ReportContext) -> dict[str, Any]:
+    """The latency section with its sweep, ablation, lock reading and memory."""
+    c = fmt(ctx.concurrency(), "raw")
+    by_target = ctx.latency_by_target()
+    table, why, unconfirmed = _table(ctx, c)
+    sweep_part, ablation_part = sweep(ctx), ablation(ctx)
+    lock_part = lock(ctx, ablation_part["label"])
+    memory = []
+    for name in ctx.names:
+        value, reason = ctx.peak(name)
+        if latency_state(by_target.get(name) or {}) is False:
+            continue
+        memory.append({"name": name, "mib": mib(value) if value else None, "gib": fmt(value / 2**30, "gib")
+                       if value else None, "why": esc(reason) if reason else None})
+    sources = [i.get("source") for i in by_target.values() if is_measured(i) and i.get("source")]
+    states = [latency_state(by_target.get(n) or {}) for n in ctx.names]
+    return {
+        "state": states, "label": combined_label(states, ctx.lang),
+        "table": table, "sweep": sweep_part, "sweep_table": sweep_part["table"], "why": why,
+        "unconfirmed": unconfirmed, "ratios": [_ratio(ctx, name) for name in ctx.candidates], "lock": lock_part,
+        "lock_note": lock_part if lock_part and not lock_part["measured"] else None,
+        "concurrency": c, "ablation": ablation_part, "memory": memory,
+        "figure": "latency_points" if ctx.figures.get("latency_points") else None,
+        "sources": ctx.refs_for([f"captures/{n}/latency_stats.json" for n in ctx.names], always=sources),
+    }

@@ -1,0 +1,102 @@
+"""Through the client migration shim: each probe's verdict before and after, and what the shim learned."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.client_changes import legacy_side_status
+from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
+from embedswap.report.sections.context import ReportContext
+
+# the shim's settings in the order the report lists them (others follow in capture order)
+SHIM_SETTINGS = ("strip_dimensions", "prepend_query_instruction", "max_input_tokens", "model_override",
+                 "non_retryable_statuses", "reject_empty_strings", "force_float", "drop_fields")
+
+
+def _verdict(row: dict[str, Any], key: str, name: str) -> str | None:
+    return ((row.get(key) or {}).get(name) or {}).get("verdict")
+
+
+def _table(ctx: ReportContext, rows: list[dict[str, Any]], shimmed: list[str]) -> str:
+    t = ctx.terms
+    header = [t["probe"], code(ctx.legacy)]
+    for name in ctx.candidates:
+        header += [f"{ctx.column(name)}: {t['before_after']}", f"{code(name)}: {t['through_shim']}"]
+    table_rows = []
+    for row in rows:
+        cells = [code(row.get("probe")), ctx.side_cell((row.get("by_target") or {}).get(ctx.legacy))]
+        for name in ctx.candidates:
+            if name not in shimmed:
+                cells += [ctx.label(False), ctx.label(False)]
+                continue
+            before = _verdict(row, "naive_verdicts", name)
+            cells += [f"{before or ctx.label(False)} → {ctx.verdict_cell((row.get('verdicts') or {}).get(name))}",
+                      ctx.side_cell((row.get("by_target") or {}).get(name))]
+        table_rows.append(cells)
+    return md_table(header, table_rows, ["l"] * len(header))
+
+
+def _per_candidate(ctx: ReportContext, rows: list[dict[str, Any]], name: str, config: Any) -> dict[str, Any]:
+    """What the shim closed, what remains, what only the shim opened, and its settings, for one candidate."""
+    closed, remaining, opened = [], [], []
+    before_differ = after_differ = compared = 0
+    for row in rows:
+        probe = row.get("probe")
+        before, after = _verdict(row, "naive_verdicts", name), _verdict(row, "verdicts", name)
+        if after is None:
+            continue
+        compared += 1
+        before_differ += bool(before and before != "same")
+        after_differ += after != "same"
+        if before and before != "same" and after == "same":
+            rewrites = ((row.get("shim") or {}).get(name) or {}).get("rewrites") or []
+            closed.append({"probe": probe, "before": before, "rewrites": esc("; ".join(map(str, rewrites)))})
+        elif after != "same":
+            note = ctx.legacy_side(legacy_side_status(row, ctx.legacy, name))
+            remaining.append({"probe": probe, "verdict": after, "note": note})
+            if before == "same":
+                opened.append(probe)
+    return {"name": name, "closed": closed, "remaining": remaining, "opened": opened,
+            "before": fmt(before_differ, "int"), "after": fmt(after_differ, "int"),
+            "compared": fmt(compared, "int"), "settings": shim_settings(ctx, config)}
+
+
+def shim_settings(ctx: ReportContext, config: dict[str, Any] | None) -> list[dict[str, str]]:
+    """What the shim learned for one candidate (the settings with a recorded reason), reasons as captured."""
+    if not isinstance(config, dict):
+        return []
+    reasons = config.get("reasons") or {}
+    out = []
+    keys = [k for k in SHIM_SETTINGS if k in reasons] + [k for k in reasons if k not in SHIM_SETTINGS]
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, bool):
+            shown = ctx.terms["settings"]["true" if value else "false"]
+        elif isinstance(value, (list, tuple)):
+            shown = ", ".join(fmt(v, "raw") for v in value) or MISSING
+        else:
+            shown = fmt(value, "raw")
+        out.append({"key": key, "value": esc(shown), "reason": esc(reasons.get(key))})
+    return out
+
+
+def shim(ctx: ReportContext) -> dict[str, Any]:
+    """The shim section: the before/after table and one summary per candidate probed through the shim."""
+    t = ctx.terms
+    section = ctx.summary.get("shim") or {}
+    rows = ctx.shim_rows()
+    shimmed = ctx.shimmed()
+    if not rows or not shimmed:
+        return {"table": None, "per_candidate": [], "why": [], "sources": MISSING, "state": False,
+                "label": ctx.label(False), "top_why": ctx.why(section, t["no_section"])}
+    config = section.get("config") or {}
+    per_candidate = [_per_candidate(ctx, rows, name, config.get(name)) for name in shimmed]
+    why = [{"name": n, "why": ctx.failure(n) or esc(t["not_probed"].format(name=n))}
+           for n in ctx.candidates if n not in shimmed]
+    sources = list((section.get("sources") or {}).values())
+    return {
+        "state": True, "top_why": None,
+        "label": combined_label([n in shimmed for n in ctx.candidates], ctx.lang),
+        "table": _table(ctx, rows, shimmed), "per_candidate": per_candidate, "why": why,
+        "sources": ctx.refs_for([f"captures/{n}/shim_config.json" for n in ctx.candidates], always=sources),
+    }

@@ -1,0 +1,96 @@
+"""The concurrency sweep and the lock ablation (the legacy server with and without its global lock)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.common import is_measured
+from embedswap.analysis.latency_points import sweep_points_of
+from embedswap.analysis.latency_ratios import latency_state, point_state
+from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table, mib
+from embedswap.report.sections.context import ReportContext
+
+
+def sweep(ctx: ReportContext) -> dict[str, Any]:
+    """The concurrency sweep (``by_target[name]["sweep"]``, a list of points): one row per server and point."""
+    t = ctx.terms
+    rows = []
+    why = []
+    peaks = []
+    states: list[bool | None] = []
+    entries = [(n, ctx.latency_by_target().get(n) or {}, False) for n in ctx.names]
+    entries += [(n, r, True) for n, r in ctx.ablation_variants().items()]
+    for name, info, ablation in entries:
+        shown = f"{code(name)} ({t['ablation_mark']})" if ablation else code(name)
+        points = list(sweep_points_of(info))
+        if not is_measured(info):
+            if not ablation:
+                rows.append([shown, MISSING, ctx.not_measured_cell(name)] + [ctx.label(False)] * 4)
+                states.append(False)
+            continue
+        if info.get("sweep_note"):
+            reason = info.get("sweep_reason")
+            note = ctx.words.reason(reason["code"], reason.get("params")) if reason else info["sweep_note"]
+            why.append({"name": name, "why": esc(t["sweep_skipped"].format(why=note))})
+            rows.append([shown, MISSING, ctx.label(False)] + [ctx.label(False)] * 4)
+            states.append(False)
+            continue
+        if points:
+            states.append(True if any(point_state(p) is True for _, _, p in points) else None)
+        best = None
+        for _, point_name, point in sorted(points, key=lambda p: p[2].get("concurrency") or 0):
+            n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+            rows.append([shown, esc(point_name), ctx.label(point_state(point)), fmt(point.get("p50_ms"), "ms"),
+                         fmt(point.get("p99_ms"), "ms"), fmt(point.get("docs_per_s"), "rate"),
+                         f"{fmt(point.get('errors'), 'int')} / {fmt(n, 'int')}"])
+            rate = point.get("docs_per_s")
+            if rate is not None and (best is None or rate > best[1]):
+                best = (point.get("concurrency"), rate)
+        if best:
+            peaks.append({"name": name, "ablation": ablation, "concurrency": fmt(best[0], "raw"),
+                          "rate": fmt(best[1], "rate")})
+    has_points = any(r[1] != MISSING for r in rows)
+    table = md_table([t["target"], t["point"], t["label"], t["p50"], t["p99"], t["rate"], t["errors"]],
+                     rows, ["l", "l", "l", "r", "r", "r", "r"]) if has_points or why else None
+    if not has_points and not why:
+        states = []
+    return {"table": table, "why": why, "peaks": peaks,
+            "label": combined_label(states, ctx.lang) if states else ctx.label(False),
+            "has_points": has_points,
+            "figure": "latency_sweep" if ctx.figures.get("latency_sweep") else None,
+            "sources": ctx.refs_for([f"captures/{n}/latency_sweep_requests.jsonl" for n, _, _ in entries],
+                                     always=[f"captures/{p['name']}/latency_stats.json" for p in peaks])}
+
+
+def ablation(ctx: ReportContext) -> dict[str, Any]:
+    """The legacy server with its global lock against its variants (e.g. without it), latency only."""
+    t = ctx.terms
+    section = ctx.summary.get("ablation") or {}
+    rows_in = section.get("by_target") or {}
+    if not rows_in:
+        return {"state": False, "label": ctx.label(False), "why": ctx.why(section), "table": None,
+                "sources": MISSING, "row_why": []}
+    c = fmt(ctx.concurrency(), "raw")
+    header = [t["target"], t["lock"], t["label"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=c),
+              t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["per_repeat"], t["errors"], t["rss_peak"]]
+    rows = []
+    row_why = []
+    configs = (((ctx.summary.get("experiment") or {}).get("config") or {}).get("targets") or {})
+    for name, info in rows_in.items():
+        lock = info.get("lock", (configs.get(name) or {}).get("lock"))
+        lock_cell = MISSING if lock is None else t["on" if lock else "off"]
+        state = latency_state(info)
+        if state is False:
+            rows.append([code(name), lock_cell, ctx.not_measured_cell(name)] + [ctx.label(False)] * 8)
+            row_why.append({"name": name, "why": ctx.why(info)})
+            continue
+        row = ctx.point_row(name, info, ctx.label(state))
+        value = info.get("rss_peak_bytes")
+        rows.append([row[0], lock_cell, *row[1:], mib(value) if value else ctx.label(False)])
+    states = [latency_state(r) for r in rows_in.values()]
+    sources = [r.get("source") for r in rows_in.values() if is_measured(r) and r.get("source")]
+    return {
+        "state": is_measured(section), "label": combined_label(states, ctx.lang), "why": ctx.why(section),
+        "table": md_table(header, rows, ["l", "l", "l"] + ["r"] * 8), "row_why": row_why,
+        "sources": ctx.refs_for([], always=sources),
+    }

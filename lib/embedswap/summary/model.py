@@ -1,0 +1,213 @@
+"""The typed shape of summary.json (schema version 2), as pydantic models.
+
+The models name what every reader relies on (a section's ``measured`` flag and reason, the roles, the workload,
+the decisions with their codes) and allow the figures inside sections to grow (``extra="allow"``), so a capture
+format that gains a field does not break old readers. :func:`validate_summary` runs before a summary is written
+and after one is loaded (through :func:`embedswap.summary.upgrade.load_summary`), so a file that does not fit is
+refused with the field's path rather than read wrongly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Reason(BaseModel):
+    """Why a part was not measured: a code the report catalogues word, and its parameters."""
+    code: str
+    params: dict[str, Any] = {}
+
+
+class Section(_Open):
+    """A part of the summary: measured, or not measured with a reason (``why`` is the English sentence)."""
+    measured: bool
+    why: str | None = None
+    reason: Reason | None = None
+
+
+class ExperimentInfo(_Open):
+    name: str
+    date: str
+    description: str = ""
+    folder: str
+    attempt: str
+    config: dict[str, Any] = {}
+
+
+class ModelInfo(_Open):
+    spec: str
+    served_name: str | None = None
+    fingerprint: str | None = None
+    revision: str | None = None
+
+
+class WorkloadInfo(_Open):
+    documents: int
+    languages: dict[str, int] = {}
+    queries: int = 0
+    batch_size: int | None = None
+    repeats: int | None = None
+
+
+class Roles(_Open):
+    legacy: str
+    candidate: str | None = None
+    candidates: list[str] = []
+
+
+class Target(Section):
+    config: dict[str, Any] = {}
+    error: str | None = None
+
+
+class Vectors(Section):
+    by_target: dict[str, Section] = {}
+    comparisons: dict[str, Section] = {}
+
+
+class ProbeRow(_Open):
+    probe: str
+    by_target: dict[str, dict[str, Any]] = {}
+    verdicts: dict[str, dict[str, Any] | None] = {}
+
+
+class Latency(_Open):
+    by_target: dict[str, Section] = {}
+    config: dict[str, Any] = {}
+
+
+class NotRun(_Open):
+    backend: str
+    why: str
+    reason: Reason | None = None
+
+
+class Parity(Section):
+    rows: list[dict[str, Any]] = []
+    passed: bool | None = Field(default=None, alias="pass")
+    not_run: list[NotRun] = []
+
+
+class ChangeHit(BaseModel):
+    probe: str
+    candidate: str
+    verdict: str
+
+
+class ShimLeft(BaseModel):
+    probe: str
+    candidate: str
+    verdict: str
+    legacy_status: int | None = None
+
+
+class ShimStatus(BaseModel):
+    probed: bool
+    done: bool
+    left: list[ShimLeft] = []
+
+
+class ClientChange(BaseModel):
+    """One change the client needs before the swap (rule codes: embedswap.analysis.client_changes)."""
+    rule: str
+    probes: list[ChangeHit]
+    params: dict[str, Any] = {}
+    shim: ShimStatus
+
+
+class RankingVariant(BaseModel):
+    unchanged: bool | None
+    changed_queries: int | None = None
+    queries: int | None = None
+
+
+class RankingCandidate(BaseModel):
+    naive: RankingVariant
+    shim: RankingVariant
+    decision: Literal["reindex", "client", "shim_only", "none", "shim_missing"]
+
+
+class RankingDecision(BaseModel):
+    meaningful: bool
+    tolerance: dict[str, float]
+    by_candidate: dict[str, RankingCandidate] = {}
+
+
+class LatencyRatio(BaseModel):
+    seq_p50: float | None
+    conc_docs_per_s: float | None
+    conc_p50: float | None
+    complete: bool
+
+
+class LockShare(BaseModel):
+    candidate: str
+    case: Literal["missing", "no_advantage", "all", "part", "none"]
+    share: float | None
+
+
+class LockVariant(BaseModel):
+    variant: str
+    rate_ratio: float | None
+    p50_ratio: float | None
+    shares: list[LockShare]
+
+
+class LockReading(BaseModel):
+    """Measured (the lock ablation ran) with per-variant shares, or the article's estimate (``factor``)."""
+    measured: bool
+    factor: float | None = None
+    variants: list[LockVariant] = []
+
+
+class LatencyDecisions(BaseModel):
+    ratios: dict[str, LatencyRatio] = {}
+    lock: LockReading | None = None
+
+
+class Decisions(BaseModel):
+    client_changes: list[ClientChange] = []
+    ranking: RankingDecision
+    latency: LatencyDecisions
+
+
+class Summary(_Open):
+    """summary.json, schema version 2."""
+    schema_version: Literal[2]
+    generated: str
+    experiment: ExperimentInfo
+    model: ModelInfo
+    workload: WorkloadInfo
+    roles: Roles
+    environment: dict[str, Any] = {}
+    steps: dict[str, dict[str, Any]] = {}
+    targets: dict[str, Target] = {}
+    vectors: Vectors
+    contract: list[ProbeRow] | Section
+    instruction: Section
+    latency: Latency
+    ablation: Section
+    matryoshka: Section | None = None
+    restore: Section | None = None
+    parity: Parity
+    ranking: Section
+    shim: Section
+    decisions: Decisions
+
+
+def validate_summary(summary: dict[str, Any], source: str = "summary.json") -> Summary:
+    """The typed summary; a summary of another shape raises SummaryError naming the first wrong fields."""
+    from embedswap.summary.upgrade import SummaryError
+
+    try:
+        return Summary.model_validate(summary)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
+        raise SummaryError(f"{source} does not fit the summary model (schema {summary.get('schema_version')}): "
+                           f"{problems}") from None

@@ -1,0 +1,58 @@
+"""Reading summary.json of any version: older files are upgraded to the current schema on load (as MTEB's result
+files are), so every attempt ever written still renders and every reader sees one shape.
+
+Version 1 (kits up to 2026-11): no ``decisions``, no reason codes, and the sections added after the first
+summaries (ranking, shim, ablation, instruction) may be absent. Upgrading marks an absent section not measured
+with reason ``section_absent``, attaches reason codes to every ``why``, and computes the decisions from the
+measured sections (pure functions of the summary, so the result equals what the current kit would have stored).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from embedswap.analysis import decide
+from embedswap.summary.reasons import attach_reasons, not_measured
+
+SCHEMA_VERSION = 2
+# sections a version-1 summary may lack
+LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction")
+
+
+class SummaryError(ValueError):
+    """summary.json cannot be read (not JSON, made by a newer kit, or not of the summary's shape)."""
+
+
+def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``summary`` at the current schema version (a current one is returned as an equal copy)."""
+    if not isinstance(summary, dict):
+        raise SummaryError("summary.json does not hold a JSON object")
+    version = summary.get("schema_version", 1)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise SummaryError(f"summary.json has schema_version {version!r}; this kit reads up to {SCHEMA_VERSION}: "
+                           "render it with the kit version that wrote it, or upgrade embedswap")
+    out = copy.deepcopy(summary)
+    for key in LATER_SECTIONS:
+        if not isinstance(out.get(key), dict):
+            out[key] = not_measured("section_absent")
+    attach_reasons(out)
+    if version < SCHEMA_VERSION or not isinstance(out.get("decisions"), dict):
+        out["decisions"] = decide(out)
+    out["schema_version"] = SCHEMA_VERSION
+    return out
+
+
+def load_summary(path: Path) -> dict[str, Any]:
+    """summary.json from disk, upgraded and checked against the typed model (:mod:`embedswap.summary.model`)."""
+    from embedswap.summary.model import validate_summary  # the model imports pydantic; keep this module light
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise SummaryError(f"{path}: not valid JSON ({exc})") from None
+    summary = upgrade_summary(data)
+    validate_summary(summary, source=str(path))
+    return summary

@@ -180,6 +180,7 @@ def test_workload_sample_shorthand_and_missing_notebooks(tmp_path: Path) -> None
         load_experiment(folder)
 
 
+@pytest.mark.e2e  # needs the engine environment (make engine)
 def test_engine_install_runs_the_packaged_script_and_records_the_interpreter(tmp_path: Path) -> None:
     """The CPU install is scripts/install-engine-cpu.sh, shipped with the package. An environment whose stamp
     matches the pins is left as it is (the script's own fast path), so this test builds nothing: the engine

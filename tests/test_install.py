@@ -86,7 +86,8 @@ def test_wheel_and_sdist_pass_twine_check(dist: dict) -> None:
     for packaged in ["_assets/notebooks/01_legacy_capture.ipynb", "_assets/notebooks/05_parity.ipynb",
                      "_assets/data/documents.jsonl", "_assets/data/qrels.jsonl", "_assets/data/queries.jsonl",
                      "_assets/scripts/install-engine-cpu.sh", "_assets/requirements/engine-cpu.txt",
-                     "templates/report.en.md.j2", "dist-info/licenses/LICENSE"]:
+                     "templates/report.md.j2", "report/catalogue/en.toml", "report/catalogue/ko.toml",
+                     "dist-info/licenses/LICENSE"]:
         assert packaged in names, packaged
 
 

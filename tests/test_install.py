@@ -119,9 +119,11 @@ def test_installed_tool_runs_an_experiment_from_an_empty_folder(dist: dict, tmp_
     work.mkdir()
     env = _clean_env(venv, tmp_path)
     where = _run([str(venv / "bin" / "python"), "-c", "import embedswap, json, sys; from embedswap.paths import "
-                  "packaged_notebooks, sample_data; print(json.dumps([embedswap.__file__, str(packaged_notebooks()),"
-                  " str(sample_data()), sys.path]))"], cwd=work, env=env)
-    module, notebooks, data, path = json.loads(where.stdout)
+                  "packaged_notebooks, sample_data; from embedswap.kernel import registered_kernel; print(json.dumps("
+                  "[embedswap.__file__, str(packaged_notebooks()), str(sample_data()), sys.path, "
+                  "str(registered_kernel())]))"], cwd=work, env=env)
+    module, notebooks, data, path, kernel = json.loads(where.stdout)
+    assert kernel == "None"  # no kernel named embedswap anywhere Jupyter looks: the run must not need one
     for place in [module, notebooks, data]:
         assert Path(place).is_relative_to(venv), place
     assert not [p for p in path if p and Path(p).resolve().is_relative_to(REPO.resolve())

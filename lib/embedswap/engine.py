@@ -78,7 +78,7 @@ def _run(command: list[str], env: dict[str, str]) -> None:
 
 def install(kind: str = "cpu", into: Path | None = None) -> dict:
     """Build the engine environment in ``into`` (default: see paths.default_engine_dir) and record it."""
-    target = Path(into or default_engine_dir(kind)).absolute()
+    target = Path(into or default_engine_dir()).absolute()
     env = {**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable)}
     if kind == "cpu":
         _run(["bash", str(asset("scripts", "install-engine-cpu.sh")), str(target)], env)

@@ -83,23 +83,24 @@ def recorded_engine() -> dict | None:
     return record if isinstance(record, dict) and record.get("python") else None
 
 
-def default_engine_dir(kind: str = "cpu") -> Path:
-    """Where `embedswap engine install` builds the engine environment when --into is not given."""
-    if in_checkout() and not os.environ.get("EMBEDSWAP_ROOT"):
+def default_engine_dir() -> Path:
+    """Where `embedswap engine install` builds the engine environment when --into is not given: the project's
+    .venvs/engine in a checkout (or under $EMBEDSWAP_ROOT), else the user's data folder."""
+    if in_checkout() or os.environ.get("EMBEDSWAP_ROOT"):
         return project_root() / ".venvs" / "engine"
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "embedswap" / f"engine-{kind}"
+    return Path(base) / "embedswap" / "engine"
 
 
 def engine_python() -> str:
     """The interpreter of the engine environment (vLLM, Dynamo), which is kept apart from the kit's:
-    $EMBEDSWAP_ENGINE_PYTHON, else the one `embedswap engine install|use` recorded, else <project>/.venvs/engine."""
+    $EMBEDSWAP_ENGINE_PYTHON, else the one `embedswap engine install|use` recorded, else the default folder's."""
     if os.environ.get("EMBEDSWAP_ENGINE_PYTHON"):
         return os.environ["EMBEDSWAP_ENGINE_PYTHON"]
     record = recorded_engine()
     if record:
         return str(record["python"])
-    return str(project_root() / ".venvs" / "engine" / "bin" / "python")
+    return str(default_engine_dir() / "bin" / "python")
 
 
 def cache_dir() -> Path:

@@ -135,3 +135,22 @@ def test_report_says_ranking_is_not_meaningful(qwen3: dict) -> None:
     assert "### The query instruction, three ways" in text and "`POST /v2/embed`" in text
     assert "Equals the model tokenizer's count" in text
     assert "질의 지시문, 세 가지 방식" in (qwen3["report"] / "report.ko.md").read_text()
+
+
+def test_the_written_summary_is_typed_and_carries_its_decisions(qwen3: dict) -> None:
+    from embedswap.summary.model import validate_summary
+
+    summary = qwen3["summary"]
+    typed = validate_summary(summary)  # what the run wrote fits the model as it is, without an upgrade
+    assert typed.schema_version == 2
+    rules = {c.rule for c in typed.decisions.client_changes}
+    # vLLM rejects `dimensions` (400) and Dynamo answers 500: both call for dropping it; Dynamo's 5xx for no retry
+    assert {"drop_dimensions", "prepend_instruction", "no_retry_5xx"} <= rules, rules
+    assert typed.decisions.ranking.meaningful is False  # random weights: no ranking decision is drawn
+    for name in ("dynamo", "vllm"):
+        ratio = typed.decisions.latency.ratios[name]
+        seq = summary["latency"]["by_target"]
+        assert ratio.seq_p50 == seq[name]["sequential"]["p50_ms"] / seq["legacy"]["sequential"]["p50_ms"]
+    # every reason the kit wrote carries its code
+    for section in ("ablation", "restore"):
+        assert summary[section]["measured"] is False and summary[section]["reason"]["code"], section

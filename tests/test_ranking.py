@@ -144,7 +144,8 @@ def test_ranking_section_not_measured_without_judgements_or_captures(tmp_path) -
     workload = _workload()
     no_qrels = Workload(documents=workload.documents, queries=workload.queries)
     assert ranking_section(_experiment(), attempt, no_qrels) == {
-        "measured": False, "why": "the workload has no relevance judgements (qrels)"}
+        "measured": False, "why": "the workload has no relevance judgements (qrels)",
+        "reason": {"code": "no_qrels", "params": {}}}
     no_queries = Workload(documents=workload.documents)
     assert ranking_section(_experiment(), attempt, no_queries)["measured"] is False
     missing = ranking_section(_experiment(), attempt, workload)

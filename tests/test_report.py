@@ -17,8 +17,19 @@ from typing import Any
 
 import pytest
 
-from embedswap.report import ReportError, client_changes, figures, fmt, label, render, render_markdown, render_report
-from embedswap.report.render import LANG_MODULES, LANGUAGES, markdown_to_html, not_measured_items, render_index
+from embedswap.analysis.client_changes import client_changes as change_rules
+from embedswap.report import (LANGUAGES, ReportError, figures, fmt, label, markdown_to_html, not_measured_items,
+                              render_index, render_markdown, render_report)
+from embedswap.report.catalogue import catalogue
+
+
+def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
+    """The client changes as the report words them (the rules are decided in embedswap.analysis)."""
+    from embedswap.report.sections.context import ReportContext
+    from embedswap.report.sections.contract import change_items
+    from embedswap.summary.upgrade import upgrade_summary
+
+    return change_items(ReportContext(upgrade_summary(summary), lang, {}, {}, None, None, None))
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ATTEMPT = "2026-11-30T09-00-00"
@@ -110,7 +121,8 @@ def test_section_not_measured_is_labelled_in_each_language(complete: dict[str, A
                          "pass": None}
     ko = section(render_markdown(summary, "ko"), 6)
     en = section(render_markdown(summary, "en"), 6)
-    assert "*미실측." in ko and "step 05 (parity) has not run" in ko
+    # the reason is worded in each language (reason code parity_not_run), never left in English
+    assert "*미실측." in ko and "05 단계(수치 동등성)가 실행되지 않았습니다" in ko and "step 05" not in ko
     assert "*not measured." in en and "step 05 (parity) has not run" in en
     # the same section, measured, carries the measured label and no 'not measured' one
     ko_measured = section(render_markdown(complete, "ko"), 6)
@@ -203,9 +215,43 @@ def _same_shape(english: Any, other: Any, path: str) -> list[str]:
 
 @pytest.mark.parametrize("lang", [lang for lang in LANGUAGES if lang != "en"])
 def test_every_language_has_the_english_words_shape(lang: str) -> None:
-    assert _same_shape(LANG_MODULES["en"].TERMS, LANG_MODULES[lang].TERMS, "TERMS") == []
-    for name in ("LABELS", "PARTLY", "UNIT_GAP", "VERSION"):
-        assert hasattr(LANG_MODULES[lang], name), name
+    english, other = catalogue("en"), catalogue(lang)
+    assert _same_shape(english.terms, other.terms, "terms") == []
+    assert _same_shape(english.reasons, other.reasons, "reasons") == []
+    assert english.labels.keys() == other.labels.keys()
+    assert english.prose.keys() == other.prose.keys()
+    for section_name, messages in english.prose.items():
+        assert messages.keys() == other.prose[section_name].keys(), section_name
+
+
+def _jinja_parts(text: str) -> Counter[str]:
+    return Counter(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", text, flags=re.S))
+
+
+@pytest.mark.parametrize("lang", [lang for lang in LANGUAGES if lang != "en"])
+def test_every_message_keeps_the_english_expressions(lang: str) -> None:
+    # word order may move an expression inside a message, never drop or add one; three messages hold prose
+    # inside an expression (the lock on/off text, the shim fallback, the default title)
+    moved = 0
+    for section_name, messages in catalogue("en").prose.items():
+        for key, text in messages.items():
+            english, other = _jinja_parts(text), _jinja_parts(catalogue(lang).prose[section_name][key])
+            moved += sum((english - other).values())
+    assert moved <= 3
+
+
+def test_the_skeleton_names_only_messages_every_catalogue_has() -> None:
+    from importlib import resources
+
+    from embedswap.report.catalogue import message_keys
+
+    skeleton = resources.files("embedswap").joinpath("templates/report.md.j2").read_text(encoding="utf-8")
+    keys = message_keys(skeleton)
+    assert len(keys) > 100
+    named = {f"{s}.{k}" for s, messages in catalogue("en").prose.items() for k in messages}
+    assert set(keys) == named  # no message without a place, no place without a message
+    templates = list(resources.files("embedswap").joinpath("templates").iterdir())
+    assert [t.name for t in templates if t.name.endswith(".md.j2")] == ["report.md.j2"]
 
 
 @pytest.mark.parametrize("lang", [lang for lang in LANGUAGES if lang != "en"])
@@ -216,12 +262,6 @@ def test_every_language_renders_the_same_numbers(lang: str, complete: dict[str, 
         text = render_markdown(summary, lang)
         assert table_numbers(text) == table_numbers(render_markdown(summary, "en"))
         assert [int(n) for n in re.findall(r"^## (\d)\. ", text, flags=re.M)] == list(range(1, 10))
-    # the template keeps every expression of the English one (word order may move them; three hold prose,
-    # translated inside the tag: the lock on/off text, the shim fallback, the default title)
-    templates = Path(render.__file__).parent.parent / "templates"
-    english, other = (Counter(re.findall(r"\{\{.*?\}\}|\{%.*?%\}", (templates / f"report.{x}.md.j2").read_text(),
-                                         flags=re.S)) for x in ("en", lang))
-    assert sum((english - other).values()) <= 3 and sum((other - english).values()) <= 3
 
 
 def test_languages_follow_experiment_yaml(tmp_path: Path, complete: dict[str, Any]) -> None:
@@ -305,6 +345,7 @@ def test_client_changes_follow_the_verdicts(complete: dict[str, Any]) -> None:
     summary = _summary_with(rows, complete)
     keys = [c["key"] for c in client_changes(summary, "en")]
     assert keys == ["drop_dimensions", "prepend_instruction", "truncate", "decode_encoding", "review", "no_retry_5xx"]
+    assert [c["rule"] for c in change_rules(summary)] == keys  # decided in the analysis, language-neutral
     texts = {c["key"]: c["text"] for c in client_changes(summary, "en")}
     assert "1,024 tokens" in texts["truncate"] and "my_custom_probe" in texts["review"]
     assert [c["key"] for c in client_changes(summary, "ko")] == keys
@@ -632,3 +673,21 @@ def test_the_latency_client_is_named_when_recorded(complete: dict[str, Any]) -> 
             info["client"] = "embedswap.wire"
     for lang in LANGUAGES:
         assert "`embedswap.wire`" in section(render_markdown(summary, lang), 2), lang
+
+
+def test_the_report_package_stays_small() -> None:
+    # issue 15's bar: no report module over 400 lines, no function over 60, one markdown template
+    import ast
+
+    import embedswap.report as report_package
+
+    root = Path(report_package.__file__).parent
+    too_long = []
+    for path in sorted(root.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        if len(source.splitlines()) > 400:
+            too_long.append(f"{path.name}: {len(source.splitlines())} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
+                too_long.append(f"{path.name}:{node.name}: {node.end_lineno - node.lineno + 1} lines")
+    assert too_long == []

@@ -271,3 +271,8 @@ def verify_attempt(attempt: Attempt) -> list[str]:
         elif _sha256(path) != entry["sha256"]:
             problems.append(f"changed: {relative} (sha256 differs from the manifest)")
     return problems
+
+
+def capture_complete(attempt: Attempt, name: str) -> bool:
+    """The target's capture step finished without problems in this attempt (so a resumed run skips it)."""
+    return attempt.step_status(f"capture:{name}") == "complete" and attempt.has(f"{name}/target.json")

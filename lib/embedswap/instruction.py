@@ -23,6 +23,7 @@ import numpy as np
 
 from embedswap.captures import Attempt
 from embedswap.config import Experiment
+from embedswap.summary.reasons import not_measured
 from embedswap.tokens import TOKENIZER_COUNTS
 from embedswap.vectors import rowwise_cosine
 
@@ -67,14 +68,14 @@ def instruction_section(experiment: Experiment, attempt: Attempt) -> dict[str, A
     legacy = experiment.legacy
     reference = _vectors(attempt, legacy, "client_prefixed")
     if reference is None:
-        return {"measured": False, "why": f"no client-prefixed query vectors for the legacy server '{legacy}' "
-                                          f"(captures/{legacy}/query_vectors_client_prefixed.npy)"}
+        return not_measured("no_client_prefixed_queries", name=legacy,
+                            path=f"{legacy}/query_vectors_client_prefixed.npy")
     threshold = experiment.parity.text_threshold
     counts = attempt.read_json(TOKENIZER_COUNTS) if attempt.has(TOKENIZER_COUNTS) else {}
     rows: list[dict[str, Any]] = []
     for name in [legacy, *experiment.candidates]:
         if not attempt.has(f"{name}/query_requests.jsonl"):
-            rows.append({"target": name, "measured": False, "why": f"no query captures for '{name}'"})
+            rows.append({"target": name, **not_measured("no_query_captures", name=name)})
             continue
         records = {r["variant"]: r for r in attempt.read_jsonl(f"{name}/query_requests.jsonl")}
         own_plain = _vectors(attempt, name, "plain")

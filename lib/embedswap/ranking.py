@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from embedswap.summary.reasons import not_measured
+
 NDCG_K = 10
 RECALL_K = 5
 OVERLAP_K = 5
@@ -183,29 +185,27 @@ QUERY_FILES = {
 METRICS = ("ndcg_at_10", "recall_at_5", "top5_overlap")
 
 
-def _not_measured(why: str) -> dict[str, Any]:
-    return {"measured": False, "why": why}
 
 
 def _variant(attempt: Any, target: str, query_file: str, workload: Any, doc_stack: np.ndarray | None,
              reference: dict[str, Any] | None) -> dict[str, Any]:
     """One (documents, queries) pair of captures evaluated; with the overlap against ``reference`` if given."""
     if doc_stack is None:
-        return _not_measured(f"no document vectors for '{target}' (captures/{target}/doc_vectors.npy)")
+        return not_measured("no_document_vectors_file", name=target, path=f"{target}/doc_vectors.npy")
     if not attempt.has(f"{target}/{query_file}"):
-        return _not_measured(f"no query vectors for '{target}' (captures/{target}/{query_file})")
+        return not_measured("no_query_vectors_file", name=target, path=f"{target}/{query_file}")
     queries = attempt.read_array(f"{target}/{query_file}")
     query_ids = [q.id for q in workload.queries]
     doc_ids = [d.id for d in workload.documents]
     if queries.ndim != 2 or len(queries) != len(query_ids):
-        return _not_measured(f"captures/{target}/{query_file} has shape {queries.shape}, "
-                             f"expected {len(query_ids)} query vectors")
+        return not_measured("capture_shape", path=f"{target}/{query_file}", shape=str(queries.shape),
+                            expected=f"{len(query_ids)} query vectors")
     if doc_stack.ndim != 3 or doc_stack.shape[1] != len(doc_ids):
-        return _not_measured(f"captures/{target}/doc_vectors.npy has shape {doc_stack.shape}, "
-                             f"expected (repeat, {len(doc_ids)}, dim)")
+        return not_measured("capture_shape", path=f"{target}/doc_vectors.npy", shape=str(doc_stack.shape),
+                            expected=f"(repeat, {len(doc_ids)}, dim)")
     if doc_stack.shape[2] != queries.shape[1]:
-        return _not_measured(f"'{target}': documents have {doc_stack.shape[2]} dimensions, "
-                             f"queries {queries.shape[1]}")
+        return not_measured("query_dimensions_differ", name=target, documents=doc_stack.shape[2],
+                            queries=queries.shape[1])
     result = evaluate(doc_stack[0], queries, query_ids, doc_ids, workload.qrels)
     if reference is None:
         overlap, per_query_overlap = 1.0, {q: 1.0 for q in result["per_query"]}
@@ -245,13 +245,13 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
     ``definitions``. Without queries/judgements or without the captures: ``{"measured": False, "why": ...}``.
     """
     if not workload.queries:
-        return _not_measured("the workload has no queries")
+        return not_measured("no_queries")
     if not workload.qrels:
-        return _not_measured("the workload has no relevance judgements (qrels)")
+        return not_measured("no_qrels")
     legacy_name = experiment.legacy
     legacy = _variant(attempt, legacy_name, QUERY_FILES["legacy"], workload, _doc_stack(attempt, legacy_name), None)
     if not legacy["measured"]:
-        return _not_measured(legacy["why"])
+        return {k: legacy[k] for k in ("measured", "why", "reason") if k in legacy}
     by_candidate: dict[str, Any] = {}
     for name in experiment.candidates:
         stack = _doc_stack(attempt, name)
@@ -265,7 +265,10 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
         }
     primary = by_candidate[experiment.primary_candidate]
     if not primary["measured"]:
-        return _not_measured(primary["naive"].get("why") or primary["shim"].get("why") or "candidate not captured")
+        missing = primary["naive"] if primary["naive"].get("why") else primary["shim"]
+        if not missing.get("why"):
+            return not_measured("candidate_not_captured")
+        return {k: missing[k] for k in ("measured", "why", "reason") if k in missing}
     return {
         "measured": True,
         "legacy": legacy,

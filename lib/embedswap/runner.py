@@ -16,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from embedswap.captures import Attempt, AttemptNotFoundError, open_attempt
+from embedswap.captures import Attempt, AttemptNotFoundError, capture_complete, open_attempt
 from embedswap.config import ConfigError, Experiment, ExternalTarget, load_experiment
 from embedswap.paths import notebook_folder, packaged_notebooks, project_root
 from embedswap.redact import redact, redact_tree
@@ -199,7 +199,7 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
     notebooks = only or NOTEBOOKS
     to_start = [
         target for name in notebooks for target in _capture_targets(experiment, name)
-        if not (resuming and _capture_complete(existing, target))  # type: ignore[arg-type]
+        if not (resuming and capture_complete(existing, target))  # type: ignore[arg-type]
     ]
     preflight(experiment, Path(experiment_dir), to_start)  # and so does a missing model or a taken port
     attempt = existing or open_attempt(experiment_dir, attempt_name, create=True)
@@ -261,10 +261,6 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
     return result
 
 
-def _capture_complete(attempt: Attempt, target: str) -> bool:
-    return attempt.step_status(f"capture:{target}") == "complete" and attempt.has(f"{target}/target.json")
-
-
 def _resume_skip(attempt: Attempt, experiment: Experiment, notebook: str, resuming: bool, explicit: bool,
                  recaptured: bool) -> str | None:
     """Why a resumed run skips this notebook (None: run it)."""
@@ -272,7 +268,7 @@ def _resume_skip(attempt: Attempt, experiment: Experiment, notebook: str, resumi
         return None
     targets = _capture_targets(experiment, notebook)
     if targets:
-        if all(_capture_complete(attempt, t) for t in targets):
+        if all(capture_complete(attempt, t) for t in targets):
             return f"captures of {', '.join(targets)} complete in attempt {attempt.name}"
         return None
     # analysis notebooks only read captures: rerun when asked for, when a capture changed, or when not complete
@@ -286,25 +282,23 @@ def _ms(value: Any) -> str:
 
 
 def headline(summary: dict[str, Any]) -> list[str]:
-    """A few lines for the console: what the demo measured."""
-    vectors, latency = summary["vectors"], summary["latency"]
+    """A few lines for the console: the same headline figures the report index shows (report.headline)."""
+    from embedswap.report import headline as headline_figures
+    from embedswap.summary.upgrade import upgrade_summary
+
+    summary = upgrade_summary(summary)
+    figures = headline_figures(summary)
     lines = [f"attempt {summary['experiment']['attempt']}"]
-    dims = vectors["dimension"]
-    lines.append(f"dimension legacy={dims['legacy']} candidate={dims['candidate']}")
-    cos = vectors["cosine"]
-    if cos.get("min") is not None:
-        lines.append(f"cosine candidate vs legacy: min {cos['min']:.6f} median {cos['median']:.6f} "
-                     f"max {cos['max']:.6f}")
-    for role in ("legacy", "candidate"):
-        info = latency[role]
-        if info.get("measured"):
-            seq, conc = info["sequential"], info["concurrent"]
-            errors = (seq.get("errors") or 0) + (conc.get("errors") or 0)
-            lines.append(f"{role}: sequential p50 {_ms(seq['p50_ms'])} ms, concurrent p50 {_ms(conc['p50_ms'])} ms, "
-                         f"{_ms(conc['docs_per_s'])} docs/s" + (f", {errors} failed request(s)" if errors else ""))
-        else:
-            lines.append(f"{role}: latency not measured ({info.get('why')})")
-    parity = summary["parity"]
-    if parity.get("measured"):
-        lines.append(f"parity gate: {'PASS' if parity['pass'] else 'FAIL'}")
+    pair = f"{figures['candidate']} vs {figures['legacy']}"
+    if figures["cosine_min"] is not None:
+        lines.append(f"cosine {pair}: min {figures['cosine_min']:.6f}")
+    else:
+        lines.append(f"cosine {pair}: not measured")
+    if figures["candidate_seq_p50_ms"] is not None or figures["candidate_conc_docs_per_s"] is not None:
+        lines.append(f"{figures['candidate']}: sequential p50 {_ms(figures['candidate_seq_p50_ms'])} ms, "
+                     f"{_ms(figures['candidate_conc_docs_per_s'])} docs/s at concurrency {figures['concurrency']}")
+    else:
+        lines.append(f"{figures['candidate']}: latency not measured")
+    if figures["parity_pass"] is not None:
+        lines.append(f"parity gate: {'PASS' if figures['parity_pass'] else 'FAIL'}")
     return lines

@@ -130,8 +130,10 @@ class ShimConfig:
     backoff_max_s: float = 2.0
     backoff_jitter: float = 0.1  # each delay is shortened by up to this fraction, at random
     timeout_s: float = 60.0
-    # Why each setting has its value (filled by from_probes; for the report).
+    # Why each setting has its value (filled by from_probes; for the report): the English sentence, and the same
+    # as a reason code with its parameters (embedswap.summary.reasons), which the report words in its language.
     reasons: dict[str, str] = field(default_factory=dict)
+    reason_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if "{query}" not in self.query_template:
@@ -182,8 +184,15 @@ class ShimConfig:
 
         candidate = {r["probe"]: r for r in probe_records}
         legacy = {r["probe"]: r for r in legacy_records} if legacy_records is not None else None
+        from embedswap.summary.reasons import explain, reason, reason_of
+
         reasons: dict[str, str] = {}
+        codes: dict[str, dict[str, Any]] = {}
         settings: dict[str, Any] = {"tokenizer_path": tokenizer_path}
+
+        def because(setting: str, code: str, **params: Any) -> None:
+            codes[setting] = reason(code, **params)
+            reasons[setting] = explain(code, **params)
 
         def status(name: str) -> int | None:
             record = candidate.get(name)
@@ -202,18 +211,16 @@ class ShimConfig:
         asked = ((reduced or {}).get("sent") or {}).get("dimensions")
         if rejected:
             settings["strip_dimensions"] = True
-            answers = ", ".join(f"{n}: {s}" for n, s in rejected.items())
-            reasons["strip_dimensions"] = (f"the server rejected `dimensions` ({answers}); "
-                                           "the shim drops it and cuts + renormalises the vectors itself")
+            because("strip_dimensions", "shim_dimensions_rejected",
+                    answers=", ".join(f"{n}: {s}" for n, s in rejected.items()))
         elif reduced and reduced.get("status") == 200 and isinstance(asked, int) and reduced.get("dim") != asked:
             settings["strip_dimensions"] = True
-            reasons["strip_dimensions"] = (f"the server ignored `dimensions: {asked}` (answered {reduced.get('dim')} "
-                                           "values); the shim cuts + renormalises the vectors itself")
+            because("strip_dimensions", "shim_dimensions_ignored", asked=asked, dim=reduced.get("dim"))
         elif reduced and reduced.get("status") == 200:
             settings["strip_dimensions"] = False
-            reasons["strip_dimensions"] = "the server honours `dimensions`; passed through"
+            because("strip_dimensions", "shim_dimensions_honoured")
         else:
-            reasons["strip_dimensions"] = "not probed; the shim emulates `dimensions` (safe default)"
+            because("strip_dimensions", "shim_dimensions_not_probed")
 
         # query instruction
         query_findings = []
@@ -222,21 +229,22 @@ class ShimConfig:
             if record is None:
                 continue
             if record.get("status") != 200:
-                query_findings.append((name, "rejected", f"{name}: answered {record.get('status')}"))
+                query_findings.append((name, "rejected",
+                                       reason("shim_finding_rejected", probe=name, status=record.get("status"))))
             elif legacy is not None and name in legacy:
                 verdict = classify(legacy[name], record, same_threshold)
-                query_findings.append((name, verdict.verdict, f"{name}: {verdict.verdict} ({verdict.detail})"))
+                detail = reason_of(verdict.detail) or verdict.detail
+                query_findings.append((name, verdict.verdict, reason("shim_finding_verdict", probe=name,
+                                                                     verdict=verdict.verdict, detail=detail)))
             else:
-                query_findings.append((name, "unknown", f"{name}: 200, not compared with the legacy server"))
+                query_findings.append((name, "unknown", reason("shim_finding_unknown", probe=name)))
         if query_findings and all(v == "same" for _, v, _ in query_findings):
             settings["prepend_query_instruction"] = False
-            reasons["prepend_query_instruction"] = ("the server applies the query prompt itself ("
-                                                    + "; ".join(d for _, _, d in query_findings) + "); passed through")
+            because("prepend_query_instruction", "shim_query_applied", findings=[d for _, _, d in query_findings])
         else:
             settings["prepend_query_instruction"] = True
-            detail = "; ".join(d for _, _, d in query_findings) or "not probed"
-            reasons["prepend_query_instruction"] = (f"{detail}: the shim drops input_type/instruction and puts the "
-                                                    "query prompt in the text")
+            findings = [d for _, _, d in query_findings] or [reason("shim_finding_none")]
+            because("prepend_query_instruction", "shim_query_prepended", findings=findings)
 
         # over-long input
         over_long = candidate.get("over_long_input")
@@ -244,25 +252,22 @@ class ShimConfig:
             match = _LIMIT_PATTERN.search(over_long.get("error") or "")
             if match:
                 settings["max_input_tokens"] = int(match.group(1))
-                source = "the limit stated in the server's error"
+                code = "shim_truncate_stated"
             else:
                 settings["max_input_tokens"] = max_input_tokens
-                source = "the configured limit (the error did not state one)"
-            reasons["max_input_tokens"] = (f"the server answered {over_long.get('status')} to an over-long input; the "
-                                           f"shim truncates to {settings['max_input_tokens']} tokens ({source}) "
-                                           "with the model's tokenizer")
+                code = "shim_truncate_configured"
+            because("max_input_tokens", code, status=over_long.get("status"), limit=settings["max_input_tokens"])
         elif over_long is not None:
-            reasons["max_input_tokens"] = "the server accepted an over-long input (it truncates itself)"
+            because("max_input_tokens", "shim_truncate_not_needed")
         else:
             settings["max_input_tokens"] = max_input_tokens
-            reasons["max_input_tokens"] = f"not probed; truncating to the configured limit ({max_input_tokens})"
+            because("max_input_tokens", "shim_truncate_not_probed", limit=max_input_tokens)
 
         # model name
         unknown = candidate.get("unknown_model")
         if unknown is not None and unknown.get("status") not in (None, 200) and served_name:
             settings["model_override"] = served_name
-            reasons["model_override"] = (f"the server answered {unknown.get('status')} to an unknown `model` (the "
-                                         f"legacy server ignored it); the shim always sends '{served_name}'")
+            because("model_override", "shim_model_override", status=unknown.get("status"), name=served_name)
 
         # disguised client errors: never retry those statuses
         disguised: dict[int, list[str]] = {}
@@ -276,9 +281,9 @@ class ShimConfig:
                 disguised.setdefault(int(s), []).append(name)
         settings["non_retryable_statuses"] = frozenset(disguised)
         if disguised:
-            reasons["non_retryable_statuses"] = "; ".join(
-                f"{s} answered a client error ({', '.join(names)}): never retried"
-                for s, names in sorted(disguised.items()))
+            because("non_retryable_statuses", "shim_no_retry_list",
+                    items=[reason("shim_no_retry_status", status=s, probes=", ".join(names))
+                           for s, names in sorted(disguised.items())])
 
         # empty strings
         empty = candidate.get("empty_string")
@@ -286,18 +291,18 @@ class ShimConfig:
         if (empty is not None and empty.get("status") == 200 and legacy_empty is not None
                 and 400 <= (legacy_empty.get("status") or 0) < 500):
             settings["reject_empty_strings"] = True
-            reasons["reject_empty_strings"] = (f"the legacy server rejected an empty string "
-                                               f"({legacy_empty.get('status')}) "
-                                               "where the server embeds it; the shim rejects it with 400")
+            because("reject_empty_strings", "shim_reject_empty", status=legacy_empty.get("status"))
 
         # encoding
         base64_probe = candidate.get("encoding_base64")
         if base64_probe is not None and base64_probe.get("encoding") == "base64":
-            reasons["force_float"] = "the server answers base64 when asked; the shim asks for floats"
+            because("force_float", "shim_force_float")
 
         extra_reasons = overrides.pop("reasons", {})
         settings.update(overrides)
-        return cls(**settings, reasons={**reasons, **extra_reasons})
+        for key in extra_reasons:  # a reason given by hand is a free text: it replaces the derived code
+            codes.pop(key, None)
+        return cls(**settings, reasons={**reasons, **extra_reasons}, reason_codes=codes)
 
 
 # --- text helpers -----------------------------------------------------------------------------------------------------

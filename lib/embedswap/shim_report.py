@@ -14,12 +14,11 @@ from typing import Any
 from embedswap.captures import Attempt
 from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, classify
+from embedswap.summary.reasons import not_measured
 
 _SIDE_KEYS = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms")
 
 
-def _not_measured(why: str) -> dict[str, Any]:
-    return {"measured": False, "why": why}
 
 
 def _side(record: dict[str, Any] | None) -> dict[str, Any]:
@@ -51,11 +50,11 @@ def shim_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
     """
     legacy = _records(attempt, f"{experiment.legacy}/probes.jsonl")
     if not legacy:
-        return _not_measured(f"no probe captures for the legacy server '{experiment.legacy}'")
+        return not_measured("no_legacy_probe_captures", name=experiment.legacy)
     shimmed = {name: _records(attempt, f"{name}/shim_probes.jsonl") for name in experiment.candidates}
     naive = {name: _records(attempt, f"{name}/probes.jsonl") for name in experiment.candidates}
     if not any(shimmed.values()):
-        return _not_measured("no candidate was probed through the shim (captures/<candidate>/shim_probes.jsonl)")
+        return not_measured("no_shim_probes")
     threshold = experiment.parity.text_threshold
     # the shim is a /v1/embeddings client: probes of other routes (vLLM's /v2/embed) are not sent through it
     order = [p for p, r in legacy.items() if r.get("path", DEFAULT_PROBE_PATH) == DEFAULT_PROBE_PATH]
@@ -101,7 +100,8 @@ def shim_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
               for name in experiment.candidates}
     return {
         "measured": bool(shimmed[primary]),
-        **({} if shimmed[primary] else {"why": f"'{primary}' was not probed through the shim"}),
+        **({} if shimmed[primary] else
+           {k: v for k, v in not_measured("not_probed_through_shim", name=primary).items() if k != "measured"}),
         "rows": rows,
         "counts": {name: {kind: dict(c) for kind, c in kinds.items()} for name, kinds in counts.items()},
         "config": config,

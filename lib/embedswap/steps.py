@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from embedswap.captures import Attempt, open_attempt
+from embedswap.captures import Attempt, capture_complete, open_attempt
 from embedswap.config import Experiment, ParityBackendSpec, load_experiment, resolve_path
 from embedswap.measure import measure_target
 from embedswap.models import resolve_model_path
@@ -32,6 +32,7 @@ from embedswap.parity import (
 )
 from embedswap.paths import project_root
 from embedswap.summary import build_summary, environment, write_summary
+from embedswap.summary.reasons import not_measured
 from embedswap.tokens import ensure_tokenizer_counts
 from embedswap.workload import Workload, load_workload
 
@@ -52,6 +53,11 @@ class StepContext:
         write_summary(summary, self.attempt)
         return summary
 
+
+
+def _reason(code: str, **params: object) -> dict[str, object]:
+    """``why`` and ``reason`` of a not-measured entry (for entries that carry no ``measured`` flag)."""
+    return {k: v for k, v in not_measured(code, **params).items() if k != "measured"}
 
 def find_experiment_dir(experiment_dir: str | Path = "") -> Path:
     """As given (relative to the cwd, else to the project root); "" means the newest folder in experiments/."""
@@ -79,11 +85,6 @@ def open_step(experiment_dir: str | Path = "", attempt: str = "", create: bool =
 def _record_environment(ctx: StepContext) -> None:
     if not ctx.attempt.has("environment.json"):
         ctx.attempt.write_json("environment.json", environment())
-
-
-def capture_complete(attempt: Attempt, name: str) -> bool:
-    """The target's capture step finished without problems in this attempt (so a resumed run skips it)."""
-    return attempt.step_status(f"capture:{name}") == "complete" and attempt.has(f"{name}/target.json")
 
 
 def measure_or_resume(ctx: StepContext, name: str) -> dict[str, Any]:
@@ -320,7 +321,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     not_run = []
     for name in experiment.target_order():
         if not attempt.has(f"{name}/doc_vectors.npy"):
-            not_run.append({"backend": name, "why": "no document vectors captured"})
+            not_run.append({"backend": name, **_reason("no_document_vectors_captured")})
             continue
         config = experiment.targets[name]
         dtype = getattr(config, "dtype", None) or "engine default"
@@ -333,7 +334,8 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     for spec in experiment.parity.backends:
         measured = offline_vectors(spec)
         if measured.get("vectors") is None:
-            not_run.append({"backend": spec.label, "why": measured.get("error") or "no vectors"})
+            not_run.append({"backend": spec.label, **({"why": measured["error"]} if measured.get("error")
+                                                     else _reason("no_vectors"))})
             continue
         try:
             rows.append(text_row(spec.label, measured["dtype"], measured["device"], measured["vectors"],
@@ -342,12 +344,10 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
             not_run.append({"backend": spec.label, "why": str(exc)})
     if image_ids:
         multimodal = {"measured": False, "records": len(image_ids), "threshold": thresholds["text+image"],
-                      "why": f"{len(image_ids)} workload record(s) carry an image ({', '.join(image_ids[:5])}), but "
-                             "no backend here embeds images (no multimodal model runs here): text+image rows not "
-                             "measured; the text+image gate is covered by unit tests on recorded vectors"}
+                      **_reason("images_not_embedded", n=len(image_ids), ids=", ".join(image_ids[:5]))}
     else:
         multimodal = {"measured": False, "records": 0, "threshold": thresholds["text+image"],
-                      "why": "the workload has no image inputs and no multimodal model runs here"}
+                      **_reason("no_images")}
     result = {
         "rows": rows,
         "pass": bool(rows) and all(r["pass"] for r in rows) and not not_run,

@@ -46,6 +46,7 @@ class Catalogue:
     terms: dict[str, Any]
     prose: dict[str, dict[str, str]]
     reasons: dict[str, str]
+    probes: dict[str, str]
 
     def label(self, measured: bool | None) -> str:
         """실측 / 미실측 / 미확인: True measured, False not measured, None unconfirmed (ran, no value)."""
@@ -67,7 +68,16 @@ class Catalogue:
         except KeyError:
             raise CatalogueError(f"report catalogue '{self.lang}' has no reason '{code}' "
                                  f"(lib/embedswap/report/catalogue/{self.lang}.toml, [reasons])") from None
-        return text.format(**(params or {}))
+        words = dict(params or {})
+        for name, value in words.items():
+            if isinstance(value, dict) and "code" in value:  # a reason inside a reason (a verdict's detail)
+                words[name] = self.reason(value["code"], value.get("params"))
+            elif isinstance(value, list) and value and all(isinstance(v, dict) and "code" in v for v in value):
+                # a list of reasons, e.g. the differences of two answers
+                words[name] = self.labels["separator"].join(self.reason(v["code"], v.get("params")) for v in value)
+        if words.get("side") in ("legacy", "candidate"):  # which server of the two
+            words["side"] = self.terms[f"{words['side']}_role"]
+        return text.format(**words)
 
 
 @functools.cache
@@ -78,7 +88,7 @@ def catalogue(lang: str) -> Catalogue:
     text = resources.files("embedswap.report").joinpath(f"catalogue/{lang}.toml").read_text(encoding="utf-8")
     data = tomllib.loads(text)
     return Catalogue(lang=lang, labels=data["labels"], terms=data["terms"], prose=data.get("prose", {}),
-                     reasons=data.get("reasons", {}))
+                     reasons=data.get("reasons", {}), probes=data.get("probes", {}))
 
 
 class SayExtension(Extension):

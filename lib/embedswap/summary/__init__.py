@@ -1,7 +1,11 @@
 """summary.json: every figure of the report, computed from the attempt's capture files only.
 
 Each section says whether it was measured; a section that could not be computed carries
-``{"measured": false, "why": ...}`` so the report can label it 미실측 / not measured instead of inventing it.
+``{"measured": false, "why": ..., "reason": {code, params}}`` (:mod:`embedswap.summary.reasons`) so the report can
+label it 미실측 / not measured, in its own words, instead of inventing it. The decisions the report states are
+computed here too (:mod:`embedswap.analysis`, under ``decisions``), and the result is checked against the typed
+model (:mod:`embedswap.summary.model`) before it is written; older files are upgraded on load
+(:mod:`embedswap.summary.upgrade`).
 Sections keyed by role (``legacy``, ``candidate`` = the first candidate) also have ``by_target`` for every
 server, so a three-way experiment reads the same way as a two-way one.
 """
@@ -18,6 +22,7 @@ import numpy as np
 import psutil
 
 from embedswap import __version__
+from embedswap.analysis import decide
 from embedswap.captures import Attempt, atomic_write_bytes, json_bytes
 from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, classify
@@ -27,22 +32,20 @@ from embedswap.ranking import ranking_section
 from embedswap.shim_report import shim_section
 from embedswap.tokens import TOKENIZER_COUNTS
 from embedswap.vectors import compare, index_order_ok, norms, repeat_stability, token_total
+from embedswap.summary.model import validate_summary
+from embedswap.summary.reasons import attach_reasons, not_measured
+from embedswap.summary.upgrade import SCHEMA_VERSION
 from embedswap.workload import Workload
 
-SCHEMA_VERSION = 1
 
 
-def not_measured(why: str) -> dict[str, Any]:
-    return {"measured": False, "why": why}
-
-
-def _target_missing(attempt: Attempt, name: str) -> str | None:
-    """Why a target has no usable captures, or None if it has them."""
+def _target_missing(attempt: Attempt, name: str) -> dict[str, Any] | None:
+    """Why a target has no usable captures (a not-measured entry), or None if it has them."""
     if not attempt.has(f"{name}/target.json"):
-        return f"'{name}' was not captured in this attempt"
+        return not_measured("target_not_captured", name=name)
     info = attempt.read_json(f"{name}/target.json")
     if info.get("error"):
-        return f"'{name}' failed: {info['error'].splitlines()[0][:300]}"
+        return not_measured("target_failed", name=name, error=info["error"].splitlines()[0][:300])
     return None
 
 
@@ -59,7 +62,7 @@ def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload
         missing = _target_missing(attempt, name)
         stack = _doc_vectors(attempt, name)
         if missing or stack is None:
-            by_target[name] = not_measured(missing or f"no document vectors for '{name}'")
+            by_target[name] = missing or not_measured("no_document_vectors", name=name)
             continue
         requests = attempt.read_jsonl(f"{name}/workload_requests.jsonl")
         by_target[name] = {
@@ -77,9 +80,9 @@ def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload
     for name in experiment.candidates:
         candidate = _doc_vectors(attempt, name)
         if legacy is None or candidate is None or not by_target[name].get("measured"):
-            comparisons[name] = not_measured(f"vectors of '{experiment.legacy}' or '{name}' missing")
+            comparisons[name] = not_measured("vectors_missing", legacy=experiment.legacy, name=name)
         elif legacy.shape[2] != candidate.shape[2]:
-            comparisons[name] = not_measured(f"dimensions differ ({legacy.shape[2]} vs {candidate.shape[2]})")
+            comparisons[name] = not_measured("dimensions_differ", legacy=legacy.shape[2], candidate=candidate.shape[2])
         else:
             comparisons[name] = {"measured": True, **compare(legacy[0], candidate[0], langs, ids)}
     primary = comparisons[experiment.primary_candidate]
@@ -130,7 +133,7 @@ def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str,
                 descriptions[record["probe"]] = (record.get("description", ""), record.get("sent"))
             probes.setdefault(record["probe"], {})[name] = record
     if not order:
-        return not_measured("no probe captures in this attempt")
+        return not_measured("no_probe_captures")
     threshold = experiment.parity.text_threshold
     rows = []
     for probe in order:
@@ -171,7 +174,7 @@ def latency_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
             by_target[name] = {"measured": True, **attempt.read_json(f"{name}/latency_stats.json"),
                                "source": f"captures/{name}/latency_requests.jsonl"}
         else:
-            by_target[name] = not_measured(_target_missing(attempt, name) or "latency runs did not complete")
+            by_target[name] = _target_missing(attempt, name) or not_measured("latency_incomplete")
     return {
         "legacy": by_target[experiment.legacy],
         "candidate": by_target[experiment.primary_candidate],
@@ -183,7 +186,7 @@ def latency_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
 def ablation_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
     """The legacy server against its variants (e.g. no global lock): which part of the gap batching explains."""
     if not experiment.ablations:
-        return not_measured("no ablation variants in experiment.yaml (`ablations:`)")
+        return not_measured("no_ablation_variants")
     rows: dict[str, Any] = {}
     for name in [experiment.legacy, *experiment.ablations]:
         config = experiment.targets[name]
@@ -192,7 +195,7 @@ def ablation_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]
                           **attempt.read_json(f"{name}/latency_stats.json"),
                           "source": f"captures/{name}/latency_requests.jsonl"}
         else:
-            rows[name] = not_measured(_target_missing(attempt, name) or "latency runs did not complete")
+            rows[name] = _target_missing(attempt, name) or not_measured("latency_incomplete")
     return {"measured": all(r.get("measured") for r in rows.values()), "by_target": rows}
 
 
@@ -200,13 +203,12 @@ def matryoshka_section(experiment: Experiment, attempt: Attempt) -> dict[str, An
     """`dimensions` probes on the base engine and on the variant started with the Matryoshka override, and whether
     the variant's cut vector matches the legacy server's cut-and-renormalise."""
     if experiment.matryoshka is None:
-        return not_measured("no `matryoshka:` variant in experiment.yaml")
+        return not_measured("no_matryoshka")
     base, variant = experiment.matryoshka.base, experiment.matryoshka.variant
     sides = {role: {r["probe"]: r for r in attempt.read_jsonl(f"{n}/probes.jsonl")} if attempt.has(f"{n}/probes.jsonl")
              else None for role, n in (("legacy", experiment.legacy), ("base", base), ("variant", variant))}
     if sides["variant"] is None or sides["legacy"] is None:
-        why = _target_missing(attempt, variant) or f"no probe captures for '{variant}' or the legacy server"
-        return not_measured(why)
+        return _target_missing(attempt, variant) or not_measured("no_matryoshka_probes", name=variant)
     rows = []
     for probe in ("dimensions_native", "dimensions_reduced"):
         legacy = sides["legacy"].get(probe) or {}
@@ -233,16 +235,16 @@ def matryoshka_section(experiment: Experiment, attempt: Attempt) -> dict[str, An
 
 def restore_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
     if not experiment.sequencing.restore_legacy:
-        return not_measured("sequencing.restore_legacy is off")
+        return not_measured("restore_off")
     relative = f"{experiment.legacy}/restore.json"
     if not attempt.has(relative):
-        return not_measured("step 02 did not restore the legacy server in this attempt")
+        return not_measured("restore_not_run")
     return {"measured": True, **attempt.read_json(relative), "source": f"captures/{relative}"}
 
 
 def parity_section(attempt: Attempt) -> dict[str, Any]:
     if not attempt.has("parity/rows.json"):
-        return {**not_measured("step 05 (parity) has not run in this attempt"), "rows": [], "pass": None}
+        return {**not_measured("parity_not_run"), "rows": [], "pass": None}
     data = attempt.read_json("parity/rows.json")
     return {"measured": True, **data}
 
@@ -272,7 +274,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
     model_path = resolve_model_path(experiment.model.path)
     env_path = attempt.captures / "environment.json"
     env = json.loads(env_path.read_text()) if env_path.exists() else environment()
-    return {
+    summary = {
         "schema_version": SCHEMA_VERSION,
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "experiment": {
@@ -309,6 +311,10 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "ranking": ranking_section(experiment, attempt, workload),
         "shim": shim_section(experiment, attempt),
     }
+    attach_reasons(summary)  # free texts a builder recorded (an exception's message) keep no code
+    summary["decisions"] = decide(summary)
+    validate_summary(summary, source=str(attempt.summary_path))
+    return summary
 
 
 def write_summary(summary: dict[str, Any], attempt: Attempt) -> Path:

@@ -43,18 +43,78 @@ REASONS: dict[str, str] = {
     "not_probed_through_shim": "'{name}' was not probed through the shim",
     "no_document_vectors_captured": "no document vectors captured",
     "no_vectors": "no vectors",
+    "vector_shapes_differ": "cannot compare vectors of shapes {a} and {b}",
     "images_not_embedded": "{n} workload record(s) carry an image ({ids}), but no backend here embeds images (no "
                            "multimodal model runs here): text+image rows not measured; the text+image gate is covered "
                            "by unit tests on recorded vectors",
     "no_images": "the workload has no image inputs and no multimodal model runs here",
     "sweep_server_exited": "skipped: the server process had exited",
     "sweep_no_answers": "skipped: the server answered none of the article points' requests",
+    # why a contract verdict was given (contract.classify's detail); {side} is "legacy" or "candidate"
+    "detail_retry_hazard": "{side} answered {status} where the other side answered {other}: a retrying client "
+                           "resends it forever",
+    "detail_both_server_errors": "both failed with server errors ({legacy} vs {candidate})",
+    "detail_rejected": "{side} rejected it ({status}) where the other answered 200",
+    "detail_both_rejected_with": "both rejected it with {status}",
+    "detail_both_rejected": "both rejected it ({legacy} vs {candidate})",
+    "detail_format": "{legacy} vs {candidate} (same numbers once decoded)",
+    "detail_equivalent": "equivalent answers",
+    "detail_both_200_but": "both 200, but {differences}",
+    # the parts of detail_both_200_but's {differences}, joined by "; "
+    "difference_n_vectors": "{legacy} vs {candidate} vectors",
+    "difference_dimensions": "{legacy} vs {candidate} dimensions",
+    "difference_cosine": "cosine {cosine} between the two answers",
+    "difference_prompt_tokens": "prompt_tokens {legacy} vs {candidate}",
+    # why the client shim chose each setting (shim.ShimConfig.from_probes; `reason_codes` beside `reasons`)
+    "shim_dimensions_rejected": "the server rejected `dimensions` ({answers}); the shim drops it and cuts + "
+                                "renormalises the vectors itself",
+    "shim_dimensions_ignored": "the server ignored `dimensions: {asked}` (answered {dim} values); the shim cuts + "
+                               "renormalises the vectors itself",
+    "shim_dimensions_honoured": "the server honours `dimensions`; passed through",
+    "shim_dimensions_not_probed": "not probed; the shim emulates `dimensions` (safe default)",
+    "shim_query_applied": "the server applies the query prompt itself ({findings}); passed through",
+    "shim_query_prepended": "{findings}: the shim drops input_type/instruction and puts the query prompt in the text",
+    "shim_finding_rejected": "{probe}: answered {status}",
+    "shim_finding_verdict": "{probe}: {verdict} ({detail})",
+    "shim_finding_unknown": "{probe}: 200, not compared with the legacy server",
+    "shim_finding_none": "not probed",
+    "shim_truncate_stated": "the server answered {status} to an over-long input; the shim truncates to {limit} tokens "
+                            "(the limit stated in the server's error) with the model's tokenizer",
+    "shim_truncate_configured": "the server answered {status} to an over-long input; the shim truncates to {limit} "
+                                "tokens (the configured limit (the error did not state one)) with the model's "
+                                "tokenizer",
+    "shim_truncate_not_needed": "the server accepted an over-long input (it truncates itself)",
+    "shim_truncate_not_probed": "not probed; truncating to the configured limit ({limit})",
+    "shim_model_override": "the server answered {status} to an unknown `model` (the legacy server ignored it); the "
+                           "shim always sends '{name}'",
+    "shim_no_retry_list": "{items}",
+    "shim_no_retry_status": "{status} answered a client error ({probes}): never retried",
+    "shim_reject_empty": "the legacy server rejected an empty string ({status}) where the server embeds it; the shim "
+                         "rejects it with 400",
+    "shim_force_float": "the server answers base64 when asked; the shim asks for floats",
+    # what the shim did to one request (its `rewrites`)
+    "rewrite_model": "model {old} -> {new}",
+    "rewrite_dropped": "dropped {name}",
+    "rewrite_query_prompt": "query prompt prepended in the text",
+    "rewrite_dimensions": "dropped dimensions (emulated: slice + L2 renormalise)",
+    "rewrite_encoding": "encoding_format {old} -> 'float'",
+    "rewrite_truncated": "{n} input(s) truncated to {limit} tokens",
+    "rewrite_not_json": "body not a JSON object: sent as is",
 }
+# a parameter that holds a list of other reasons (joined by "; " in English), and the codes it may hold
+LIST_PARAMS = {"differences": "difference_", "findings": "shim_finding_", "items": "shim_no_retry_status"}
+# prefixes of codes that only occur inside another reason, never alone
+INNER = ("difference_", "shim_finding_", "shim_no_retry_status")
+# which key's English sentence gets which reason key beside it
+REASON_KEYS = {"why": "reason", "detail": "detail_reason", "sweep_note": "sweep_reason"}
 
 
 def _pattern(template: str) -> re.Pattern[str]:
     parts = re.split(r"\{(\w+)\}", template)
-    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
+    # a plain value never holds "; " (that joins the parts of a list); a list or a verdict's detail may
+    wide = set(LIST_PARAMS) | {"detail", "error"}
+    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" if p in wide else f"(?P<{p}>(?:(?!; ).)+?)"
+                    for i, p in enumerate(parts))
     return re.compile(f"^{regex}$", re.S)
 
 
@@ -63,18 +123,64 @@ _PATTERNS = sorted(((code, _pattern(text)) for code, text in REASONS.items()),
                    key=lambda item: -len(re.sub(r"\{\w+\}", "", REASONS[item[0]])))
 
 
-def reason_of(why: str) -> dict[str, Any] | None:
-    """``{code, params}`` of an English reason sentence, or None for a free text."""
+def reason_of(why: str, prefix: str = "") -> dict[str, Any] | None:
+    """``{code, params}`` of an English reason sentence, or None for a free text. A list parameter
+    (:data:`LIST_PARAMS`) becomes a list of reasons; one part that is not a known sentence makes it a free text."""
     for code, pattern in _PATTERNS:
+        if not code.startswith(prefix) or (not prefix and code.startswith(INNER)):
+            continue
         match = pattern.match(why.strip())
-        if match:
-            return {"code": code, "params": match.groupdict()}
+        if not match:
+            continue
+        params: dict[str, Any] = match.groupdict()
+        for name, part_prefix in LIST_PARAMS.items():
+            if name in params:
+                params[name] = _split_reasons(params[name], part_prefix)
+        if isinstance(params.get("detail"), str):  # a verdict's detail inside another sentence
+            params["detail"] = reason_of(params["detail"]) or params["detail"]
+        if any(name in params and params[name] is None for name in LIST_PARAMS):
+            continue  # a part is not a known sentence: try the next pattern, else it is a free text
+        return {"code": code, "params": params}
     return None
 
 
+def _split_reasons(text: str, prefix: str) -> list[dict[str, Any]] | None:
+    """A "; "-joined list of reasons (a part may itself contain "; "), or None when it is not one."""
+    parts = text.split("; ")
+    best: list[list[dict[str, Any]] | None] = [[]] + [None] * len(parts)
+    for end in range(1, len(parts) + 1):
+        for start in reversed(range(end)):  # the shortest last part first: a list of many parts wins
+            if best[start] is None:
+                continue
+            found = reason_of("; ".join(parts[start:end]), prefix)
+            if found:
+                best[end] = [*best[start], found]  # type: ignore[misc]
+                break
+    return best[-1]
+
+
+def is_reason(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("code"), str)
+
+
 def explain(code: str, **params: Any) -> str:
-    """The English sentence of a code (what ``why`` holds)."""
-    return REASONS[code].format(**params)
+    """The English sentence of a code (what ``why`` holds). A parameter may itself be a reason, or a list of
+    reasons (joined by "; ")."""
+    words = {}
+    for name, value in params.items():
+        if is_reason(value):
+            value = explain(value["code"], **value.get("params", {}))
+        elif isinstance(value, list) and value and all(is_reason(v) for v in value):
+            value = "; ".join(explain(v["code"], **v.get("params", {})) for v in value)
+        words[name] = value
+    return REASONS[code].format(**words)
+
+
+def reason(code: str, **params: Any) -> dict[str, Any]:
+    """``{code, params}`` (checked against :data:`REASONS`)."""
+    if code not in REASONS:
+        raise KeyError(f"unknown reason code {code!r}")
+    return {"code": code, "params": params}
 
 
 def not_measured(code: str, **params: Any) -> dict[str, Any]:
@@ -83,19 +189,22 @@ def not_measured(code: str, **params: Any) -> dict[str, Any]:
 
 
 def attach_reasons(node: Any) -> None:
-    """Give every ``why`` (and ``sweep_note``) in a summary its reason code where it has one, in place."""
+    """Give every ``why``, verdict ``detail`` and ``sweep_note`` in a summary its reason code where it has one,
+    in place (:data:`REASON_KEYS`)."""
     if isinstance(node, dict):
-        why = node.get("why")
-        if isinstance(why, str) and why and "reason" not in node:
-            reason = reason_of(why)
-            if reason:
-                node["reason"] = reason
-        note = node.get("sweep_note")
-        if isinstance(note, str) and note and "sweep_reason" not in node:
-            reason = reason_of(note)
-            if reason:
-                node["sweep_reason"] = reason
-        for value in node.values():
+        for text_key, reason_key in REASON_KEYS.items():
+            text = node.get(text_key)
+            if isinstance(text, str) and text and reason_key not in node:
+                found = reason_of(text)
+                if found:
+                    node[reason_key] = found
+        # a shim config's reasons per setting, and a shim answer's rewrites
+        if isinstance(node.get("reasons"), dict) and "reason_codes" not in node:
+            codes = {k: reason_of(v) for k, v in node["reasons"].items() if isinstance(v, str)}
+            node["reason_codes"] = {k: v for k, v in codes.items() if v}
+        if isinstance(node.get("rewrites"), list) and "rewrite_reasons" not in node:
+            node["rewrite_reasons"] = [reason_of(v) if isinstance(v, str) else None for v in node["rewrites"]]
+        for value in list(node.values()):
             attach_reasons(value)
     elif isinstance(node, list):
         for value in node:

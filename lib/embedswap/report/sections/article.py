@@ -10,6 +10,11 @@ from embedswap.report.format import MISSING, code, esc, fence, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 
 
+def _in(ctx: ReportContext, value: Any) -> Any:
+    """An article string in this language (the data keeps a dict per language where the text is prose)."""
+    return value.get(ctx.lang) if isinstance(value, dict) else value
+
+
 def _vectors_table(ctx: ReportContext) -> str:
     """The article's vector figures beside this run's legacy server and primary candidate."""
     a = ctx.article
@@ -57,7 +62,7 @@ def _contract_table(ctx: ReportContext) -> str:
         run = by_probe.get(entry["probe"]) or {}
         sides = run.get("by_target") or {}
         contract_rows.append([
-            f"{esc(entry['request'])} ({code(entry['probe'])})", esc(entry["legacy"][ctx.lang]),
+            f"{esc(_in(ctx, entry['request']))} ({code(entry['probe'])})", esc(entry["legacy"][ctx.lang]),
             esc(entry["candidate"][ctx.lang]),
             ctx.side_cell(sides.get(ctx.legacy)) if run else ctx.label(False),
             ctx.side_cell(sides.get(cand)) if run else ctx.label(False),
@@ -130,7 +135,7 @@ def article(ctx: ReportContext) -> dict[str, Any] | None:
         "concurrency_differs": ac != c, "article_concurrency": ac, "concurrency": c,
         "model_differs": (ctx.summary.get("model") or {}).get("spec") != env.get("model"),
         "memory": {role: gib_or_label(ctx, name) for role, name in (("legacy", ctx.legacy), ("candidate", ctx.candidate))},
-        "source": esc(a.get("source")),
+        "source": esc(_in(ctx, a.get("source"))),
     }
 
 

@@ -13,8 +13,13 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured, roles, shim_rows, shimmed
 from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
+from embedswap.contract import CATALOGUE
 from embedswap.report.catalogue import catalogue
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
+from embedswap.summary.reasons import REASON_KEYS
+
+# the kit's own probe descriptions (English, as the summary records them), by probe name
+BUILT_IN_DESCRIPTIONS = {entry["name"]: entry["description"] for entry in CATALOGUE}
 
 
 def target_names(summary: dict[str, Any]) -> list[str]:
@@ -48,14 +53,23 @@ class ReportContext:
     def label(self, state: bool | None) -> str:
         return label(state, self.lang)
 
-    def why(self, entry: dict[str, Any] | None, default: str = "") -> str:
-        """The reason a part was not measured, in this language (escaped): its reason code through the
-        catalogue; a free text (a server's or an exception's message) as recorded."""
+    def why(self, entry: dict[str, Any] | None, default: str = "", key: str = "why") -> str:
+        """The reason a part was not measured (or, ``key="detail"``, why a verdict was given), in this language
+        and escaped: its reason code through the catalogue; a free text (a server's or an exception's message)
+        as recorded."""
         entry = entry or {}
-        reason = entry.get("reason")
+        reason = entry.get(REASON_KEYS[key])
         if isinstance(reason, dict) and reason.get("code"):
             return esc(self.words.reason(reason["code"], reason.get("params")))
-        return esc(entry.get("why") or default)
+        return esc(entry.get(key) or default)
+
+    def probe_description(self, row: dict[str, Any]) -> str:
+        """A probe's description in this language when it is a built-in probe as the kit describes it; a custom
+        probe's own description as written in experiment.yaml."""
+        name, text = row.get("probe"), row.get("description")
+        if text and BUILT_IN_DESCRIPTIONS.get(name) == text:
+            return esc(self.words.probes.get(name, text))
+        return esc(text)
 
     # a target that failed to start: 'not measured' with the first line of its error, wherever it has a cell
     def failure(self, name: str) -> str | None:

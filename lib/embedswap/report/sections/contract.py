@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import failed_status
-from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
+from embedswap.report.format import MISSING, code, combined_label, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 
 VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference"]
@@ -79,8 +79,8 @@ def _table(ctx: ReportContext, contract: list[dict[str, Any]]) -> tuple[str, lis
             cells += [ctx.side_cell((row.get("by_target") or {}).get(name)), ctx.verdict_cell(verdict)]
             v = (verdict or {}).get("verdict")
             if v and v != "same":
-                details.append({"probe": row.get("probe"), "description": esc(row.get("description")),
-                                "candidate": name, "verdict": v, "detail": esc((verdict or {}).get("detail"))})
+                details.append({"probe": row.get("probe"), "description": ctx.probe_description(row),
+                                "candidate": name, "verdict": v, "detail": ctx.why(verdict, key="detail")})
         rows.append(cells)
     return md_table(header, rows, ["l"] * len(header)), details
 

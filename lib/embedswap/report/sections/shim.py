@@ -49,8 +49,8 @@ def _per_candidate(ctx: ReportContext, rows: list[dict[str, Any]], name: str, co
         before_differ += bool(before and before != "same")
         after_differ += after != "same"
         if before and before != "same" and after == "same":
-            rewrites = ((row.get("shim") or {}).get(name) or {}).get("rewrites") or []
-            closed.append({"probe": probe, "before": before, "rewrites": esc("; ".join(map(str, rewrites)))})
+            closed.append({"probe": probe, "before": before,
+                           "rewrites": _rewrites(ctx, (row.get("shim") or {}).get(name) or {})})
         elif after != "same":
             note = ctx.legacy_side(legacy_side_status(row, ctx.legacy, name))
             remaining.append({"probe": probe, "verdict": after, "note": note})
@@ -61,8 +61,17 @@ def _per_candidate(ctx: ReportContext, rows: list[dict[str, Any]], name: str, co
             "compared": fmt(compared, "int"), "settings": shim_settings(ctx, config)}
 
 
+def _rewrites(ctx: ReportContext, info: dict[str, Any]) -> str:
+    """What the shim did to one request, in this language where the kit's sentence has a code."""
+    texts = info.get("rewrites") or []
+    codes = info.get("rewrite_reasons") or [None] * len(texts)
+    words = [ctx.words.reason(c["code"], c.get("params")) if c else str(t) for t, c in zip(texts, codes)]
+    return esc(ctx.words.labels["separator"].join(words)) if words else ""
+
+
 def shim_settings(ctx: ReportContext, config: dict[str, Any] | None) -> list[dict[str, str]]:
-    """What the shim learned for one candidate (the settings with a recorded reason), reasons as captured."""
+    """What the shim learned for one candidate (the settings with a recorded reason), each reason in this
+    language where it has a code (a reason given by hand in experiment.yaml as written)."""
     if not isinstance(config, dict):
         return []
     reasons = config.get("reasons") or {}
@@ -76,7 +85,9 @@ def shim_settings(ctx: ReportContext, config: dict[str, Any] | None) -> list[dic
             shown = ", ".join(fmt(v, "raw") for v in value) or MISSING
         else:
             shown = fmt(value, "raw")
-        out.append({"key": key, "value": esc(shown), "reason": esc(reasons.get(key))})
+        code = (config.get("reason_codes") or {}).get(key)
+        text = ctx.words.reason(code["code"], code.get("params")) if code else reasons.get(key)
+        out.append({"key": key, "value": esc(shown), "reason": esc(text)})
     return out
 
 

@@ -6,8 +6,10 @@ with no file of the checkout on its path.
 Install time is kept small: the fresh venv gets the wheel with `--no-deps`, and only then one `.pth` line that
 makes the kit environment's site-packages (torch, transformers, jupyter, ...) importable behind the venv's own.
 That line adds a folder to sys.path without running its `.pth` files, so the kit's editable install of this
-checkout stays inactive, and pip never saw the kit's `embedswap` while installing. Measured on the 2-core host
-(2026-12-01): venv + build + twine ~25 s, the whole module ~3-4 min (two MiniLM servers, five notebooks).
+checkout stays inactive, and pip never saw the kit's `embedswap` while installing. Measured on the shared 2-core
+host (2026-12-01, four runs): venv + build + twine + install 21-39 s; the whole module 95-257 s depending on the
+load (two MiniLM servers, five notebooks). A full `pip install` of the wheel with its dependencies into an empty
+venv took 192 s there (6.4 GB, PyPI's torch): too slow for every CI run, so it is not what this test does.
 """
 
 from __future__ import annotations

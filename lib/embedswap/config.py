@@ -247,6 +247,8 @@ class Experiment(_Strict):
     description: str = ""
     model: ModelConfig = Field(default_factory=ModelConfig)
     workload: WorkloadConfig
+    # "packaged" (the notebooks shipped with the kit) or a folder of your own copies, relative to this file
+    notebooks: str = "packaged"
     targets: dict[str, Target]
     legacy: str = "legacy"
     candidates: list[str] = Field(..., min_length=1)
@@ -259,6 +261,17 @@ class Experiment(_Strict):
     contract: ContractConfig = Field(default_factory=ContractConfig)
     parity: ParityConfig = Field(default_factory=ParityConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+
+    @field_validator("workload", mode="before")
+    @classmethod
+    def _sample_workload(cls, value: Any) -> Any:
+        """`workload: sample`: the sample workload shipped with the kit (documents, queries, judgements)."""
+        if value == "sample":
+            return {kind: f"sample:{kind}.jsonl" for kind in ("documents", "queries", "qrels")}
+        if isinstance(value, str):
+            raise ValueError(f"'{value}' is not a workload: write 'sample' (the packaged one) or a mapping with "
+                             "documents, queries, qrels")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -365,6 +378,12 @@ def load_experiment(experiment_dir: str | Path) -> Experiment:
 
 
 def resolve_path(experiment_dir: str | Path, value: str) -> Path:
-    """Relative paths in experiment.yaml are relative to the folder holding it."""
+    """Relative paths in experiment.yaml are relative to the folder holding it; ``sample:NAME`` is a file of the
+    packaged sample workload."""
+    from embedswap.paths import resolve_sample
+
+    sample = resolve_sample(value)
+    if sample is not None:
+        return sample
     path = Path(value).expanduser()
     return path if path.is_absolute() else (Path(experiment_dir) / path).resolve()

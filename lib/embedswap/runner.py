@@ -18,7 +18,7 @@ from typing import Any
 
 from embedswap.captures import Attempt, AttemptNotFoundError, capture_complete, open_attempt
 from embedswap.config import ConfigError, Experiment, ExternalTarget, load_experiment
-from embedswap.paths import project_root
+from embedswap.paths import notebook_folder, packaged_notebooks, project_root
 from embedswap.redact import redact, redact_tree
 from embedswap.targets.base import port_in_use, sweep_process_groups
 
@@ -47,6 +47,7 @@ class RunResult:
     seconds: float = 0.0
     report: dict[str, Path] = field(default_factory=dict)
     parity_pass: bool | None = None
+    report_error: str | None = None  # why no report was rendered (e.g. every step failed: no summary.json)
 
     @property
     def ok(self) -> bool:
@@ -54,27 +55,33 @@ class RunResult:
             s.get("status") == "failed" for k, s in self.attempt.steps().items() if k.startswith("capture:")
         )
         return (all(v == "ok" or v.startswith("skipped") for v in self.notebooks.values()) and not failed_capture
-                and self.parity_pass is not False)
+                and self.parity_pass is not False and self.report_error is None)
 
 
 def _raise_keyboard_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def notebook_dir() -> Path:
-    return project_root() / "notebooks"
+def notebook_dir(experiment_dir: Path | None = None) -> Path:
+    """The experiment's notebooks (`notebooks:` in experiment.yaml), or the packaged ones."""
+    if experiment_dir is None:
+        return packaged_notebooks()
+    return notebook_folder(Path(experiment_dir), load_experiment(experiment_dir).notebooks)
 
 
 def run_notebook(name: str, experiment_dir: Path, attempt: Attempt, kernel: str = KERNEL_NAME,
                  log_output: bool = True) -> None:
     import papermill
 
+    from embedswap.kernel import KitKernelManager
+
     attempt.notebooks.mkdir(parents=True, exist_ok=True)
     papermill.execute_notebook(
-        str(notebook_dir() / f"{name}.ipynb"),
+        str(notebook_dir(experiment_dir) / f"{name}.ipynb"),
         str(attempt.notebooks / f"{name}.ipynb"),
         parameters={"experiment_dir": str(experiment_dir), "attempt": attempt.name},
         kernel_name=kernel,
+        kernel_manager_class=KitKernelManager,  # this interpreter: no kernel has to be registered
         cwd=str(project_root()),
         log_output=log_output,
         progress_bar=False,
@@ -140,6 +147,11 @@ def preflight(experiment: Experiment, experiment_dir: Path, targets: list[str]) 
     from embedswap.workload import WorkloadError, load_workload
 
     problems = [p for p in [_model_problem(experiment.model.path)] if p]
+    folder = notebook_folder(experiment_dir, experiment.notebooks)
+    missing = [n for n in NOTEBOOKS if not (folder / f"{n}.ipynb").exists()]
+    if missing:
+        problems.append(f"notebooks: {folder} has no {missing[0]}.ipynb; set `notebooks: packaged` or copy them "
+                        "with `embedswap new SLUG --copy-notebooks`")
     try:
         load_workload(experiment, experiment_dir)
     except WorkloadError as exc:
@@ -217,9 +229,11 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
                 attempt.mark_step(f"notebook:{name}", "complete")
             except Exception as exc:  # papermill's PapermillExecutionError carries the cell's error
                 message = redact(f"{type(exc).__name__}: {exc}")
-                result.notebooks[name] = f"failed: {message[:500]}"
                 attempt.mark_step(f"notebook:{name}", "failed", error=message[:2000])
-                print(f"[embedswap] {name} failed: {message[:500]}", flush=True)
+                # one line: the cell's exception (papermill's message carries the whole traceback)
+                cause = redact(f"{exc.ename}: {exc.evalue}") if hasattr(exc, "ename") else message
+                result.notebooks[name] = f"failed: {' '.join(cause.split())[:500]}"
+                print(f"[embedswap] {name} {result.notebooks[name]}", flush=True)
             finally:
                 swept = sweep_process_groups(attempt.logs)
                 if swept:
@@ -238,9 +252,12 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
     if attempt.has("parity/rows.json"):
         result.parity_pass = bool(attempt.read_json("parity/rows.json").get("pass"))
     if render:
-        from embedswap.report import render_report
+        from embedswap.report import ReportError, render_report
 
-        result.report = render_report(experiment_dir, attempt.name)
+        try:
+            result.report = render_report(experiment_dir, attempt.name)
+        except ReportError as exc:  # e.g. no step got far enough to write summary.json
+            result.report_error = redact(str(exc))
     return result
 
 

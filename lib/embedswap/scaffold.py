@@ -1,19 +1,23 @@
 """`embedswap new`: a dated experiment folder with an experiment.yaml, from a preset.
 
 Presets: ``minilm`` (the default: the embedded all-MiniLM-L6-v2) and ``qwen3-tiny`` (the article's model family on
-a CPU: a tiny random-weight Qwen3 embedding model built locally, see embedswap.tiny_qwen3).
+a CPU: a tiny random-weight Qwen3 embedding model built locally, see embedswap.tiny_qwen3). With ``external``
+URLs the targets are servers the user already runs (nothing is started). The workload is the packaged sample
+(``sample:documents.jsonl``) unless the project has its own ``data/`` next to ``experiments/``; the notebooks are
+the packaged ones unless copied into the experiment to be edited (``copy_notebooks``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import date
 from pathlib import Path
 
 from embedswap.config import CONFIG_FILENAME, load_experiment
-from embedswap.paths import project_root
+from embedswap.paths import SAMPLE_PREFIX, packaged_notebooks, sample_data
 
-TEMPLATE = """\
+HEAD = """\
 # experiment.yaml: everything this experiment needs. Relative paths are relative to this folder.
 # Reference of every key: README.md ("experiment.yaml"). A wrong key is reported by name.
 name: {slug}
@@ -29,13 +33,16 @@ model:
   query_prompt_template: "Instruct: {{task}}\\nQuery:{{query}}"
   max_input_tokens: 1024              # legacy truncation limit (capped by the model's own maximum)
 
-workload:
-  documents: {data}/documents.jsonl
-  queries: {data}/queries.jsonl
-  qrels: {data}/qrels.jsonl
+{notebooks}workload:                             # `workload: sample` is the packaged sample, as below
+  documents: {data}documents.jsonl
+  queries: {data}queries.jsonl
+  qrels: {data}qrels.jsonl
   batch_size: 8
   repeats: 3
 
+"""
+
+LOCAL_TARGETS = """\
 targets:
   legacy:
     kind: legacy
@@ -67,10 +74,12 @@ matryoshka:                           # `dimensions` with vLLM's Matryoshka over
   variant: vllm-matryoshka
 ablations: [legacy-nolock]            # measured in step 01 right after the legacy server
 
+"""
+
+TAIL = """\
 sequencing:
   stop_legacy_before_candidates: true
-  restore_legacy: true                # bring the legacy server back at the end and check it answers as before
-
+{restore}
 latency:
   sequential_requests: 30
   concurrent_requests: 40
@@ -84,12 +93,34 @@ contract:
 parity:
   text_threshold: 0.999
   multimodal_threshold: 0.995
-  backends:                           # the dtype sweep, offline in the engine environment (fp32 is the vllm target)
-    - {{kind: vllm-offline, dtype: auto}}      # vLLM's own default: fp16 for this fp32 checkpoint
-    - {{kind: vllm-offline, dtype: bfloat16}}
-
+{backends}
 report:
   languages: [ko, en]                 # also ja, zh; the first one is written as report.md / report.html too
+"""
+
+LOCAL_RESTORE = ("  restore_legacy: true                # bring the legacy server back at the end and check it answers "
+                 "as before\n")
+LOCAL_BACKENDS = """\
+  backends:                           # the dtype sweep, offline in the engine environment (fp32 is the vllm target)
+    - {kind: vllm-offline, dtype: auto}      # vLLM's own default: fp16 for this fp32 checkpoint
+    - {kind: vllm-offline, dtype: bfloat16}
+"""
+
+EXTERNAL_TARGET = """\
+  {name}:
+    kind: external                    # a server you already run: nothing is started or stopped
+    url: {url}
+    # api_key_env: {env}        # the key is read from this environment variable, never from this file
+    # headers: {{X-Team: search}}
+    # verify_tls: true
+"""
+EXTERNAL_NOTE = """\
+  # The model your servers serve: its fp32 reference (step 05) and its tokenizer's counts are computed here.
+  # Set `path` to its folder or HF id (in the local cache) and `served_name` to the `model` your servers expect.
+"""
+EXTERNAL_RESTORE = "  restore_legacy: false               # the servers are yours: nothing is stopped or restarted\n"
+EXTERNAL_BACKENDS = """\
+  # backends: [{kind: transformers, dtype: bfloat16}]   # offline dtype rows; vllm-offline needs `embedswap engine install`
 """
 
 # What differs between presets: the model, and how the engines run it.
@@ -135,31 +166,68 @@ def _with_override(engine: str) -> str:
                           'extra_args: ["--enforce-eager", "--hf-overrides", \'{"is_matryoshka": true}\']')
 
 
+def _data_reference(folder: Path, experiments_root: Path, data_dir: Path | None, copy_data: bool) -> str:
+    """The workload's folder as experiment.yaml names it (with the trailing '/'), or the ``sample:`` prefix."""
+    if copy_data:
+        (folder / "data").mkdir(exist_ok=True)
+        for name in ("documents.jsonl", "queries.jsonl", "qrels.jsonl"):
+            shutil.copyfile(sample_data() / name, folder / "data" / name)
+        return "data/"
+    data = Path(data_dir).resolve() if data_dir else (experiments_root / ".." / "data").resolve()
+    if data_dir is None and not (data / "documents.jsonl").exists():
+        return SAMPLE_PREFIX  # no data/ next to experiments/: the sample shipped with the kit
+    try:  # inside the project: a relative path, so the folder can be moved with its repo
+        data.relative_to(experiments_root.resolve().parent)
+        return Path(os.path.relpath(data, folder.resolve())).as_posix() + "/"
+    except ValueError:
+        return data.as_posix() + "/"
+
+
+def _copy_notebooks(folder: Path) -> str:
+    (folder / "notebooks").mkdir(exist_ok=True)
+    for path in sorted(packaged_notebooks().iterdir()):
+        if path.suffix in (".ipynb", ".py"):  # the notebooks and their jupytext pairs
+            shutil.copyfile(path, folder / "notebooks" / path.name)
+    return "notebooks: notebooks                  # your copies (edit them); `packaged` uses the kit's own\n\n"
+
+
+def _external_targets(legacy_url: str, candidate_urls: list[str]) -> str:
+    names = ["candidate"] + [f"candidate-{i}" for i in range(2, len(candidate_urls) + 1)]
+    blocks = [EXTERNAL_TARGET.format(name="legacy", url=legacy_url, env="LEGACY_API_KEY")]
+    blocks += [EXTERNAL_TARGET.format(name=n, url=u, env=n.upper().replace("-", "_") + "_API_KEY")
+               for n, u in zip(names, candidate_urls)]
+    return f"targets:\n{''.join(blocks)}\nlegacy: legacy\ncandidates: [{', '.join(names)}]\n\n"
+
+
 def new_experiment(slug: str, experiments_root: Path, day: date | None = None, data_dir: Path | None = None,
                    legacy_port: int = 18081, vllm_port: int = 18082, dynamo_port: int = 18083,
-                   preset: str = "minilm") -> Path:
-    """Create ``experiments_root/YYYY-MM-DD-slug/experiment.yaml`` from a preset; refuses to touch an existing one."""
+                   preset: str = "minilm", copy_notebooks: bool = False, copy_data: bool = False,
+                   legacy_url: str | None = None, candidate_urls: list[str] | None = None) -> Path:
+    """Create ``experiments_root/YYYY-MM-DD-slug/experiment.yaml`` from a preset; refuses to touch an existing one.
+
+    ``legacy_url`` and ``candidate_urls`` (both or neither) make every target a server the user already runs."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset '{preset}' (known: {', '.join(PRESETS)})")
+    if bool(legacy_url) != bool(candidate_urls):
+        raise ValueError("--legacy-url and --candidate-url go together: give both, or neither (local servers)")
     day = day or date.today()
     folder = experiments_root / f"{day.isoformat()}-{slug}"
     config = folder / CONFIG_FILENAME
     if config.exists():
-        raise FileExistsError(f"{config} already exists")
+        raise FileExistsError(f"{config} already exists; choose another SLUG or --date, or edit that file")
     folder.mkdir(parents=True, exist_ok=True)
-    data = (Path(data_dir) if data_dir else experiments_root / ".." / "data").resolve()
-    if data_dir is None and not (data / "documents.jsonl").exists():
-        # experiments kept outside a project: the kit's own workload (an absolute path)
-        data = project_root() / "data"
-    try:  # inside the project: a relative path, so the folder can be moved with its repo
-        data.relative_to(experiments_root.resolve().parent)
-        data_ref = Path(os.path.relpath(data, folder.resolve()))
-    except ValueError:
-        data_ref = data
-    config.write_text(
-        TEMPLATE.format(matryoshka_engine=_with_override(PRESETS[preset]["engine"]), slug=slug, day=day.isoformat(), data=data_ref.as_posix(), legacy_port=legacy_port,
-                        vllm_port=vllm_port, dynamo_port=dynamo_port, **PRESETS[preset]),
-        encoding="utf-8",
-    )
+    fields = dict(PRESETS[preset], slug=slug, day=day.isoformat(), legacy_port=legacy_port, vllm_port=vllm_port,
+                  dynamo_port=dynamo_port, data=_data_reference(folder, experiments_root, data_dir, copy_data),
+                  notebooks=_copy_notebooks(folder) if copy_notebooks else "",
+                  matryoshka_engine=_with_override(PRESETS[preset]["engine"]))
+    if legacy_url:
+        fields["model"] = EXTERNAL_NOTE + fields["model"]
+        fields["description"] = "  Your legacy embedding server against the candidate(s), servers you already run."
+        text = (HEAD.format(**fields) + _external_targets(legacy_url, list(candidate_urls or []))
+                + TAIL.format(restore=EXTERNAL_RESTORE, backends=EXTERNAL_BACKENDS))
+    else:
+        text = HEAD.format(**fields) + LOCAL_TARGETS.format(**fields) + TAIL.format(restore=LOCAL_RESTORE,
+                                                                                     backends=LOCAL_BACKENDS)
+    config.write_text(text, encoding="utf-8")
     load_experiment(folder)  # the template must always validate
     return folder

@@ -18,7 +18,7 @@ import httpx
 import psutil
 
 from embedswap.config import ModelConfig
-from embedswap.redact import redact, redact_file
+from embedswap.redact import redact, redact_file, register_secret_env
 
 LOG_TAIL_LINES = 40
 
@@ -289,5 +289,6 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
     env["HF_HUB_OFFLINE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
+    register_secret_env(extra or {})  # a target's env: HF_TOKEN and the like never reach a written file
     env.update(extra or {})
     return env

@@ -30,7 +30,7 @@ endif
 
 # regenerate the lock files after changing pyproject.toml or requirements/*.txt (README "Locked environments")
 UV ?= .venvs/uv/bin/uv
-UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28
+UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 $(LOCK_FLAGS)
 lock:
 	test -x $(UV) || { $(PY) -m venv .venvs/uv && .venvs/uv/bin/pip install -q "uv==0.13.8"; }
 	$(UV_COMPILE) pyproject.toml --extra dev --find-links /opt/wheels -c requirements/kit-constraints.txt \

@@ -16,8 +16,9 @@ here). ``redact`` replaces, in any text about to be written:
   more letters and digits) and OpenAI-style keys (``sk-`` + 20 or more).
 
 Every value of a target's ``headers:`` is registered when the kit builds the request headers
-(``client.auth_headers``), except the few headers that never carry a credential (``NOT_SECRET_HEADERS``); so is
-every ``env`` value of a target whose name looks secret (``targets.base.server_env``).
+(``client.auth_headers``), except the few headers that never carry a credential (``NOT_SECRET_HEADERS``) and values
+under 8 characters; so is every ``env`` value of a target whose name looks secret (``targets.base.server_env``,
+the Kubernetes manifest). The config's dumps (``config.py``) show neither.
 """
 
 from __future__ import annotations
@@ -136,9 +137,11 @@ def redact(text: str) -> str:
 
 
 def register_headers(headers: dict[str, str]) -> None:
-    """Register every value of a target's ``headers:`` (but Content-Type, Accept, ...) as a secret."""
+    """Register every value of a target's ``headers:`` (but Content-Type, Accept, ...) as a secret. Values under
+    ``MIN_SECRET_LEN`` characters are left out (``X-Team: search`` would redact every "search" in a report); the
+    config's own dumps (summary.json, the report) show no header value at all."""
     for name, value in headers.items():
-        if name.lower() not in NOT_SECRET_HEADERS:
+        if name.lower() not in NOT_SECRET_HEADERS and len(value) >= MIN_SECRET_LEN:
             register_secret(value)
 
 

@@ -19,14 +19,21 @@ overhead at quantile q is ``harness_q - raw_q`` (a difference of quantiles: requ
 (b) Maximum rate. ``closed_loop`` at concurrency 1, 2, 4, ... until throughput (requests / wall time) grows by
 less than 5 % for two steps in a row (or the list ends); the maximum is the best point.
 
-Goals (issue #4): overhead <= 0.5 ms at the median, >= 1,000 requests/s on one core. The script prints PASS/MISS;
-it never fails: a benchmark prints, it does not gate. On a machine shared with other work the figures move from
-run to run; the load average is printed with them.
+Both for ``http://`` and for ``https://`` (``--scheme``, default both): for TLS the trivial server gets a
+self-signed certificate for 127.0.0.1 (openssl, in a temporary folder), the raw client wraps its one keep-alive
+connection in TLS (one handshake, like the harness's pool), and the harness runs with ``verify_tls=False``.
 
-Measured with the lean client (``embedswap.wire``, which the harness uses for ``http://`` since 2026-11-29), on
-the quiet machine (load 0.5): overhead p50 0.205 ms, p99 0.680 ms (raw socket 0.072 / 0.128 ms); CPU 0.43 ms per
-request; max 6,724 req/s at concurrency 8. Both goals PASS. The same script with httpx, quiet machine (load 0.9):
-overhead p50 1.894 ms, max 594 req/s: both MISSED, which is why the harness no longer sends through httpx.
+Goals (issue #4, for both schemes since issue #19): overhead <= 0.5 ms at the median, >= 1,000 requests/s on one
+core. The script prints PASS/MISS; it never fails: a benchmark prints, it does not gate. On a machine shared with
+other work the figures move from run to run; the load average is printed with them.
+
+The harness sends through aiohttp since 2026-12-01 (issue #19: one transport for http and https, in place of
+the home-made ``embedswap.wire`` for http and httpx for https). Measured 2026-12-01 on the shared 2-core machine,
+load average 2.0-2.2: http overhead p50 0.227 ms over a raw socket's 0.058 ms (4.9x the floor), max 4,935 req/s
+(4,562 at concurrency 8); https overhead p50 0.298 ms over the TLS floor's 0.156 ms (2.9x), max 3,185 req/s at
+concurrency 8; 0.27-0.45 ms of CPU per request. Both goals PASS for both. Before it, on the quiet machine:
+``embedswap.wire`` (load 0.5) overhead p50 0.205 ms, max 6,724 req/s; httpx (load 0.9) overhead p50 1.894 ms,
+max 594 req/s, both goals MISSED, which is why the harness does not send through httpx.
 
 Earlier, with httpx (2 CPU cores shared with other engineers' jobs, load average 3-13, so every wall-clock figure
 moved from run to run; the CPU-time figures are the steadier ones):
@@ -39,7 +46,8 @@ moved from run to run; the CPU-time figures are the steadier ones):
 - What is left is httpx itself: 1-3 ms of CPU per request here, depending on the load (URL and header building,
   httpcore, anyio, h11; no single hot spot in a profile; building the request once saves ~0.1 ms), against
   0.08 ms for the raw client; the wall-clock overhead is several times the CPU, because a process that wakes
-  often waits for a core on a loaded machine. That leaner transport is now ``embedswap.wire`` (figures above).
+  often waits for a core on a loaded machine. A leaner transport followed: ``embedswap.wire``, then aiohttp
+  (figures above).
 """
 
 from __future__ import annotations

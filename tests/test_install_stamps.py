@@ -86,3 +86,26 @@ def test_a_changed_pyproject_alone_reinstalls_only_the_kit(tmp_path: Path) -> No
     assert (tmp_path / "pip-called").read_text().split() == ["install", "-q", "--no-deps", "-e", str(repo)]
     assert (venv / "kept").exists() and not (tmp_path / "python-called").exists()
     assert _run(repo, "kit", venv, python).stdout.strip().endswith("is up to date")  # stamped
+
+
+def _names(lines: list[str]) -> set[str]:
+    import re
+
+    return {re.split(r"[<>=!~\[; ]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+            for line in lines if line.strip() and not line.lstrip().startswith(("#", "-"))}
+
+
+def test_the_locks_hold_every_declared_dependency() -> None:
+    """A dependency added to pyproject.toml or an engine input without `make lock` would not be installed."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = _names(project["dependencies"] + project["optional-dependencies"]["dev"]) - {"torch"}
+    kit_lock = _names([line for line in (REPO / "requirements/kit.lock").read_text().splitlines()
+                       if not line.startswith(" ")])
+    assert declared - kit_lock == set(), "run `make lock`"
+    for source, lock in [("engine-cpu.txt", "engine-cpu.lock"), ("engine-cpu-nodeps.txt", "engine-cpu-nodeps.lock")]:
+        wanted = _names((REPO / "requirements" / source).read_text().splitlines())
+        locked = _names([line for line in (REPO / "requirements" / lock).read_text().splitlines()
+                         if not line.startswith(" ")])
+        assert wanted - locked == set(), f"requirements/{lock} misses {sorted(wanted - locked)}: run `make lock`"

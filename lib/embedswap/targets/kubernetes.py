@@ -337,10 +337,10 @@ class KubernetesDeploymentTarget(Target):
             raise TargetStartError(f"target '{self.name}': kubectl {what} failed: {exc}") from exc
         output = result.stdout + result.stderr
         with log.open("a", encoding="utf-8") as handle:
-            handle.write(f"$ {' '.join(command)}\n{output}(exit {result.returncode})\n")
+            handle.write(redact(f"$ {' '.join(command)}\n{output}(exit {result.returncode})\n"))
         if result.returncode != 0:
             raise TargetStartError(
-                f"target '{self.name}': kubectl {what} failed (exit {result.returncode}):\n{output[-2000:]}"
+                f"target '{self.name}': kubectl {what} failed (exit {result.returncode}):\n{redact(output[-2000:])}"
             )
         return output
 

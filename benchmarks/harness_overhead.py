@@ -31,7 +31,8 @@ The harness sends through aiohttp since 2026-12-01 (issue #19: one transport for
 the home-made ``embedswap.wire`` for http and httpx for https). Measured 2026-12-01 on the shared 2-core machine,
 load average 2.0-2.2: http overhead p50 0.227 ms over a raw socket's 0.058 ms (4.9x the floor), max 4,935 req/s
 (4,562 at concurrency 8); https overhead p50 0.298 ms over the TLS floor's 0.156 ms (2.9x), max 3,185 req/s at
-concurrency 8; 0.27-0.45 ms of CPU per request. Both goals PASS for both. Before it, on the quiet machine:
+concurrency 8; 0.27-0.45 ms of CPU per request. Both goals PASS for both. Again at load 3.1-3.6: http 0.250
+ms, 2,284 req/s; https 0.305 ms, 1,214 req/s (the rate falls with the load: the harness waits for its core). Before it, on the quiet machine:
 ``embedswap.wire`` (load 0.5) overhead p50 0.205 ms, max 6,724 req/s; httpx (load 0.9) overhead p50 1.894 ms,
 max 594 req/s, both goals MISSED, which is why the harness does not send through httpx.
 

@@ -12,15 +12,12 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: browser demo demo-qwen3 test test-fast lab kit engine kernel clean-venvs
+.PHONY: browser demo demo-qwen3 test test-fast lab kit engine kernel lock clean-venvs FORCE
 
-$(KIT)/.installed: pyproject.toml
-	$(PY) -m venv $(KIT)
-	$(KIT)/bin/pip install -q --upgrade pip
-	# the CPU build of torch lies on this machine's disk; elsewhere pip takes it from PyPI
-	$(KIT)/bin/pip install -q "torch==2.13.0"
-	$(KIT)/bin/pip install -q -e '.[dev]'
-	touch $@
+# the kit's environment exactly as requirements/kit.lock pins it (hashes checked); the stamp is the lock's and
+# pyproject.toml's sha256, so a pin change rebuilds it (the script does nothing when they did not change)
+$(KIT)/.installed: FORCE
+	PYTHON=$(PY) bash scripts/install-kit.sh $(KIT)
 
 kit: $(KIT)/.installed
 
@@ -28,8 +25,20 @@ engine:
 ifeq ($(ENGINE),gpu)
 	$(PY) -m venv $(ENGINE_VENV) && $(ENGINE_VENV)/bin/pip install -q -r requirements/engine-gpu.txt
 else
-	bash scripts/install-engine-cpu.sh $(ENGINE_VENV)
+	PYTHON=$(PY) bash scripts/install-engine-cpu.sh $(ENGINE_VENV)
 endif
+
+# regenerate the lock files after changing pyproject.toml or requirements/*.txt (README "Locked environments")
+UV ?= .venvs/uv/bin/uv
+UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 $(LOCK_FLAGS)
+lock:
+	test -x $(UV) || { $(PY) -m venv .venvs/uv && .venvs/uv/bin/pip install -q "uv==0.13.8"; }
+	$(UV_COMPILE) pyproject.toml --extra dev --find-links /opt/wheels -c requirements/kit-constraints.txt \
+	  --no-emit-package torch -o requirements/kit.lock
+	$(UV_COMPILE) requirements/engine-cpu.txt -o requirements/engine-cpu.lock
+	$(UV_COMPILE) requirements/engine-cpu-nodeps.txt --no-deps -o requirements/engine-cpu-nodeps.lock
+
+FORCE:
 
 # the Jupyter kernel the notebooks name ("embedswap"), inside the kit's own environment
 $(KIT)/share/jupyter/kernels/embedswap/kernel.json: $(KIT)/.installed

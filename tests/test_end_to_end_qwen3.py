@@ -103,12 +103,12 @@ def test_instruction_three_ways_and_v2_embed(qwen3: dict) -> None:
     assert contract["v2_embed_query"]["verdicts"]["dynamo"]["verdict"] == "loud-failure"
 
 
-def test_latency_measured_through_the_lean_client(qwen3: dict) -> None:
+def test_latency_measured_through_aiohttp(qwen3: dict) -> None:
     latency = qwen3["summary"]["latency"]["by_target"]
     for name in ("legacy", "dynamo", "vllm"):
-        assert latency[name]["client"] == "embedswap.wire", name
+        assert latency[name]["client"] == "aiohttp", name
         assert latency[name]["concurrent"]["errors"] == 0 and latency[name]["concurrent"]["docs_per_s"] > 0
-    assert "`embedswap.wire`" in (qwen3["report"] / "report.en.md").read_text()
+    assert "`aiohttp`" in (qwen3["report"] / "report.en.md").read_text()
 
 
 def test_matryoshka_with_and_without_the_override(qwen3: dict) -> None:

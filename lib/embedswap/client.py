@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from embedswap.redact import register_secret
+from embedswap.redact import register_headers, register_secret
 
 ERROR_TEXT_LIMIT = 500
 
@@ -163,8 +163,10 @@ def validate_vectors(vectors: list[list[float]]) -> list[str]:
 
 
 def auth_headers(api_key_env: str | None, headers: dict[str, str] | None = None) -> dict[str, str]:
-    """Headers for a target; the API key is read from the named environment variable, never from a file."""
+    """Headers for a target; the API key is read from the named environment variable, never from a file. Every
+    value of ``headers`` (a target's ``headers:``, which may carry a key of its own) is registered as a secret."""
     out = dict(headers or {})
+    register_headers(out)
     if api_key_env:
         key = os.environ.get(api_key_env)
         if not key:

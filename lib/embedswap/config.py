@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator,
+                      model_validator)
 
 from embedswap.models import EMBEDDED_DEFAULT
+from embedswap.redact import NOT_SECRET_HEADERS, REDACTED, is_secret_name
 
 CONFIG_FILENAME = "experiment.yaml"
 DEFAULT_QUERY_TASK = "Given a web search query, retrieve relevant passages that answer the query"
@@ -70,6 +72,11 @@ class _TargetBase(_Strict):
     # Free-form note that ends up in the report's setup section.
     note: str | None = None
 
+    @field_serializer("env")
+    def _env_without_secrets(self, env: dict[str, str]) -> dict[str, str]:
+        # what summary.json and the report record of the config: HF_TOKEN and the like as [redacted]
+        return {k: REDACTED if is_secret_name(k) else v for k, v in env.items()}
+
 
 class LegacyTarget(_TargetBase):
     kind: Literal["legacy"]
@@ -94,6 +101,11 @@ class ExternalTarget(_TargetBase):
     api_key_env: str | None = None  # name of the environment variable holding the key (never the key itself)
     headers: dict[str, str] = Field(default_factory=dict)
     verify_tls: bool = True
+
+    @field_serializer("headers")
+    def _headers_without_values(self, headers: dict[str, str]) -> dict[str, str]:
+        # every value of headers: may be a credential (embedswap.redact registers them all, too)
+        return {k: v if k.lower() in NOT_SECRET_HEADERS else REDACTED for k, v in headers.items()}
 
 
 class DynamoTarget(_TargetBase):

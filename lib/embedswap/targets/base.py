@@ -3,9 +3,9 @@ group with their log in the attempt folder, and are torn down on success, error 
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -18,24 +18,27 @@ import httpx
 import psutil
 
 from embedswap.config import ModelConfig
-from embedswap.redact import redact, redact_file
+from embedswap.redact import redact, redact_file, register_secret_env
 
 LOG_TAIL_LINES = 40
-_PR_SET_PDEATHSIG = 1
 
 
 class TargetStartError(RuntimeError):
     """A server did not become healthy: exited, or timed out. The message carries the tail of its log."""
 
 
-def _die_with_parent() -> None:
-    # Runs in the child before exec: its own session (process group), and SIGTERM if the parent dies
-    # (a Jupyter kernel killed by papermill must not leave a server behind).
-    os.setsid()
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:
-        pass
+def die_with_parent(command: list[str]) -> list[str]:
+    """``command`` prefixed so that it gets SIGTERM when the process that started it dies (a Jupyter kernel
+    killed by papermill must not leave a server behind): ``setpriv --pdeathsig TERM`` (util-linux) sets the
+    parent-death signal and execs the command, so the server keeps the pid that Popen returned.
+
+    Not a ``preexec_fn``: Python documents it as unsafe in a threaded program (a Jupyter kernel is one), since the
+    child may deadlock on a lock another thread held at fork. The process group comes from
+    ``start_new_session=True``, which Popen does in C. Where setpriv is missing the command runs as it is, and the
+    servers a dead kernel left are swept by their pid files (``sweep_process_groups``) at the next run.
+    """
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--", *command] if setpriv else list(command)
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -70,13 +73,13 @@ class ManagedProcess:
         log.write(f"$ {redact(' '.join(self.command))}\n".encode())
         log.flush()
         self.process = subprocess.Popen(
-            self.command,
+            die_with_parent(self.command),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=self.env,
             cwd=self.cwd,
-            preexec_fn=_die_with_parent,
+            start_new_session=True,  # its own session and process group, torn down as one
         )
         log.close()
         self.pid_file.write_text(f"{self.process.pid}\n")
@@ -107,7 +110,7 @@ class ManagedProcess:
         """SIGTERM to the whole group, then SIGKILL after the grace period. Idempotent."""
         if self.process is None:
             return None
-        pgid = self.process.pid  # setsid(): the group id is the leader's pid
+        pgid = self.process.pid  # start_new_session: the group id is the leader's pid
         if self.process.poll() is None:
             _signal_group(pgid, signal.SIGTERM)
             try:
@@ -286,5 +289,6 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
     env["HF_HUB_OFFLINE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
+    register_secret_env(extra or {})  # a target's env: HF_TOKEN and the like never reach a written file
     env.update(extra or {})
     return env

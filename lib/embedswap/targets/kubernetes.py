@@ -9,6 +9,13 @@ measured. Stopping deletes what was applied (the article takes the graph down be
 Field names follow the public DynamoGraphDeployment CRD (apiVersion nvidia.com/v1alpha1): ``spec.services.<Name>``
 with ``componentType``, ``replicas``, ``envs``, ``resources.limits.gpu`` and ``extraPodSpec.mainContainer``
 (a Kubernetes container: ``image``, ``workingDir``, ``command``, ``args``).
+
+Secrets. An ``env`` entry whose name looks secret (``HF_TOKEN``, ``*_API_KEY``, ``*PASSWORD*``: the names
+``embedswap.redact`` treats as secret) is never inlined: the worker reads it from a Kubernetes Secret
+(``valueFrom.secretKeyRef``, Secret ``<deployment name>-secrets``, key = the variable's name), and the manifest's
+header comment gives the ``kubectl create secret`` command that makes that Secret from the caller's environment.
+Whatever value ``env`` holds for it is only registered for redaction; the written manifest goes through
+``redact`` as well.
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ import httpx
 import yaml
 
 from embedswap.config import KubernetesTarget
+from embedswap.redact import is_secret_name, redact, register_secret_env
 from embedswap.targets.base import Target, TargetStartError
+from embedswap.targets.k8s_secrets import create_secret_command, deployment_name, secret_name
 
 API_VERSION = "nvidia.com/v1alpha1"
 KIND = "DynamoGraphDeployment"
@@ -31,13 +40,6 @@ FRONTEND_SERVICE = "Frontend"
 WORKER_SERVICE = "VllmEmbeddingWorker"
 WORKER_WORKDIR = "/workspace/examples/backends/vllm"
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-
-
-def deployment_name(target_name: str) -> str:
-    """A DNS-1123 name for metadata.name derived from the target's name."""
-    slug = re.sub(r"[^a-z0-9-]+", "-", target_name.lower()).strip("-") or "embedding"
-    name = f"embedswap-{slug}"[:63].rstrip("-")
-    return name
 
 
 def worker_args(model: str, served_name: str, max_model_len: int, gpu_memory_utilization: float,
@@ -57,8 +59,16 @@ def worker_args(model: str, served_name: str, max_model_len: int, gpu_memory_uti
 def render_manifest(config: KubernetesTarget, model: str, served_name: str, target_name: str) -> dict[str, Any]:
     """The DynamoGraphDeployment for one Frontend + one embedding worker (a plain dict, ready for YAML)."""
     name = config.deployment_name or deployment_name(target_name)
-    env = [{"name": "HF_HUB_OFFLINE", "value": "1"}]
-    env += [{"name": k, "value": str(v)} for k, v in config.env.items() if k != "HF_HUB_OFFLINE"]
+    register_secret_env(config.env)
+    secret = secret_name(config, target_name)
+    env: list[dict[str, Any]] = [{"name": "HF_HUB_OFFLINE", "value": "1"}]
+    for k, v in config.env.items():
+        if k == "HF_HUB_OFFLINE":
+            continue
+        if is_secret_name(k):
+            env.append({"name": k, "valueFrom": {"secretKeyRef": {"name": secret, "key": k}}})
+        else:
+            env.append({"name": k, "value": str(v)})
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -91,8 +101,13 @@ def render_manifest(config: KubernetesTarget, model: str, served_name: str, targ
     }
 
 
-def manifest_yaml(doc: dict[str, Any]) -> str:
-    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+def manifest_yaml(doc: dict[str, Any], create_secret: str | None = None) -> str:
+    """The manifest as YAML, redacted; ``create_secret`` (the command that makes its Secret) as a header comment."""
+    head = ""
+    if create_secret:
+        head = ("# Before applying: create the Secret the worker reads its secret variables from (values from your\n"
+                f"# environment, never from this file):\n#   {create_secret}\n")
+    return redact(head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
 
 
 def _type_name(value: Any) -> str:
@@ -135,6 +150,13 @@ def _validate_service(service_name: str, service: Any, problems: list[str]) -> l
                     problems.append(f"{where}.envs[{i}]: must be a mapping with a string 'name'")
                 elif "value" in item and not isinstance(item["value"], str):
                     problems.append(f"{where}.envs[{i}].value: must be a string (got {_type_name(item['value'])})")
+                elif "value" in item and is_secret_name(item["name"]):
+                    problems.append(f"{where}.envs[{i}]: {item['name']} looks secret and must come from a Secret "
+                                    "(valueFrom.secretKeyRef), not an inline value")
+                elif "valueFrom" in item:
+                    ref = item["valueFrom"].get("secretKeyRef") if isinstance(item["valueFrom"], dict) else None
+                    if not (isinstance(ref, dict) and isinstance(ref.get("name"), str) and isinstance(ref.get("key"), str)):
+                        problems.append(f"{where}.envs[{i}].valueFrom: must be a secretKeyRef with a 'name' and a 'key'")
     resources = service.get("resources")
     if resources is not None:
         if not isinstance(resources, dict):
@@ -258,7 +280,7 @@ class KubernetesDeploymentTarget(Target):
         path = self.log_dir / f"{self.name}.dynamographdeployment.yaml"
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".yaml.tmp")
-        tmp.write_text(manifest_yaml(self.manifest()), encoding="utf-8")
+        tmp.write_text(manifest_yaml(self.manifest(), create_secret_command(self.config, self.name)), encoding="utf-8")
         tmp.replace(path)
         self.manifest_path = path
         return path
@@ -288,7 +310,9 @@ class KubernetesDeploymentTarget(Target):
                 f"written to {path}"
             )
         name, namespace = doc["metadata"]["name"], self.config.namespace
-        how = (f"to measure it, apply it (kubectl apply -n {namespace} -f {path}), make the frontend reachable "
+        create = create_secret_command(self.config, self.name)
+        first = f"create its Secret ({create}), " if create else ""
+        how = (f"to measure it, {first}apply it (kubectl apply -n {namespace} -f {path}), make the frontend reachable "
                f"(e.g. kubectl port-forward -n {namespace} svc/{name}-frontend 8000:8000) and set "
                f"targets.{self.name}.apply: true and url: http://127.0.0.1:8000")
         if not self.config.apply:
@@ -313,10 +337,10 @@ class KubernetesDeploymentTarget(Target):
             raise TargetStartError(f"target '{self.name}': kubectl {what} failed: {exc}") from exc
         output = result.stdout + result.stderr
         with log.open("a", encoding="utf-8") as handle:
-            handle.write(f"$ {' '.join(command)}\n{output}(exit {result.returncode})\n")
+            handle.write(redact(f"$ {' '.join(command)}\n{output}(exit {result.returncode})\n"))
         if result.returncode != 0:
             raise TargetStartError(
-                f"target '{self.name}': kubectl {what} failed (exit {result.returncode}):\n{output[-2000:]}"
+                f"target '{self.name}': kubectl {what} failed (exit {result.returncode}):\n{redact(output[-2000:])}"
             )
         return output
 
@@ -348,7 +372,8 @@ class KubernetesDeploymentTarget(Target):
         container = doc["spec"]["services"][WORKER_SERVICE]["extraPodSpec"]["mainContainer"]
         worker = " ".join([*container["command"], *container["args"]])
         where = self.manifest_path or f"{self.name}.dynamographdeployment.yaml"
-        return [f"kubectl apply -n {self.config.namespace} -f {where}", worker]
+        create = create_secret_command(self.config, self.name)
+        return [*([create] if create else []), f"kubectl apply -n {self.config.namespace} -f {where}", redact(worker)]
 
     def version(self) -> str | None:
         return f"{KIND} {API_VERSION}, image {self.config.image}"

@@ -1,15 +1,18 @@
-"""embedswap.wire, the harness's lean HTTP/1.1 client, against small asyncio servers on real sockets."""
+"""The latency harness's transport (aiohttp, through ``embedswap.load.Client``) against small asyncio servers on
+real sockets, plain and TLS: what it sends, how it frames answers, keep-alive, and how each failure is named."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import ssl
+import subprocess
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
-from embedswap.load import LoadSpec, closed_loop
-from embedswap.wire import ConnectError, ReadTimeout, RemoteProtocolError, WireClient
+from embedswap.load import Client, LoadSpec, _fetch, closed_loop
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, dict], Awaitable[None]]
 BODY = json.dumps({"data": [{"index": 0, "embedding": [0.6, 0.8]}], "usage": {"prompt_tokens": 4}}).encode()
@@ -31,7 +34,8 @@ def _answer(body: bytes = BODY, status: str = "200 OK", extra: str = "") -> byte
             .encode() + body)
 
 
-async def _with_server(handler: Handler, client_test: Callable[[str, dict], Awaitable[None]]) -> dict:
+async def _with_server(handler: Handler, client_test: Callable[[str, dict], Awaitable[None]],
+                       tls: ssl.SSLContext | None = None) -> dict:
     state: dict = {"connections": 0, "requests": []}
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -41,10 +45,10 @@ async def _with_server(handler: Handler, client_test: Callable[[str, dict], Awai
         finally:
             writer.close()
 
-    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0, ssl=tls)
     port = server.sockets[0].getsockname()[1]
     try:
-        await client_test(f"http://127.0.0.1:{port}", state)
+        await client_test(f"{'https' if tls else 'http'}://127.0.0.1:{port}", state)
     finally:
         server.close()
         await server.wait_closed()
@@ -58,19 +62,23 @@ async def keep_alive(reader, writer, state) -> None:
         await writer.drain()
 
 
+def _spec(url: str, **kw) -> LoadSpec:
+    return LoadSpec(url, "m", [["a"]], **kw)
+
+
 def test_keep_alive_reuses_one_connection_and_sends_the_exact_request() -> None:
     async def client_test(url: str, state: dict) -> None:
-        async with WireClient(url + "/prefix", headers={"Authorization": "Bearer k"}) as client:
+        async with Client(_spec(url + "/prefix", headers={"Authorization": "Bearer k"}), 1) as client:
             for _ in range(5):
-                response = await client.post("/v1/embeddings", content=b'{"input": ["a"]}')
-                assert response.status_code == 200 and response.content == BODY
+                status, content, _ = await client.post(b'{"input": ["a"]}')
+                assert status == 200 and content == BODY
 
     state = asyncio.run(_with_server(keep_alive, client_test))
     assert state["connections"] == 1 and len(state["requests"]) == 5
     line, headers, body = state["requests"][0]
     assert line == "POST /prefix/v1/embeddings HTTP/1.1" and body == b'{"input": ["a"]}'
     assert headers["authorization"] == "Bearer k" and headers["content-type"] == "application/json"
-    assert headers["host"].startswith("127.0.0.1:")
+    assert headers["host"].startswith("127.0.0.1:") and "accept-encoding" not in headers
 
 
 def test_chunked_answer_is_joined() -> None:
@@ -82,9 +90,9 @@ def test_chunked_answer_is_joined() -> None:
             await writer.drain()
 
     async def client_test(url: str, state: dict) -> None:
-        async with WireClient(url) as client:
+        async with Client(_spec(url), 1) as client:
             for _ in range(2):
-                assert (await client.post("/v1/embeddings", content=b"{}")).content == BODY
+                assert (await client.post(b"{}"))[1] == BODY
 
     assert asyncio.run(_with_server(chunked, client_test))["connections"] == 1
 
@@ -99,31 +107,31 @@ def test_connection_close_and_answers_that_end_with_the_connection() -> None:
         await writer.drain()
 
     async def client_test(url: str, state: dict) -> None:
-        async with WireClient(url) as client:
-            first = await client.post("/v1/embeddings", content=b"{}")
-            second = await client.post("/v1/embeddings", content=b"{}")
-        assert first.status_code == 200 and first.content == BODY
-        assert second.status_code == 500 and second.text == '{"error": "boom"}'
+        async with Client(_spec(url), 1) as client:
+            first = await client.post(b"{}")
+            second = await _fetch(client, b"{}")
+        assert first[:2] == (200, BODY)
+        assert second == (500, None, '{"error": "boom"}')
 
     assert asyncio.run(_with_server(close_each, client_test))["connections"] == 2
 
 
-def test_an_idle_connection_dropped_by_the_server_is_replaced_once() -> None:
+def test_an_idle_connection_dropped_by_the_server_is_replaced() -> None:
     async def one_request_per_connection(reader, writer, state) -> None:  # keep-alive promised, then dropped
         if await _read_request(reader) is not None:
             writer.write(_answer())
             await writer.drain()
 
     async def client_test(url: str, state: dict) -> None:
-        async with WireClient(url) as client:
+        async with Client(_spec(url), 1) as client:
             for _ in range(3):
                 await asyncio.sleep(0.05)  # the server has closed the idle connection by now
-                assert (await client.post("/v1/embeddings", content=b"{}")).status_code == 200
+                assert (await _fetch(client, b"{}"))[0] == 200
 
     assert asyncio.run(_with_server(one_request_per_connection, client_test))["connections"] == 3
 
 
-def test_errors_are_named_like_httpx() -> None:
+def test_each_failure_is_named_on_its_request() -> None:
     async def hang(reader, writer, state) -> None:
         await _read_request(reader)
         await asyncio.sleep(5)
@@ -138,34 +146,36 @@ def test_errors_are_named_like_httpx() -> None:
         writer.write(b"SSH-2.0-OpenSSH\r\n\r\n")
         await writer.drain()
 
-    async def expect(error: type[Exception], text: str) -> Callable[[str, dict], Awaitable[None]]:
+    async def drop(reader, writer, state) -> None:
+        await _read_request(reader)
+
+    def expect(text: str) -> Callable[[str, dict], Awaitable[None]]:
         async def client_test(url: str, state: dict) -> None:
-            async with WireClient(url, timeout_s=0.3) as client:
-                with pytest.raises(error, match=text):
-                    await client.post("/v1/embeddings", content=b"{}")
+            async with Client(_spec(url, timeout_s=0.3), 1) as client:
+                status, answer, error = await _fetch(client, b"{}")
+            assert status == 0 and answer is None and error.startswith(text), error
         return client_test
 
     async def main() -> None:
-        await _with_server(hang, await expect(ReadTimeout, "within 0.3 s"))
-        await _with_server(cut_short, await expect(RemoteProtocolError, "middle of the answer"))
-        await _with_server(garbage, await expect(RemoteProtocolError, "not an HTTP answer"))
+        await _with_server(hang, expect("TimeoutError: no complete answer within 0.3 s"))
+        await _with_server(cut_short, expect("ClientPayloadError: "))
+        await _with_server(garbage, expect("ClientResponseError: "))
+        await _with_server(drop, expect("ServerDisconnectedError: "))
         server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         server.close()
         await server.wait_closed()
-        async with WireClient(f"http://127.0.0.1:{port}") as client:
-            with pytest.raises(ConnectError):
-                await client.post("/v1/embeddings", content=b"{}")
+        await expect("ClientConnectorError: Cannot connect to host 127.0.0.1")(f"http://127.0.0.1:{port}", {})
 
     asyncio.run(main())
 
 
-def test_only_plain_http() -> None:
-    with pytest.raises(ValueError, match="plain http"):
-        WireClient("https://example.org")
+def test_only_http_and_https() -> None:
+    with pytest.raises(ValueError, match="http:// or https://"):
+        Client(_spec("ftp://example.org"), 1)
 
 
-def test_closed_loop_on_the_wire_client_records_statuses_and_tokens() -> None:
+def test_closed_loop_records_statuses_and_tokens() -> None:
     async def mixed(reader, writer, state) -> None:
         while await _read_request(reader) is not None:
             n = len(state["requests"])
@@ -176,8 +186,7 @@ def test_closed_loop_on_the_wire_client_records_statuses_and_tokens() -> None:
     result: dict = {}
 
     async def client_test(url: str, state: dict) -> None:
-        spec = LoadSpec(url, "m", [["a"]])
-        result["records"], _ = await closed_loop(spec, "c2", 0, requests=6, concurrency=2)
+        result["records"], _ = await closed_loop(_spec(url), "c2", 0, requests=6, concurrency=2)
 
     state = asyncio.run(_with_server(mixed, client_test))
     records = result["records"]
@@ -187,47 +196,41 @@ def test_closed_loop_on_the_wire_client_records_statuses_and_tokens() -> None:
     assert next(r for r in records if r.status == 400).error
 
 
-def test_a_reused_connection_closed_before_the_answer_is_retried_on_a_fresh_one() -> None:
-    async def drop_second(reader, writer, state) -> None:
-        first_connection = state["connections"] == 1
-        served = 0
-        while await _read_request(reader) is not None:
-            if first_connection and served == 1:
-                return  # the race of an idle timeout: the request arrived, the connection closes unanswered
-            writer.write(_answer())
-            await writer.drain()
-            served += 1
-
-    async def client_test(url: str, state: dict) -> None:
-        async with WireClient(url) as client:
-            assert (await client.post("/v1/embeddings", content=b"{}")).status_code == 200
-            assert (await client.post("/v1/embeddings", content=b"{}")).status_code == 200
-
-    assert asyncio.run(_with_server(drop_second, client_test))["connections"] == 2
+# --- https: a local TLS server with a self-signed certificate ----------------------------------------------------
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    return cert, key
 
 
-def test_a_fresh_connection_closed_before_the_answer_is_an_error() -> None:
-    async def drop(reader, writer, state) -> None:
-        await _read_request(reader)
-
-    async def client_test(url: str, state: dict) -> None:
-        async with WireClient(url) as client:
-            with pytest.raises(RemoteProtocolError, match="without an answer"):
-                await client.post("/v1/embeddings", content=b"{}")
-
-    assert asyncio.run(_with_server(drop, client_test))["connections"] == 1
+def _server_tls(cert: Path, key: Path) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
 
 
-def test_no_content_answers_have_no_body_and_keep_the_connection() -> None:
-    async def no_content(reader, writer, state) -> None:
-        while await _read_request(reader) is not None:
-            writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
-            await writer.drain()
+def test_https_keeps_alive_and_checks_the_certificate(self_signed: tuple[Path, Path],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = self_signed
+    result: dict = {}
 
-    async def client_test(url: str, state: dict) -> None:
-        async with WireClient(url, timeout_s=2) as client:
-            for _ in range(2):
-                response = await client.post("/v1/embeddings", content=b"{}")
-                assert response.status_code == 204 and response.content == b""
+    async def unverified(url: str, state: dict) -> None:
+        result["records"], _ = await closed_loop(_spec(url, verify_tls=False), "c2", 0, requests=6, concurrency=2)
 
-    assert asyncio.run(_with_server(no_content, client_test))["connections"] == 1
+    state = asyncio.run(_with_server(keep_alive, unverified, _server_tls(cert, key)))
+    assert all(r.ok and r.prompt_tokens == 4 for r in result["records"]) and state["connections"] <= 2
+
+    async def verified(url: str, state: dict) -> None:  # verify_tls (the default): the self-signed cert is refused
+        result["refused"], _ = await closed_loop(_spec(url), "seq", 0, requests=1, concurrency=1)
+
+    asyncio.run(_with_server(keep_alive, verified, _server_tls(cert, key)))
+    assert result["refused"][0].status == 0
+    assert result["refused"][0].error.startswith("ClientConnectorCertificateError: "), result["refused"][0].error
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # trusted: verified and answered
+    asyncio.run(_with_server(keep_alive, verified, _server_tls(cert, key)))
+    assert result["refused"][0].ok

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -191,7 +190,11 @@ def test_engine_install_runs_the_packaged_script_and_records_the_interpreter(tmp
     engine = tmp_path / "engine"
     (engine / "bin").mkdir(parents=True)
     (engine / "bin" / "python").symlink_to(sys.executable)
-    shutil.copyfile(asset("requirements", "engine-cpu.txt"), engine / ".embedswap-engine-installed")
+    # the script's stamp: sha256sum of the two engine locks, relative to the folder holding requirements/
+    locks = ["requirements/engine-cpu.lock", "requirements/engine-cpu-nodeps.lock"]
+    stamp = subprocess.run(["sha256sum", *locks], cwd=asset("requirements").parent, capture_output=True, text=True,
+                           check=True).stdout
+    (engine / ".embedswap-engine-installed").write_text(stamp)
     env = {"EMBEDSWAP_CONFIG_DIR": str(tmp_path / "config")}
     run = embedswap("engine", "install", "--into", str(engine), cwd=tmp_path, env=env)
     assert "is up to date" in run.stdout, run.stdout + run.stderr  # the packaged script ran

@@ -131,9 +131,10 @@ def _bounds(replicates: np.ndarray, df: int) -> tuple[float, float]:
     return float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
 
 
-def estimate(requests: Requests, seed: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES
+             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Per figure ``{value, low, high, n, n_min, estimable, near_max}`` and the replicates (for ratios)."""
-    reps = requests.replicates(seed) if requests.n_ok else {}
+    reps = requests.replicates(seed, resamples) if requests.n_ok else {}
     values = requests.values()
     n = requests.n_ok
     out: dict[str, Any] = {"n": n, "requests": int(sum(len(r) for r in requests.latency)),

@@ -121,10 +121,24 @@ class ClientChange(BaseModel):
     shim: ShimStatus
 
 
+class PairedTest(BaseModel):
+    """Per-query deltas of one metric (variant - legacy): mean, 95 % interval, paired randomization p-value,
+    n queries, verdict, and the mean difference n queries would detect (80 % power)."""
+    delta: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    n: int
+    verdict: Literal["differs", "no_difference", "missing"]
+    detectable: float | None
+    sd: float | None
+
+
 class RankingVariant(BaseModel):
     unchanged: bool | None
     changed_queries: int | None = None
     queries: int | None = None
+    tests: dict[str, PairedTest] = {}
 
 
 class RankingCandidate(BaseModel):

@@ -2,9 +2,9 @@
 the summary holds for each point (``requests``: latency and docs per request, grouped by repeat, wall per repeat;
 :mod:`embedswap.analysis.intervals` has the method).
 
-Stored under ``decisions.latency``: ``points.<target>.<label>`` (p50/p90/p99/docs/s with interval and n),
-``ratios.<candidate>.intervals.<label>`` (candidate / legacy) and, for the lock ablation,
-``lock.variants[i].intervals.<label>`` (lock-free / locked). A summary written before the per-request data was
+Stored under ``decisions.latency``: ``points.<target>.<run>`` (p50/p90/p99/docs/s with interval and n; run: ``sequential``, ``concurrent``,
+``sweep_c<C>``), ``ratios.<candidate>.intervals.<run>`` (candidate / legacy) and, for the lock ablation,
+``lock.variants[i].intervals.<run>`` (lock-free / locked). A summary written before the per-request data was
 kept (schema 1, or a point without ``requests``) gets no interval: ``points`` omits it and a ratio's verdict is
 ``missing``.
 """
@@ -22,12 +22,12 @@ Estimate = tuple[dict[str, Any], dict[str, np.ndarray]]
 
 
 def target_estimates(name: str, info: dict[str, Any]) -> dict[str, Estimate]:
-    """label -> (intervals, replicates) for every point of one target that holds per-request data."""
+    """run -> (intervals, replicates) for every point of one target that holds per-request data."""
     out: dict[str, Estimate] = {}
-    for run, label, point in latency_points_of(info):
+    for run, _, point in latency_points_of(info):
         requests = Requests.from_dict(point.get("requests"))
-        if requests is not None and label not in out:
-            out[label] = estimate(requests, seed_for(name, run))
+        if requests is not None and run not in out:
+            out[run] = estimate(requests, seed_for(name, run))
     return out
 
 

@@ -19,6 +19,7 @@ import matplotlib
 if "ipykernel" not in sys.modules and not os.environ.get("MPLBACKEND") and not os.environ.get("DISPLAY"):
     matplotlib.use("Agg")  # headless: render to files only
 
+import numpy as np
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib import MatplotlibDeprecationWarning  # noqa: E402
@@ -122,6 +123,31 @@ def latency_frame(summary: dict[str, Any], ablations: bool = False) -> pd.DataFr
     return frame.dropna(subset=["p50_ms", "p99_ms", "docs_per_s"], how="all")
 
 
+FIGURE_KEYS = {"p50_ms": ("p50", "p50_ms"), "p99_ms": ("p99", "p99_ms"), "docs_per_s": ("docs_per_s", "docs_per_s")}
+
+
+def _spread_marks(ax: Any, summary: dict[str, Any], frame: pd.DataFrame, targets: list[str], order: list[str],
+                  column: str) -> None:
+    """On each bar: the stored 95 % interval (``decisions.latency.points``; none when n is too small for it) and
+    the per-repeat values (``spread``) as dots, so a reader sees the spread, not only the middle."""
+    stored = ((summary.get("decisions") or {}).get("latency") or {}).get("points") or {}
+    key, spread_key = FIGURE_KEYS[column]
+    entries = dict(_latency_entries(summary, False))
+    for container, name in zip(ax.containers, targets):
+        for bar, point in zip(container, order):
+            rows = frame[(frame["target"] == name) & (frame["point"] == point)]
+            if rows.empty or not np.isfinite(bar.get_height()):
+                continue
+            run = rows.iloc[0]["run"]
+            x = bar.get_x() + bar.get_width() / 2
+            iv = ((stored.get(name) or {}).get(run) or {}).get(key) or {}
+            if iv.get("estimable") and iv.get("low") is not None:
+                ax.plot([x, x], [iv["low"], iv["high"]], color="black", linewidth=1.2)
+            per_repeat = [v for v in (((entries.get(name) or {}).get(run) or {}).get("spread") or {}).get(spread_key)
+                          or [] if v is not None]
+            ax.scatter([x] * len(per_repeat), per_repeat, s=9, color="black", zorder=3)
+
+
 def latency_points(summary: dict[str, Any]) -> Figure | None:
     """p50 and p99 latency (ms) and throughput (docs/s) per target at the article's operating points (grouped
     bars; the concurrency sweep has its own figure, :func:`latency_sweep`)."""
@@ -146,8 +172,9 @@ def latency_points(summary: dict[str, Any]) -> Figure | None:
                     palette=PALETTE)
         for container in ax.containers:
             ax.bar_label(container, fmt="%.1f", fontsize=7, padding=1)
+        _spread_marks(ax, summary, frame, targets, order, column)
         ax.set_title(title)
-        ax.set_xlabel("operating point (requests of one batch)")
+        ax.set_xlabel("point · line: 95 % interval · dots: repeats", fontsize=8)
         ax.set_ylabel(column.replace("_", " "))
         if ax is not axes[0] and ax.get_legend() is not None:
             ax.get_legend().remove()

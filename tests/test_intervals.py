@@ -95,3 +95,51 @@ def test_detectable_difference_is_detected_about_80_percent() -> None:
     hits = sum(paired_test(np.zeros(24), shift + rng.normal(0, 0.1, 24), seed=i)["verdict"] == "differs"
                for i in range(100))
     assert 65 <= hits <= 95
+
+
+# --- from captures to the summary and the report --------------------------------------------------------------------
+def test_summary_attaches_each_points_requests(tmp_path) -> None:
+    import embedswap.summary as summary_mod
+    from embedswap.captures import new_attempt
+
+    attempt = new_attempt(tmp_path)
+    records = [{"run": "sequential", "repeat": rep, "seq": i, "send_offset_s": 0.1 * i, "latency_ms": 100.0,
+                "status": 200 if i != 2 else 500, "docs": 8, "prompt_tokens": 9, "error": None if i != 2 else "x"}
+               for rep in range(2) for i in range(3)]
+    attempt.write_jsonl("legacy/latency_requests.jsonl", records)
+    attempt.write_json("legacy/latency_stats.json", {"sequential": {"run": "sequential", "concurrency": 1}})
+    point = summary_mod.latency_stats_with_requests(attempt, "legacy")["sequential"]
+    assert point["requests"]["latency_ms"] == [[100.0] * 3] * 2
+    assert point["requests"]["docs"] == [[8, 8, 0]] * 2  # the failed request answered no document
+    assert point["requests"]["wall_s"] == [pytest.approx(0.3)] * 2  # last answer: 0.2 s + 100 ms
+
+
+def _same_latency_as_legacy(summary, name):
+    """The summary with ``name``'s per-request data replaced by legacy's (an identical server)."""
+    import copy
+
+    out = copy.deepcopy(summary)
+    by_target = out["latency"]["by_target"]
+    for run in ("sequential", "concurrent"):
+        by_target[name][run]["requests"] = copy.deepcopy(by_target["legacy"][run]["requests"])
+    out.pop("decisions", None)
+    return out
+
+
+def test_report_never_calls_a_covered_difference_real() -> None:
+    import json
+    from pathlib import Path
+
+    from embedswap.report import render_markdown
+    from embedswap.summary.upgrade import upgrade_summary
+
+    path = Path(__file__).parent / "fixtures" / "summary_complete.json"
+    summary = upgrade_summary(_same_latency_as_legacy(json.loads(path.read_text(encoding="utf-8")), "vllm"))
+    seq = summary["decisions"]["latency"]["ratios"]["vllm"]["intervals"]["sequential"]
+    assert seq["p50"]["verdict"] == "no_difference" and seq["p50"]["low"] < 1 < seq["p50"]["high"]
+    assert summary["decisions"]["latency"]["ratios"]["dynamo"]["intervals"]["sequential"]["p50"]["verdict"] == "faster"
+    en = render_markdown(summary, "en")
+    line = next(l for l in en.splitlines() if l.startswith("- `vllm`: sequential p50 went from"))
+    assert "1.00× [" in line and "no difference detected" in line and "faster" not in line.split("throughput")[0]
+    ko = render_markdown(summary, "ko")
+    assert "차이 검출 안 됨" in next(l for l in ko.splitlines() if l.startswith("- `vllm`:"))

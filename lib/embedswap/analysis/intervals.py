@@ -26,6 +26,7 @@ sampling noise of this run.
 from __future__ import annotations
 
 import math
+import warnings
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -97,7 +98,9 @@ class Requests:
         pooled = np.concatenate(lat_parts, axis=1)
         # nanpercentile costs ~10x percentile; it is only needed when a request failed
         take = np.nanpercentile if np.isnan(pooled).any() else np.percentile
-        out = {k: take(pooled, q, axis=1, method="linear") for k, q in QUANTILES.items()}
+        with warnings.catch_warnings():  # a replicate that drew only failed requests has no percentile (nan)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out = {k: take(pooled, q, axis=1, method="linear") for k, q in QUANTILES.items()}
         out["docs_per_s"] = docs_sum / wall_sum
         return out
 

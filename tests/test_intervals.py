@@ -143,3 +143,14 @@ def test_report_never_calls_a_covered_difference_real() -> None:
     assert "1.00× [" in line and "no difference detected" in line and "faster" not in line.split("throughput")[0]
     ko = render_markdown(summary, "ko")
     assert "차이 검출 안 됨" in next(l for l in ko.splitlines() if l.startswith("- `vllm`:"))
+
+
+def test_repeats_overlap_is_flagged() -> None:
+    from embedswap.analysis.intervals import repeats_overlap
+
+    assert repeats_overlap([442.0, 516.1, 548.6], [569.6, 516.0, 576.1]) is True
+    assert repeats_overlap([10.0, 11.0], [12.0, 13.0]) is False
+    assert repeats_overlap([10.0], [12.0, 13.0]) is None
+    rng = np.random.default_rng(8)
+    slow = ratio(estimate(_server(rng, 1.3), 1, 500), estimate(_server(rng, 1.0), 2, 500))
+    assert slow["p50"]["verdict"] == "slower" and slow["p50"]["repeats_overlap"] is False

@@ -105,6 +105,17 @@ class Requests:
         out["docs_per_s"] = docs_sum / wall_sum
         return out
 
+    def per_repeat(self) -> dict[str, list[float]]:
+        """p50 and docs/s of each repeat alone (the run-to-run spread the stratified interval leaves out)."""
+        out: dict[str, list[float]] = {"p50": [], "p99": [], "docs_per_s": []}
+        for lat, docs, wall in zip(self.latency, self.docs, self.wall):
+            ok = lat[docs > 0]
+            if len(ok):
+                out["p50"].append(float(np.percentile(ok, 50)))
+                out["p99"].append(float(np.percentile(ok, 99)))
+                out["docs_per_s"].append(float(docs.sum()) / wall)
+        return out
+
     def values(self) -> dict[str, float | None]:
         ok = self.pooled_ok()
         out: dict[str, float | None] = {k: float(np.percentile(ok, q, method="linear")) if len(ok) else None
@@ -143,7 +154,7 @@ def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES
     values = requests.values()
     n = requests.n_ok
     out: dict[str, Any] = {"n": n, "requests": int(sum(len(r) for r in requests.latency)),
-                           "repeats": len(requests.latency)}
+                           "repeats": len(requests.latency), "per_repeat": requests.per_repeat()}
     for key in (*QUANTILES, "docs_per_s"):
         q = QUANTILES.get(key)
         need = min_n(q / 100) if q else 1
@@ -165,6 +176,14 @@ def verdict(low: float | None, high: float | None, lower_is_better: bool) -> str
     return ("slower" if above else "faster") if lower_is_better else ("faster" if above else "slower")
 
 
+def repeats_overlap(a: list[float] | None, b: list[float] | None) -> bool | None:
+    """Whether two sides' per-repeat values overlap (None with fewer than two repeats on a side). A verdict whose
+    repeats overlap rests on within-run noise only: the run-to-run drift could explain it."""
+    if not a or not b or len(a) < 2 or len(b) < 2:
+        return None
+    return max(min(a), min(b)) <= min(max(a), max(b))
+
+
 def ratio(candidate: tuple[dict[str, Any], dict[str, np.ndarray]],
           reference: tuple[dict[str, Any], dict[str, np.ndarray]]) -> dict[str, Any]:
     """Candidate / reference for p50, p99 and docs/s: ``{value, low, high, verdict, n: [cand, ref]}``."""
@@ -173,7 +192,9 @@ def ratio(candidate: tuple[dict[str, Any], dict[str, np.ndarray]],
     for key in ("p50", "p99", "docs_per_s"):
         c, r = cand.get(key) or {}, ref.get(key) or {}
         value = c["value"] / r["value"] if c.get("value") is not None and r.get("value") else None
-        entry: dict[str, Any] = {"value": value, "low": None, "high": None, "n": [c.get("n"), r.get("n")]}
+        entry: dict[str, Any] = {"value": value, "low": None, "high": None, "n": [c.get("n"), r.get("n")],
+                                 "repeats_overlap": repeats_overlap((cand.get("per_repeat") or {}).get(key),
+                                                                    (ref.get("per_repeat") or {}).get(key))}
         if value is None:
             entry["verdict"] = "missing"
         elif not (c.get("estimable") and r.get("estimable")):

@@ -169,6 +169,7 @@ class PointIntervals(BaseModel):
     n: int
     requests: int
     repeats: int
+    per_repeat: dict[str, list[float]] = {}
     p50: Interval
     p90: Interval
     p99: Interval
@@ -185,6 +186,7 @@ class RatioInterval(BaseModel):
     high: float | None
     verdict: Verdict
     n: list[int | None]
+    repeats_overlap: bool | None = None
 
 
 class PointRatio(BaseModel):

@@ -33,6 +33,8 @@ def ratio(terms: dict[str, Any], entry: dict[str, Any] | None, fallback: float |
     if not isinstance(entry, dict) or entry.get("value") is None:
         return MISSING if fallback is None else fmt(fallback, "ratio")
     verdict = t["verdicts"][entry.get("verdict") or "missing"]
+    if entry.get("verdict") in ("faster", "slower") and entry.get("repeats_overlap"):
+        verdict = t["repeats_overlap"].format(verdict=verdict)
     if entry.get("low") is None:
         return t["ratio_plain"].format(ratio=fmt(entry["value"], "ratio"), verdict=verdict)
     return t["ratio_cell"].format(ratio=fmt(entry["value"], "ratio"), low=fmt(entry["low"], "ratio"),

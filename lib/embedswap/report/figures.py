@@ -181,6 +181,17 @@ def latency_points(summary: dict[str, Any]) -> Figure | None:
     return fig
 
 
+def _bands(left: Any, right: Any, summary: dict[str, Any], name: str, data: pd.DataFrame, colour: Any) -> None:
+    """Shaded 95 % intervals of p50 (left) and docs/s (right) along the sweep (``decisions.latency.points``)."""
+    stored = ((((summary.get("decisions") or {}).get("latency") or {}).get("points") or {}).get(name)) or {}
+    for ax, key in ((left, "p50"), (right, "docs_per_s")):
+        rows = [(c, (stored.get(r) or {}).get(key) or {}) for c, r in zip(data["concurrency"], data["run"])]
+        rows = [(c, iv["low"], iv["high"]) for c, iv in rows if iv.get("estimable") and iv.get("low") is not None]
+        if len(rows) > 1:
+            ax.fill_between([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], color=colour,
+                            alpha=0.18, linewidth=0)
+
+
 def latency_sweep(summary: dict[str, Any]) -> Figure | None:
     """The concurrency sweep: p50 (solid) and p99 (dashed) latency, and throughput, against concurrency, one line
     per target (the lock ablation's variants included)."""
@@ -204,16 +215,17 @@ def latency_sweep(summary: dict[str, Any]) -> Figure | None:
         if not points.empty:
             right.plot(points["concurrency"], points["docs_per_s"], linestyle="-", marker="o", color=colour,
                        label=name)
+        _bands(left, right, summary, name, data, colour)
     levels = sorted({int(c) for c in frame["concurrency"]})
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xticks(levels)
         ax.set_xticklabels([str(c) for c in levels])
         ax.set_xlabel("concurrency (closed loop, requests of one batch)")
-    left.set_title("latency vs concurrency (p50 solid, p99 dashed)")
+    left.set_title("latency vs concurrency (p50 solid, p99 dashed; band: p50 95 % interval)")
     left.set_ylabel("ms")
     left.legend(loc="upper left", fontsize="small")
-    right.set_title("throughput vs concurrency")
+    right.set_title("throughput vs concurrency (band: 95 % interval)")
     right.set_ylabel("docs/s")
     right.set_ylim(bottom=0)
     right.legend(loc="lower right", fontsize="small")

@@ -71,8 +71,10 @@ def _line(ctx: ReportContext, entry: dict[str, Any], kind: str, verdict: dict[st
     clauses = [c for c in clauses if c]
     if clauses:
         text += t["stats"]["rank_tests"].format(tests="; ".join(clauses))
+    ndcg_test = (verdict.get("tests") or {}).get("ndcg_at_10") or {}
     short = t["rank_short"].format(state=state, d_ndcg=fmt(d.get("ndcg_at_10"), "delta"),
-                                   overlap=fmt(variant.get("top5_overlap"), "score"))
+                                   low=fmt(ndcg_test.get("low"), "delta"), high=fmt(ndcg_test.get("high"), "delta"),
+                                   p=fmt(ndcg_test.get("p_value"), "p"), overlap=fmt(variant.get("top5_overlap"), "score"))
     return text, short
 
 

@@ -29,8 +29,35 @@ def test_reversed_ranking_computed_by_hand() -> None:
     # grades 2, 1, 0 ranked in reverse: ranks 1..3 hold grades 0, 1, 2
     # DCG  = (2^0-1)/log2(2) + (2^1-1)/log2(3) + (2^2-1)/log2(4) = 0 + 0.6309298 + 1.5      = 2.1309298
     # IDCG = (2^2-1)/log2(2) + (2^1-1)/log2(3) + 0                = 3 + 0.6309298           = 3.6309298
-    assert ndcg_at_k(np.array([2, 1, 0]), np.array([2, 1, 0])) == pytest.approx(2.1309298 / 3.6309298, abs=1e-7)
-    assert ndcg_at_k(np.array([0.1, 0.5, 0.9]), np.array([2, 1, 0])) == pytest.approx(0.5868827, abs=1e-7)
+    assert ndcg_at_k(np.array([2, 1, 0]), np.array([2, 1, 0]), gain="exp") == pytest.approx(2.1309298 / 3.6309298,
+                                                                                             abs=1e-7)
+    assert ndcg_at_k(np.array([0.1, 0.5, 0.9]), np.array([2, 1, 0]), gain="exp") == pytest.approx(0.5868827, abs=1e-7)
+    # trec_eval's linear gain (the default): DCG = 0 + 1/log2(3) + 2/log2(4) = 1.6309298, IDCG = 2 + 0.6309298
+    assert ndcg_at_k(np.array([2, 1, 0]), np.array([2, 1, 0])) == pytest.approx(1.6309298 / 2.6309298, abs=1e-7)
+    with pytest.raises(ValueError):
+        ndcg_at_k(np.array([2, 1, 0]), np.array([2, 1, 0]), gain="square")
+
+
+def test_ndcg_and_recall_match_trec_eval() -> None:
+    """pytrec_eval (trec_eval's own code) as the oracle: random graded judgements, distinct scores (trec_eval
+    breaks ties by document id, this kit by document order), 50 queries over 40 documents."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(3)
+    qrels, run, ours = {}, {}, {}
+    for q in range(50):
+        grades = rng.choice([0, 0, 0, 1, 2], size=40)
+        grades[rng.integers(40)] = 2  # every query has something relevant
+        scores = rng.permutation(40) / 40 + rng.random(40) * 1e-3
+        qrels[f"q{q}"] = {f"d{i}": int(g) for i, g in enumerate(grades) if g > 0}
+        run[f"q{q}"] = {f"d{i}": float(s) for i, s in enumerate(scores)}
+        ours[f"q{q}"] = (ndcg_at_k(scores, grades, 10), recall_at_k(scores, grades, 5))
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.5"}).evaluate(run)
+    for q, (ndcg, recall) in ours.items():
+        assert ndcg == pytest.approx(oracle[q]["ndcg_cut_10"], abs=1e-6)
+        assert recall == pytest.approx(oracle[q]["recall_5"], abs=1e-6)
+    # the exponential gain differs from trec_eval's on the same data (the issue's 0.1181 vs 0.1266 kind)
+    assert any(abs(ndcg_at_k(np.array(list(run[q].values())), np.array([qrels[q].get(f"d{i}", 0) for i in range(40)]),
+                             10, gain="exp") - oracle[q]["ndcg_cut_10"]) > 1e-3 for q in ours)
 
 
 def test_ndcg_cut_at_k_and_graded() -> None:

@@ -414,7 +414,9 @@ def test_ranking_shown_with_labels_in_both_languages(complete: dict[str, Any]) -
     ko, en = section(render_markdown(complete, "ko"), 3), section(render_markdown(complete, "en"), 3)
     assert "### 검색 순위\n\n*실측." in ko and "### Search ranking\n\n*measured." in en
     for text in (ko, en):
-        assert "| 0.468 |" in text and "| +0.195 |" in text and "| 0.190 |" in text  # nDCG, Δ nDCG, overlap
+        assert "| 0.468 |" in text and "| +0.195 [" in text and "| 0.190 |" in text  # nDCG, Δ nDCG, overlap
+        # Δ with its bootstrap interval and the paired test's p-value (decisions.ranking ... tests)
+        assert "| +0.195 [+0.113, +0.297], p < 0.001 |" in text
     # the naive result is described as a difference with its Δ, never assumed to be worse
     assert "`vllm`, address swap only: differs from legacy (Δ nDCG@10 +0.195, Δ recall@5 +0.156, top-5 overlap " \
            "0.190" in en
@@ -503,7 +505,7 @@ def test_ablation_measured_replaces_the_estimate(complete: dict[str, Any]) -> No
     assert "the lock-free legacy server recovers 49%; the other 51% is not explained by the lock" in en
     assert "되찾는 몫은 49% 입니다" in ko
     assert "estimate that matches the numbers" not in en and "숫자에 맞는 추정" not in ko
-    assert "### Lock ablation\n\n*measured." in en and "| `legacy-nolock` | off | measured | 55.0 |" in en
+    assert "### Lock ablation\n\n*measured." in en and "| `legacy-nolock` | off | measured | 56.2 (54.6–59.6) |" in en
     full = render_markdown(complete, "en")
     assert "global lock (unconfirmed" not in section(full, 8)
     assert "- Lock ablation (measured): without the global lock" in section(full, 9)
@@ -549,7 +551,9 @@ def test_sweep_table_and_peak_memory(complete: dict[str, Any]) -> None:
     assert "| `dynamo` | measured | — | — | not measured |" in section(en, 2)  # external: not readable
     sweep = en.split("### Concurrency sweep", 1)[1].split("###", 1)[0]
     assert sweep.startswith("\n\n*measured.")
-    assert "| `legacy` | c16 | measured | 905.7 | 961.2 | 139.8 | 0 / 24 |" in sweep
+    # each figure with its 95 % interval and n; a p99 of 24 requests is the maximum and says so
+    assert "| `legacy` | c16 | measured | 901.6 (892.4–910.3) | ≈ max 947.5 | 105.1 (104.1–106.1) | 24 | 0 / 24 |" \
+        in sweep
     assert "| `legacy-nolock` (ablation) | c2 |" in sweep
     assert "`vllm`: highest throughput 473.5 docs/s, at concurrency 16." in sweep
     assert "`legacy` 966 MiB, `vllm` 3,358 MiB, `dynamo` not measured (external server" in section(en, 5)
@@ -662,7 +666,7 @@ def test_failed_target_is_not_measured_everywhere(complete: dict[str, Any]) -> N
     assert table_numbers(ko) == table_numbers(en)
     # the candidate that did run keeps its figures
     assert "`vllm`, through the shim: same ranking as legacy" in section(en, 3)
-    assert "| `vllm` | measured | 36.9 |" in section(en, 5)
+    assert "| `vllm` | measured | 36.8 (36.5–37.2) |" in section(en, 5)
 
 
 def test_the_latency_client_is_named_when_recorded(complete: dict[str, Any]) -> None:

@@ -11,9 +11,11 @@ measured on the workload's queries and graded judgements, three ways:
 
 Definitions (pure functions on numpy arrays, no I/O):
 
-- **nDCG@k** with graded relevance (2 = answers the query, 1 = partially relevant, 0 = not judged): gain
-  ``2**rel - 1``, discount ``log2(rank + 1)`` for 1-based ranks, normalised by the ideal ordering of the same
-  judgements. A query with no relevant document has no defined nDCG (``nan``) and is left out of the means.
+- **nDCG@k** with graded relevance (2 = answers the query, 1 = partially relevant, 0 = not judged): trec_eval's
+  convention by default (``ndcg_cut``, also MTEB's through pytrec_eval): linear gain ``rel``, discount
+  ``log2(rank + 1)`` for 1-based ranks, normalised by the ideal ordering of the same judgements; ``gain="exp"``
+  gives the ``2**rel - 1`` variant (Burges et al.), which this kit used before. ``tests/test_ranking.py`` checks
+  both metrics against pytrec_eval as an oracle. A query with no relevant document has no defined nDCG (``nan``) and is left out of the means.
 - **recall@k**: the share of a query's relevant documents found in its top k. *Relevant* means grade >= 1: a
   partially relevant document is still material the retriever should surface, and counting only grade 2 would
   make many queries (one grade-2 document each) all-or-nothing. ``min_relevance=2`` gives the strict variant.
@@ -21,7 +23,8 @@ Definitions (pure functions on numpy arrays, no I/O):
   It needs no judgements: 1.0 means the candidate returns exactly the legacy server's top k.
 
 Scores are cosine similarities (both sides are L2-normalised before the dot product). Ties are broken by
-document order (a stable sort), so results are deterministic.
+document order (a stable sort, the order of ``documents.jsonl``), so results are deterministic; trec_eval breaks
+ties by document id instead, so the two agree only without ties.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import numpy as np
 from embedswap.summary.reasons import not_measured
 
 NDCG_K = 10
+GAIN = "linear"  # trec_eval / MTEB; "exp": 2**rel - 1
 RECALL_K = 5
 OVERLAP_K = 5
 
@@ -62,19 +66,23 @@ def _relevance(qrels: Any) -> np.ndarray:
     return rel
 
 
-def dcg(gains_in_rank_order: np.ndarray) -> float:
-    ranks = np.arange(1, len(gains_in_rank_order) + 1)
-    return float(np.sum((2.0 ** gains_in_rank_order - 1.0) / np.log2(ranks + 1)))
+def dcg(grades_in_rank_order: np.ndarray, gain: str = GAIN) -> float:
+    ranks = np.arange(1, len(grades_in_rank_order) + 1)
+    gains = grades_in_rank_order if gain == "linear" else 2.0 ** grades_in_rank_order - 1.0
+    return float(np.sum(gains / np.log2(ranks + 1)))
 
 
-def ndcg_at_k(scores_or_ranking: Any, qrels: Any, k: int = NDCG_K) -> float:
-    """Graded nDCG@k. ``qrels``: relevance grade per document index (0 = not relevant). nan without relevant docs."""
+def ndcg_at_k(scores_or_ranking: Any, qrels: Any, k: int = NDCG_K, gain: str = GAIN) -> float:
+    """Graded nDCG@k. ``qrels``: relevance grade per document index (0 = not relevant). nan without relevant docs.
+    ``gain``: "linear" (trec_eval, the default) or "exp" (2**rel - 1)."""
+    if gain not in ("linear", "exp"):
+        raise ValueError(f"gain must be 'linear' or 'exp', got {gain!r}")
     rel = _relevance(qrels)
     ranking = ranking_from(scores_or_ranking)[:k]
-    ideal = dcg(np.sort(rel)[::-1][:k])
+    ideal = dcg(np.sort(rel)[::-1][:k], gain)
     if ideal <= 0:
         return float("nan")
-    return dcg(rel[ranking]) / ideal
+    return dcg(rel[ranking], gain) / ideal
 
 
 def recall_at_k(scores_or_ranking: Any, qrels: Any, k: int = RECALL_K, min_relevance: int = 1) -> float:
@@ -277,7 +285,9 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
         "deltas": {"candidate_naive": primary["deltas"]["naive"], "candidate_shim": primary["deltas"]["shim"]},
         "by_candidate": by_candidate,
         "definitions": {
-            "ndcg_at_10": "graded nDCG@10: gain 2^rel-1 (rel 2/1/0), discount log2(rank+1), ideal from the judgements",
+            "ndcg_at_10": "graded nDCG@10, trec_eval's convention: linear gain rel (2/1/0), discount log2(rank+1), "
+                          "ideal from the judgements; ties in document order",
+            "gain": GAIN,
             "recall_at_5": "share of relevant documents (grade >= 1) in the top 5",
             "top5_overlap": "Jaccard index of the top-5 set against the legacy server's top 5, mean over queries",
             "legacy": "legacy documents + queries sent with input_type 'query' (the legacy server adds the prompt)",

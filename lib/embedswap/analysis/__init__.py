@@ -1,9 +1,11 @@
 """Decisions drawn from a summary's measured sections, stored in ``summary.json`` under ``decisions``.
 
 Each module here reads typed-enough summary sections and returns language-neutral codes and figures: the client
-changes a migration needs (:mod:`.client_changes`), whether search ranking stays the legacy one
-(:mod:`.ranking_verdict`), and the latency ratios and the lock's share of the concurrent gap
-(:mod:`.latency_ratios`), and what the client shim closed or left open (:mod:`.shim_outcome`). The report only formats what is stored; a user's CI reads the same codes.
+changes a migration needs (:mod:`.client_changes`), whether search ranking stays the legacy one, with a paired
+test (:mod:`.ranking_verdict`, :mod:`.ranking_tests`), the latency ratios with their intervals and the lock's share
+of the concurrent gap (:mod:`.latency_ratios`, :mod:`.intervals`, :mod:`.latency_intervals`), and what the client
+shim closed or left open (:mod:`.shim_outcome`). The report only formats what is stored; a user's CI reads the
+same codes.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedswap.analysis import latency_intervals
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.latency_points import latency_points_of
 
@@ -58,9 +59,12 @@ def _share(rate: float | None, lock_rate: float | None, free_rate: float | None)
     return ("all" if share >= 1 else "part" if share >= 0 else "none"), share
 
 
-def lock_measured(summary: dict[str, Any], base: dict[str, Any], variants: list[tuple[str, dict[str, Any]]]
-                  ) -> dict[str, Any]:
-    """The lock ablation's reading: per lock-free variant, its ratios and each candidate's recovered share."""
+def lock_measured(summary: dict[str, Any], base: dict[str, Any], variants: list[tuple[str, dict[str, Any]]],
+                  estimates: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The lock ablation's reading: per lock-free variant, its ratios (with intervals: lock-free / locked, per
+    point) and each candidate's recovered share."""
+    estimates = estimates if estimates is not None else latency_intervals.all_estimates(summary)
+    legacy_name = roles(summary)[0]
     by_target = (summary.get("latency") or {}).get("by_target") or {}
     lock_conc = base.get("concurrent") or {}
     out = []
@@ -74,7 +78,9 @@ def lock_measured(summary: dict[str, Any], base: dict[str, Any], variants: list[
             case, share = _share(rate, lock_rate, free_rate)
             shares.append({"candidate": candidate, "case": case, "share": share})
         out.append({"variant": name, "rate_ratio": _divide(free_rate, lock_rate),
-                    "p50_ratio": _divide(conc.get("p50_ms"), lock_conc.get("p50_ms")), "shares": shares})
+                    "p50_ratio": _divide(conc.get("p50_ms"), lock_conc.get("p50_ms")), "shares": shares,
+                    "intervals": latency_intervals.compare(estimates.get(name) or {},
+                                                           estimates.get(legacy_name) or {})})
     return {"measured": True, "variants": out}
 
 
@@ -92,7 +98,7 @@ def lock_estimate(summary: dict[str, Any]) -> dict[str, Any] | None:
     return {"measured": False, "factor": conc / seq}
 
 
-def lock_reading(summary: dict[str, Any]) -> dict[str, Any] | None:
+def lock_reading(summary: dict[str, Any], estimates: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """Measured when the ablation has the locked legacy server and a lock-free variant with numbers, else the
     estimate, else None (no lock to speak of)."""
     legacy_name = roles(summary)[0]
@@ -102,14 +108,20 @@ def lock_reading(summary: dict[str, Any]) -> dict[str, Any] | None:
     variants = [(n, r) for n, r in rows.items()
                 if n != legacy_name and r.get("lock") is False and latency_state(r) is True]
     if is_measured(section) and base.get("lock") is True and latency_state(base) is True and variants:
-        return lock_measured(summary, base, variants)
+        return lock_measured(summary, base, variants, estimates)
     return lock_estimate(summary)
 
 
 def latency_decisions(summary: dict[str, Any]) -> dict[str, Any]:
-    """``{ratios: {candidate: {...}}, lock: {...} | None}``."""
+    """``{ratios: {candidate: {..., intervals: {label: ...}}}, points: {target: {label: ...}}, lock: {...} | None}``
+    (intervals and verdicts: :mod:`embedswap.analysis.latency_intervals`)."""
     legacy_name, candidates = roles(summary)
     by_target = (summary.get("latency") or {}).get("by_target") or {}
     legacy = by_target.get(legacy_name) or {}
-    return {"ratios": {name: ratio(legacy, by_target.get(name) or {}) for name in candidates},
-            "lock": lock_reading(summary)}
+    estimates = latency_intervals.all_estimates(summary)
+    ratios = {}
+    for name in candidates:
+        ratios[name] = {**ratio(legacy, by_target.get(name) or {}),
+                        "intervals": latency_intervals.compare(estimates.get(name) or {},
+                                                               estimates.get(legacy_name) or {})}
+    return {"ratios": ratios, "points": latency_intervals.points(estimates), "lock": lock_reading(summary, estimates)}

@@ -1,7 +1,8 @@
 """Whether search ranking stays the legacy one, per candidate, and what that asks of the migration.
 
 A ranking variant counts as unchanged against legacy when its top-5 overlap is at least :data:`RANK_OVERLAP_MIN`
-and its nDCG@10 / recall@5 deltas are within :data:`RANK_DELTA_MAX` (both stated in the report); a difference is
+and no nDCG@10 / recall@5 delta is a detected difference: beyond :data:`RANK_DELTA_MAX` *and* significant in the
+paired test over the queries (:mod:`embedswap.analysis.ranking_tests`; both stated in the report). A difference is
 never called better or worse. On a random-weight model (:data:`RANDOM_WEIGHT_SPECS`) the ranking is noise and no
 decision is drawn.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import is_measured, roles
+from embedswap.analysis.ranking_tests import ALPHA, variant_tests
 
 # Model specs whose weights are random (embedswap.tiny_qwen3): their vectors carry no meaning, so ranking is noise.
 RANDOM_WEIGHT_SPECS = ("build:tiny-qwen3",)
@@ -25,8 +27,10 @@ def random_weights(summary: dict[str, Any]) -> bool:
     return any(isinstance(spec, str) and spec.strip().startswith(RANDOM_WEIGHT_SPECS) for spec in specs)
 
 
-def ranking_unchanged(variant: dict[str, Any], deltas: dict[str, Any] | None) -> bool | None:
-    """Whether a ranking variant matches legacy within the stated tolerance; None when there is no number."""
+def ranking_unchanged(variant: dict[str, Any], deltas: dict[str, Any] | None,
+                      tests: dict[str, Any] | None = None) -> bool | None:
+    """Whether a ranking variant matches legacy within the stated tolerance; None when there is no number. With
+    ``tests`` (metric -> paired test), a delta whose test found no difference does not count against it."""
     if not is_measured(variant):
         return None
     overlap = variant.get("top5_overlap")
@@ -35,7 +39,9 @@ def ranking_unchanged(variant: dict[str, Any], deltas: dict[str, Any] | None) ->
         return None
     if overlap is not None and overlap < RANK_OVERLAP_MIN:
         return False
-    return all(v is None or abs(v) <= RANK_DELTA_MAX for v in values)
+    tests = tests or {}
+    noise = [(tests.get(k) or {}).get("verdict") == "no_difference" for k in ("ndcg_at_10", "recall_at_5")]
+    return all(v is None or abs(v) <= RANK_DELTA_MAX or quiet for v, quiet in zip(values, noise))
 
 
 def by_candidate(summary: dict[str, Any]) -> dict[str, Any]:
@@ -52,14 +58,15 @@ def by_candidate(summary: dict[str, Any]) -> dict[str, Any]:
     return entries
 
 
-def _variant_verdict(entry: dict[str, Any], kind: str) -> dict[str, Any]:
+def _variant_verdict(entry: dict[str, Any], kind: str, legacy: dict[str, Any]) -> dict[str, Any]:
     variant = entry.get(kind) or {}
-    unchanged = ranking_unchanged(variant, (entry.get("deltas") or {}).get(kind))
+    tests = variant_tests(legacy, variant) if is_measured(variant) and is_measured(legacy) else {}
+    unchanged = ranking_unchanged(variant, (entry.get("deltas") or {}).get(kind), tests)
     per_query = variant.get("per_query") or {}
     changed = sum(1 for q in per_query.values()
                   if isinstance(q, dict) and q.get("top5_overlap") is not None and q["top5_overlap"] < 1)
     return {"unchanged": unchanged, "changed_queries": changed if per_query else None,
-            "queries": len(per_query) or variant.get("queries")}
+            "queries": len(per_query) or variant.get("queries"), "tests": tests}
 
 
 def decision(naive_same: bool | None, shim_same: bool | None) -> str:
@@ -79,14 +86,16 @@ def ranking_verdicts(summary: dict[str, Any]) -> dict[str, Any]:
     """``{meaningful, tolerance, by_candidate: {name: {naive, shim, decision}}}``; no verdict on random weights."""
     meaningful = not random_weights(summary)
     out: dict[str, Any] = {"meaningful": meaningful,
-                           "tolerance": {"top5_overlap_min": RANK_OVERLAP_MIN, "delta_max": RANK_DELTA_MAX},
+                           "tolerance": {"top5_overlap_min": RANK_OVERLAP_MIN, "delta_max": RANK_DELTA_MAX,
+                                         "alpha": ALPHA},
                            "by_candidate": {}}
     if not meaningful or not is_measured(summary.get("ranking")):
         return out
     entries = by_candidate(summary)
+    legacy = (summary.get("ranking") or {}).get("legacy") or {}
     for name in roles(summary)[1]:
         entry = entries.get(name) or {"naive": {}, "shim": {}}
-        naive, shim = _variant_verdict(entry, "naive"), _variant_verdict(entry, "shim")
+        naive, shim = _variant_verdict(entry, "naive", legacy), _variant_verdict(entry, "shim", legacy)
         out["by_candidate"][name] = {"naive": naive, "shim": shim,
                                      "decision": decision(naive["unchanged"], shim["unchanged"])}
     return out

@@ -19,6 +19,7 @@ import matplotlib
 if "ipykernel" not in sys.modules and not os.environ.get("MPLBACKEND") and not os.environ.get("DISPLAY"):
     matplotlib.use("Agg")  # headless: render to files only
 
+import numpy as np
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib import MatplotlibDeprecationWarning  # noqa: E402
@@ -122,6 +123,31 @@ def latency_frame(summary: dict[str, Any], ablations: bool = False) -> pd.DataFr
     return frame.dropna(subset=["p50_ms", "p99_ms", "docs_per_s"], how="all")
 
 
+FIGURE_KEYS = {"p50_ms": ("p50", "p50_ms"), "p99_ms": ("p99", "p99_ms"), "docs_per_s": ("docs_per_s", "docs_per_s")}
+
+
+def _spread_marks(ax: Any, summary: dict[str, Any], frame: pd.DataFrame, targets: list[str], order: list[str],
+                  column: str) -> None:
+    """On each bar: the stored 95 % interval (``decisions.latency.points``; none when n is too small for it) and
+    the per-repeat values (``spread``) as dots, so a reader sees the spread, not only the middle."""
+    stored = ((summary.get("decisions") or {}).get("latency") or {}).get("points") or {}
+    key, spread_key = FIGURE_KEYS[column]
+    entries = dict(_latency_entries(summary, False))
+    for container, name in zip(ax.containers, targets):
+        for bar, point in zip(container, order):
+            rows = frame[(frame["target"] == name) & (frame["point"] == point)]
+            if rows.empty or not np.isfinite(bar.get_height()):
+                continue
+            run = rows.iloc[0]["run"]
+            x = bar.get_x() + bar.get_width() / 2
+            iv = ((stored.get(name) or {}).get(run) or {}).get(key) or {}
+            if iv.get("estimable") and iv.get("low") is not None:
+                ax.plot([x, x], [iv["low"], iv["high"]], color="black", linewidth=1.2)
+            per_repeat = [v for v in (((entries.get(name) or {}).get(run) or {}).get("spread") or {}).get(spread_key)
+                          or [] if v is not None]
+            ax.scatter([x] * len(per_repeat), per_repeat, s=9, color="black", zorder=3)
+
+
 def latency_points(summary: dict[str, Any]) -> Figure | None:
     """p50 and p99 latency (ms) and throughput (docs/s) per target at the article's operating points (grouped
     bars; the concurrency sweep has its own figure, :func:`latency_sweep`)."""
@@ -146,12 +172,24 @@ def latency_points(summary: dict[str, Any]) -> Figure | None:
                     palette=PALETTE)
         for container in ax.containers:
             ax.bar_label(container, fmt="%.1f", fontsize=7, padding=1)
+        _spread_marks(ax, summary, frame, targets, order, column)
         ax.set_title(title)
-        ax.set_xlabel("operating point (requests of one batch)")
+        ax.set_xlabel("point · line: 95 % interval · dots: repeats", fontsize=8)
         ax.set_ylabel(column.replace("_", " "))
         if ax is not axes[0] and ax.get_legend() is not None:
             ax.get_legend().remove()
     return fig
+
+
+def _bands(left: Any, right: Any, summary: dict[str, Any], name: str, data: pd.DataFrame, colour: Any) -> None:
+    """Shaded 95 % intervals of p50 (left) and docs/s (right) along the sweep (``decisions.latency.points``)."""
+    stored = ((((summary.get("decisions") or {}).get("latency") or {}).get("points") or {}).get(name)) or {}
+    for ax, key in ((left, "p50"), (right, "docs_per_s")):
+        rows = [(c, (stored.get(r) or {}).get(key) or {}) for c, r in zip(data["concurrency"], data["run"])]
+        rows = [(c, iv["low"], iv["high"]) for c, iv in rows if iv.get("estimable") and iv.get("low") is not None]
+        if len(rows) > 1:
+            ax.fill_between([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], color=colour,
+                            alpha=0.18, linewidth=0)
 
 
 def latency_sweep(summary: dict[str, Any]) -> Figure | None:
@@ -177,16 +215,17 @@ def latency_sweep(summary: dict[str, Any]) -> Figure | None:
         if not points.empty:
             right.plot(points["concurrency"], points["docs_per_s"], linestyle="-", marker="o", color=colour,
                        label=name)
+        _bands(left, right, summary, name, data, colour)
     levels = sorted({int(c) for c in frame["concurrency"]})
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xticks(levels)
         ax.set_xticklabels([str(c) for c in levels])
         ax.set_xlabel("concurrency (closed loop, requests of one batch)")
-    left.set_title("latency vs concurrency (p50 solid, p99 dashed)")
+    left.set_title("latency vs concurrency (p50 solid, p99 dashed; band: p50 95 % interval)")
     left.set_ylabel("ms")
     left.legend(loc="upper left", fontsize="small")
-    right.set_title("throughput vs concurrency")
+    right.set_title("throughput vs concurrency (band: 95 % interval)")
     right.set_ylabel("docs/s")
     right.set_ylim(bottom=0)
     right.legend(loc="lower right", fontsize="small")

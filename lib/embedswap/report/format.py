@@ -27,6 +27,7 @@ _FORMATS: dict[str, Callable[[float], str]] = {
     "pct": lambda v: f"{v * 100:.0f}%",
     "score": lambda v: f"{v:.3f}",
     "delta": lambda v: f"{(0.0 if abs(v) < 5e-4 else v):+.3f}",
+    "p": lambda v: "< 0.001" if v < 0.001 else f"{v:.3f}",
 }
 
 
@@ -34,7 +35,7 @@ def fmt(value: Any, kind: str = "raw") -> str:
     """The one number formatter of the report (every language). None -> '—'.
 
     kinds: int (thousands separator), ms, rate (docs/s), cos (6 decimals), cos4 (the article's precision), norm,
-    ratio (×), gib, mib, s, pct, score (ranking metrics, 3 decimals), delta (signed, 3 decimals; +0.000 when it
+    ratio (×), gib, mib, s, pct, score (ranking metrics, 3 decimals), p (p-value), delta (signed, 3 decimals; +0.000 when it
     rounds to zero), raw (ints with separators, floats as published).
     """
     if value is None:

@@ -121,10 +121,24 @@ class ClientChange(BaseModel):
     shim: ShimStatus
 
 
+class PairedTest(BaseModel):
+    """Per-query deltas of one metric (variant - legacy): mean, 95 % interval, paired randomization p-value,
+    n queries, verdict, and the mean difference n queries would detect (80 % power)."""
+    delta: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    n: int
+    verdict: Literal["differs", "no_difference", "missing"]
+    detectable: float | None
+    sd: float | None
+
+
 class RankingVariant(BaseModel):
     unchanged: bool | None
     changed_queries: int | None = None
     queries: int | None = None
+    tests: dict[str, PairedTest] = {}
 
 
 class RankingCandidate(BaseModel):
@@ -139,11 +153,54 @@ class RankingDecision(BaseModel):
     by_candidate: dict[str, RankingCandidate] = {}
 
 
+class Interval(BaseModel):
+    """One figure of one operating point: the value, its 95 % interval (None when n is below ``n_min``), n."""
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+    n_min: int
+    estimable: bool
+    near_max: bool
+
+
+class PointIntervals(BaseModel):
+    """p50/p90/p99 (answered requests pooled over repeats) and docs/s of one point (analysis.intervals)."""
+    n: int
+    requests: int
+    repeats: int
+    per_repeat: dict[str, list[float]] = {}
+    p50: Interval
+    p90: Interval
+    p99: Interval
+    docs_per_s: Interval
+
+
+Verdict = Literal["faster", "slower", "no_difference", "too_few", "missing"]
+
+
+class RatioInterval(BaseModel):
+    """Candidate / reference with its 95 % interval and the verdict (``no_difference``: the interval covers 1)."""
+    value: float | None
+    low: float | None
+    high: float | None
+    verdict: Verdict
+    n: list[int | None]
+    repeats_overlap: bool | None = None
+
+
+class PointRatio(BaseModel):
+    p50: RatioInterval
+    p99: RatioInterval
+    docs_per_s: RatioInterval
+
+
 class LatencyRatio(BaseModel):
     seq_p50: float | None
     conc_docs_per_s: float | None
     conc_p50: float | None
     complete: bool
+    intervals: dict[str, PointRatio] = {}
 
 
 class LockShare(BaseModel):
@@ -157,6 +214,7 @@ class LockVariant(BaseModel):
     rate_ratio: float | None
     p50_ratio: float | None
     shares: list[LockShare]
+    intervals: dict[str, PointRatio] = {}
 
 
 class LockReading(BaseModel):
@@ -168,6 +226,7 @@ class LockReading(BaseModel):
 
 class LatencyDecisions(BaseModel):
     ratios: dict[str, LatencyRatio] = {}
+    points: dict[str, dict[str, PointIntervals]] = {}
     lock: LockReading | None = None
 
 

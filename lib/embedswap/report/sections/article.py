@@ -85,7 +85,7 @@ def _latency_table(ctx: ReportContext, ac: str, c: str) -> str:
     lat_rows = []
     for key, name in (("legacy", t["article_legacy"]), ("candidate", t["article_candidate"])):
         v = al.get(key) or {}
-        lat_rows.append([name, fmt(v.get("seq_p50_ms"), "ms"), fmt(v.get("seq_p99_ms"), "ms"),
+        lat_rows.append([t["stats"]["article_single"].format(name=name), fmt(v.get("seq_p50_ms"), "ms"), fmt(v.get("seq_p99_ms"), "ms"),
                          fmt(v.get("conc_p50_ms"), "ms"), fmt(v.get("conc_p99_ms"), "ms"),
                          fmt(v.get("conc_docs_per_s"), "rate"), fmt(v.get("docs_per_s_per_repeat"), "rate"),
                          fmt(v.get("errors"), "int")])
@@ -96,13 +96,8 @@ def _latency_table(ctx: ReportContext, ac: str, c: str) -> str:
         if latency_state(info) is False:
             lat_rows.append([label_name] + [ctx.label(False)] * 7)
             continue
-        seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
-        failed, total = ctx.errors(info)
-        lat_rows.append([label_name, fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
-                         fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"),
-                         fmt(conc.get("docs_per_s"), "rate"),
-                         fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
-                         f"{fmt(failed, 'int')} / {fmt(total, 'int')}"])
+        row = ctx.point_row(name, info, "")  # this run's figures with their intervals and n, as in section 5
+        lat_rows.append([label_name, *row[2:7], row[8], row[9]])
     return md_table(header, lat_rows, ["l"] + ["r"] * 7)
 
 

@@ -192,11 +192,24 @@ class ReportContext:
         value, _ = self.peak(name)
         return mib(value) if value else self.label(False)
 
+    def intervals(self, name: str, run: str) -> dict[str, Any] | None:
+        """The stored intervals of one operating point (``decisions.latency.points``, by run name), or None."""
+        return (((self.decisions.get("latency") or {}).get("points") or {}).get(name) or {}).get(run)
+
     def point_row(self, name: str, info: dict[str, Any], label_cell: str) -> list[str]:
-        """One latency table row: seq p50/p99, concurrent p50/p99/docs/s, per-repeat spread, errors."""
+        """One latency table row: seq p50/p99, concurrent p50/p99/docs/s (each with its 95 % interval when
+        stored), n per point, per-repeat spread, errors."""
+        from embedswap.report.sections.stats import n_cell, point_cell
+
         seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
+        seq_iv, conc_iv = self.intervals(name, "sequential"), self.intervals(name, "concurrent")
         failed, total = self.errors(info)
-        return [code(name), label_cell, fmt(seq.get("p50_ms"), "ms"), fmt(seq.get("p99_ms"), "ms"),
-                fmt(conc.get("p50_ms"), "ms"), fmt(conc.get("p99_ms"), "ms"), fmt(conc.get("docs_per_s"), "rate"),
+        t = self.terms
+        return [code(name), label_cell, point_cell(t, seq_iv, "p50", seq.get("p50_ms"), "ms"),
+                point_cell(t, seq_iv, "p99", seq.get("p99_ms"), "ms"),
+                point_cell(t, conc_iv, "p50", conc.get("p50_ms"), "ms"),
+                point_cell(t, conc_iv, "p99", conc.get("p99_ms"), "ms"),
+                point_cell(t, conc_iv, "docs_per_s", conc.get("docs_per_s"), "rate"),
+                f"{n_cell(seq_iv)} / {n_cell(conc_iv)}",
                 fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
                 f"{fmt(failed, 'int')} / {fmt(total, 'int')}"]

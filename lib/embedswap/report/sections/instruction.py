@@ -30,7 +30,7 @@ def _table(ctx: ReportContext, section: dict[str, Any]) -> str:
                      t["readings"].get(row.get("reading") or "", MISSING)])
     n = fmt(section.get("queries"), "int")
     return md_table([t["server"], t["request"], ctx.terms["label"], t["tokens"].format(n=n), t["tokenizer"],
-                     t["cosine"], t["reading"]], rows, ["l", "l", "l", "r", "r", "r", "l"])
+                     f"{t['cosine']} (n = {n})", t["reading"]], rows, ["l", "l", "l", "r", "r", "r", "l"])
 
 
 def _v2_table(ctx: ReportContext, section: dict[str, Any]) -> str | None:

@@ -8,8 +8,9 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_ratios import latency_state, point_state
-from embedswap.report.format import MISSING, code, combined_label, fmt, md_table, mib, esc
+from embedswap.report.format import code, combined_label, fmt, md_table, mib, esc
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.stats import ratio as ratio_text
 from embedswap.report.sections.sweep import ablation, sweep
 
 
@@ -17,13 +18,14 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
     """The latency table, why a server has no row of numbers, and the points where every request failed."""
     t = ctx.terms
     header = [t["target"], t["label"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=c),
-              t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["per_repeat"], t["errors"]]
+              t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["stats"]["n_col"].format(c=c),
+              t["per_repeat"], t["errors"]]
     rows, why, unconfirmed = [], [], []
     for name in ctx.names:
         info = ctx.latency_by_target().get(name) or {}
         state = latency_state(info)
         if state is False:
-            rows.append([code(name), ctx.not_measured_cell(name)] + [ctx.label(False)] * 7)
+            rows.append([code(name), ctx.not_measured_cell(name)] + [ctx.label(False)] * 8)
             why.append({"name": name, "why": ctx.why(info)})
             continue
         rows.append(ctx.point_row(name, info, ctx.label(state)))
@@ -32,7 +34,7 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
                 n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
                 unconfirmed.append({"name": name, "point": point_name, "errors": fmt(point.get("errors"), "int"),
                                     "requests": fmt(n, "int"), "text": t["all_failed"].format(n=fmt(n, "int"))})
-    return md_table(header, rows, ["l", "l"] + ["r"] * 7), why, unconfirmed
+    return md_table(header, rows, ["l", "l"] + ["r"] * 8), why, unconfirmed
 
 
 def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
@@ -45,12 +47,33 @@ def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
                                        ("conc", "concurrent", "docs_per_s", "conc_docs_per_s"),
                                        ("conc_p50", "concurrent", "p50_ms", "conc_p50")):
         kind = "rate" if field == "docs_per_s" else "ms"
-        out[f"{key}_legacy"] = fmt((legacy.get(run) or {}).get(field) if is_measured(legacy) else None, kind)
-        out[f"{key}_candidate"] = fmt((info.get(run) or {}).get(field) if is_measured(info) else None, kind)
+        figure = "docs_per_s" if kind == "rate" else "p50"
+        for side, name_, entry_ in (("legacy", ctx.legacy, legacy), ("candidate", name, info)):
+            pooled = ((ctx.intervals(name_, run) or {}).get(figure) or {}).get("value")  # the ratio's own values
+            plain = (entry_.get(run) or {}).get(field) if is_measured(entry_) else None
+            out[f"{key}_{side}"] = fmt(pooled if pooled is not None else plain, kind)
         value = stored.get(ratio_key)
-        out[f"{key}_ratio"] = None if value is None else fmt(value, "ratio")
+        entry = ((stored.get("intervals") or {}).get(run) or {}).get(figure)
+        out[f"{key}_ratio"] = None if value is None else ratio_text(ctx.terms, entry, value)
     out["complete"] = bool(stored.get("complete"))
     return out
+
+
+def ratio_table(ctx: ReportContext) -> str | None:
+    """Every point both sides measured (article points and sweep): candidate / legacy with interval and verdict."""
+    t = ctx.terms
+    rows = []
+    for name in ctx.candidates:
+        stored = ((ctx.decisions.get("latency") or {}).get("ratios") or {}).get(name) or {}
+        for run, entry in (stored.get("intervals") or {}).items():
+            point = {"sequential": "seq", "concurrent": f"c{ctx.concurrency()}"}.get(run, run.replace("_", " "))
+            rows.append([code(name), esc(point), *(ratio_text(t, entry.get(k)) for k in ("p50", "p99", "docs_per_s")),
+                         " / ".join(fmt(v, "int") for v in (entry.get("p50") or {}).get("n") or [])])
+    if not rows:
+        return None
+    header = [t["target"], t["point"], t["stats"]["p50_ratio"], t["stats"]["p99_ratio"], t["stats"]["rate_ratio"],
+              t["stats"]["n_pair"]]
+    return md_table(header, rows, ["l", "l", "r", "r", "r", "r"])
 
 
 def _lock_measured(ctx: ReportContext, reading: dict[str, Any]) -> dict[str, Any]:
@@ -66,13 +89,14 @@ def _lock_measured(ctx: ReportContext, reading: dict[str, Any]) -> dict[str, Any
         shares = [{"name": s["candidate"], "rate": fmt(rates.get(s["candidate"]), "rate"), "case": s["case"],
                    "share": fmt(s["share"], "pct"), "rest": fmt(None if s["share"] is None else 1 - s["share"], "pct")}
                   for s in variant["shares"]]
+        iv = (variant.get("intervals") or {}).get("concurrent") or {}
         out.append({
             "name": variant["variant"],
             "lock_p50": fmt(lock_conc.get("p50_ms"), "ms"), "free_p50": fmt(conc.get("p50_ms"), "ms"),
             "lock_seq": fmt(lock_seq.get("p50_ms"), "ms"), "free_seq": fmt(seq.get("p50_ms"), "ms"),
             "lock_rate": fmt(lock_conc.get("docs_per_s"), "rate"), "free_rate": fmt(conc.get("docs_per_s"), "rate"),
-            "rate_ratio": MISSING if variant["rate_ratio"] is None else fmt(variant["rate_ratio"], "ratio"),
-            "p50_ratio": MISSING if variant["p50_ratio"] is None else fmt(variant["p50_ratio"], "ratio"),
+            "rate_ratio": ratio_text(ctx.terms, iv.get("docs_per_s"), variant["rate_ratio"]),
+            "p50_ratio": ratio_text(ctx.terms, iv.get("p50"), variant["p50_ratio"]),
             "shares": shares,
         })
     return {"measured": True, "label": ctx.label(True), "variants": out,
@@ -116,6 +140,7 @@ def latency(ctx: ReportContext) -> dict[str, Any]:
         "state": states, "label": combined_label(states, ctx.lang),
         "table": table, "sweep": sweep_part, "sweep_table": sweep_part["table"], "why": why,
         "unconfirmed": unconfirmed, "ratios": [_ratio(ctx, name) for name in ctx.candidates], "lock": lock_part,
+        "ratio_table": ratio_table(ctx),
         "lock_note": lock_part if lock_part and not lock_part["measured"] else None,
         "concurrency": c, "ablation": ablation_part, "memory": memory,
         "figure": "latency_points" if ctx.figures.get("latency_points") else None,

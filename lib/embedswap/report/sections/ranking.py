@@ -10,17 +10,21 @@ from embedswap.analysis.common import is_measured
 from embedswap.analysis.ranking_verdict import by_candidate
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.stats import delta_cell, paired
 
 KINDS = ("naive", "shim")
 
 
-def _cells(ctx: ReportContext, variant: dict[str, Any], deltas: dict[str, Any] | None, reference: bool) -> list[str]:
+def _cells(ctx: ReportContext, variant: dict[str, Any], deltas: dict[str, Any] | None, reference: bool,
+           tests: dict[str, Any] | None = None) -> list[str]:
     if not is_measured(variant):
         return [ctx.label(False)] * 6
     ref = f"{MISSING} ({ctx.terms['reference']})"
-    d = deltas or {}
-    return [fmt(variant.get("ndcg_at_10"), "score"), ref if reference else fmt(d.get("ndcg_at_10"), "delta"),
-            fmt(variant.get("recall_at_5"), "score"), ref if reference else fmt(d.get("recall_at_5"), "delta"),
+    d, tests = deltas or {}, tests or {}
+    return [fmt(variant.get("ndcg_at_10"), "score"),
+            ref if reference else delta_cell(d.get("ndcg_at_10"), tests.get("ndcg_at_10")),
+            fmt(variant.get("recall_at_5"), "score"),
+            ref if reference else delta_cell(d.get("recall_at_5"), tests.get("recall_at_5")),
             ref if reference else fmt(variant.get("top5_overlap"), "score"),
             f"{fmt(variant.get('judged_queries'), 'int')} / {fmt(variant.get('queries'), 'int')}"]
 
@@ -35,6 +39,7 @@ def _rows(ctx: ReportContext, entries: dict[str, Any], state_label: str) -> tupl
     for name in ctx.candidates:
         entry = entries.get(name) or {"naive": {}, "shim": {}}
         deltas = entry.get("deltas") or {}
+        decided = ((ctx.decisions.get("ranking") or {}).get("by_candidate") or {}).get(name) or {}
         for kind in KINDS:
             variant = entry.get(kind) or {}
             measured = is_measured(variant)
@@ -43,7 +48,7 @@ def _rows(ctx: ReportContext, entries: dict[str, Any], state_label: str) -> tupl
                 why.append({"name": name, "variant": t["variants"][kind], "why": reason})
             rows.append([esc(t["variants"][kind]), code(name), t["queries_how"][kind],
                          state_label if measured else ctx.not_measured_cell(name),
-                         *_cells(ctx, variant, deltas.get(kind), False)])
+                         *_cells(ctx, variant, deltas.get(kind), False, (decided.get(kind) or {}).get("tests"))])
     return rows, why
 
 
@@ -61,8 +66,15 @@ def _line(ctx: ReportContext, entry: dict[str, Any], kind: str, verdict: dict[st
         state=state, d_ndcg=fmt(d.get("ndcg_at_10"), "delta"), d_recall=fmt(d.get("recall_at_5"), "delta"),
         overlap=fmt(variant.get("top5_overlap"), "score"), changed=MISSING if changed is None else fmt(changed, "int"),
         queries=fmt(verdict.get("queries"), "int"))
+    tests = verdict.get("tests") or {}
+    clauses = [paired(t, t[key], tests.get(metric)) for metric, key in (("ndcg_at_10", "ndcg"), ("recall_at_5", "recall"))]
+    clauses = [c for c in clauses if c]
+    if clauses:
+        text += t["stats"]["rank_tests"].format(tests="; ".join(clauses))
+    ndcg_test = (verdict.get("tests") or {}).get("ndcg_at_10") or {}
     short = t["rank_short"].format(state=state, d_ndcg=fmt(d.get("ndcg_at_10"), "delta"),
-                                   overlap=fmt(variant.get("top5_overlap"), "score"))
+                                   low=fmt(ndcg_test.get("low"), "delta"), high=fmt(ndcg_test.get("high"), "delta"),
+                                   p=fmt(ndcg_test.get("p_value"), "p"), overlap=fmt(variant.get("top5_overlap"), "score"))
     return text, short
 
 
@@ -94,7 +106,8 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     empty = {"state": False, "meaningless": meaningless, "table": None, "findings": [], "why": [],
              "definitions": t["ranking_defs"], "sources": MISSING, "queries": MISSING,
              "tolerance": {"overlap": fmt(tolerance.get("top5_overlap_min"), "score"),
-                           "delta": fmt(tolerance.get("delta_max"), "score")}}
+                           "delta": fmt(tolerance.get("delta_max"), "score"),
+                           "alpha": fmt(tolerance.get("alpha", 0.05), "raw")}}
     if not is_measured(section):
         return {**empty, "label": ctx.label(False), "top_why": ctx.why(section)}
     legacy = section.get("legacy") or {}

@@ -9,6 +9,7 @@ from embedswap.analysis.latency_points import sweep_points_of
 from embedswap.analysis.latency_ratios import latency_state, point_state
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table, mib
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.stats import n_cell, point_cell
 
 
 def sweep(ctx: ReportContext) -> dict[str, Any]:
@@ -25,23 +26,26 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
         points = list(sweep_points_of(info))
         if not is_measured(info):
             if not ablation:
-                rows.append([shown, MISSING, ctx.not_measured_cell(name)] + [ctx.label(False)] * 4)
+                rows.append([shown, MISSING, ctx.not_measured_cell(name)] + [ctx.label(False)] * 5)
                 states.append(False)
             continue
         if info.get("sweep_note"):
             reason = info.get("sweep_reason")
             note = ctx.words.reason(reason["code"], reason.get("params")) if reason else info["sweep_note"]
             why.append({"name": name, "why": esc(t["sweep_skipped"].format(why=note))})
-            rows.append([shown, MISSING, ctx.label(False)] + [ctx.label(False)] * 4)
+            rows.append([shown, MISSING, ctx.label(False)] + [ctx.label(False)] * 5)
             states.append(False)
             continue
         if points:
             states.append(True if any(point_state(p) is True for _, _, p in points) else None)
         best = None
-        for _, point_name, point in sorted(points, key=lambda p: p[2].get("concurrency") or 0):
+        for run, point_name, point in sorted(points, key=lambda p: p[2].get("concurrency") or 0):
             n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
-            rows.append([shown, esc(point_name), ctx.label(point_state(point)), fmt(point.get("p50_ms"), "ms"),
-                         fmt(point.get("p99_ms"), "ms"), fmt(point.get("docs_per_s"), "rate"),
+            iv = ctx.intervals(name, run)
+            rows.append([shown, esc(point_name), ctx.label(point_state(point)),
+                         point_cell(t, iv, "p50", point.get("p50_ms"), "ms"),
+                         point_cell(t, iv, "p99", point.get("p99_ms"), "ms"),
+                         point_cell(t, iv, "docs_per_s", point.get("docs_per_s"), "rate"), n_cell(iv),
                          f"{fmt(point.get('errors'), 'int')} / {fmt(n, 'int')}"])
             rate = point.get("docs_per_s")
             if rate is not None and (best is None or rate > best[1]):
@@ -50,8 +54,8 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
             peaks.append({"name": name, "ablation": ablation, "concurrency": fmt(best[0], "raw"),
                           "rate": fmt(best[1], "rate")})
     has_points = any(r[1] != MISSING for r in rows)
-    table = md_table([t["target"], t["point"], t["label"], t["p50"], t["p99"], t["rate"], t["errors"]],
-                     rows, ["l", "l", "l", "r", "r", "r", "r"]) if has_points or why else None
+    table = md_table([t["target"], t["point"], t["label"], t["p50"], t["p99"], t["rate"], t["n"], t["errors"]],
+                     rows, ["l", "l", "l", "r", "r", "r", "r", "r"]) if has_points or why else None
     if not has_points and not why:
         states = []
     return {"table": table, "why": why, "peaks": peaks,
@@ -72,7 +76,8 @@ def ablation(ctx: ReportContext) -> dict[str, Any]:
                 "sources": MISSING, "row_why": []}
     c = fmt(ctx.concurrency(), "raw")
     header = [t["target"], t["lock"], t["label"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=c),
-              t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["per_repeat"], t["errors"], t["rss_peak"]]
+              t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["stats"]["n_col"].format(c=c), t["per_repeat"],
+              t["errors"], t["rss_peak"]]
     rows = []
     row_why = []
     configs = (((ctx.summary.get("experiment") or {}).get("config") or {}).get("targets") or {})
@@ -81,7 +86,7 @@ def ablation(ctx: ReportContext) -> dict[str, Any]:
         lock_cell = MISSING if lock is None else t["on" if lock else "off"]
         state = latency_state(info)
         if state is False:
-            rows.append([code(name), lock_cell, ctx.not_measured_cell(name)] + [ctx.label(False)] * 8)
+            rows.append([code(name), lock_cell, ctx.not_measured_cell(name)] + [ctx.label(False)] * 9)
             row_why.append({"name": name, "why": ctx.why(info)})
             continue
         row = ctx.point_row(name, info, ctx.label(state))
@@ -91,6 +96,6 @@ def ablation(ctx: ReportContext) -> dict[str, Any]:
     sources = [r.get("source") for r in rows_in.values() if is_measured(r) and r.get("source")]
     return {
         "state": is_measured(section), "label": combined_label(states, ctx.lang), "why": ctx.why(section),
-        "table": md_table(header, rows, ["l", "l", "l"] + ["r"] * 8), "row_why": row_why,
+        "table": md_table(header, rows, ["l", "l", "l"] + ["r"] * 9), "row_why": row_why,
         "sources": ctx.refs_for([], always=sources),
     }

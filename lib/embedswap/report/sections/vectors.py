@@ -44,7 +44,8 @@ def _main_table(ctx: ReportContext) -> str:
         if not is_measured(comparison):
             return ctx.label(False)
         c = comparison.get("cosine") or {}
-        return " · ".join(fmt(c.get(k), "cos") for k in ("min", "median", "max"))
+        n = len(comparison.get("per_document") or []) or None  # how many documents the row covers
+        return " · ".join(fmt(c.get(k), "cos") for k in ("min", "median", "max")) + (f" (n = {n})" if n else "")
 
     row(t["cosine_mmm"], cosine_cell)
     row(t["repeat_min"], lambda n, i: fmt(i.get("repeat_min_cosine"), "cos"))

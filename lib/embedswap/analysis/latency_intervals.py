@@ -1,0 +1,51 @@
+"""Intervals of every latency operating point and the ratios that compare them, from the per-request data
+the summary holds for each point (``requests``: latency and docs per request, grouped by repeat, wall per repeat;
+:mod:`embedswap.analysis.intervals` has the method).
+
+Stored under ``decisions.latency``: ``points.<target>.<run>`` (p50/p90/p99/docs/s with interval and n; run: ``sequential``, ``concurrent``,
+``sweep_c<C>``), ``ratios.<candidate>.intervals.<run>`` (candidate / legacy) and, for the lock ablation,
+``lock.variants[i].intervals.<run>`` (lock-free / locked). A summary written before the per-request data was
+kept (schema 1, or a point without ``requests``) gets no interval: ``points`` omits it and a ratio's verdict is
+``missing``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from embedswap.analysis.intervals import Requests, estimate, ratio, seed_for
+from embedswap.analysis.latency_points import latency_points_of
+
+Estimate = tuple[dict[str, Any], dict[str, np.ndarray]]
+
+
+def target_estimates(name: str, info: dict[str, Any]) -> dict[str, Estimate]:
+    """run -> (intervals, replicates) for every point of one target that holds per-request data."""
+    out: dict[str, Estimate] = {}
+    for run, _, point in latency_points_of(info):
+        requests = Requests.from_dict(point.get("requests"))
+        if requests is not None and run not in out:
+            out[run] = estimate(requests, seed_for(name, run))
+    return out
+
+
+def all_estimates(summary: dict[str, Any]) -> dict[str, dict[str, Estimate]]:
+    """Every target of the latency section and every lock-ablation variant (keyed by target name)."""
+    entries = dict((summary.get("latency") or {}).get("by_target") or {})
+    ablation = summary.get("ablation") if isinstance(summary.get("ablation"), dict) else {}
+    for name, row in (ablation.get("by_target") or {}).items():
+        entries.setdefault(name, row)
+    return {name: target_estimates(name, info or {}) for name, info in entries.items()}
+
+
+def compare(candidate: dict[str, Estimate], reference: dict[str, Estimate]) -> dict[str, Any]:
+    """label -> ratio (candidate / reference) for the points both sides measured."""
+    return {label: ratio(candidate[label], reference[label]) for label in candidate if label in reference}
+
+
+def points(estimates: dict[str, dict[str, Estimate]]) -> dict[str, dict[str, Any]]:
+    """The stored part: intervals without replicates."""
+    return {name: {label: est[0] for label, est in by_label.items()} for name, by_label in estimates.items()
+            if by_label}

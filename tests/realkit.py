@@ -6,6 +6,7 @@ latency runs shrunk so a whole capture takes seconds after the ~10 s model load.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +180,18 @@ def run_whole_experiment(folder: Path, timeout_s: float) -> subprocess.Completed
         pytest.fail(f"embedswap run took over {timeout_s} s\n{stdout[-3000:]}\n{stderr[-3000:]}")
     print(stdout[-5000:], stderr[-5000:])
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """Base of the tests' small HTTP servers: answers JSON (``answer``) and logs nothing."""
+
+    def answer(self, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass

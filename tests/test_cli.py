@@ -12,15 +12,14 @@ import os
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from embedswap.captures import open_attempt
-from realkit import EMBEDSWAP, FEW_PROBES, SMALL_LATENCY, free_ports
+from realkit import EMBEDSWAP, FEW_PROBES, SMALL_LATENCY, JsonHandler, free_ports
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -74,19 +73,11 @@ def test_run_with_a_bad_key(tmp_path: Path) -> None:
     assert not (folder / "attempts").exists()  # nothing was started
 
 
-class _ModelsOnly(BaseHTTPRequestHandler):
+class _ModelsOnly(JsonHandler):
     """A server that answers the preflight's GET /v1/models (and nothing else)."""
 
     def do_GET(self) -> None:  # noqa: N802
-        body = b'{"object": "list", "data": [{"id": "minilm", "object": "model"}]}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.answer(200, {"object": "list", "data": [{"id": "minilm", "object": "model"}]})
 
 
 def test_run_against_a_dead_server(tmp_path: Path) -> None:

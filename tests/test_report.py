@@ -652,7 +652,7 @@ def test_failed_target_is_not_measured_everywhere(complete: dict[str, Any]) -> N
     ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
     nm_en, nm_ko = f"not measured: {first_line}", f"미실측: {first_line}"
     assert "Traceback" not in en.replace("TargetStartError", "")  # only the first line of the error
-    assert f"### `dynamo` (candidate, external): not measured\n\nExternal server" in en
+    assert "### `dynamo` (candidate, external): not measured\n\nExternal server" in en
     assert f"| `dynamo` | {nm_en} |" in section(en, 2) and f"| `dynamo` | {nm_ko} |" in section(ko, 2)
     assert f"`dynamo` (candidate, {nm_en})" in section(en, 3)  # vectors column
     assert f"| through the shim | `dynamo` | prompt prepended as text by the client | {nm_en} |" in section(en, 3)

@@ -14,10 +14,9 @@ import json
 import secrets
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import nbformat
 import pytest
@@ -30,7 +29,7 @@ from embedswap.redact import REDACTED, redact_tree
 from embedswap.summary import build_summary, write_summary
 from embedswap.targets.base import ManagedProcess, Target, server_env
 from embedswap.workload import load_workload
-from realkit import files_containing, free_ports, make_experiment
+from realkit import JsonHandler, files_containing, free_ports, make_experiment
 
 KEY_ENV = "EMBEDSWAP_PLANT_API_KEY"
 
@@ -55,7 +54,7 @@ def _text_forms(p: dict[str, str]) -> str:
             f"env: OPENAI_API_KEY={p['openai']} HF says token {p['hf_text']} is invalid")
 
 
-class _Echo(BaseHTTPRequestHandler):
+class _Echo(JsonHandler):
     """An external embedding service that answers /v1/models and rejects every embedding request with an error
     echoing all the headers it received and the text forms."""
 
@@ -63,26 +62,16 @@ class _Echo(BaseHTTPRequestHandler):
     seen: list[dict[str, str]] = []
 
     def do_GET(self) -> None:  # noqa: N802
-        self._answer(200, {"object": "list", "data": [{"id": "minilm", "object": "model"}]})
+        self.answer(200, {"object": "list", "data": [{"id": "minilm", "object": "model"}]})
 
     def do_POST(self) -> None:  # noqa: N802
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         headers = dict(self.headers.items())
         self.seen.append(headers)
         echoed = "\n".join(f"{k}: {v}" for k, v in headers.items())
-        self._answer(401, {"error": {"message": f"rejected; you sent\n{echoed}\n{_text_forms(self.planted)}",
+        self.answer(401, {"error": {"message": f"rejected; you sent\n{echoed}\n{_text_forms(self.planted)}",
                                      "type": "invalid_request_error", "api_key": self.planted["json_api_key"]}})
 
-    def _answer(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture

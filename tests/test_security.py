@@ -11,14 +11,13 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psutil
 import pytest
-import yaml
 
 from embedswap.captures import new_attempt, verify_attempt
 from embedswap.client import auth_headers
@@ -31,7 +30,7 @@ from embedswap.summary import build_summary, write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import ManagedProcess
 from embedswap.workload import load_workload
-from realkit import (DATA, EMBEDSWAP, files_containing, free_ports, legacy_target, make_experiment,
+from realkit import (DATA, EMBEDSWAP, JsonHandler, files_containing, free_ports, legacy_target, make_experiment,
                      wait_no_processes)
 
 KEY_ENV = "EMBEDSWAP_TEST_EMBED_API_KEY"
@@ -98,29 +97,19 @@ def test_commands_in_target_json_are_redacted(tmp_path: Path, api_key: str) -> N
     assert api_key not in description and f"--api-key {REDACTED}" in description
 
 
-class _EchoKeyServer(BaseHTTPRequestHandler):
+class _EchoKeyServer(JsonHandler):
     """An external embedding service that answers /v1/models and rejects every embedding request with an error
     message that echoes the Authorization header back (servers do that): the worst case for leaking a key."""
 
     def do_GET(self) -> None:  # noqa: N802
-        self._answer(200, {"object": "list", "data": [{"id": "minilm", "object": "model"}]})
+        self.answer(200, {"object": "list", "data": [{"id": "minilm", "object": "model"}]})
 
     def do_POST(self) -> None:  # noqa: N802
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         auth = self.headers.get("Authorization")
-        self._answer(401, {"error": {"message": f"invalid api key: {auth} (key {auth.split()[-1]})",
+        self.answer(401, {"error": {"message": f"invalid api key: {auth} (key {auth.split()[-1]})",
                                      "type": "invalid_request_error"}})
 
-    def _answer(self, status: int, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture

@@ -50,9 +50,15 @@ def _alive(processes: list[psutil.Process]) -> list[str]:
 def interrupt_run(tmp_path: Path, folder: Path, ports: list[int], when: Callable[[Path], bool],
                   what: str, to_group: bool = False, timeout_s: float = 600) -> None:
     out, err = tmp_path / "run.out", tmp_path / "run.err"
-    with out.open("w") as stdout, err.open("w") as stderr:
-        run = subprocess.Popen([EMBEDSWAP, "run", str(folder), "--steps", "02", "--no-report"], stdout=stdout,
-                               stderr=stderr, start_new_session=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    # A child inherits an ignored SIGINT (a job started with `&` by a non-interactive shell, as CI scripts may,
+    # ignores it, and so would the run); a handled one is reset to the default on exec, as a terminal gives it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with out.open("w") as stdout, err.open("w") as stderr:
+            run = subprocess.Popen([EMBEDSWAP, "run", str(folder), "--steps", "02", "--no-report"], stdout=stdout,
+                                   stderr=stderr, start_new_session=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     seen: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + timeout_s

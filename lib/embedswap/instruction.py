@@ -23,7 +23,7 @@ import numpy as np
 
 from embedswap.captures import Attempt
 from embedswap.config import Experiment
-from embedswap.summary.reasons import not_measured
+from embedswap.reasons import not_measured
 from embedswap.tokens import TOKENIZER_COUNTS
 from embedswap.vectors import rowwise_cosine
 

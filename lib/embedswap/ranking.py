@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from embedswap.summary.reasons import not_measured
+from embedswap.reasons import not_measured
 
 NDCG_K = 10
 GAIN = "linear"  # trec_eval / MTEB; "exp": 2**rel - 1

@@ -131,7 +131,7 @@ class ShimConfig:
     backoff_jitter: float = 0.1  # each delay is shortened by up to this fraction, at random
     timeout_s: float = 60.0
     # Why each setting has its value (filled by from_probes; for the report): the English sentence, and the same
-    # as a reason code with its parameters (embedswap.summary.reasons), which the report words in its language.
+    # as a reason code with its parameters (embedswap.reasons), which the report words in its language.
     reasons: dict[str, str] = field(default_factory=dict)
     reason_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -184,7 +184,7 @@ class ShimConfig:
 
         candidate = {r["probe"]: r for r in probe_records}
         legacy = {r["probe"]: r for r in legacy_records} if legacy_records is not None else None
-        from embedswap.summary.reasons import explain, reason, reason_of
+        from embedswap.reasons import explain, reason, reason_of
 
         reasons: dict[str, str] = {}
         codes: dict[str, dict[str, Any]] = {}

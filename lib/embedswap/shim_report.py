@@ -14,7 +14,7 @@ from typing import Any
 from embedswap.captures import Attempt
 from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, classify
-from embedswap.summary.reasons import not_measured
+from embedswap.reasons import not_measured
 
 _SIDE_KEYS = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms")
 

@@ -32,7 +32,7 @@ from embedswap.parity import (
 )
 from embedswap.paths import project_root
 from embedswap.summary import build_summary, environment, write_summary
-from embedswap.summary.reasons import not_measured
+from embedswap.reasons import not_measured
 from embedswap.tokens import ensure_tokenizer_counts
 from embedswap.workload import Workload, load_workload
 

@@ -1,7 +1,7 @@
 """summary.json: every figure of the report, computed from the attempt's capture files only.
 
 Each section says whether it was measured; a section that could not be computed carries
-``{"measured": false, "why": ..., "reason": {code, params}}`` (:mod:`embedswap.summary.reasons`) so the report can
+``{"measured": false, "why": ..., "reason": {code, params}}`` (:mod:`embedswap.reasons`) so the report can
 label it 미실측 / not measured, in its own words, instead of inventing it. The decisions the report states are
 computed here too (:mod:`embedswap.analysis`, under ``decisions``), and the result is checked against the typed
 model (:mod:`embedswap.summary.model`) before it is written; older files are upgraded on load
@@ -34,7 +34,7 @@ from embedswap.tokens import TOKENIZER_COUNTS
 from embedswap.vectors import compare, index_order_ok, norms, repeat_stability, token_total
 from embedswap.summary.finite import null_non_finite
 from embedswap.summary.model import validate_summary
-from embedswap.summary.reasons import attach_reasons, not_measured
+from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.upgrade import SCHEMA_VERSION
 from embedswap.workload import Workload
 

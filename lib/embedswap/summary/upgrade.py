@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from embedswap.analysis import decide
-from embedswap.summary.reasons import attach_reasons, not_measured
+from embedswap.reasons import attach_reasons, not_measured
 
 SCHEMA_VERSION = 2
 # sections a version-1 summary may lack

@@ -16,7 +16,7 @@ from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
 from embedswap.contract import CATALOGUE
 from embedswap.report.catalogue import catalogue
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
-from embedswap.summary.reasons import REASON_KEYS
+from embedswap.reasons import REASON_KEYS
 
 # the kit's own probe descriptions (English, as the summary records them), by probe name
 BUILT_IN_DESCRIPTIONS = {entry["name"]: entry["description"] for entry in CATALOGUE}

@@ -9,7 +9,8 @@ from embedswap.analysis.client_changes import legacy_side_status
 from embedswap.analysis.common import roles, shim_rows, shimmed
 
 
-def _verdict(row: dict[str, Any], key: str, name: str) -> str | None:
+def verdict_of(row: dict[str, Any], key: str, name: str) -> str | None:
+    """One candidate's verdict in a shim row (``key``: verdicts through the shim, or naive_verdicts)."""
     return ((row.get(key) or {}).get(name) or {}).get("verdict")
 
 
@@ -20,7 +21,7 @@ def candidate_outcome(summary: dict[str, Any], name: str) -> dict[str, Any]:
     before_differ = after_differ = compared = 0
     for row in shim_rows(summary):
         probe = row.get("probe")
-        before, after = _verdict(row, "naive_verdicts", name), _verdict(row, "verdicts", name)
+        before, after = verdict_of(row, "naive_verdicts", name), verdict_of(row, "verdicts", name)
         if after is None:
             continue
         compared += 1

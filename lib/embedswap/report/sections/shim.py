@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedswap.analysis.shim_outcome import verdict_of
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 
 # the shim's settings in the order the report lists them (others follow in capture order)
 SHIM_SETTINGS = ("strip_dimensions", "prepend_query_instruction", "max_input_tokens", "model_override",
                  "non_retryable_statuses", "reject_empty_strings", "force_float", "drop_fields")
-
-
-def _verdict(row: dict[str, Any], key: str, name: str) -> str | None:
-    return ((row.get(key) or {}).get(name) or {}).get("verdict")
 
 
 def _table(ctx: ReportContext, rows: list[dict[str, Any]], shimmed: list[str]) -> str:
@@ -28,7 +25,7 @@ def _table(ctx: ReportContext, rows: list[dict[str, Any]], shimmed: list[str]) -
             if name not in shimmed:
                 cells += [ctx.label(False), ctx.label(False)]
                 continue
-            before = _verdict(row, "naive_verdicts", name)
+            before = verdict_of(row, "naive_verdicts", name)
             cells += [f"{before or ctx.label(False)} → {ctx.verdict_cell((row.get('verdicts') or {}).get(name))}",
                       ctx.side_cell((row.get("by_target") or {}).get(name))]
         table_rows.append(cells)

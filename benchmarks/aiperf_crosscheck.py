@@ -85,6 +85,16 @@ TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "vocab.txt", "spec
 GOAL_P50_RATIO = 0.05
 
 
+def server_conclusion(server_ratio: float, tolerance: float = GOAL_P50_RATIO) -> str:
+    """What the server's own p50 ratio between the two tools' runs says, computed from the ratio (issue 23)."""
+    if abs(server_ratio - 1) <= tolerance:
+        return (f"within {tolerance:.0%} of 1: the server ran alike in both runs, so a client-side gap is the tools' "
+                "difference")
+    slower = "embedswap's" if server_ratio > 1 else "AIPerf's"
+    return (f"far from 1: the server itself ran slower in {slower} run, so the client-side gap is the server's, not a "
+            "tool difference")
+
+
 # --- set-up ------------------------------------------------------------------------------------------------------
 def ensure_aiperf(venv: Path) -> Path:
     """The aiperf console script in its own venv, made on first use."""
@@ -435,8 +445,8 @@ def main(argv: list[str] | None = None) -> int:
               f"goal p50 within {GOAL_P50_RATIO:.0%}: {verdict}")
         if a.get("server_p50") and e.get("server_p50"):
             server_ratio = e["server_p50"] / a["server_p50"]
-            print(f"         the server's own p50 in the same runs: embedswap / AIPerf {server_ratio:.3f} (far from 1: "
-                  "the server itself ran slower in one of the runs, not a tool difference)")
+            print(f"         the server's own p50 in the same runs: embedswap / AIPerf {server_ratio:.3f} "
+                  f"({server_conclusion(server_ratio)})")
     offsets = {tool: [r["p50"] - r["server_p50"] for t, r in results if t == tool and r["p50"] is not None
                       and r.get("server_p50") is not None] for tool in ("aiperf", "embedswap")}
     if offsets["aiperf"] and offsets["embedswap"]:

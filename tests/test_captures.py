@@ -42,6 +42,17 @@ def test_attempts_are_separate_and_latest_is_newest(tmp_path: Path) -> None:
     assert open_attempt(tmp_path, first.name).path == first.path
 
 
+def test_nan_in_a_jsonl_capture_is_refused_not_written(tmp_path: Path) -> None:
+    attempt = new_attempt(tmp_path)
+    with pytest.raises(ValueError, match="JSON compliant"):
+        attempt.write_jsonl("bad.jsonl", [{"x": 1.0}, {"latency_ms": float("nan")}])
+    with pytest.raises(ValueError):
+        attempt.write_jsonl("bad.jsonl", [{"v": [0.5, float("inf")]}])
+    assert not attempt.has("bad.jsonl")
+    attempt.write_jsonl("good.jsonl", [{"x": 1.5}])
+    assert attempt.read_jsonl("good.jsonl") == [{"x": 1.5}]
+
+
 def test_nan_is_refused_not_written(tmp_path: Path) -> None:
     attempt = new_attempt(tmp_path)
     with pytest.raises(ValueError):

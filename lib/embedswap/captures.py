@@ -130,7 +130,7 @@ class Attempt:
         return self.write_bytes(relative, json_bytes(data))
 
     def write_jsonl(self, relative: str, records: list[dict[str, Any]]) -> Path:
-        text = "".join(json.dumps(r, ensure_ascii=False, default=_json_default) + "\n" for r in records)
+        text = "".join(json.dumps(r, ensure_ascii=False, allow_nan=False, default=_json_default) + "\n" for r in records)
         return self.write_bytes(relative, text.encode())
 
     def write_array(self, relative: str, array: np.ndarray) -> Path:

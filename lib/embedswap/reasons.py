@@ -45,8 +45,8 @@ REASONS: dict[str, str] = {
     "no_vectors": "no vectors",
     "vector_shapes_differ": "cannot compare vectors of shapes {a} and {b}",
     "images_not_embedded": "{n} workload record(s) carry an image ({ids}), but no backend here embeds images (no "
-                           "multimodal model runs here): text+image rows not measured; the text+image gate is covered "
-                           "by unit tests on recorded vectors",
+                           "multimodal model runs here): text+image rows not measured: the text+image gate was not run "
+                           "in this attempt",
     "no_images": "the workload has no image inputs and no multimodal model runs here",
     "sweep_server_exited": "skipped: the server process had exited",
     "sweep_no_answers": "skipped: the server answered none of the article points' requests",

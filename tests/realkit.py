@@ -139,6 +139,20 @@ def copy_attempt(attempt: Attempt, experiment_dir: Path) -> Attempt:
     return Attempt(experiment_dir.resolve(), target.resolve())
 
 
+def listening_addresses(pid: int, port: int) -> set[str]:
+    """The local addresses that `pid` or any of its descendants listens on at `port` (a server bound to 0.0.0.0 or
+    :: shows up as such, whatever address a client used to reach it)."""
+    root = psutil.Process(pid)
+    found = set()
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            conns = proc.net_connections(kind="inet")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        found |= {c.laddr.ip for c in conns if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+    return found
+
+
 def kill_tree(pid: int) -> None:
     """Last-resort cleanup in a test's finally: the process, its group and its children."""
     try:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+from realkit import listening_addresses
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -49,9 +50,20 @@ def test_lab_starts_on_localhost_and_serves_lab(tmp_path: Path) -> None:
         assert status == 200, (tmp_path / "lab.log").read_text()[-2000:]
         kernels = httpx.get(f"http://127.0.0.1:{port}/api/kernelspecs?token={token}", timeout=5).json()
         assert "embedswap" in kernels["kernelspecs"]
+        # reachable on 127.0.0.1 is not enough: Lab on 0.0.0.0 answers there too; what it listens on must be loopback
+        assert listening_addresses(process.pid, port) == {"127.0.0.1"}
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_the_bind_check_catches_a_server_on_every_interface() -> None:
+    """What the Lab test relies on: a listener on 0.0.0.0 is reported as such, one on 127.0.0.1 as loopback."""
+    for address in ("0.0.0.0", "127.0.0.1"):
+        with socket.socket() as sock:
+            sock.bind((address, 0))
+            sock.listen()
+            assert listening_addresses(os.getpid(), sock.getsockname()[1]) == {address}

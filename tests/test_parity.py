@@ -357,7 +357,13 @@ def test_gpu_parity_script_runs_on_cpu(model_path: str, tmp_path: Path) -> None:
     assert ("cpu", "bfloat16") in rows
     cpu_bf16 = rows[("cpu", "bfloat16")]
     assert cpu_bf16["n"] == len(TEXTS) and 0.99 < cpu_bf16["cos_min"] < 1.0 and cpu_bf16["threshold"] == 0.999
-    assert "cos min" in run.stdout and ("PASS" in run.stdout or "FAIL" in run.stdout)
+    assert "cos min" in run.stdout
+    # each printed row carries its figures and the gate word that follows from them (cos min against 0.999)
+    printed = {(f[2], f[1]): f for f in (line.split() for line in run.stdout.splitlines()) if len(f) == 9}
+    for key, row in rows.items():
+        fields = printed[key]
+        assert float(fields[4]) == pytest.approx(row["cos_min"], abs=1e-6), fields
+        assert fields[8] == ("PASS" if row["cos_min"] >= 0.999 else "FAIL"), fields
     import torch
 
     if not torch.cuda.is_available():

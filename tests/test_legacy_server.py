@@ -22,6 +22,7 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 
+from wordpiece import count_tokens, load_vocab
 from embedswap.legacy_server import Embedder, LegacySettings, create_app, pool
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
 
@@ -91,10 +92,23 @@ def test_index_order_matches_inputs(app_client: TestClient) -> None:
         assert cosine(alone, item["embedding"]) > 0.99999
 
 
-def test_usage_counts_tokenizer_tokens(app_client: TestClient, embedder: Embedder) -> None:
-    expected = sum(len(ids) for ids in embedder.tokenizer(TEXTS)["input_ids"])  # special tokens included
+def test_usage_counts_tokenizer_tokens(app_client: TestClient) -> None:
+    # hand-counted: [CLS] the quick brown fox jumps over the lazy dog . [SEP], every word a whole vocabulary entry
+    vocab = load_vocab(resolve_model_path(MODEL))
+    assert all(w in vocab for w in "the quick brown fox jumps over lazy dog . [CLS] [SEP]".split())
+    assert embed(app_client, input=TEXTS[0])["usage"] == {"prompt_tokens": 12, "total_tokens": 12}
+    assert embed(app_client, input=[TEXTS[0]] * 3)["usage"]["prompt_tokens"] == 36
+    # the rest (Korean, sub-words) against a count made from tokenizer.json's vocabulary, not the server's call
+    expected = sum(count_tokens(text, vocab) for text in TEXTS)
     usage = embed(app_client, input=TEXTS)["usage"]
     assert usage == {"prompt_tokens": expected, "total_tokens": expected}
+
+
+def test_the_independent_count_is_the_hand_count() -> None:
+    vocab = load_vocab(resolve_model_path(MODEL))
+    assert count_tokens(TEXTS[0], vocab) == 12
+    assert count_tokens("Batching", vocab) == 4  # [CLS] batch ##ing [SEP]
+    assert count_tokens("a [SEP] b", vocab) == 5  # a special token in the text is one token
 
 
 def test_matches_sentence_transformers_fp32(app_client: TestClient) -> None:

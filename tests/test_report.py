@@ -670,7 +670,13 @@ def test_failed_target_is_not_measured_everywhere(complete: dict[str, Any]) -> N
 
 
 def test_the_latency_client_is_named_when_recorded(complete: dict[str, Any]) -> None:
-    assert "harness's HTTP client" not in render_markdown(complete, "en")  # older captures: nothing claimed
+    older = copy.deepcopy(complete)  # older captures, without `client`: nothing claimed
+    for part in ("legacy", "candidate"):
+        older["latency"][part].pop("client", None)
+    for info in older["latency"]["by_target"].values():
+        info.pop("client", None)
+    assert "harness's HTTP client" not in render_markdown(older, "en")
+    assert "`aiohttp`" in section(render_markdown(complete, "en"), 2)  # the fixture has capture_latency's field
     summary = copy.deepcopy(complete)
     for info in summary["latency"]["by_target"].values():
         if info.get("measured"):

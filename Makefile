@@ -12,7 +12,7 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: browser demo demo-qwen3 test test-fast lab kit engine kernel lock clean-venvs FORCE
+.PHONY: browser demo demo-qwen3 test test-fast mutation lab kit engine kernel lock clean-venvs FORCE
 
 # the kit's environment exactly as requirements/kit.lock pins it (hashes checked); the stamp is the lock's and
 # pyproject.toml's sha256, so a pin change rebuilds it (the script does nothing when they did not change)
@@ -68,6 +68,10 @@ test: kit engine kernel browser
 # unit tests only (no real servers, no engine environment needed)
 test-fast: kit kernel
 	$(KIT)/bin/python -m pytest -ra -m "not e2e"
+
+# mutation testing of the deciding modules (cosmic-ray; not in CI: see README "Mutation testing")
+mutation: kit
+	nice -n 10 scripts/mutation.sh
 
 lab: kit kernel
 	$(KIT)/bin/jupyter lab --ip 127.0.0.1 --no-browser --notebook-dir . $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)

@@ -3,6 +3,8 @@ arbitrary samples, cosine and norm verdicts under scaling and permutation, redac
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,7 +16,8 @@ from embedswap.contract import classify, cosine
 from embedswap.load import percentile
 from embedswap.vectors import UNIT_NORM_TOLERANCE, norms, rowwise_cosine
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# fewer examples under mutation testing (scripts/mutation.sh), where the suite runs once per mutant
+SETTINGS = settings(max_examples=int(os.environ.get("EMBEDSWAP_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 latency = st.floats(min_value=0.01, max_value=1e5, allow_nan=False, allow_infinity=False)
 samples = st.lists(latency, min_size=1, max_size=80)
 coord = st.floats(min_value=-100, max_value=100, allow_nan=False, allow_infinity=False)

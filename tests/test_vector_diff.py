@@ -52,3 +52,17 @@ def test_spread_norms_and_repeats_by_hand() -> None:
     assert repeat_stability(one) == pytest.approx(0.0)
     assert repeat_stability(one[:2]) == pytest.approx(1.0)
     assert repeat_stability(one[:1]) is None and repeat_stability(one[0]) is None
+
+
+def test_shapes_that_numpy_would_broadcast_are_refused() -> None:
+    from embedswap.vectors import rowwise_cosine
+
+    with pytest.raises(ValueError, match=r"cannot compare vectors of shapes \(1, 3\) and \(4, 3\)"):
+        rowwise_cosine(np.ones((1, 3)), np.ones((4, 3)))
+    with pytest.raises(ValueError, match="cannot compare vectors of shapes"):
+        rowwise_cosine(np.ones((4, 3)), np.ones((1, 3)))
+
+
+def test_a_dead_servers_batch_has_no_token_total() -> None:
+    assert token_total([req(0, 10), req(0, 5, status=0)]) is None  # status 0: no answer at all
+    assert token_total([req(0, 10), req(0, 5, status=204)]) is None

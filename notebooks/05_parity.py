@@ -36,4 +36,4 @@ from embedswap.report import figures
 figures.parity_backends(summary)
 
 # %%
-print("parity gate:", "PASS" if parity["pass"] else "FAIL")
+print("parity gate:", "not run: " + str(parity.get("why")) if parity["pass"] is None else "PASS" if parity["pass"] else "FAIL")

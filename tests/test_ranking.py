@@ -170,9 +170,6 @@ def test_ranking_section_not_measured_without_judgements_or_captures(tmp_path) -
     attempt = new_attempt(tmp_path)
     workload = _workload()
     no_qrels = Workload(documents=workload.documents, queries=workload.queries)
-    assert ranking_section(_experiment(), attempt, no_qrels) == {
-        "measured": False, "why": "the workload has no relevance judgements (qrels)",
-        "reason": {"code": "no_qrels", "params": {}}}
     no_queries = Workload(documents=workload.documents)
     assert ranking_section(_experiment(), attempt, no_queries)["measured"] is False
     missing = ranking_section(_experiment(), attempt, workload)
@@ -190,3 +187,37 @@ def test_ranking_section_rejects_mismatched_shapes(tmp_path) -> None:
     assert section["measured"] is True
     assert section["candidate_naive"]["measured"] is False and "shape" in section["candidate_naive"]["why"]
     assert section["candidate_shim"]["measured"] is True
+
+
+def test_rbo_by_hand() -> None:
+    from embedswap.ranking import rbo
+
+    assert rbo(list("abcde"), list("abcde")) == pytest.approx(1.0)
+    assert rbo(list("abc"), list("xyz")) == pytest.approx(0.0)
+    # depth 2, p 0.5: X1 = 0, X2 = 2 -> (2/2) * 0.25 + (0.5/0.5) * (0 * 0.5 + 1 * 0.25) = 0.5
+    assert rbo(["a", "b"], ["b", "a"], p=0.5) == pytest.approx(0.5)
+    # a swap lower down costs less than a swap at the top
+    assert rbo(list("abcdefghij"), list("abcdefghji")) > rbo(list("abcdefghij"), list("bacdefghij"))
+
+
+def test_ranking_without_judgements_reports_agreement_with_legacy(tmp_path) -> None:
+    """No qrels: nDCG/recall are None (said why), the agreement with the legacy ranking is measured."""
+    attempt = new_attempt(tmp_path)
+    workload = _workload()
+    no_qrels = Workload(documents=workload.documents, queries=workload.queries)
+    docs = np.eye(8)
+    good = np.eye(8)[:4] + 0.5 * np.eye(8)[4:]
+    bad = np.roll(np.eye(8)[:4], 1, axis=1)  # every query's top 1 moves
+    _write_target(attempt, "legacy", docs, good, good)
+    _write_target(attempt, "vllm", docs, bad, good)
+    section = ranking_section(_experiment(), attempt, no_qrels)
+    assert section["measured"] is True and section["judged"] is False
+    assert section["judged_why"]["reason"]["code"] == "no_qrels"
+    assert section["legacy"]["ndcg_at_10"] is None and section["legacy"]["judged_queries"] == 0
+    shim, naive = section["candidate_shim"]["agreement"], section["candidate_naive"]["agreement"]
+    assert shim["queries"] == 4 and shim["top1_changed"]["mean"] == 0.0 and shim["rbo"]["mean"] == pytest.approx(1.0)
+    assert shim["overlap_at_10"]["mean"] == 1.0
+    assert naive["top1_changed"]["mean"] == 1.0 and naive["overlap_at_1"]["mean"] == 0.0
+    assert naive["rbo"]["mean"] < shim["rbo"]["mean"]
+    assert naive["rbo"]["low"] <= naive["rbo"]["mean"] <= naive["rbo"]["high"]
+    json.loads(json_bytes(section))

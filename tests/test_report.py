@@ -710,3 +710,25 @@ def test_the_report_package_stays_small() -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
                 too_long.append(f"{path.name}:{node.name}: {node.end_lineno - node.lineno + 1} lines")
     assert too_long == []
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_ranking_without_judgements_shows_the_agreement_table(lang: str, complete: dict[str, Any]) -> None:
+    """A judgement-free ranking: the report says nDCG/recall need qrels and shows the agreement table, with the
+    same numbers in every language."""
+    summary = copy.deepcopy(complete)
+    ranking = summary["ranking"]
+    ranking["judged"] = False
+    stat = {"mean": 0.625, "low": 0.5, "high": 0.75, "n": 4}
+    for variant in ("candidate_naive", "candidate_shim"):
+        ranking[variant]["agreement"] = {"queries": 4, "k": [1, 5, 10], "rbo_p": 0.9, "per_query": {},
+                                         **{m: dict(stat) for m in ("overlap_at_1", "overlap_at_5", "overlap_at_10",
+                                                                    "rbo", "top1_changed")}}
+        name = summary["experiment"].get("candidates", ["vllm"])[0] if summary.get("experiment") else "vllm"
+        ranking.setdefault("by_candidate", {}).setdefault(name, {})[variant.split("_")[1]] = ranking[variant]
+    text = render_markdown(summary, lang)
+    assert "0.625 [0.500, 0.750]" in text
+    assert "RBO" in text and "qrels" in text
+    assert table_numbers(text) == table_numbers(render_markdown(summary, "en"))
+    plain = render_markdown(complete, lang)
+    assert "RBO" not in plain  # a summary without agreement figures has no agreement table

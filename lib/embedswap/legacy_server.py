@@ -39,7 +39,8 @@ from embedswap.models import local_model_folder, resolve_model_path, sentence_tr
 
 PoolingMode = Literal["mean", "cls", "lasttoken", "max"]
 PaddingSide = Literal["left", "right"]
-FaultMode = Literal["none", "http500", "hang", "malformed", "nan", "wrong-length", "reorder", "crash"]
+FaultMode = Literal["none", "http500", "hang", "malformed", "nan", "wrong-length", "reorder", "crash",
+                    "ignore-dimensions"]  # the last: answers full-length vectors whatever `dimensions` asks (common)
 FAULT_MODES: tuple[str, ...] = FaultMode.__args__  # type: ignore[attr-defined]
 
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -618,7 +619,7 @@ def create_app(settings: LegacySettings) -> FastAPI:
         request.state.n_tokens = result.tokens
 
         vectors = result.vectors
-        if body.dimensions is not None:
+        if body.dimensions is not None and fault != "ignore-dimensions":
             vectors = F.normalize(vectors[:, : body.dimensions], p=2, dim=1)
         payload = {
             "object": "list",
@@ -629,7 +630,7 @@ def create_app(settings: LegacySettings) -> FastAPI:
             "model": settings.model_name,
             "usage": {"prompt_tokens": result.tokens, "total_tokens": result.tokens},
         }
-        if fault != "none":
+        if fault not in ("none", "ignore-dimensions"):
             return _apply_fault(fault, payload)
         faults.successes += 1
         return _json_response(payload)

@@ -114,6 +114,71 @@ def jaccard(a: Sequence[Any], b: Sequence[Any]) -> float:
 
 
 # --- a whole query set ------------------------------------------------------------------------------------------------
+AGREEMENT_K = (1, 5, 10)
+RBO_P = 0.9  # Webber et al. 2010's usual persistence: the top 10 carry ~86 % of the weight
+
+
+def rbo(a: Sequence[Any], b: Sequence[Any], p: float = RBO_P) -> float:
+    """Extrapolated rank-biased overlap (Webber, Moffat, Zobel 2010, eq. 32) of two rankings cut at the same depth.
+
+    Hand-written: the formula is five lines; the PyPI ``rbo`` package (0.1.3, 2023) would be a new runtime
+    dependency and lock entry for them. 1.0 for identical lists, 0.0 for disjoint ones.
+    """
+    k = min(len(a), len(b))
+    if k == 0:
+        return float("nan")
+    seen_a: set[Any] = set()
+    seen_b: set[Any] = set()
+    overlap = 0
+    total = 0.0
+    for d in range(1, k + 1):
+        x, y = a[d - 1], b[d - 1]
+        if x == y:
+            overlap += 1
+        else:
+            overlap += (x in seen_b) + (y in seen_a)
+        seen_a.add(x)
+        seen_b.add(y)
+        total += overlap / d * p ** d
+    return float(overlap / k * p ** k + (1 - p) / p * total)
+
+
+def agreement(reference: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """Agreement of ``other``'s rankings with ``reference``'s (both from ``evaluate``), judgements not needed:
+    top-k overlap (|A ∩ B| / k) at each k of :data:`AGREEMENT_K`, RBO at depth 10, and whether the top 1 changed;
+    per query, mean over queries, and a 95 % bootstrap interval of each mean (the judged metrics' statistic)."""
+    per_query: dict[str, dict[str, float]] = {}
+    for query_id, row in other["per_query"].items():
+        base = (reference["per_query"].get(query_id) or {}).get("top10")
+        mine = row.get("top10")
+        if not base or not mine:
+            continue
+        depth = min(len(base), len(mine))  # a corpus smaller than k: overlap of the whole ranking
+        entry = {f"overlap_at_{k}": len(set(base[:k]) & set(mine[:k])) / min(k, depth) for k in AGREEMENT_K}
+        entry["rbo"] = rbo(base, mine)
+        entry["top1_changed"] = float(base[0] != mine[0])
+        per_query[query_id] = entry
+    metrics = [f"overlap_at_{k}" for k in AGREEMENT_K] + ["rbo", "top1_changed"]
+    means = {m: _mean_with_interval([r[m] for r in per_query.values()]) for m in metrics}
+    return {"queries": len(per_query), **means, "per_query": per_query, "rbo_p": RBO_P, "k": list(AGREEMENT_K)}
+
+
+def _mean_with_interval(values: list[float], seed: int = 17) -> dict[str, float | None]:
+    """Mean over queries and its 95 % percentile-bootstrap interval (scipy); a constant has no spread."""
+    if not values:
+        return {"mean": None, "low": None, "high": None, "n": 0}
+    arr = np.asarray(values, dtype=float)
+    mean = float(arr.mean())
+    if len(arr) < 2 or np.allclose(arr, arr[0]):
+        return {"mean": mean, "low": mean, "high": mean, "n": len(arr)}
+    from scipy import stats
+
+    boot = stats.bootstrap((arr,), np.mean, confidence_level=0.95, method="percentile", n_resamples=2000,
+                           random_state=np.random.default_rng(seed))
+    return {"mean": mean, "low": float(boot.confidence_interval.low), "high": float(boot.confidence_interval.high),
+            "n": len(arr)}
+
+
 def _unit(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=np.float64)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
@@ -161,6 +226,7 @@ def evaluate(doc_vectors: np.ndarray, query_vectors: np.ndarray, query_ids: Sequ
             "ndcg_at_10": ndcg_at_k(ranking, grades, ndcg_k) if judged else None,
             "recall_at_5": recall_at_k(ranking, grades, recall_k) if judged else None,
             "top5": [doc_ids[i] for i in ranking[:overlap_k]],
+            "top10": [doc_ids[i] for i in ranking[:max(AGREEMENT_K)]],
             "top1_score": float(scores[row, ranking[0]]),
         }
     judged_rows = [r for r in per_query.values() if r["ndcg_at_10"] is not None]
@@ -223,6 +289,8 @@ def _variant(attempt: Any, target: str, query_file: str, workload: Any, doc_stac
         result["per_query"][query_id]["top5_overlap"] = value
     return {
         "measured": True,
+        "judged": bool(result["judged_queries"]),
+        "agreement": agreement(reference, result) if reference is not None else None,
         "ndcg_at_10": result["ndcg_at_10"],
         "recall_at_5": result["recall_at_5"],
         "top5_overlap": overlap,
@@ -254,8 +322,6 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
     """
     if not workload.queries:
         return not_measured("no_queries")
-    if not workload.qrels:
-        return not_measured("no_qrels")
     legacy_name = experiment.legacy
     legacy = _variant(attempt, legacy_name, QUERY_FILES["legacy"], workload, _doc_stack(attempt, legacy_name), None)
     if not legacy["measured"]:
@@ -279,6 +345,8 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
         return {k: missing[k] for k in ("measured", "why", "reason") if k in missing}
     return {
         "measured": True,
+        "judged": bool(workload.qrels),  # without qrels: agreement with the legacy ranking only, no nDCG/recall
+        **({} if workload.qrels else {"judged_why": not_measured("no_qrels")}),
         "legacy": legacy,
         "candidate_naive": primary["naive"],
         "candidate_shim": primary["shim"],
@@ -289,6 +357,9 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
                           "ideal from the judgements; ties in document order",
             "gain": GAIN,
             "recall_at_5": "share of relevant documents (grade >= 1) in the top 5",
+            "agreement": "judgement-free agreement with the legacy ranking per query: top-k overlap |A∩B|/k at "
+                         "k = 1, 5, 10, extrapolated rank-biased overlap at depth 10 (p = 0.9), top-1 changed "
+                         "(share of queries); means with 95 % bootstrap intervals over queries",
             "top5_overlap": "Jaccard index of the top-5 set against the legacy server's top 5, mean over queries",
             "legacy": "legacy documents + queries sent with input_type 'query' (the legacy server adds the prompt)",
             "candidate_naive": "candidate documents + the same queries with input_type 'query' (address swap only)",

@@ -42,6 +42,9 @@ REASONS: dict[str, str] = {
     "no_shim_probes": "no candidate was probed through the shim (captures/<candidate>/shim_probes.jsonl)",
     "not_probed_through_shim": "'{name}' was not probed through the shim",
     "no_document_vectors_captured": "no document vectors captured",
+    "parity_nothing_gated": "nothing to gate: no target was asked to capture document vectors (no `workload` in `capture:`) and no parity backend is configured",
+    "vectors_empty": "no vectors to compare ({legacy} vs {candidate})",
+    "vectors_non_finite": "{n} of {total} documents have no finite cosine (NaN/inf values or a zero vector)",
     "no_vectors": "no vectors",
     "vector_shapes_differ": "cannot compare vectors of shapes {a} and {b}",
     "images_not_embedded": "{n} workload record(s) carry an image ({ids}), but no backend here embeds images (no "

@@ -250,7 +250,8 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
         signal.signal(signal.SIGTERM, previous)
         result.seconds = time.monotonic() - started
     if attempt.has("parity/rows.json"):
-        result.parity_pass = bool(attempt.read_json("parity/rows.json").get("pass"))
+        gate = attempt.read_json("parity/rows.json").get("pass")
+        result.parity_pass = None if gate is None else bool(gate)  # None: nothing was gated (no document vectors asked)
     if render:
         from embedswap.report import ReportError, render_report
 

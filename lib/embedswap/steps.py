@@ -289,6 +289,9 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     clash = sorted({s.label for s in experiment.parity.backends} & set(experiment.targets))
     if clash:
         raise StepError(f"parity.backends: name '{clash[0]}' is also a target; give the backend another 'name'")
+    not_asked = [name for name in experiment.target_order() if not_gated(experiment, attempt, name)]
+    if len(not_asked) == len(experiment.target_order()) and not experiment.parity.backends:
+        return _nothing_gated(experiment, attempt, not_asked)
     if not attempt.has("reference/doc_vectors.npy"):
         model_path = resolve_model_path(experiment.model.path)
         attempt.write_array("reference/doc_vectors.npy", golden_reference(model_path, texts))
@@ -320,6 +323,8 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     rows = []
     not_run = []
     for name in experiment.target_order():
+        if name in not_asked:
+            continue
         if not attempt.has(f"{name}/doc_vectors.npy"):
             not_run.append({"backend": name, **_reason("no_document_vectors_captured")})
             continue
@@ -352,6 +357,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         "rows": rows,
         "pass": bool(rows) and all(r["pass"] for r in rows) and not not_run,
         "not_run": not_run,
+        "not_asked": not_asked,
         "thresholds": {"text": experiment.parity.text_threshold,
                        "multimodal": experiment.parity.multimodal_threshold},
         "multimodal": multimodal,
@@ -366,6 +372,32 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     attempt.write_json("parity/rows.json", result)
     attempt.mark_step("parity", "complete" if result["pass"] else "failed",
                       detail="gate passed" if result["pass"] else "gate failed")
+    return result
+
+
+def not_gated(experiment: Experiment, attempt: Attempt, name: str) -> bool:
+    """A target whose ``capture:`` list has no ``workload`` was not asked for document vectors: nothing to gate.
+    (One that was asked and has none is a failure of the gate, not this.)"""
+    config = experiment.targets[name]
+    return "workload" not in list(getattr(config, "capture", ["workload"])) and not attempt.has(
+        f"{name}/doc_vectors.npy")
+
+
+def _nothing_gated(experiment: Experiment, attempt: Attempt, not_asked: list[str]) -> dict[str, Any]:
+    """No target was asked for document vectors and no parity backend is configured: the gate has nothing to
+    judge, so it neither passes nor fails (``pass: null``) and the fp32 reference is not computed."""
+    result = {
+        "rows": [], "pass": None, "not_run": [], "not_asked": not_asked, **_reason("parity_nothing_gated"),
+        "thresholds": {"text": experiment.parity.text_threshold,
+                       "multimodal": experiment.parity.multimodal_threshold},
+        "multimodal": {"measured": False, "records": 0, "threshold": experiment.parity.multimodal_threshold,
+                       **_reason("parity_nothing_gated")},
+        "reference": None,
+    }
+    if attempt.has("parity/rows.json"):
+        return attempt.read_json("parity/rows.json")
+    attempt.write_json("parity/rows.json", result)
+    attempt.mark_step("parity", "skipped", detail="nothing to gate: no target captured document vectors")
     return result
 
 

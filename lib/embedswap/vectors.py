@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from embedswap.reasons import not_measured
+
 UNIT_NORM_TOLERANCE = 1e-3
 
 
@@ -51,17 +53,48 @@ def index_order_ok(requests: list[dict[str, Any]]) -> bool:
     return all(r.get("indices") == list(range(r.get("n_vectors") or 0)) for r in requests if r.get("status") == 200)
 
 
+def comparable(legacy: np.ndarray, candidate: np.ndarray) -> dict[str, Any] | None:
+    """None when the two answers can be compared row by row, else the not-measured verdict saying why (shapes
+    differ, or no vectors): one bad figure is a recorded verdict, never an exception that takes the summary down."""
+    a, b = np.asarray(legacy), np.asarray(candidate)
+    if a.ndim != 2 or b.ndim != 2 or a.shape != b.shape:
+        return not_measured("vector_shapes_differ", a=list(a.shape), b=list(b.shape))
+    if a.shape[0] == 0 or a.shape[1] == 0:
+        return not_measured("vectors_empty", legacy=list(a.shape), candidate=list(b.shape))
+    return None
+
+
 def compare(legacy: np.ndarray, candidate: np.ndarray, langs: list[str], doc_ids: list[str]) -> dict[str, Any]:
-    """Per-document cosine of candidate vs legacy (first repeat), overall and per language, worst documents."""
-    cos = rowwise_cosine(legacy, candidate)
+    """Per-document cosine of candidate vs legacy (first repeat), overall and per language, worst documents.
+
+    Mismatched shapes or empty answers give ``{"measured": False, "why", "reason"}`` instead of figures; documents
+    whose cosine is not finite (NaN/inf values, a zero vector) are left out of the spreads, counted in
+    ``non_finite`` with its reason, and their per-document cosine is None."""
+    verdict = comparable(legacy, candidate)
+    if verdict is not None:
+        return verdict
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        raw = rowwise_cosine(legacy, candidate)
+    finite = np.isfinite(raw)
+    if not finite.any():
+        return not_measured("vectors_non_finite", n=int(raw.size), total=int(raw.size))
+    cos = np.where(finite, raw, np.inf)  # non-finite rows sort last and are excluded from every spread below
+    langs_ok = [l for l, ok in zip(langs, finite) if ok]
+    vals = cos[finite]
     by_language = {
-        lang: spread([c for c, l in zip(cos, langs) if l == lang]) | {"n": sum(1 for l in langs if l == lang)}
+        lang: spread([c for c, l in zip(vals, langs_ok) if l == lang]) | {"n": sum(1 for l in langs_ok if l == lang)}
         for lang in sorted(set(langs))
     }
-    order = np.argsort(cos)[:5]
+    order = [int(i) for i in np.argsort(cos)[:5] if finite[i]]
+    bad = int((~finite).sum())
     return {
-        "cosine": spread(cos),
+        "measured": True,
+        "cosine": spread(vals),
         "by_language": by_language,
-        "per_document": [{"doc_id": d, "lang": l, "cosine": float(c)} for d, l, c in zip(doc_ids, langs, cos)],
+        "per_document": [{"doc_id": d, "lang": l, "cosine": float(c) if ok else None}
+                         for d, l, c, ok in zip(doc_ids, langs, raw, finite)],
         "worst": [{"doc_id": doc_ids[i], "lang": langs[i], "cosine": float(cos[i])} for i in order],
+        "non_finite": ({"n": bad, **{k: v for k, v in not_measured("vectors_non_finite", n=bad,
+                                                                    total=int(raw.size)).items() if k != "measured"}}
+                       if bad else None),
     }

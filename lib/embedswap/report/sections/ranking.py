@@ -96,6 +96,35 @@ def ranking_finding(ctx: ReportContext, name: str, entry: dict[str, Any]) -> dic
             "shim_same": (verdict.get("shim") or {}).get("unchanged")}
 
 
+def _interval_cell(stat: dict[str, Any] | None) -> str:
+    stat = stat or {}
+    if stat.get("mean") is None:
+        return MISSING
+    return f"{fmt(stat['mean'], 'score')} [{fmt(stat.get('low'), 'score')}, {fmt(stat.get('high'), 'score')}]"
+
+
+def agreement_table(ctx: ReportContext, entries: dict[str, Any]) -> str | None:
+    """Judgement-free agreement of each candidate variant with the legacy ranking (summary ``agreement``)."""
+    t = ctx.terms["agreement"]
+    rows = []
+    for name in ctx.candidates:
+        for kind in KINDS:
+            found = ((entries.get(name) or {}).get(kind) or {}).get("agreement")
+            if not found:
+                continue
+            rows.append([esc(ctx.terms["variants"][kind]), code(name),
+                         *[_interval_cell(found.get(f"overlap_at_{k}")) for k in found.get("k") or ()],
+                         _interval_cell(found.get("rbo")), _interval_cell(found.get("top1_changed")),
+                         fmt(found.get("queries"), "int")])
+    if not rows:
+        return None
+    ks = next(((entries.get(n) or {}).get(k) or {}).get("agreement", {}).get("k")
+              for n in ctx.candidates for k in KINDS if ((entries.get(n) or {}).get(k) or {}).get("agreement"))
+    header = [ctx.terms["variant"], ctx.terms["documents_of"], *[t["overlap_at"].format(k=k) for k in ks],
+              t["rbo"], t["top1_changed"], t["queries"]]
+    return md_table(header, rows, ["l", "l"] + ["r"] * (len(header) - 2))
+
+
 def ranking(ctx: ReportContext) -> dict[str, Any]:
     """Search ranking (nDCG@10, recall@5, top-5 overlap): legacy, address swap only, through the shim."""
     t = ctx.terms
@@ -104,7 +133,8 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     meaningless = not decided.get("meaningful", True)
     tolerance = decided.get("tolerance") or {}
     empty = {"state": False, "meaningless": meaningless, "table": None, "findings": [], "why": [],
-             "definitions": t["ranking_defs"], "sources": MISSING, "queries": MISSING,
+             "definitions": t["ranking_defs"], "sources": MISSING, "queries": MISSING, "agreement": None,
+             "judged": True,
              "tolerance": {"overlap": fmt(tolerance.get("top5_overlap_min"), "score"),
                            "delta": fmt(tolerance.get("delta_max"), "score"),
                            "alpha": fmt(tolerance.get("alpha", 0.05), "raw")}}
@@ -127,5 +157,6 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
         **empty, "state": True, "label": label_text, "top_why": None,
         "table": md_table(header, rows, ["l", "l", "l", "l"] + ["r"] * 6),
         "findings": findings, "why": why, "queries": fmt(legacy.get("queries"), "int"),
+        "agreement": agreement_table(ctx, entries), "judged": section.get("judged", True),
         "sources": ctx.refs_for([], always=list(dict.fromkeys(sources))),
     }

@@ -31,6 +31,10 @@ REASONS: dict[str, str] = {
     "restore_off": "sequencing.restore_legacy is off",
     "restore_not_run": "step 02 did not restore the legacy server in this attempt",
     "parity_not_run": "step 05 (parity) has not run in this attempt",
+    "parity_matrix_too_few_texts": "fewer texts than the batch size: no batch of that size to compare",
+    "parity_chunked_prefill_encoder": "vLLM turns chunked prefill off for encoder (non-causal) models",
+    "parity_chunked_prefill_pooling": "vLLM turns chunked prefill off for mean/CLS pooling (it needs every token's "
+                                      "state at once)",
     "no_client_prefixed_queries": "no client-prefixed query vectors for the legacy server '{name}' (captures/{path})",
     "no_query_captures": "no query captures for '{name}'",
     "capture_shape": "captures/{path} has shape {shape}, expected {expected}",

@@ -1,0 +1,112 @@
+"""The parity matrix (article 003's engineering points), first part: batch invariance and the chunked-prefill rule.
+
+Article 003 says a backend swap breaks in specific places; one is *batching*: the legacy way pads a batch to its
+longest text, so the same text embedded alone and inside a batch runs through differently shaped kernels. This
+module measures that: each text alone (batch 1) is the reference, the same texts in batches of 8 and 32 are the
+rows. Any backend with ``embed(texts)`` and a ``batch_size`` attribute works (:class:`~embedswap.parity.
+TransformersBackend` is the legacy server's padding way; the engines batch on their own).
+
+A row that cannot run carries a reason code instead of figures (e.g. vLLM refuses chunked prefill for mean/CLS
+pooling: a finding, not a failure), see :func:`chunked_prefill_refusal`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from embedswap.vectors import rowwise_cosine
+
+BATCH_INVARIANCE = "batch_invariance"
+LONG_CONTEXT = "long_context"
+TENSOR_PARALLEL = "tensor_parallel"
+COLD_START = "cold_start"
+CHECKS: tuple[str, ...] = (BATCH_INVARIANCE, LONG_CONTEXT, TENSOR_PARALLEL, COLD_START)
+DEFAULT_BATCH_SIZES: tuple[int, ...] = (8, 32)
+
+# vLLM (0.31, vllm/config/vllm.py) keeps chunked prefill only for causal models pooled on the last token
+# ("LAST"/"ALL" pooling); mean/CLS pooling needs every token's state at once, so it turns chunking off.
+CHUNKED_PREFILL_POOLING = frozenset({"lasttoken"})
+
+
+class BatchedBackend(Protocol):
+    name: str
+    dtype: str
+    batch_size: int
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass
+class MatrixRow:
+    check: str
+    backend: str
+    setting: str
+    platform: str
+    n: int
+    cos_min: float | None
+    cos_median: float | None
+    gate: float
+    passed: bool | None  # None: the row could not run (then ``reason`` says why)
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def not_run(check: str, backend: str, setting: str, platform: str, gate: float, reason: str) -> MatrixRow:
+    """A row that could not run: no figures, a reason code (embedswap.reasons)."""
+    return MatrixRow(check, backend, setting, platform, 0, None, None, float(gate), None, reason)
+
+
+def compare(check: str, backend: str, setting: str, platform: str, reference: np.ndarray, vectors: np.ndarray,
+            gate: float) -> MatrixRow:
+    """Cosine of each vector to its reference; passes when the lowest reaches ``gate``. A NaN vector fails."""
+    reference, vectors = np.asarray(reference), np.asarray(vectors)
+    if reference.shape != vectors.shape:
+        raise ValueError(f"{check}/{backend}/{setting}: shape {vectors.shape} against reference {reference.shape}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = rowwise_cosine(reference, vectors)
+    finite = bool(len(cos)) and bool(np.all(np.isfinite(cos)))
+    return MatrixRow(check, backend, setting, platform, len(cos),
+                     float(cos.min()) if finite else None, float(np.median(cos)) if finite else None,
+                     float(gate), finite and bool(np.all(cos >= gate)))
+
+
+def batch_invariance(backend: BatchedBackend, texts: list[str], gate: float, platform: str = "cpu",
+                     sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES) -> list[MatrixRow]:
+    """Each text alone against the same texts in batches of ``sizes``: one row per size.
+
+    The backend's ``batch_size`` is set for each pass and put back afterwards. Fewer texts than a size gives a
+    row with the reason ``parity_matrix_too_few_texts`` (a batch of 32 with 10 texts would not be one).
+    """
+    if not texts:
+        raise ValueError("batch_invariance needs at least one text")
+    original = backend.batch_size
+    rows: list[MatrixRow] = []
+    try:
+        backend.batch_size = 1
+        alone = backend.embed(texts)
+        for size in sizes:
+            setting = f"{backend.dtype} alone vs batch {size}"
+            if len(texts) < size:
+                rows.append(not_run(BATCH_INVARIANCE, backend.name, setting, platform, gate,
+                                    "parity_matrix_too_few_texts"))
+                continue
+            backend.batch_size = size
+            rows.append(compare(BATCH_INVARIANCE, backend.name, setting, platform, alone, backend.embed(texts),
+                                gate))
+    finally:
+        backend.batch_size = original
+    return rows
+
+
+def chunked_prefill_refusal(pooling: str, is_causal: bool) -> str | None:
+    """The reason code when vLLM turns chunked prefill off for this model, None when it keeps it."""
+    if not is_causal:
+        return "parity_chunked_prefill_encoder"
+    if pooling not in CHUNKED_PREFILL_POOLING:
+        return "parity_chunked_prefill_pooling"
+    return None

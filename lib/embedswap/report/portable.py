@@ -35,7 +35,7 @@ class Locality:
     model_spec: str = ""
     home: str = field(default_factory=lambda: str(Path.home()))
     users: tuple[str, ...] = ()
-    host: str = field(default_factory=socket.gethostname)
+    host: str = field(default_factory=lambda: socket.gethostname())
 
     @classmethod
     def of(cls, root: Path | str, model_path: str | None = None, model_spec: str | None = None) -> "Locality":
@@ -97,7 +97,9 @@ def portable_command(command: str, where: Locality) -> str:
 
 
 def scrub(text: str, where: Locality) -> str:
-    """The project root, home folder, user name (as a folder or login) and host name out of a published text."""
+    """The project root, home folder, user name (as a folder or login) and host name out of a published text.
+
+    A host name under 4 characters (`vm`) is left: it names no one and would hit ordinary words."""
     for folder, short in ((where.model_path, where.model_spec), (where.root, "."), (where.home, "~")):
         if folder and short and len(folder) > 1:
             text = text.replace(folder.rstrip("/") + "/", "" if short == "." else short + "/")

@@ -100,7 +100,7 @@ def test_every_report_has_front_matter_tied_across_languages(tmp_path: Path, mon
         assert body.startswith(("Status", "상태", "ステータス", "状态"))  # GitHub: front matter, then the report
         # the HTML page shows the report, not the YAML block
         assert "translationKey" not in (out / f"report.{lang}.html").read_text(encoding="utf-8")
-    assert keys == {("2026-11-30-synthetic", "2026-11-30-synthetic")}
+    assert keys == {("synthetic", "synthetic")}
     assert len({description(head, lang) for lang in ("ko", "en", "ja", "zh")}) == 4  # real words per language
 
 

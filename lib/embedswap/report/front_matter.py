@@ -30,7 +30,8 @@ def slugify(text: str) -> str:
 def slug_of(summary: dict[str, Any]) -> str:
     """The post's slug, shared by every language version (so it is also the translation key)."""
     exp = summary.get("experiment") or {}
-    return slugify(exp.get("folder") or exp.get("name") or "")
+    # the folder is YYYY-MM-DD-SLUG: the date is the post's own field (Jekyll puts it in the file name)
+    return slugify(re.sub(r"^\d{4}-\d{2}-\d{2}-", "", str(exp.get("folder") or exp.get("name") or "")))
 
 
 def _value(value: Any, kind: str, lang: str, state: bool | None) -> str:

@@ -59,6 +59,21 @@ def started(project: Path) -> dict[str, list[str]]:
     }
 
 
+SECRET = "sk-" + "q" * 24  # an OpenAI-style key: redacted by its shape
+
+
+def executed_notebook(attempt: Path, name: str, cell: str, output: str) -> Path:
+    """An executed notebook as papermill leaves it in attempts/<A>/notebooks/: a code cell and its output."""
+    import nbformat
+
+    code = nbformat.v4.new_code_cell(cell, execution_count=1,
+                                     outputs=[nbformat.v4.new_output("stream", name="stdout", text=output)])
+    path = attempt / "notebooks" / f"{name}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[code]), str(path))
+    return path
+
+
 def run_under_fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publish: str = "") -> tuple[Path, Path]:
     home = tmp_path / "home" / USER
     project = home / "work" / "embedswap"
@@ -76,6 +91,9 @@ def run_under_fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publish
     attempt.mkdir(parents=True)
     (folder / "experiment.yaml").write_text(EXPERIMENT_YAML % publish, encoding="utf-8")
     (attempt / "summary.json").write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
+    executed_notebook(attempt, "01_legacy_capture", f"capture = run_step({str(attempt)!r})  # measured-cell-01",
+                      f"key {SECRET} at {project}/data on {HOST}\n")
+    executed_notebook(attempt, "04_latency", "latency = run_step()  # measured-cell-04", "p50 36.9 ms\n")
     return project, folder
 
 
@@ -151,3 +169,22 @@ def test_launch_commands_paste_from_the_project_root(tmp_path: Path, monkeypatch
                 expected.append(f"{key}={path}" if eq else path)
             assert shlex.split(shown[name]) == expected
             assert shlex.split(shown[name])[0] in (".venvs/kit/bin/python", ".venvs/engine/bin/python")
+
+
+def test_executed_notebooks_exported_redacted_and_linked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project, folder = run_under_fake_home(tmp_path, monkeypatch)
+    written = render_report(folder)
+    out = project / "reports" / folder.name
+    assert {"notebooks/01_legacy_capture.html", "notebooks/04_latency.html"} <= set(written)
+    page = (out / "notebooks" / "01_legacy_capture.html").read_text(encoding="utf-8")
+    assert "measured-cell-01" in page and "run_step" in page  # the input cell is shown
+    assert SECRET not in page and "[redacted]" in page
+    for lang in ("ko", "en", "ja", "zh"):
+        setup = (out / f"report.{lang}.md").read_text(encoding="utf-8").split("\n## 3.")[0]
+        links = re.findall(r"\]\((notebooks/[\w.-]+\.html)\)", setup)
+        assert links == ["notebooks/01_legacy_capture.html", "notebooks/04_latency.html"]
+    # a notebook gone from the attempt is gone from the report too
+    (folder / "attempts" / ATTEMPT / "notebooks" / "04_latency.ipynb").unlink()
+    render_report(folder)
+    assert not (out / "notebooks" / "04_latency.html").exists()
+    assert "notebooks/04_latency.html" not in (out / "report.en.md").read_text(encoding="utf-8")

@@ -25,7 +25,8 @@ from embedswap.report.catalogue import catalogue
 from embedswap.report.front_matter import split
 from embedswap.sites import PublishError, publish
 from embedswap.sites.post import LANGUAGE_NAMES
-from test_report import load, make_experiment
+from test_publish import executed_notebook
+from test_report import ATTEMPT, load, make_experiment
 from test_report_browser import require_chromium, run_chromium
 
 LANGS = ["ko", "en"]
@@ -38,7 +39,9 @@ PROBE_JS = """window.addEventListener("load", function () {
     h1: Array.prototype.map.call(document.querySelectorAll("h1"), function (h) { return h.textContent.trim(); }),
     tables: document.querySelectorAll("table").length, images: images.length,
     broken: images.filter(function (i) { return !i.complete || i.naturalWidth === 0; }).length,
-    links: links.map(function (a) { return [a.textContent.trim(), a.href]; })
+    links: links.map(function (a) { return [a.textContent.trim(), a.href]; }),
+    notebooks: Array.prototype.map.call(document.querySelectorAll("a[href*='notebooks/']"),
+                                        function (a) { return a.href; })
   });
 });
 """ % json.dumps(list(LANGUAGE_NAMES.values()))
@@ -64,7 +67,9 @@ extra_javascript: [probe.js]
 
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_experiment(tmp_path_factory.mktemp("publish"), load("complete"))
+    folder = make_experiment(tmp_path_factory.mktemp("publish"), load("complete"))
+    executed_notebook(folder / "attempts" / ATTEMPT, "03_diff", "diff = run_step()  # measured-cell-03", "ok\n")
+    return folder
 
 
 def generator(*args: str, cwd: Path) -> None:
@@ -104,6 +109,9 @@ def check_post(url: str, lang: str, front: dict[str, Any], tables: int, tmp: Pat
     assert front["title"] in found["h1"], found["h1"]
     assert found["tables"] == tables, found
     assert found["images"] == FIGURES and found["broken"] == 0, found
+    assert len(found["notebooks"]) == 1, found
+    with urllib.request.urlopen(found["notebooks"][0], timeout=10) as answer:  # the notebook is in the site
+        assert "measured-cell-03" in answer.read().decode("utf-8")
     others = {LANGUAGE_NAMES[o] for o in LANGS if o != lang}
     assert {name for name, _ in found["links"]} == others, found["links"]
     for name, href in found["links"]:
@@ -160,7 +168,8 @@ def test_jekyll_layout(experiment: Path, tmp_path: Path) -> None:
     front, body = split((tmp_path / "_posts" / "2026-11-30-synthetic-en.md").read_text(encoding="utf-8"))
     assert front["permalink"] == "/en/posts/synthetic/" and front["draft"] is True
     assert "(/posts/synthetic/)" in body  # the Korean version
-    for name in re.findall(r"\]\((/assets/synthetic/[\w.-]+)\)", body):
+    assert "](/assets/synthetic/notebooks/03_diff.html)" in body
+    for name in re.findall(r"\]\((/assets/synthetic/[\w./-]+)\)", body):
         assert (tmp_path / name.lstrip("/")).is_file()
 
 

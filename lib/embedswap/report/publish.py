@@ -18,6 +18,7 @@ from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, label, md_table
 from embedswap.report.front_matter import dump, front_matter, slug_of
 from embedswap.report.html import markdown_to_html, page_title
+from embedswap.report.notebooks import export_notebooks
 from embedswap.report.portable import locality, scrub
 from embedswap.report.markdown import load_article, render_markdown
 from embedswap.summary.upgrade import load_summary
@@ -114,6 +115,7 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     written: dict[str, Path] = {}
     images = _write_figures(summary, out / "figures", written)
     drawn = {name: name in images for name in figures_mod.FIGURES}
+    written.update(export_notebooks(chosen.path, out, where))
     article = load_article()
     fallback = f"embedswap report {(summary.get('experiment') or {}).get('folder', '')}"
     for lang in languages:

@@ -25,7 +25,7 @@ def export(post: Post, site: Path, force: bool) -> list[Path]:
     for lang, page in pages.items():
         front = {**post.front[lang], "layout": "post", "permalink": permalink(post, lang),
                  "render_with_liquid": False}
-        body = with_figures_at(post.body[lang], f"/assets/{post.slug}/")
+        body = with_figures_at(post.body[lang], f"/assets/{post.slug}/", f"/assets/{post.slug}/notebooks/")
         out.append(write_text(page, front, language_links(post, lang, lambda o: permalink(post, o)) + body))
     out += copy_files(post.figures, site / "assets" / post.slug)
     out += copy_files(post.notebooks, site / "assets" / post.slug / "notebooks")

@@ -26,7 +26,7 @@ def export(post: Post, site: Path, force: bool) -> list[Path]:
     for lang, page in pages.items():
         front = {k: post.front[lang][k] for k in KEYS if k in post.front[lang]}
         front["slug"] = post.slug if lang == post.languages[0] else f"{post.slug}-{lang}"
-        body = with_figures_at(post.body[lang], f"{post.slug}/")
+        body = with_figures_at(post.body[lang], f"{post.slug}/", f"{post.slug}/notebooks/")
         out.append(write_text(page, front, language_links(post, lang, lambda o: file_name(post, o)) + body))
     out += copy_files(post.figures, posts / post.slug)
     out += copy_files(post.notebooks, posts / post.slug / "notebooks")

@@ -14,6 +14,7 @@ from embedswap.report.front_matter import dump, split
 
 LANGUAGE_NAMES = {"ko": "한국어", "en": "English", "ja": "日本語", "zh": "中文"}
 FIGURE_LINK = re.compile(r"\]\(figures/([\w.-]+\.png)\)")
+NOTEBOOK_LINK = re.compile(r"\]\(notebooks/([\w.-]+\.html)\)")
 
 
 class PublishError(ValueError):
@@ -56,10 +57,12 @@ def language_links(post: Post, lang: str, url_of) -> str:
     return f"{catalogue(lang).terms['publish']['languages']}: " + " · ".join(others) + "\n\n"
 
 
-def with_figures_at(body: str, prefix: str) -> str:
-    """The body with its figures/<name>.png links pointing at prefix<name>.png (and notebooks/ likewise)."""
-    body = FIGURE_LINK.sub(lambda m: f"]({prefix}{m.group(1)})", body)
-    return body
+def with_figures_at(body: str, prefix: str | None, notebooks: str) -> str:
+    """The body with its figures/<name>.png links pointing at prefix<name>.png (None: left as they are) and its
+    notebooks/<name>.html links at notebooks<name>.html."""
+    if prefix is not None:
+        body = FIGURE_LINK.sub(lambda m: f"]({prefix}{m.group(1)})", body)
+    return NOTEBOOK_LINK.sub(lambda m: f"]({notebooks}{m.group(1)})", body)
 
 
 def claim(paths: list[Path], force: bool) -> None:

@@ -188,3 +188,12 @@ def test_executed_notebooks_exported_redacted_and_linked(tmp_path: Path, monkeyp
     render_report(folder)
     assert not (out / "notebooks" / "04_latency.html").exists()
     assert "notebooks/04_latency.html" not in (out / "report.en.md").read_text(encoding="utf-8")
+
+
+def test_a_notebook_that_does_not_export_is_not_linked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project, folder = run_under_fake_home(tmp_path, monkeypatch)
+    (folder / "attempts" / ATTEMPT / "notebooks" / "04_latency.ipynb").write_text('{"cells": [', encoding="utf-8")
+    written = render_report(folder)  # a half-written notebook costs its own page, not the report
+    assert "notebooks/01_legacy_capture.html" in written and "notebooks/04_latency.html" not in written
+    text = (project / "reports" / folder.name / "report.en.md").read_text(encoding="utf-8")
+    assert "notebooks/01_legacy_capture.html" in text and "notebooks/04_latency.html" not in text

@@ -10,7 +10,7 @@ from embedswap.report.format import MISSING, code, combined_label, esc, fence, f
 from embedswap.report.sections.contract import contract_states
 from embedswap.report.sections.gaps import STATUS_SECTIONS
 from embedswap.report.sections.context import ReportContext
-from embedswap.report.notebooks import executed
+from embedswap.report.notebooks import exported
 from embedswap.report.portable import locality, portable_command
 
 
@@ -114,7 +114,7 @@ def setup(ctx: ReportContext) -> dict[str, Any]:
                                                         "sweep_requests", "sweep_repeats")},
         "resources_table": _resources_table(ctx),
         # the executed notebooks, exported next to the report as notebooks/<name>.html (report/notebooks.py)
-        "notebooks": executed(ctx.attempt_dir),
+        "notebooks": exported(ctx.attempt_dir),
         "steps_table": _steps_table(ctx),
         # which HTTP client timed the requests (captures made before it was recorded: none named)
         "latency_client": ", ".join(code(c) for c in dict.fromkeys(

@@ -166,7 +166,7 @@ def test_jekyll_layout(experiment: Path, tmp_path: Path) -> None:
     assert "_posts/2026-11-30-synthetic.md" in names and "_posts/2026-11-30-synthetic-en.md" in names
     assert len([n for n in names if n.startswith("assets/synthetic/") and n.endswith(".png")]) == FIGURES
     front, body = split((tmp_path / "_posts" / "2026-11-30-synthetic-en.md").read_text(encoding="utf-8"))
-    assert front["permalink"] == "/en/posts/synthetic/" and front["draft"] is True
+    assert front["permalink"] == "/en/posts/synthetic/" and front["published"] is False
     assert "(/posts/synthetic/)" in body  # the Korean version
     assert "](/assets/synthetic/notebooks/03_diff.html)" in body
     for name in re.findall(r"\]\((/assets/synthetic/[\w./-]+)\)", body):

@@ -2,7 +2,7 @@
 
 Each version gets its own ``permalink`` (``/posts/<slug>/``, ``/<lang>/posts/<slug>/``) so the links between
 languages are known without Liquid; ``render_with_liquid: false`` keeps Jekyll from reading the report's
-``{task}``-style text as Liquid.
+``{task}``-style text as Liquid; ``published: false`` is Jekyll's own draft flag (``draft`` is Hugo's).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def export(post: Post, site: Path, force: bool) -> list[Path]:
     out = []
     for lang, page in pages.items():
         front = {**post.front[lang], "layout": "post", "permalink": permalink(post, lang),
-                 "render_with_liquid": False}
+                 "render_with_liquid": False,
+                 "published": False}  # Jekyll's draft flag: built only with --unpublished
         body = with_figures_at(post.body[lang], f"/assets/{post.slug}/", f"/assets/{post.slug}/notebooks/")
         out.append(write_text(page, front, language_links(post, lang, lambda o: permalink(post, o)) + body))
     out += copy_files(post.figures, site / "assets" / post.slug)

@@ -8,6 +8,7 @@ One run per test session (vLLM needs 40-110 s to start on 2 cores); the tests be
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -204,6 +205,13 @@ def test_report_rendered_with_labels(demo: dict) -> None:
     for name in ("report.md", "report.html", "report.ko.md", "report.en.md"):
         assert (report / name).exists(), name
     assert "실측" in (report / "report.ko.md").read_text()
+    # the executed notebooks, exported to HTML with nbconvert and linked from the Setup section (issue 21)
+    names = ["01_legacy_capture", "02_swap_deploy", "03_vector_contract_diff", "04_latency", "05_parity"]
+    for lang in ("ko", "en"):
+        setup = (report / f"report.{lang}.md").read_text().split("\n## 3.")[0]
+        assert [f"notebooks/{n}.html" for n in names] == re.findall(r"\]\((notebooks/[\w.-]+\.html)\)", setup)
+    for name in names:
+        assert "<html" in (report / "notebooks" / f"{name}.html").read_text(encoding="utf-8")[:2000].lower()
 
 
 def test_verify_detects_a_flipped_byte(demo: dict, tmp_path: Path) -> None:

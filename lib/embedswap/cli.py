@@ -78,6 +78,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_publish(args: argparse.Namespace) -> int:
+    from embedswap.sites import publish
+    from embedswap.steps import find_experiment_dir
+
+    folder = find_experiment_dir(args.experiment_dir)
+    for path in publish(folder, args.to, Path(args.into), force=args.force, attempt=args.attempt):
+        print(path)
+    return EXIT_OK
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from embedswap.captures import list_attempts, open_attempt, verify_attempt
     from embedswap.steps import find_experiment_dir
@@ -201,6 +211,15 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--attempt", default="", help="attempt folder name (default: latest)")
     report.set_defaults(func=_cmd_report)
 
+    publish = add("publish", help="render the report and write it into a static site as a blog draft")
+    publish.add_argument("experiment_dir", nargs="?", default="", help="experiment folder (default: the newest)")
+    publish.add_argument("--to", required=True, choices=["hugo", "jekyll", "mkdocs-blog"],
+                         help="the site generator whose layout the post is written in")
+    publish.add_argument("--into", required=True, help="the site's root folder")
+    publish.add_argument("--attempt", default="", help="attempt folder name (default: latest)")
+    publish.add_argument("--force", action="store_true", help="replace the post when it is already there")
+    publish.set_defaults(func=_cmd_publish)
+
     verify = add("verify", help="re-check the checksums of an attempt's captures")
     verify.add_argument("experiment_dir", nargs="?", default="")
     verify.add_argument("--attempt", default="all", help="'all' (default), 'latest' or a folder name")
@@ -256,11 +275,12 @@ def main(argv: list[str] | None = None) -> int:
     from embedswap.engine import EngineError
     from embedswap.models import ModelNotFoundError
     from embedswap.report import ReportError
+    from embedswap.sites import PublishError
     from embedswap.steps import StepError
     from embedswap.workload import WorkloadError
 
     usage = (UsageError, ConfigError, ModelNotFoundError, WorkloadError, StepError, FileExistsError,
-             FileNotFoundError)
+             FileNotFoundError, PublishError)
     hint = "" if args.debug else " (--debug shows the traceback)"
     try:
         return int(args.func(args))

@@ -246,11 +246,28 @@ class ParityConfig(_Strict):
         return value
 
 
+class PublishConfig(_Strict):
+    # the blog series the post belongs to (the article is one post of a numbered series) and its part number
+    series: str | None = None
+    part: int | None = Field(None, ge=1)
+    # extra tags beside the ones the summary gives (embedswap, the engines)
+    tags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _part_needs_series(self) -> "PublishConfig":
+        if self.part is not None and not self.series:
+            raise ValueError("report.publish.part is set but report.publish.series is not: a part number "
+                             "belongs to a series (set report.publish.series: NAME)")
+        return self
+
+
 class ReportConfig(_Strict):
     # ko (the article's language), en, ja, zh (the article's Japanese and Chinese versions); the first one is
     # also written as report.md / report.html
     languages: list[Literal["ko", "en", "ja", "zh"]] = Field(default_factory=lambda: ["ko", "en"], min_length=1)
     title: str | None = None
+    # front matter of the blog draft (report/front_matter.py): series name and part, extra tags
+    publish: PublishConfig = Field(default_factory=PublishConfig)
 
 
 class Experiment(_Strict):

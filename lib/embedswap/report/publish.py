@@ -16,7 +16,10 @@ from embedswap.paths import report_dir
 from embedswap.report import figures as figures_mod
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, label, md_table
+from embedswap.report.front_matter import dump, front_matter, slug_of
 from embedswap.report.html import markdown_to_html, page_title
+from embedswap.report.notebooks import export_notebooks
+from embedswap.report.portable import locality, scrub
 from embedswap.report.markdown import load_article, render_markdown
 from embedswap.summary.upgrade import load_summary
 
@@ -69,12 +72,11 @@ def headline(summary: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _report_languages(experiment_dir: Path) -> tuple[list[str], str | None]:
+def _report_config(experiment_dir: Path) -> ReportConfig:
     try:
-        config = load_experiment(experiment_dir).report
+        return load_experiment(experiment_dir).report
     except ConfigError:
-        config = ReportConfig()  # an old experiment.yaml that no longer validates still gets its report
-    return list(config.languages), config.title
+        return ReportConfig()  # an old experiment.yaml that no longer validates still gets its report
 
 
 def _write_figures(summary: dict[str, Any], figure_dir: Path, written: dict[str, Path]) -> dict[str, bytes]:
@@ -104,20 +106,25 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     summary = load_summary(chosen.summary_path)
     manifest_path = chosen.path / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
-    languages, title = _report_languages(experiment_dir)
+    config = _report_config(experiment_dir)
+    languages, title = list(config.languages), config.title
+    where = locality(summary, experiment_dir)
+    head = headline(summary)
     out = report_dir(experiment_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
     images = _write_figures(summary, out / "figures", written)
     drawn = {name: name in images for name in figures_mod.FIGURES}
+    written.update(export_notebooks(chosen.path, out, where))
     article = load_article()
     fallback = f"embedswap report {(summary.get('experiment') or {}).get('folder', '')}"
     for lang in languages:
-        text = render_markdown(summary, lang, drawn, manifest, chosen.path, title, article)
-        written[f"report.{lang}.md"] = write_file(out / f"report.{lang}.md", text)
+        text = scrub(render_markdown(summary, lang, drawn, manifest, chosen.path, title, article), where)
+        front = front_matter(summary, lang, page_title(text, fallback), head, config.publish)
+        written[f"report.{lang}.md"] = write_file(out / f"report.{lang}.md", dump(front) + text)
         html = markdown_to_html(text, lang, page_title(text, fallback), images, languages,
                                 footer=f"embedswap · summary {summary.get('generated', '')} · {chosen.name}")
-        written[f"report.{lang}.html"] = write_file(out / f"report.{lang}.html", html)
+        written[f"report.{lang}.html"] = write_file(out / f"report.{lang}.html", scrub(html, where))
     for suffix in ("md", "html"):
         target = out / f"report.{suffix}"
         write_file(target, (out / f"report.{languages[0]}.{suffix}").read_bytes())
@@ -125,15 +132,15 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     try:
         summary_ref = str(chosen.summary_path.relative_to(out.parent.parent))
     except ValueError:
-        summary_ref = str(chosen.summary_path)
+        summary_ref = scrub(str(chosen.summary_path), where)
     report_json = {
         "experiment": summary.get("experiment") or {},
         "model": {k: (summary.get("model") or {}).get(k) for k in ("spec", "served_name", "fingerprint", "revision")},
         "summary_path": summary_ref, "summary_generated": summary.get("generated"),
         "rendered": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "languages": languages, "headline": headline(summary),
+        "languages": languages, "headline": head, "slug": slug_of(summary),
     }
-    written[REPORT_JSON] = write_file(out / REPORT_JSON, json_bytes(report_json))
+    written[REPORT_JSON] = write_file(out / REPORT_JSON, scrub(json_bytes(report_json).decode("utf-8"), where))
     if out.parent.name == "reports":
         written.update({f"../{k}": v for k, v in render_index(out.parent).items()})
     return written

@@ -10,6 +10,8 @@ from embedswap.report.format import MISSING, code, combined_label, esc, fence, f
 from embedswap.report.sections.contract import contract_states
 from embedswap.report.sections.gaps import STATUS_SECTIONS
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.notebooks import exported
+from embedswap.report.portable import locality, portable_command
 
 
 def status(ctx: ReportContext) -> dict[str, Any]:
@@ -48,6 +50,8 @@ def status(ctx: ReportContext) -> dict[str, Any]:
 
 def _launches(ctx: ReportContext) -> list[dict[str, Any]]:
     targets = ctx.summary.get("targets") or {}
+    # commands as they paste from the project's root: no path of the machine that ran them (report/portable.py)
+    where = locality(ctx.summary, ctx.attempt_dir.parent.parent if ctx.attempt_dir else None)
     launches = []
     for name in ctx.names:
         info = targets.get(name) or {}
@@ -55,7 +59,8 @@ def _launches(ctx: ReportContext) -> list[dict[str, Any]]:
         launches.append({
             "name": name, "role": ctx.role_of(name), "kind": config.get("kind") or info.get("kind") or MISSING,
             "state": bool(info.get("measured")), "label": ctx.label(bool(info.get("measured"))),
-            "commands": fence("\n".join(info.get("commands") or []), "bash") if info.get("commands") else None,
+            "commands": fence("\n".join(portable_command(c, where) for c in info["commands"]), "bash")
+            if info.get("commands") else None,
             "url": config.get("url"), "note": esc(config.get("note")) if config.get("note") else None,
             "error": ctx.failure(name),
             "lock": config.get("lock"), "dtype": config.get("dtype"),
@@ -108,6 +113,8 @@ def setup(ctx: ReportContext) -> dict[str, Any]:
                                                         "repeats", "warmup_requests", "timeout_s", "sweep",
                                                         "sweep_requests", "sweep_repeats")},
         "resources_table": _resources_table(ctx),
+        # the executed notebooks, exported next to the report as notebooks/<name>.html (report/notebooks.py)
+        "notebooks": exported(ctx.attempt_dir),
         "steps_table": _steps_table(ctx),
         # which HTTP client timed the requests (captures made before it was recorded: none named)
         "latency_client": ", ".join(code(c) for c in dict.fromkeys(

@@ -1,0 +1,102 @@
+"""The blog draft's front matter: title, date, language, draft flag, description, tags, slug, translation key.
+
+Built from the typed summary (the description is the headline finding of ``publish.headline``, nothing computed
+here) and the optional ``report.publish`` config (series name/part, extra tags). YAML by PyYAML's safe dumper, so
+any title or model name is quoted as YAML needs; GitHub shows the block as a small table above the report.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Any
+
+import yaml
+
+from embedswap.config import PublishConfig
+from embedswap.report.catalogue import catalogue
+from embedswap.report.format import fmt
+
+FENCE = "---"
+_FRONT = re.compile(r"\A---\n.*?\n---\n\n?", re.S)
+
+
+def slugify(text: str) -> str:
+    """Lower-case ASCII letters, digits and single dashes (an experiment folder: 2026-11-30-minilm-vllm)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", str(text).lower()).strip("-")
+    return slug or "embedswap-report"
+
+
+def slug_of(summary: dict[str, Any]) -> str:
+    """The post's slug, shared by every language version (so it is also the translation key)."""
+    exp = summary.get("experiment") or {}
+    # the folder is YYYY-MM-DD-SLUG: the date is the post's own field (Jekyll puts it in the file name)
+    return slugify(re.sub(r"^\d{4}-\d{2}-\d{2}-", "", str(exp.get("folder") or exp.get("name") or "")))
+
+
+def _value(value: Any, kind: str, lang: str, state: bool | None) -> str:
+    return fmt(value, kind) if value is not None else catalogue(lang).label(state)
+
+
+def description(head: dict[str, Any], lang: str) -> str:
+    """One line: the candidate against the legacy server, the minimum cosine, the parity gate, the p50."""
+    words = catalogue(lang).terms["publish"]
+    gate = head.get("parity_pass")
+    latency_missing = False if head.get("latency_state") is False else None
+    return words["description"].format(
+        candidate=head.get("candidate") or "?", legacy=head.get("legacy") or "?",
+        cosine=_value(head.get("cosine_min"), "cos", lang, False),
+        gate=words["gate_pass"] if gate is True else words["gate_fail"] if gate is False
+        else catalogue(lang).label(False),
+        p50=_value(head.get("candidate_seq_p50_ms"), "ms", lang, latency_missing)
+        + (" ms" if head.get("candidate_seq_p50_ms") is not None else ""))
+
+
+def _date(summary: dict[str, Any]) -> date | str | None:
+    raw = (summary.get("experiment") or {}).get("date")
+    try:
+        return date.fromisoformat(str(raw))
+    except ValueError:
+        return raw
+
+
+def _tags(summary: dict[str, Any], config: PublishConfig) -> list[str]:
+    targets = summary.get("targets") or {}
+    roles = summary.get("roles") or {}
+    names = [roles.get("legacy"), *((summary.get("experiment") or {}).get("config") or {}).get("candidates", [])]
+    kinds = [((targets.get(n) or {}).get("config") or {}).get("kind") or (targets.get(n) or {}).get("kind")
+             for n in names if n]
+    tags = ["embedswap", "embeddings", *(k for k in kinds if k and k != "external"), *config.tags]
+    return list(dict.fromkeys(slugify(t) for t in tags))
+
+
+def front_matter(summary: dict[str, Any], lang: str, title: str, head: dict[str, Any],
+                 config: PublishConfig | None = None) -> dict[str, Any]:
+    """The front matter of one language version, as a mapping (each site exporter may rename keys)."""
+    config = config or PublishConfig()
+    slug = slug_of(summary)
+    data: dict[str, Any] = {
+        "title": title, "date": _date(summary), "lang": lang, "draft": True,
+        "description": description(head, lang), "tags": _tags(summary, config),
+        "slug": slug, "translationKey": slug,
+    }
+    if config.series:
+        data["series"] = [config.series]
+        if config.part is not None:
+            data["series_part"] = config.part
+    return data
+
+
+def dump(data: dict[str, Any]) -> str:
+    """The YAML block between two --- lines, then a blank line."""
+    body = yaml.safe_dump(data, allow_unicode=True, sort_keys=False, default_flow_style=None, width=10_000)
+    return f"{FENCE}\n{body}{FENCE}\n\n"
+
+
+def split(text: str) -> tuple[dict[str, Any], str]:
+    """(front matter, body) of a report markdown; ({}, text) when it has none."""
+    match = _FRONT.match(text)
+    if not match:
+        return {}, text
+    block = match.group(0)
+    return yaml.safe_load(block[len(FENCE) + 1:block.rindex("\n" + FENCE)]) or {}, text[match.end():]

@@ -1,0 +1,87 @@
+"""A rendered report read back as a post: its slug, date, languages (front matter + body) and figures."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from embedswap.report.catalogue import catalogue
+from embedswap.report.front_matter import dump, split
+
+LANGUAGE_NAMES = {"ko": "한국어", "en": "English", "ja": "日本語", "zh": "中文"}
+FIGURE_LINK = re.compile(r"\]\(figures/([\w.-]+\.png)\)")
+NOTEBOOK_LINK = re.compile(r"\]\(notebooks/([\w.-]+\.html)\)")
+
+
+class PublishError(ValueError):
+    """The site folder, the generator or an existing post stands in the way. The message says which."""
+
+
+@dataclass(frozen=True)
+class Post:
+    slug: str
+    date: str
+    languages: list[str]
+    front: dict[str, dict[str, Any]]  # by language
+    body: dict[str, str]  # by language
+    figures: dict[str, Path]  # file name -> rendered PNG
+    notebooks: dict[str, Path]  # file name -> exported HTML (report/notebooks.py)
+
+
+def read_post(report_folder: Path) -> Post:
+    """The post of a rendered report folder (report.json, report.<lang>.md, figures/, notebooks/)."""
+    meta = json.loads((report_folder / "report.json").read_text(encoding="utf-8"))
+    languages = list(meta["languages"])
+    front, body = {}, {}
+    for lang in languages:
+        front[lang], body[lang] = split((report_folder / f"report.{lang}.md").read_text(encoding="utf-8"))
+        if not front[lang]:
+            raise PublishError(f"{report_folder}/report.{lang}.md has no front matter: render it again with "
+                               "`embedswap report`")
+    first = front[languages[0]]
+    figures = {p.name: p for p in sorted((report_folder / "figures").glob("*.png"))}
+    notebooks = {p.name: p for p in sorted((report_folder / "notebooks").glob("*.html"))}
+    return Post(slug=first["slug"], date=str(first["date"]), languages=languages, front=front, body=body,
+                figures=figures, notebooks=notebooks)
+
+
+def language_links(post: Post, lang: str, url_of) -> str:
+    """One line linking every other language version (url_of(lang) -> the link target in that generator)."""
+    others = [f"[{LANGUAGE_NAMES[o]}]({url_of(o)})" for o in post.languages if o != lang]
+    if not others:
+        return ""
+    return f"{catalogue(lang).terms['publish']['languages']}: " + " · ".join(others) + "\n\n"
+
+
+def with_figures_at(body: str, prefix: str | None, notebooks: str) -> str:
+    """The body with its figures/<name>.png links pointing at prefix<name>.png (None: left as they are) and its
+    notebooks/<name>.html links at notebooks<name>.html."""
+    if prefix is not None:
+        body = FIGURE_LINK.sub(lambda m: f"]({prefix}{m.group(1)})", body)
+    return NOTEBOOK_LINK.sub(lambda m: f"]({notebooks}{m.group(1)})", body)
+
+
+def claim(paths: list[Path], force: bool) -> None:
+    """Refuse before writing anything when one of the post's files is there already (unless force)."""
+    there = [p for p in paths if p.exists()]
+    if there and not force:
+        raise PublishError(f"{there[0]} exists: the post is already in the site (pass --force to replace it)")
+
+
+def write_text(path: Path, front: dict[str, Any], body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dump(front) + body, encoding="utf-8")
+    return path
+
+
+def copy_files(files: dict[str, Path], folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name, source in files.items():
+        shutil.copyfile(source, folder / name)
+        out.append(folder / name)
+    return out

@@ -44,6 +44,12 @@ REASONS: dict[str, str] = {
     "no_document_vectors_captured": "no document vectors captured",
     "no_vectors": "no vectors",
     "vector_shapes_differ": "cannot compare vectors of shapes {a} and {b}",
+    "parity_dimension_mismatch": "'{name}' gives {dim}-dimensional vectors where the reference has {reference}: "
+                                 "the gate fails (a module of the model's pipeline, e.g. a Dense projection, is "
+                                 "ignored or added)",
+    "parity_norm_mismatch": "'{name}' gives vectors of median norm {norm} where the reference's is {reference}: "
+                            "the gate fails (normalisation is on where the model has none, or off where it has "
+                            "a Normalize module)",
     "images_not_embedded": "{n} workload record(s) carry an image ({ids}), but no backend here embeds images (no "
                            "multimodal model runs here): text+image rows not measured; the text+image gate is covered "
                            "by unit tests on recorded vectors",

@@ -31,8 +31,9 @@ def _rows(ctx: ReportContext, parity: dict[str, Any]) -> tuple[list[list[str]], 
                      esc(row.get("device")), esc(row.get("modality")), fmt(row.get("n"), "int"),
                      _cos_cell(ctx, row, "cos_min"), _cos_cell(ctx, row, "cos_median"), _cos_cell(ctx, row, "cos_max"),
                      fmt(row.get("threshold"), "raw"), t["pass"] if row.get("pass") else t["fail"]])
-        worst.append({"name": row.get("backend"), "docs": ", ".join(
-            f"{code(w.get('id'))} {fmt(w.get('cosine'), 'cos')}" for w in row.get("worst") or [])})
+        if row.get("worst"):
+            worst.append({"name": row.get("backend"), "docs": ", ".join(
+                f"{code(w.get('id'))} {fmt(w.get('cosine'), 'cos')}" for w in row.get("worst") or [])})
     for entry in parity.get("not_run") or []:
         name = entry.get("backend")
         error = ctx.failure(name) if name in ctx.names else None
@@ -66,6 +67,8 @@ def parity(ctx: ReportContext) -> dict[str, Any]:
         "gate": None if gate is None else (t["pass"] if gate else t["fail"]), "gate_passed": gate,
         "thresholds": {k: fmt(v, "raw") for k, v in (parity.get("thresholds") or {}).items()},
         "not_run": not_run,
+        # a failed row's cause (another dimension or norm than the reference), as the gate recorded it
+        "causes": [{"name": r.get("backend"), "why": ctx.why(r)} for r in parity.get("rows") or [] if r.get("why")],
         "reference": esc(parity.get("reference")) if parity.get("reference") else None,
         "multimodal": {"state": is_measured(multimodal) if multimodal else False,
                        "label": ctx.label(is_measured(multimodal) if multimodal else False),

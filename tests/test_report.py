@@ -695,3 +695,21 @@ def test_the_report_package_stays_small() -> None:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
                 too_long.append(f"{path.name}:{node.name}: {node.end_lineno - node.lineno + 1} lines")
     assert too_long == []
+
+
+def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[str, Any]) -> None:
+    """Issue 24: a backend ignoring 2_Dense fails the gate, and the report says why, in every language."""
+    import numpy as np
+
+    from embedswap.parity import gate
+
+    ref = np.eye(4, 8, dtype=np.float32)
+    row = gate("legacy", "float32", "cpu", "text", ref, np.eye(4, 6, dtype=np.float32), list("abcd"), 0.999)
+    summary = copy.deepcopy(complete)
+    summary["parity"]["rows"][0] = {**row.as_dict(), "source": "captures/legacy/doc_vectors.npy"}
+    summary["parity"]["pass"] = False
+    en, ko = render_markdown(summary, "en"), render_markdown(summary, "ko")
+    assert "- `legacy` (fails): 'legacy' gives 6-dimensional vectors where the reference has 8" in en
+    assert "- `legacy` (실패): 'legacy' 은(는) 기준이 8 차원인데 6 차원 벡터를 냅니다" in ko
+    assert "- `legacy` (不合格): 'legacy' は参照が 8 次元のところ 6 次元" in render_markdown(summary, "ja")
+    assert "- `legacy` (不通过): 'legacy' 返回 6 维向量，而参考为 8 维" in render_markdown(summary, "zh")

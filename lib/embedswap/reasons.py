@@ -44,6 +44,16 @@ REASONS: dict[str, str] = {
     "no_document_vectors_captured": "no document vectors captured",
     "no_vectors": "no vectors",
     "vector_shapes_differ": "cannot compare vectors of shapes {a} and {b}",
+    # what a server does differently from the model (embedswap.diagnosis), with the fix
+    "diagnosis_pooling": "'{name}' pools with {pooling} where the model pools with {expected}: set the server's "
+                         "pooling to the model's (vLLM: --pooler-config)",
+    "diagnosis_dense_ignored": "'{name}' ignores the Dense module in modules.json: load the full sentence-"
+                               "transformers pipeline or apply the projection client-side",
+    "diagnosis_normalize_added": "'{name}' normalises vectors the model leaves unnormalised: turn normalisation off "
+                                 "on the server",
+    "diagnosis_normalize_missing": "'{name}' skips the model's Normalize module: turn normalisation on or "
+                                   "L2-normalise client-side",
+    "diagnosis_unknown": "no known cause reproduces the vectors of '{name}'",
     "parity_dimension_mismatch": "'{name}' gives {dim}-dimensional vectors where the reference has {reference}: "
                                  "the gate fails (a module of the model's pipeline, e.g. a Dense projection, is "
                                  "ignored or added)",

@@ -3,7 +3,7 @@
 Each variant reproduces one pipeline feature the kit must follow (issue 24): a ``2_Dense`` projection after
 pooling, CLS pooling written in sentence-transformers' compact ``"pooling_mode": "cls"`` config, no ``Normalize``.
 The vocabulary is a hand-written WordPiece list (special tokens, ASCII letters/digits/punctuation and their ``##``
-forms), so no model hub or package data is needed; geometry hidden 32, 2 layers, 2 heads: ~0.1 MB of weights.
+forms), so no model hub or package data is needed; geometry hidden 128, 2 layers, 2 heads: ~2 MB of weights.
 The files are saved by sentence-transformers itself (its own ``modules.json`` and module configs), so the layout is
 exactly the one the library writes; weights come from a fixed seed.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-HIDDEN = 32
+HIDDEN = 128  # 2 heads of head_dim 64: vLLM's CPU attention has no head_dim 16
 DENSE_OUT = 16
 
 

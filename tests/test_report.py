@@ -713,3 +713,17 @@ def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[st
     assert "- `legacy` (실패): 'legacy' 은(는) 기준이 8 차원인데 6 차원 벡터를 냅니다" in ko
     assert "- `legacy` (不合格): 'legacy' は参照が 8 次元のところ 6 次元" in render_markdown(summary, "ja")
     assert "- `legacy` (不通过): 'legacy' 返回 6 维向量，而参考为 8 维" in render_markdown(summary, "zh")
+
+
+def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -> None:
+    """A failed row's diagnosis (embedswap.diagnosis) is one sentence with the fix, worded per catalogue."""
+    from embedswap.diagnosis import Hypothesis, explain_difference
+
+    reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
+    summary = copy.deepcopy(complete)
+    summary["parity"]["rows"][1].update(diagnosis={"cause": reasons[0]["code"], "reasons": reasons}, **{"pass": False})
+    assert "- `vllm` (fails): 'vllm' ignores the Dense module in modules.json: load the full" in render_markdown(
+        summary, "en")
+    assert "'vllm' 은(는) modules.json 의 Dense 모듈을 무시합니다" in render_markdown(summary, "ko")
+    assert "'vllm' は modules.json の Dense モジュールを無視しています" in render_markdown(summary, "ja")
+    assert "'vllm' 忽略了 modules.json 中的 Dense 模块" in render_markdown(summary, "zh")

@@ -106,3 +106,13 @@ def diagnose(model: str | Path, texts: list[str], served: np.ndarray, name: str,
     return {"cause": reasons[0]["code"] if reasons else None, "reasons": reasons,
             "hypothesis": {"pooling": best[0].pooling, "dense": best[0].dense, "normalize": best[0].normalize,
                            "cos_min": best[1]}}
+
+
+def diagnose_safely(model: str | Path, texts: list[str], served: np.ndarray, name: str,
+                    threshold: float = 0.999) -> dict[str, Any]:
+    """:func:`diagnose`, with a failure recorded instead of raised (a model the diagnosis cannot load must not take
+    the parity step down: the gate has already failed the row)."""
+    try:
+        return diagnose(model, texts, served, name, threshold)
+    except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error
+        return {"cause": None, "reasons": [], "hypothesis": None, "error": f"{type(exc).__name__}: {exc}"}

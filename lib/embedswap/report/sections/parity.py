@@ -49,6 +49,18 @@ def _rows(ctx: ReportContext, parity: dict[str, Any]) -> tuple[list[list[str]], 
     return rows, worst, not_run
 
 
+def _causes(ctx: ReportContext, parity: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per failed row: the gate's cause (another dimension or norm), then the diagnosis' finding with its fix."""
+    out = []
+    for row in parity.get("rows") or []:
+        if row.get("why"):
+            out.append({"name": row.get("backend"), "why": ctx.why(row)})
+        for reason in (row.get("diagnosis") or {}).get("reasons") or []:
+            entry = {"why": reason.get("why"), "reason": {"code": reason.get("code"), "params": reason.get("params")}}
+            out.append({"name": row.get("backend"), "why": ctx.why(entry)})
+    return out
+
+
 def parity(ctx: ReportContext) -> dict[str, Any]:
     """The parity section: the table, the gate (as stored in the summary) and the multimodal part."""
     parity = ctx.summary.get("parity") or {}
@@ -68,7 +80,7 @@ def parity(ctx: ReportContext) -> dict[str, Any]:
         "thresholds": {k: fmt(v, "raw") for k, v in (parity.get("thresholds") or {}).items()},
         "not_run": not_run,
         # a failed row's cause (another dimension or norm than the reference), as the gate recorded it
-        "causes": [{"name": r.get("backend"), "why": ctx.why(r)} for r in parity.get("rows") or [] if r.get("why")],
+        "causes": _causes(ctx, parity),
         "reference": esc(parity.get("reference")) if parity.get("reference") else None,
         "multimodal": {"state": is_measured(multimodal) if multimodal else False,
                        "label": ctx.label(is_measured(multimodal) if multimodal else False),

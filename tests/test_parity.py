@@ -110,10 +110,32 @@ def test_gate_fails_on_nan_vector_and_stays_json_safe() -> None:
     assert not gate("zero", "float32", "cpu", "text", ref, zero, list("abcdef"), 0.5).passed
 
 
-def test_gate_refuses_other_shapes_and_unknown_modalities() -> None:
+def test_gate_fails_another_dimension_with_its_cause() -> None:
+    """Issue 24: a server ignoring a 2_Dense layer gives another dimension: a gate failure naming it, not 'not run'."""
     ref = unit_rows(3, dim=8)
-    with pytest.raises(ValueError, match="shapes"):
-        gate("b", "float32", "cpu", "text", ref, unit_rows(3, dim=4), ["a", "b", "c"], 0.999)
+    row = gate("b", "float32", "cpu", "text", ref, unit_rows(3, dim=4), ["a", "b", "c"], 0.999)
+    assert not row.passed and row.cos_min is None
+    assert row.reason == {"code": "parity_dimension_mismatch", "params": {"name": "b", "dim": 4, "reference": 8}}
+    assert "4-dimensional" in row.why and "Dense" in row.why
+    json.dumps(row.as_dict(), allow_nan=False)
+    with pytest.raises(ValueError, match="shapes"):  # another number of vectors is still a caller's error
+        gate("b", "float32", "cpu", "text", ref, unit_rows(2, dim=8), ["a", "b", "c"], 0.999)
+
+
+def test_gate_fails_another_norm_with_its_cause() -> None:
+    """Cosine cannot see a missing (or extra) Normalize; the gate compares norms too, within rounding."""
+    ref = unit_rows(4, dim=8)
+    scaled = ref * 3.0
+    row = gate("b", "float32", "cpu", "text", ref, scaled, list("abcd"), 0.999)
+    assert row.cos_min is not None and row.cos_min > 0.9999  # same directions ...
+    assert not row.passed and row.reason["code"] == "parity_norm_mismatch"  # ... but not the model's vectors
+    assert row.reason["params"]["norm"] == "3"
+    rounded = ref * (1 + 5e-4)  # fp16-size norm drift passes
+    assert gate("b", "float16", "cpu", "text", ref, rounded, list("abcd"), 0.999).passed
+
+
+def test_gate_refuses_unknown_modalities() -> None:
+    ref = unit_rows(3, dim=8)
     with pytest.raises(ValueError, match="modality"):
         gate("b", "float32", "cpu", "audio", ref, ref, ["a", "b", "c"], 0.999)
     with pytest.raises(ValueError, match="threshold"):

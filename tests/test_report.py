@@ -732,3 +732,35 @@ def test_ranking_without_judgements_shows_the_agreement_table(lang: str, complet
     assert table_numbers(text) == table_numbers(render_markdown(summary, "en"))
     plain = render_markdown(complete, lang)
     assert "RBO" not in plain  # a summary without agreement figures has no agreement table
+
+
+def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[str, Any]) -> None:
+    """Issue 24: a backend ignoring 2_Dense fails the gate, and the report says why, in every language."""
+    import numpy as np
+
+    from embedswap.parity import gate
+
+    ref = np.eye(4, 8, dtype=np.float32)
+    row = gate("legacy", "float32", "cpu", "text", ref, np.eye(4, 6, dtype=np.float32), list("abcd"), 0.999)
+    summary = copy.deepcopy(complete)
+    summary["parity"]["rows"][0] = {**row.as_dict(), "source": "captures/legacy/doc_vectors.npy"}
+    summary["parity"]["pass"] = False
+    en, ko = render_markdown(summary, "en"), render_markdown(summary, "ko")
+    assert "- `legacy` (fails): 'legacy' gives 6-dimensional vectors where the reference has 8" in en
+    assert "- `legacy` (실패): 'legacy' 은(는) 기준이 8 차원인데 6 차원 벡터를 냅니다" in ko
+    assert "- `legacy` (不合格): 'legacy' は参照が 8 次元のところ 6 次元" in render_markdown(summary, "ja")
+    assert "- `legacy` (不通过): 'legacy' 返回 6 维向量，而参考为 8 维" in render_markdown(summary, "zh")
+
+
+def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -> None:
+    """A failed row's diagnosis (embedswap.diagnosis) is one sentence with the fix, worded per catalogue."""
+    from embedswap.diagnosis import Hypothesis, explain_difference
+
+    reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
+    summary = copy.deepcopy(complete)
+    summary["parity"]["rows"][1].update(diagnosis={"cause": reasons[0]["code"], "reasons": reasons}, **{"pass": False})
+    assert "- `vllm` (fails): 'vllm' ignores the Dense module in modules.json: load the full" in render_markdown(
+        summary, "en")
+    assert "'vllm' 은(는) modules.json 의 Dense 모듈을 무시합니다" in render_markdown(summary, "ko")
+    assert "'vllm' は modules.json の Dense モジュールを無視しています" in render_markdown(summary, "ja")
+    assert "'vllm' 忽略了 modules.json 中的 Dense 模块" in render_markdown(summary, "zh")

@@ -88,6 +88,12 @@ class SentenceTransformersConfig:
     normalize: bool
     max_seq_length: int | None
     query_prefix: str | None
+    # sub-folders of the model's Dense modules, in modules.json order (applied after pooling, before Normalize)
+    dense: tuple[str, ...] = ()
+
+
+class UnsupportedModuleError(ValueError):
+    """modules.json names a module the legacy server cannot run faithfully: it refuses to start."""
 
 
 class RequestError(Exception):
@@ -152,24 +158,42 @@ def _pooling_from_config(config: dict[str, Any]) -> PoolingMode:
     return mode  # type: ignore[return-value]
 
 
+# modules.json types (last dotted part) the server runs itself: the transformer, then pool, project, normalise
+_SERVED_MODULES: tuple[str, ...] = ("Transformer", "Pooling", "Dense", "Normalize")
+
+
 def read_sentence_transformers_config(folder: Path | None) -> SentenceTransformersConfig:
     """Pooling, normalisation, max length and query prompt from a model folder; mean + normalize without files."""
     if folder is None or not (folder / "modules.json").is_file():
         return SentenceTransformersConfig(pooling="mean", normalize=True, max_seq_length=None, query_prefix=None)
     modules = json.loads((folder / "modules.json").read_text())
-    normalize = any(str(m.get("type", "")).endswith(".Normalize") for m in modules)
+    normalize = False
     pooling: PoolingMode = "mean"
+    dense: list[str] = []
     for module in modules:
-        if str(module.get("type", "")).endswith(".Pooling"):
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        if kind not in _SERVED_MODULES:
+            raise UnsupportedModuleError(
+                f"modules.json: module {module.get('type')!r} ({module.get('path') or module.get('name')}) is not "
+                f"served by the legacy server (it runs {', '.join(_SERVED_MODULES)}); refusing to serve vectors "
+                "that would differ from the model's"
+            )
+        if normalize and kind != "Normalize":
+            raise UnsupportedModuleError(f"modules.json: module {module.get('type')!r} after Normalize is not served")
+        if kind == "Pooling":
             config_file = folder / module.get("path", "") / "config.json"
             if config_file.is_file():
                 pooling = _pooling_from_config(json.loads(config_file.read_text()))
+        elif kind == "Dense":
+            dense.append(str(module.get("path", "")))
+        elif kind == "Normalize":
+            normalize = True
     max_seq_length = None
     bert_config = folder / "sentence_bert_config.json"
     if bert_config.is_file():
         max_seq_length = json.loads(bert_config.read_text()).get("max_seq_length")
     query_prefix = sentence_transformers_prompts(folder).get("query") or None
-    return SentenceTransformersConfig(pooling, normalize, max_seq_length, query_prefix)
+    return SentenceTransformersConfig(pooling, normalize, max_seq_length, query_prefix, tuple(dense))
 
 
 def _model_max_length(st_max: int | None, tokenizer: PreTrainedTokenizerBase, model: torch.nn.Module) -> int:
@@ -178,6 +202,16 @@ def _model_max_length(st_max: int | None, tokenizer: PreTrainedTokenizerBase, mo
     if tokenizer.model_max_length and tokenizer.model_max_length < ABSURD_MODEL_MAX_LENGTH:
         return int(tokenizer.model_max_length)
     return int(model.config.max_position_embeddings)
+
+
+def _load_dense(folder: Path | None, paths: tuple[str, ...], device: str) -> list[torch.nn.Module]:
+    """The model's Dense projections, loaded by sentence-transformers itself (weights and activation as it runs)."""
+    if not paths:
+        return []
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    assert folder is not None  # paths come from the folder's modules.json
+    return [Dense.load(str(folder), subfolder=sub).to(device).eval() for sub in paths]
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -203,6 +237,7 @@ class Embedder:
         self.device = settings.device
         self.pooling = st.pooling
         self.normalize = st.normalize
+        self.dense = _load_dense(local_model_folder(path), st.dense, settings.device)
         # Decoder models pooled on the last token need it at a fixed position: pad on the left.
         self.padding_side: PaddingSide = "left" if st.pooling == "lasttoken" else "right"
         self.tokenizer.padding_side = self.padding_side
@@ -243,6 +278,8 @@ class Embedder:
                 batch = {name: tensor.to(self.device) for name, tensor in batch.items()}
                 hidden = self.model(**batch).last_hidden_state
                 pooled = pool(hidden, batch["attention_mask"], self.pooling, self.padding_side)
+                for layer in self.dense:  # sentence-transformers' own Dense modules: same weights, same activation
+                    pooled = layer({"sentence_embedding": pooled})["sentence_embedding"].float()
                 if self.normalize:
                     pooled = F.normalize(pooled, p=2, dim=1)
                 vectors.append(pooled.cpu())
@@ -708,7 +745,7 @@ def main(argv: list[str] | None = None) -> None:
     embedder: Embedder = app.state.embedder
     print(
         f"model loaded in {time.perf_counter() - started:.1f}s: pooling={embedder.pooling} "
-        f"normalize={embedder.normalize} dim={embedder.dim} max_input_tokens={embedder.limit} "
+        f"normalize={embedder.normalize} dense={len(embedder.dense)} dim={embedder.dim} max_input_tokens={embedder.limit} "
         f"fault={settings.fault}",
         flush=True,
     )

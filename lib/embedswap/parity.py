@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from embedswap.reasons import explain
 from embedswap.vectors import rowwise_cosine
 
 WORST_LISTED = 5
@@ -95,6 +96,9 @@ class ParityRow:
     passed: bool
     worst: list[dict[str, Any]]
     non_finite: int = 0  # vectors whose cosine could not be computed (NaN/inf values, zero vector)
+    # why the row fails without (or beside) a cosine: another dimension or another norm than the reference
+    why: str | None = None
+    reason: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         row = asdict(self)
@@ -120,6 +124,9 @@ def gate(backend: str, dtype: str, device: str, modality: str, reference: np.nda
     vectors = np.asarray(vectors)
     if len(ids) != len(reference):
         raise ValueError(f"{len(ids)} ids for {len(reference)} reference vectors")
+    if reference.ndim == 2 and vectors.ndim == 2 and len(vectors) == len(reference) \
+            and vectors.shape[1] != reference.shape[1]:
+        return _shape_failure(backend, dtype, device, modality, len(ids), float(threshold), vectors, reference)
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = rowwise_cosine(reference, vectors)
     finite = np.isfinite(cos)
@@ -136,10 +143,39 @@ def gate(backend: str, dtype: str, device: str, modality: str, reference: np.nda
         cos_median=_finite_or_none(np.median(cos)) if len(cos) else None,
         cos_max=_finite_or_none(cos.max()) if len(cos) else None,
         threshold=float(threshold),
-        passed=bool(len(cos)) and bool(np.all(cos >= threshold)),  # NaN compares False: a broken vector fails
+        # NaN compares False: a broken vector fails; so does another norm than the reference's
+        passed=bool(len(cos)) and bool(np.all(cos >= threshold)) and not _norm_cause(backend, reference, vectors),
         worst=[{"id": ids[i], "cosine": _finite_or_none(cos[i])} for i in order],
         non_finite=bad,
+        **_norm_cause(backend, reference, vectors),
     )
+
+
+# Norms may differ by the rounding of another dtype; a Normalize module on or off changes them by far more.
+NORM_RELATIVE_TOLERANCE = 1e-2
+
+
+def _cause(code: str, **params: Any) -> dict[str, Any]:
+    return {"why": explain(code, **params), "reason": {"code": code, "params": params}}
+
+
+def _norm_cause(backend: str, reference: np.ndarray, vectors: np.ndarray) -> dict[str, Any]:
+    """A cause when the median norm differs from the reference's beyond rounding (cosine alone cannot see it)."""
+    with np.errstate(invalid="ignore"):
+        ref = float(np.median(np.linalg.norm(np.asarray(reference, dtype=np.float64), axis=1)))
+        got = float(np.median(np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=1)))
+    if not (math.isfinite(ref) and math.isfinite(got)) or abs(got - ref) <= NORM_RELATIVE_TOLERANCE * max(ref, 1e-12):
+        return {}
+    return _cause("parity_norm_mismatch", name=backend, norm=f"{got:.4g}", reference=f"{ref:.4g}")
+
+
+def _shape_failure(backend: str, dtype: str, device: str, modality: str, n: int, threshold: float,
+                   vectors: np.ndarray, reference: np.ndarray) -> ParityRow:
+    """Vectors of another dimension fail the gate with that cause: they cannot be the model's vectors."""
+    return ParityRow(backend=backend, dtype=dtype, device=device, modality=modality, n=n, cos_min=None,
+                     cos_median=None, cos_max=None, threshold=threshold, passed=False, worst=[],
+                     **_cause("parity_dimension_mismatch", name=backend, dim=int(vectors.shape[1]),
+                              reference=int(reference.shape[1])))
 
 
 def gate_by_modality(backend: str, dtype: str, device: str, reference: np.ndarray, vectors: np.ndarray,

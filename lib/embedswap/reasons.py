@@ -51,6 +51,22 @@ REASONS: dict[str, str] = {
     "vectors_non_finite": "{n} of {total} documents have no finite cosine (NaN/inf values or a zero vector)",
     "no_vectors": "no vectors",
     "vector_shapes_differ": "cannot compare vectors of shapes {a} and {b}",
+    # what a server does differently from the model (embedswap.diagnosis), with the fix
+    "diagnosis_pooling": "'{name}' pools with {pooling} where the model pools with {expected}: set the server's "
+                         "pooling to the model's (vLLM: --pooler-config)",
+    "diagnosis_dense_ignored": "'{name}' ignores the Dense module in modules.json: load the full sentence-"
+                               "transformers pipeline or apply the projection client-side",
+    "diagnosis_normalize_added": "'{name}' normalises vectors the model leaves unnormalised: turn normalisation off "
+                                 "on the server",
+    "diagnosis_normalize_missing": "'{name}' skips the model's Normalize module: turn normalisation on or "
+                                   "L2-normalise client-side",
+    "diagnosis_unknown": "no known cause reproduces the vectors of '{name}'",
+    "parity_dimension_mismatch": "'{name}' gives {dim}-dimensional vectors where the reference has {reference}: "
+                                 "the gate fails (a module of the model's pipeline, e.g. a Dense projection, is "
+                                 "ignored or added)",
+    "parity_norm_mismatch": "'{name}' gives vectors of median norm {norm} where the reference's is {reference}: "
+                            "the gate fails (normalisation is on where the model has none, or off where it has "
+                            "a Normalize module)",
     "images_not_embedded": "{n} workload record(s) carry an image ({ids}), but no backend here embeds images (no "
                            "multimodal model runs here): text+image rows not measured: the text+image gate was not run "
                            "in this attempt",

@@ -31,8 +31,9 @@ def _rows(ctx: ReportContext, parity: dict[str, Any]) -> tuple[list[list[str]], 
                      esc(row.get("device")), esc(row.get("modality")), fmt(row.get("n"), "int"),
                      _cos_cell(ctx, row, "cos_min"), _cos_cell(ctx, row, "cos_median"), _cos_cell(ctx, row, "cos_max"),
                      fmt(row.get("threshold"), "raw"), t["pass"] if row.get("pass") else t["fail"]])
-        worst.append({"name": row.get("backend"), "docs": ", ".join(
-            f"{code(w.get('id'))} {fmt(w.get('cosine'), 'cos')}" for w in row.get("worst") or [])})
+        if row.get("worst"):
+            worst.append({"name": row.get("backend"), "docs": ", ".join(
+                f"{code(w.get('id'))} {fmt(w.get('cosine'), 'cos')}" for w in row.get("worst") or [])})
     for entry in parity.get("not_run") or []:
         name = entry.get("backend")
         error = ctx.failure(name) if name in ctx.names else None
@@ -46,6 +47,18 @@ def _rows(ctx: ReportContext, parity: dict[str, Any]) -> tuple[list[list[str]], 
                      fmt(multimodal.get("records"), "int")] + [ctx.label(False)] * 3
                     + [fmt(threshold, "raw"), ctx.label(False)])
     return rows, worst, not_run
+
+
+def _causes(ctx: ReportContext, parity: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per failed row: the gate's cause (another dimension or norm), then the diagnosis' finding with its fix."""
+    out = []
+    for row in parity.get("rows") or []:
+        if row.get("why"):
+            out.append({"name": row.get("backend"), "why": ctx.why(row)})
+        for reason in (row.get("diagnosis") or {}).get("reasons") or []:
+            entry = {"why": reason.get("why"), "reason": {"code": reason.get("code"), "params": reason.get("params")}}
+            out.append({"name": row.get("backend"), "why": ctx.why(entry)})
+    return out
 
 
 def parity(ctx: ReportContext) -> dict[str, Any]:
@@ -66,6 +79,8 @@ def parity(ctx: ReportContext) -> dict[str, Any]:
         "gate": None if gate is None else (t["pass"] if gate else t["fail"]), "gate_passed": gate,
         "thresholds": {k: fmt(v, "raw") for k, v in (parity.get("thresholds") or {}).items()},
         "not_run": not_run,
+        # a failed row's cause (another dimension or norm than the reference), as the gate recorded it
+        "causes": _causes(ctx, parity),
         "reference": esc(parity.get("reference")) if parity.get("reference") else None,
         "multimodal": {"state": is_measured(multimodal) if multimodal else False,
                        "label": ctx.label(is_measured(multimodal) if multimodal else False),

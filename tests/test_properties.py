@@ -165,6 +165,7 @@ def test_a_server_error_against_an_answer_is_a_retry_hazard(error: int, other: i
 @SETTINGS
 @given(st.lists(vector(), min_size=1, max_size=6), st.floats(min_value=0.1, max_value=10), st.randoms())
 def test_norms_and_rowwise_cosine_under_scaling_and_row_order(rows, factor: float, rnd) -> None:
+    assume(abs(abs(factor - 1) - UNIT_NORM_TOLERANCE) > 1e-9)  # not on the tolerance's edge (rounding decides)
     a = np.stack(rows)
     unit = a / np.linalg.norm(a, axis=1, keepdims=True)
     assert norms(unit)["not_unit_length"] == []

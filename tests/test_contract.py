@@ -124,3 +124,18 @@ def test_custom_probe_reference_must_be_run() -> None:
     assert [p.name for p in select_probes(["plain"], [ok])] == ["plain", "mine"]
     with pytest.raises(ValueError, match="path must be a URL path"):
         ProbeSpec(name="bad", path="v2/embed")
+
+
+def test_advice_names_the_length_and_usage_aspects() -> None:
+    from embedswap.analysis.client_changes import _hits
+
+    def row(probe: str, legacy: dict, candidate: dict) -> dict:
+        v = classify(legacy, candidate)
+        return {"probe": probe, "by_target": {"cand": {"status": candidate["status"]}},
+                "verdicts": {"cand": {"verdict": v.verdict, "aspects": v.aspects}}}
+
+    hits = _hits([row("dimensions_reduced", side(200, V), side(200, [0.856, 0.0, 0.0])),
+                  row("plain", side(200, V, tokens=10), side(200, V, tokens=None))])
+    assert [h["probe"] for h in hits["renormalise"]] == ["dimensions_reduced"]
+    assert [h["probe"] for h in hits["count_tokens"]] == ["plain"]
+    assert "plain_differs" not in hits  # usage alone no longer says the plain request answers differently

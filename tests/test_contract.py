@@ -26,7 +26,9 @@ def test_catalogue_has_the_article_probes_and_at_least_twelve() -> None:
     [
         (side(200, V), side(200, V), "same"),
         (side(200, V, tokens=28), side(200, [0.82, 0.5724, 0.0], tokens=9), "silent-divergence"),  # the article's 0.82
-        (side(200, V), side(200, V, tokens=11), "silent-divergence"),
+        (side(200, V), side(200, V, tokens=11), "metadata-difference"),  # usage counted differently
+        (side(200, V), side(200, V, tokens=None), "metadata-difference"),  # usage omitted
+        (side(200, V), side(200, [2.0, 0.0, 0.0]), "silent-divergence"),  # scaled: cosine 1, norm 2
         (side(200, V), side(400), "loud-failure"),
         (side(200, V), side(500), "retry-hazard"),  # dimensions through Dynamo
         (side(400), side(500), "retry-hazard"),
@@ -45,6 +47,44 @@ def test_silent_divergence_reports_the_cosine() -> None:
     result = classify(side(200, V), side(200, [0.82, float(np.sqrt(1 - 0.82**2)), 0.0]))
     assert result.cosine == pytest.approx(0.82)
     assert "cosine 0.8200" in result.detail
+
+
+@pytest.mark.parametrize("factor", [0.5, 0.856, 1.01, 3.0])
+def test_a_scaled_vector_is_a_length_difference_though_the_cosine_is_one(factor: float) -> None:
+    result = classify(side(200, V), side(200, [factor, 0.0, 0.0]))
+    assert result.verdict == "silent-divergence"
+    assert result.aspects == ["length"]
+    assert result.cosine == pytest.approx(1.0)
+    assert f"norm ratio {factor:.4f}" in result.detail
+
+
+def test_a_vector_sliced_without_renormalising_is_a_length_difference() -> None:
+    full = np.random.default_rng(0).normal(size=384)
+    full /= np.linalg.norm(full)
+    sliced = full[:256]  # what Infinity answers for dimensions=256: the first 256 values, not re-normalised
+    legacy = side(200, list(sliced / np.linalg.norm(sliced)))
+    result = classify(legacy, side(200, list(sliced)))
+    assert result.verdict == "silent-divergence"
+    assert "length" in result.aspects and "direction" not in result.aspects
+    assert f"norm ratio {np.linalg.norm(sliced):.4f}" in result.detail
+
+
+def test_usage_alone_is_metadata_and_says_what_it_breaks() -> None:
+    result = classify(side(200, V, tokens=28), side(200, V, tokens=70))
+    assert (result.verdict, result.aspects) == ("metadata-difference", ["usage"])
+    assert "prompt_tokens 28 vs 70" in result.detail and "billing" in result.detail
+
+
+def test_usage_beside_a_vector_difference_stays_silent_divergence() -> None:
+    result = classify(side(200, V, tokens=28), side(200, [0.0, 1.0, 0.0], tokens=70))
+    assert result.verdict == "silent-divergence"
+    assert result.aspects == ["direction", "usage"]
+
+
+def test_mismatched_shapes_are_a_dimension_aspect_not_a_nan() -> None:
+    result = classify(side(200, V, dim=3), side(200, [1.0, 0.0], dim=3))  # dim field agrees, vectors do not
+    assert result.verdict == "silent-divergence"
+    assert "dimension" in result.aspects and result.cosine is None
 
 
 def test_requests_are_filled_from_the_context() -> None:
@@ -84,3 +124,18 @@ def test_custom_probe_reference_must_be_run() -> None:
     assert [p.name for p in select_probes(["plain"], [ok])] == ["plain", "mine"]
     with pytest.raises(ValueError, match="path must be a URL path"):
         ProbeSpec(name="bad", path="v2/embed")
+
+
+def test_advice_names_the_length_and_usage_aspects() -> None:
+    from embedswap.analysis.client_changes import _hits
+
+    def row(probe: str, legacy: dict, candidate: dict) -> dict:
+        v = classify(legacy, candidate)
+        return {"probe": probe, "by_target": {"cand": {"status": candidate["status"]}},
+                "verdicts": {"cand": {"verdict": v.verdict, "aspects": v.aspects}}}
+
+    hits = _hits([row("dimensions_reduced", side(200, V), side(200, [0.856, 0.0, 0.0])),
+                  row("plain", side(200, V, tokens=10), side(200, V, tokens=None))])
+    assert [h["probe"] for h in hits["renormalise"]] == ["dimensions_reduced"]
+    assert [h["probe"] for h in hits["count_tokens"]] == ["plain"]
+    assert "plain_differs" not in hits  # usage alone no longer says the plain request answers differently

@@ -174,6 +174,16 @@ class Verdict:
     verdict: str
     detail: str
     cosine: float | None = None
+    aspects: list[str] = field(default_factory=list)  # what differs: dimension, direction, length, usage...
+
+
+NORM_TOLERANCE = 1e-3  # relative: float32 answers of the same vector agree to ~1e-6 in L2 norm
+
+
+def norm_ratio(a: Any, b: Any) -> float | None:
+    """Candidate / legacy L2 norm; None where either is missing or of length zero (cosine cannot see scale)."""
+    na, nb = float(np.linalg.norm(np.asarray(a, dtype=np.float64))), float(np.linalg.norm(np.asarray(b, dtype=np.float64)))
+    return nb / na if na and np.isfinite(na) and np.isfinite(nb) else None
 
 
 def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999) -> Verdict:
@@ -196,10 +206,13 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         return Verdict("same", f"both rejected it ({ls} vs {cs})")
     # both 200
     differences: list[str] = []
+    aspects: list[str] = []
     if legacy.get("n_vectors") != candidate.get("n_vectors"):
         differences.append(f"{legacy.get('n_vectors')} vs {candidate.get('n_vectors')} vectors")
+        aspects.append("count")
     if legacy.get("dim") != candidate.get("dim"):
         differences.append(f"{legacy.get('dim')} vs {candidate.get('dim')} dimensions")
+        aspects.append("dimension")
     cos = None
     if legacy.get("vector") is not None and candidate.get("vector") is not None:
         same_shape = np.shape(legacy["vector"]) == np.shape(candidate["vector"])
@@ -207,13 +220,32 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         cos = value if np.isfinite(value) else None  # vectors of two lengths have no cosine: the dimensions differ
         if cos is None and same_shape:
             differences.append("cosine undefined (a vector of length zero)")
+            aspects.append("direction")
         elif cos is not None and not cos >= same_threshold:
-            differences.append(f"cosine {cos:.4f} between the two answers")
+            differences.append(f"cosine {cos:.4f} between the two answers (threshold {same_threshold})")
+            aspects.append("direction")
+        elif not same_shape and "dimension" not in aspects:
+            differences.append(f"vector shapes {np.shape(legacy['vector'])} vs {np.shape(candidate['vector'])}")
+            aspects.append("dimension")
+        ratio = norm_ratio(legacy["vector"], candidate["vector"])
+        if ratio is not None and abs(ratio - 1.0) > NORM_TOLERANCE:
+            # a dot-product index ranks these differently even where the cosine is 1
+            differences.append(f"norm ratio {ratio:.4f} (candidate / legacy L2 length)")
+            aspects.append("length")
+    metadata: list[str] = []
     if legacy.get("prompt_tokens") != candidate.get("prompt_tokens"):
-        differences.append(f"prompt_tokens {legacy.get('prompt_tokens')} vs {candidate.get('prompt_tokens')}")
+        metadata.append(f"prompt_tokens {legacy.get('prompt_tokens')} vs {candidate.get('prompt_tokens')}")
+        aspects.append("usage")
+    if "model" in legacy and "model" in candidate and legacy.get("model") != candidate.get("model"):
+        metadata.append(f"echoed model {legacy.get('model')!r} vs {candidate.get('model')!r}")
+        aspects.append("model")
     if differences:
-        return Verdict("silent-divergence", "both 200, but " + "; ".join(differences), cos)
+        return Verdict("silent-divergence", "both 200, but " + "; ".join(differences + metadata), cos, aspects)
+    if metadata:
+        # vectors match: billing and token budgets break, search does not
+        return Verdict("metadata-difference", "same vectors, but " + "; ".join(metadata)
+                       + " (breaks billing and token budgets, not search)", cos, aspects)
     if legacy.get("encoding") != candidate.get("encoding"):
         return Verdict("format-difference", f"{legacy.get('encoding')} vs {candidate.get('encoding')} "
-                       "(same numbers once decoded)", cos)
+                       "(same numbers once decoded)", cos, ["encoding"])
     return Verdict("same", "equivalent answers", cos)

@@ -30,9 +30,11 @@ CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
     ("review", lambda p: True, NOT_SAME),
 ]
 CROSS_RULES: list[tuple[str, set[str]]] = [("no_retry_5xx", {"retry-hazard"})]
+# Rules keyed by the aspect that differs (contract.classify's ``aspects``), in addition to the probe's rule.
+ASPECT_RULES: list[tuple[str, str]] = [("renormalise", "length"), ("count_tokens", "usage")]
 # Rules that apply only when the candidate is the side that failed (status other than 200).
 CANDIDATE_SIDE_RULES = {"cap_batch"}
-RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES]
+RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES] + [k for k, _ in ASPECT_RULES]
 
 
 def _hits(contract: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
@@ -55,6 +57,9 @@ def _hits(contract: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
             for key, verdicts in CROSS_RULES:
                 # only a hazard the candidate causes changes the client (a legacy 5xx goes away with the swap)
                 if v in verdicts and failed_status(row, candidate):
+                    found.setdefault(key, []).append(hit)
+            for key, aspect in ASPECT_RULES:
+                if aspect in ((verdict or {}).get("aspects") or []):
                     found.setdefault(key, []).append(hit)
     return found
 

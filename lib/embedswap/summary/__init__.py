@@ -161,9 +161,11 @@ def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str,
                 row["verdicts"][name] = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
             else:
                 v = classify(legacy, candidate, threshold)
-                row["verdicts"][name] = {"verdict": v.verdict, "detail": v.detail, "cosine": v.cosine}
+                row["verdicts"][name] = {"verdict": v.verdict, "detail": v.detail, "cosine": v.cosine,
+                                         "aspects": v.aspects}
         primary = row["verdicts"][experiment.primary_candidate]
-        row.update(verdict=primary["verdict"], detail=primary["detail"], cosine=primary["cosine"])
+        row.update(verdict=primary["verdict"], detail=primary["detail"], cosine=primary["cosine"],
+                   aspects=primary.get("aspects", []))
         rows.append(row)
     return rows
 

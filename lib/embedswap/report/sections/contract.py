@@ -9,7 +9,8 @@ from embedswap.analysis.common import failed_status
 from embedswap.report.format import MISSING, code, combined_label, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 
-VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference"]
+VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
+                 "metadata-difference"]
 
 
 def contract_states(summary: dict[str, Any]) -> tuple[bool | None, bool | None]:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from embedswap import redact as redact_module
 from embedswap.analysis.intervals import Requests, estimate, repeats_overlap, verdict
-from embedswap.contract import classify, cosine
+from embedswap.contract import NORM_TOLERANCE, classify, cosine
 from embedswap.load import percentile
 from embedswap.vectors import UNIT_NORM_TOLERANCE, norms, rowwise_cosine
 
@@ -140,8 +140,17 @@ def answer(vec: np.ndarray, **over) -> dict:
 
 @SETTINGS
 @given(vector(), st.floats(min_value=1e-3, max_value=1e3))
-def test_a_rescaled_answer_is_the_same_answer(a, factor: float) -> None:
-    assert classify(answer(a), answer(a * factor)).verdict == "same"
+def test_a_rescaled_answer_points_the_same_way_but_differs_in_length(a, factor: float) -> None:
+    """Cosine is blind to scale; the verdict is not (issue 16): a dot-product index ranks rescaled vectors
+    differently, so any factor beyond the norm tolerance is a length difference, never 'same'."""
+    assume(abs(abs(factor - 1) - NORM_TOLERANCE) > 1e-9)  # not on the tolerance's edge (rounding decides)
+    got = classify(answer(a), answer(a * factor))
+    if abs(factor - 1) <= NORM_TOLERANCE:
+        assert got.verdict == "same" and got.aspects == []
+    else:
+        assert got.verdict == "silent-divergence"
+        assert got.aspects == ["length"]  # the direction is the same
+        assert got.cosine == pytest.approx(1.0, abs=1e-9)
 
 
 @SETTINGS

@@ -321,6 +321,28 @@ def test_openai_client_gets_float_vectors_through_the_shim() -> None:
     np.testing.assert_allclose(decoded, plain.data[0].embedding, rtol=1e-6)
 
 
+def test_openai_client_gets_index_order_and_no_invented_usage_through_the_shim() -> None:
+    """A server that omits `usage` and writes data[] in reverse: the SDK gets the vectors in `index` order and
+    `usage` as the server sent it (none), never a made-up 0."""
+    openai = pytest.importorskip("openai")
+    vectors = [[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200, json={"data": [{"id": SERVED}]})
+        data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)][::-1]
+        return httpx.Response(200, json={"object": "list", "data": data, "model": SERVED})
+
+    transport = ShimTransport(ShimConfig(), "http://upstream", model=SERVED, inner=httpx.MockTransport(handle),
+                              sleep=lambda s: None)
+    client = openai.OpenAI(base_url="http://upstream/v1", api_key="sk-test",
+                           http_client=httpx.Client(transport=transport))
+    response = client.embeddings.create(model=SERVED, input=["a", "b", "c"], encoding_format="float")
+    assert [item.index for item in response.data] == [0, 1, 2]
+    assert [item.embedding for item in response.data] == vectors
+    assert response.usage is None
+
+
 def test_openai_client_does_not_resend_a_disguised_500() -> None:
     fake = FakeServer("dynamo", fail=[500] * 5)
     openai, client = _openai(fake, ShimConfig())

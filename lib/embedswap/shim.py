@@ -655,7 +655,9 @@ class ShimTransport(httpx.BaseTransport):
                 "data": [{"object": "embedding", "index": i, "embedding": encode_base64(v) if as_base64 else v}
                          for i, v in enumerate(answer.vectors)],
                 "model": answer.model or body.get("model"),
-                "usage": {"prompt_tokens": answer.prompt_tokens or 0, "total_tokens": answer.prompt_tokens or 0},
+                # the server's own count, or null where it sent none: the shim never invents a number (issue 16)
+                "usage": (None if answer.prompt_tokens is None else
+                          {"prompt_tokens": answer.prompt_tokens, "total_tokens": answer.prompt_tokens}),
             }
             return _json_response(200, payload)
         if upstream is None or answer.extra["shim"].get("local"):  # answered by the shim itself

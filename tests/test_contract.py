@@ -139,3 +139,33 @@ def test_advice_names_the_length_and_usage_aspects() -> None:
     assert [h["probe"] for h in hits["renormalise"]] == ["dimensions_reduced"]
     assert [h["probe"] for h in hits["count_tokens"]] == ["plain"]
     assert "plain_differs" not in hits  # usage alone no longer says the plain request answers differently
+
+
+def test_advice_orders_by_index_only_for_a_candidate_that_answered_out_of_order() -> None:
+    from embedswap.analysis.client_changes import client_changes
+
+    summary = {"contract": [], "roles": {"legacy": "legacy", "candidates": ["a", "b"]},
+               "vectors": {"by_target": {"legacy": {"index_order_ok": True}, "a": {"index_order_ok": False},
+                                         "b": {"index_order_ok": True}}}}
+    changes = client_changes(summary)
+    assert [c["rule"] for c in changes] == ["order_by_index"]
+    assert [p["candidate"] for p in changes[0]["probes"]] == ["a"]
+    summary["vectors"]["by_target"]["a"]["index_order_ok"] = True
+    assert client_changes(summary) == []
+
+
+def test_the_order_advice_is_worded_in_every_report_language() -> None:
+    import copy
+    import json
+    from pathlib import Path
+
+    from embedswap.report.markdown import render_markdown
+
+    summary = json.loads((Path(__file__).parent / "fixtures" / "summary_complete.json").read_text())
+    candidate = summary["roles"]["candidates"][0]
+    summary = copy.deepcopy(summary)
+    summary["vectors"]["by_target"][candidate]["index_order_ok"] = False
+    words = {"en": "order the vectors by `index`", "ko": "`index` 로 벡터를 정렬하세요",
+             "ja": "`index` でベクトルを並べ替えてください", "zh": "请按 `index` 排列向量"}
+    for lang, text in words.items():
+        assert text in render_markdown(summary, lang)

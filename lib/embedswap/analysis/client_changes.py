@@ -35,6 +35,16 @@ ASPECT_RULES: list[tuple[str, str]] = [("renormalise", "length"), ("count_tokens
 # Rules that apply only when the candidate is the side that failed (status other than 200).
 CANDIDATE_SIDE_RULES = {"cap_batch"}
 RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES] + [k for k, _ in ASPECT_RULES]
+# A candidate whose workload answers came back with data[] out of `index` order (the vectors section's
+# ``index_order_ok``): the kit re-sorted them, a client reading data[] positionally would not.
+ORDER_RULE = "order_by_index"
+
+
+def _reordered(summary: dict[str, Any]) -> list[dict[str, str]]:
+    by_target = (summary.get("vectors") or {}).get("by_target") or {}
+    candidates = (summary.get("roles") or {}).get("candidates") or []
+    return [{"probe": "workload", "candidate": name, "verdict": "index-order"}
+            for name in candidates if (by_target.get(name) or {}).get("index_order_ok") is False]
 
 
 def _hits(contract: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
@@ -120,4 +130,8 @@ def client_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         params = {"batch": batch, "limit_tokens": legacy_tokens.get("over_long_input") if key == "truncate" else None}
         items.append({"rule": key, "probes": hits, "params": params, "shim": _through_shim(summary, hits)})
+    reordered = _reordered(summary)
+    if reordered:  # the shim re-sorts by index (client.parse_response); not probed as a separate row
+        items.append({"rule": ORDER_RULE, "probes": reordered, "params": {},
+                      "shim": {"probed": False, "done": False, "left": []}})
     return items

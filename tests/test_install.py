@@ -169,6 +169,9 @@ def test_installed_tool_runs_an_experiment_from_an_empty_folder(dist: dict, tmp_
     assert (report / "report.en.md").exists() and (report / "report.html").exists(), sorted(work.rglob("*"))
     text = (report / "report.en.md").read_text()
     assert "candidate" in text and "legacy" in text
+    # the notebooks behind the report, exported with the nbconvert templates installed beside the dependencies
+    assert sorted(p.name for p in (report / "notebooks").glob("*.html")) == [
+        f"{p.stem}.html" for p in sorted((folder / "attempts").glob("*/notebooks/*.ipynb"))]
     (attempt,) = (folder / "attempts").iterdir()
     summary = json.loads((attempt / "summary.json").read_text())
     assert summary["vectors"]["dimension"] == {"legacy": 384, "candidate": 384}

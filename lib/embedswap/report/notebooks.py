@@ -30,6 +30,19 @@ def exported(attempt_dir: Path | None) -> list[str]:
     return [name for name in executed(attempt_dir) if (folder / f"{name}.html").is_file()]
 
 
+def _installed_templates() -> list[str]:
+    """nbconvert's templates as installed beside the package (``<prefix>/share/jupyter/nbconvert/templates``).
+
+    Jupyter looks for them under ``sys.prefix``; a tool whose dependencies live in another environment (a venv
+    with ``--system-site-packages`` or a ``.pth`` line to another site-packages, as tests/test_install.py builds)
+    would not find the ``lab`` template there."""
+    import nbconvert
+
+    prefix = Path(nbconvert.__file__).resolve().parents[4]  # <prefix>/lib/python3.X/site-packages/nbconvert
+    folder = prefix / "share" / "jupyter" / "nbconvert" / "templates"
+    return [str(folder)] if folder.is_dir() else []
+
+
 def export_notebooks(attempt_dir: Path, out: Path, where: Locality) -> dict[str, Path]:
     """notebooks/<name>.html for each executed notebook; earlier exports of notebooks no longer there removed."""
     import nbformat
@@ -47,7 +60,14 @@ def export_notebooks(attempt_dir: Path, out: Path, where: Locality) -> dict[str,
     if not names:
         return written
     folder.mkdir(parents=True, exist_ok=True)
-    exporter = HTMLExporter(template_name="lab")
+    try:
+        templates = _installed_templates()  # as base dirs ('lab') and as a search path ('base/null.j2')
+        exporter = HTMLExporter(template_name="lab", extra_template_basedirs=templates, extra_template_paths=templates)
+    except Exception as exc:  # no 'lab' template where Jupyter looks: the report is written without the pages
+        print(f"[embedswap] notebooks not exported to HTML: {type(exc).__name__}: {exc}"[:300], file=sys.stderr)
+        for stale in folder.glob("*.html"):
+            stale.unlink()
+        return written
     for name in names:
         source = redact((attempt_dir / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
         try:

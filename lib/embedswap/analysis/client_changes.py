@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from embedswap.analysis.common import failed_status, shim_rows, shimmed
+from embedswap.analysis.common import failed_status, roles, shim_rows, shimmed
 
 NOT_SAME = {"silent-divergence", "loud-failure", "retry-hazard", "format-difference"}
 CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
@@ -42,7 +42,7 @@ ORDER_RULE = "order_by_index"
 
 def _reordered(summary: dict[str, Any]) -> list[dict[str, str]]:
     by_target = (summary.get("vectors") or {}).get("by_target") or {}
-    candidates = (summary.get("roles") or {}).get("candidates") or []
+    _, candidates = roles(summary)
     return [{"probe": "workload", "candidate": name, "verdict": "index-order"}
             for name in candidates if (by_target.get(name) or {}).get("index_order_ok") is False]
 
@@ -133,5 +133,5 @@ def client_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
     reordered = _reordered(summary)
     if reordered:  # the shim re-sorts by index (client.parse_response); not probed as a separate row
         items.append({"rule": ORDER_RULE, "probes": reordered, "params": {},
-                      "shim": {"probed": False, "done": False, "left": []}})
+                      "shim": _through_shim(summary, reordered)})
     return items

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+import embedswap
 
 from embedswap.config import LegacyTarget
 from embedswap.targets.base import ManagedProcess, Target, server_env
@@ -33,9 +36,12 @@ class LegacyServerTarget(Target):
         return command + list(cfg.extra_args)
 
     def launch(self) -> None:
-        process = ManagedProcess(
-            self.name, self.command(), server_env(self.config.env), self.log_dir / f"{self.name}.log"
-        )
+        env = server_env(self.config.env)
+        if not self.config.python:
+            # the same interpreter serves the same embedswap the kit imported (a checkout on PYTHONPATH, a
+            # worktree): server_env drops PYTHONPATH, which made such a server run another copy's code
+            env["PYTHONPATH"] = str(Path(embedswap.__file__).resolve().parents[1])
+        process = ManagedProcess(self.name, self.command(), env, self.log_dir / f"{self.name}.log")
         self.processes.append(process)
         process.start()
 

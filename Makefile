@@ -63,7 +63,7 @@ browser:
 	       "run 'sudo apt-get install chromium' (tests/test_report_browser.py fails without it)"; fi
 
 test: kit engine kernel browser
-	$(KIT)/bin/python -m pytest -ra
+	$(KIT)/bin/python -m pytest -ra --durations=40
 
 # unit tests only (no real servers, no engine environment needed)
 test-fast: kit kernel

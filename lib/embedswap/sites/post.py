@@ -42,11 +42,25 @@ def read_post(report_folder: Path) -> Post:
         if not front[lang]:
             raise PublishError(f"{report_folder}/report.{lang}.md has no front matter: render it again with "
                                "`embedswap report`")
+        body[lang] = without_title(body[lang], str(front[lang].get("title", "")))
     first = front[languages[0]]
     figures = {p.name: p for p in sorted((report_folder / "figures").glob("*.png"))}
     notebooks = {p.name: p for p in sorted((report_folder / "notebooks").glob("*.html"))}
     return Post(slug=first["slug"], date=str(first["date"]), languages=languages, front=front, body=body,
                 figures=figures, notebooks=notebooks)
+
+
+def without_title(body: str, title: str) -> str:
+    """The body without its H1 when that H1 is the front matter's title (inline code marks aside): every
+    generator's theme prints the title itself, and a page with two H1s reads as two posts (Hugo printed both)."""
+    lines = body.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("# "):
+            if title and line[2:].replace("`", "").strip() == title.strip():
+                end = i + 1 + (i + 1 < len(lines) and not lines[i + 1].strip())
+                return "\n".join(lines[:i] + lines[end:])
+            break
+    return body
 
 
 def language_links(post: Post, lang: str, url_of) -> str:

@@ -102,6 +102,7 @@ def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingRe
 def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
                    prefix: str, model_path: str) -> None:
     ctx = probe_context(experiment, workload, client.embed([workload.documents[0].text]), model_path)
+    count = _probe_token_counter(experiment, model_path)
     records = []
     for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                      desc=f"{prefix}: probes", leave=False, mininterval=1.0):
@@ -115,9 +116,32 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
             **({"compare_to": spec.compare_to} if spec.compare_to else {}),
             "sent": describe_body(body, raw),
             **answer.record(),
+            "tokenizer_tokens": count(body),
             "vector": vector,
         })
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
+
+
+def _probe_token_counter(experiment: Experiment, model_path: str) -> Any:
+    """``body -> the model tokenizer's count of its inputs`` (None where it cannot count): the yardstick of each
+    probe's ``usage`` (issue 16: a server that counts something else, or omits usage, says so against it)."""
+    from embedswap.shim import load_tokenizer, model_token_limit
+    from embedswap.tokens import request_token_count
+
+    try:
+        tokenizer = load_tokenizer(model_path)
+        limits = [v for v in (experiment.model.max_input_tokens, model_token_limit(model_path)) if v]
+    except Exception:  # no local tokenizer: the probes are compared without the yardstick
+        return lambda body: None
+    limit = min(limits) if limits else None
+
+    def count(body: dict[str, Any] | None) -> int | None:
+        try:
+            return request_token_count(tokenizer, body, limit)
+        except Exception:  # an input the tokenizer refuses: no count, not a failed probe
+            return None
+
+    return count
 
 
 class _RssSampler:

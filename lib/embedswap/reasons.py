@@ -90,6 +90,20 @@ REASONS: dict[str, str] = {
     "difference_cosine_undefined": "cosine undefined (a vector of length zero)",
     "figure_not_finite": "not a finite number (NaN or infinity): left out as null",
     "difference_prompt_tokens": "prompt_tokens {legacy} vs {candidate}",
+    # issue 16: the aspects of a difference (contract.classify)
+    "detail_metadata": "same vectors, but {differences} (breaks billing and token budgets, not search)",
+    "detail_not_applicable": "not applicable: the {shape} API cannot express this request",
+    "difference_cosine_threshold": "cosine {cosine} between the two answers (threshold {threshold})",
+    "difference_vector_shapes": "vector shapes {legacy} vs {candidate}",
+    "difference_norm_ratio": "norm ratio {ratio} (candidate / legacy L2 length: {candidate} vs {legacy}); "
+                             "a dot-product index ranks these differently",
+    "difference_order": "data[] out of index order",
+    "difference_usage_missing": "usage missing (the legacy server counted {legacy})",
+    "difference_usage_missing_counted": "usage missing (the legacy server counted {legacy}, the tokenizer counts "
+                                        "{expected})",
+    "difference_usage_off": "prompt_tokens {legacy} vs {candidate}: the candidate is off by {off} tokens from the "
+                            "tokenizer's count ({expected})",
+    "difference_model": "echoed model {legacy} vs {candidate}",
     # why the client shim chose each setting (shim.ShimConfig.from_probes; `reason_codes` beside `reasons`)
     "shim_dimensions_rejected": "the server rejected `dimensions` ({answers}); the shim drops it and cuts + "
                                 "renormalises the vectors itself",

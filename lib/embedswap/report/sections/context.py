@@ -131,6 +131,9 @@ class ReportContext:
             parts.append(f"{fmt(side['prompt_tokens'], 'int')}{gap}{self.terms['tokens_unit']}")
         if side.get("encoding") and side.get("encoding") != "float":
             parts.append(esc(side["encoding"]))
+        norm = side.get("norm")
+        if isinstance(norm, float) and abs(norm - 1.0) > 1e-3:  # not unit length: say so where cosine cannot
+            parts.append(f"‖v‖ {fmt(norm, 'norm')}")
         return ", ".join(parts)
 
     def verdict_cell(self, verdict: dict[str, Any] | None) -> str:

@@ -112,3 +112,15 @@ def test_probe_table_has_an_aspect_column(flow: tuple[dict[str, Any], str]) -> N
     plain = next(line for line in report.splitlines() if line.startswith("| `plain`"))
     assert "length (norm), usage (token count)" in plain and "‖v‖ 0.5000" in plain
     assert "metadata-difference" in plain
+
+
+def test_the_shim_restores_the_length_and_invents_no_usage(flow: tuple[dict[str, Any], str]) -> None:
+    summary, report = flow
+    rows = {r["probe"]: r for r in summary["shim"]["rows"]}
+    # the sliced answer re-normalised: the same vectors as legacy; its usage stays as the server counted it
+    assert rows["dimensions_reduced"]["verdicts"]["sliced"]["aspects"] == ["usage"]
+    # the scaled answers re-normalised; usage stays missing (the shim counts nothing itself)
+    assert rows["plain"]["verdicts"]["scaled"]["verdict"] == "metadata-difference"
+    assert rows["plain"]["verdicts"]["scaled"]["aspects"] == ["usage"]
+    assert summary["shim"]["config"]["scaled"]["renormalise"] is True
+    assert "the shim re-normalises every vector (L2)" in report

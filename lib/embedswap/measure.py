@@ -384,6 +384,7 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
         ctx = probe_context(experiment, workload, shim.embed([workload.documents[0].text]), model_path,
                             fallback_dim=config.native_dim or 0)
         records = []
+        count = _probe_token_counter(experiment, model_path)
         for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                          desc=f"{prefix}: shim probes", leave=False, mininterval=1.0):
             if spec.path != DEFAULT_PROBE_PATH:
@@ -399,6 +400,7 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
                 "path": spec.path,
                 "sent": describe_body(body, raw),
                 **answer.record(),
+                "tokenizer_tokens": count(body),  # of what the caller sent, as for the bare probes
                 "vector": answer.vectors[0] if answer.ok and answer.vectors else None,
                 "shim": info,
             })

@@ -131,6 +131,8 @@ REASONS: dict[str, str] = {
     "shim_reject_empty": "the legacy server rejected an empty string ({status}) where the server embeds it; the shim "
                          "rejects it with 400",
     "shim_force_float": "the server answers base64 when asked; the shim asks for floats",
+    "shim_renormalise": "the server's vectors are not unit length ({probes}) where the legacy server's are; the shim "
+                        "re-normalises every vector (L2)",
     # what the shim did to one request (its `rewrites`)
     "rewrite_model": "model {old} -> {new}",
     "rewrite_dropped": "dropped {name}",
@@ -139,6 +141,8 @@ REASONS: dict[str, str] = {
     "rewrite_encoding": "encoding_format {old} -> 'float'",
     "rewrite_truncated": "{n} input(s) truncated to {limit} tokens",
     "rewrite_not_json": "body not a JSON object: sent as is",
+    "rewrite_renormalised": "vectors re-normalised (L2)",
+    "shim_usage_server": "`usage` as the server sent it (null where it sent none): the shim never makes up a count",
 }
 # a parameter that holds a list of other reasons (joined by "; " in English), and the codes it may hold
 LIST_PARAMS = {"differences": "difference_", "findings": "shim_finding_", "items": "shim_no_retry_status"}

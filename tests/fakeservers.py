@@ -92,7 +92,8 @@ def handler(behaviour: Behaviour) -> type[JsonHandler]:
             if not isinstance(texts, list) or not texts or any(t == "" for t in texts):
                 self.answer(400, {"error": {"message": f"{key} must be a non-empty list of non-empty texts"}})
                 return
-            vectors = _embed(texts, behaviour, body.get("dimensions"))
+            dimensions = body.get("output_dimension" if behaviour.shape == "cohere-v2" else "dimensions")
+            vectors = _embed(texts, behaviour, dimensions)
             tokens = _tokens(texts, behaviour.usage)
             if behaviour.shape == "tei":
                 self.answer(200, vectors)

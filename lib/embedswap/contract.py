@@ -283,7 +283,8 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     metadata-difference; an encoding alone is format-difference."""
     if legacy.get("not_applicable") or candidate.get("not_applicable"):
         side = legacy if legacy.get("not_applicable") else candidate
-        return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?")
+        return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
+                        field=side.get("not_applicable_field") or "?")
     ls, cs = legacy["status"], candidate["status"]
     if ls != 200 or cs != 200:
         return _status_verdict(ls, cs)

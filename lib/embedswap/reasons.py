@@ -92,7 +92,7 @@ REASONS: dict[str, str] = {
     "difference_prompt_tokens": "prompt_tokens {legacy} vs {candidate}",
     # issue 16: the aspects of a difference (contract.classify)
     "detail_metadata": "same vectors, but {differences} (breaks billing and token budgets, not search)",
-    "detail_not_applicable": "not applicable: the {shape} API cannot express this request",
+    "detail_not_applicable": "not applicable: the {shape} API cannot express {field}",
     "difference_cosine_threshold": "cosine {cosine} between the two answers (threshold {threshold})",
     "difference_vector_shapes": "vector shapes {legacy} vs {candidate}",
     "difference_norm_ratio": "norm ratio {ratio} (candidate / legacy L2 length: {candidate} vs {legacy}); "

@@ -39,8 +39,10 @@ class EmbeddingShim:
 
     def __init__(self, base_url: str, config: ShimConfig | None = None, model: str = "embedder", *,
                  timeout_s: float | None = None, headers: dict[str, str] | None = None, verify_tls: bool = True,
-                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
+                 embeddings_path: str = "/v1/embeddings") -> None:
         self.config = config or ShimConfig()
+        self.embeddings_path = embeddings_path  # the server's own route (e.g. Infinity's /embeddings)
         self.model = model
         root = base_url.rstrip("/")
         self.base_url = root[: -len("/v1")] if root.endswith("/v1") else root
@@ -174,7 +176,7 @@ class EmbeddingShim:
         while True:
             attempts += 1
             try:
-                response = self._http.post("/v1/embeddings", content=content, headers=headers)
+                response = self._http.post(self.embeddings_path, content=content, headers=headers)
             except httpx.HTTPError as exc:
                 return None, exc, attempts
             retry = attempts - 1

@@ -136,6 +136,9 @@ def _probe_side(record: dict[str, Any] | None) -> dict[str, Any]:
     vector = record.get("vector")
     # the first vector's L2 length: cosine cannot see a scaled or sliced-without-renormalising answer, this can
     norm = float(np.linalg.norm(np.asarray(vector, dtype=np.float64))) if vector else None
+    if record.get("not_applicable"):  # the target's API shape cannot say this probe: nothing was sent
+        return {"measured": True, "status": None, "not_applicable": True, "api_shape": record.get("api_shape"),
+                "not_applicable_field": record.get("not_applicable_field")}
     return {"measured": True, **{k: record.get(k) for k in keep}, "norm": norm}
 
 

@@ -118,6 +118,8 @@ class ReportContext:
         """One server's answer to a probe: status, and for a 200 its dimension, token count and encoding."""
         if not side or not side.get("measured"):
             return self.label(False)
+        if side.get("not_applicable"):
+            return self.terms["not_applicable_cell"]
         status = side.get("status")
         if status == 0:
             return f"0 ({self.terms['no_answer']})"

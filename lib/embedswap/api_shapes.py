@@ -18,6 +18,7 @@ ids for Cohere, ``encoding_format`` for TEI): such a probe is *not applicable* t
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 ApiShape = Literal["openai", "cohere-v2", "tei", "ollama"]
@@ -92,3 +93,19 @@ def translate(body: dict[str, Any], shape: str, served_name: str | None = None) 
 def request_body(shape: str, model: str, inputs: Any, **fields: Any) -> dict[str, Any]:
     """The body that embeds ``inputs`` in ``shape`` (fields in OpenAI's names; NotApplicable where not sayable)."""
     return translate({"model": model, "input": inputs, **fields}, shape, served_name=model)
+
+
+def shaped_request(spec: Any, raw: bytes, body: dict[str, Any] | None, shape: str, embeddings_path: str,
+                   served_name: str) -> tuple[bytes, str, str | None]:
+    """(bytes to send, route, None) for one probe in the target's API shape (``embedswap.api_shapes``), or
+    (b"", "", what the shape cannot express). A probe of the kit's default route goes to the target's embeddings
+    route; a probe of another route (vLLM's ``/v2/embed``) is sent as written to an OpenAI-shaped target only."""
+    if spec.path != EMBEDDINGS_PATHS["openai"]:
+        return (raw, spec.path, None) if shape == "openai" else (b"", "", f"`POST {spec.path}`")
+    if body is None or shape == "openai":
+        return raw, embeddings_path, None
+    try:
+        shaped = translate(body, shape, served_name)
+    except NotApplicable as exc:
+        return b"", "", exc.field
+    return json.dumps(shaped, ensure_ascii=False).encode(), embeddings_path, None

@@ -23,7 +23,8 @@ from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, ProbeContext, build_request, describe_body, select_probes
 from embedswap.load import LoadSpec, client_name, closed_loop, point_stats, run_stats, run_sync
 from embedswap.targets import Target, build_target
-from embedswap.tokens import query_with_instruction
+from embedswap.api_shapes import shaped_request
+from embedswap.tokens import probe_token_counter, query_with_instruction
 from embedswap.workload import Workload, load_workload
 
 
@@ -103,7 +104,7 @@ def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingRe
 def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
                    prefix: str, model_path: str) -> None:
     ctx = probe_context(experiment, workload, client.embed([workload.documents[0].text]), model_path)
-    count = _probe_token_counter(experiment, model_path)
+    count = probe_token_counter(experiment, model_path)
     records = []
     for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                      desc=f"{prefix}: probes", leave=False, mininterval=1.0):
@@ -130,46 +131,6 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
             "vector": vector,
         })
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
-
-
-def shaped_request(spec: Any, raw: bytes, body: dict[str, Any] | None, shape: str, embeddings_path: str,
-                   served_name: str) -> tuple[bytes, str, str | None]:
-    """(bytes to send, route, None) for one probe in the target's API shape (``embedswap.api_shapes``), or
-    (b"", "", what the shape cannot express). A probe of the kit's default route goes to the target's embeddings
-    route; a probe of another route (vLLM's ``/v2/embed``) is sent as written to an OpenAI-shaped target only."""
-    from embedswap.api_shapes import NotApplicable, translate
-
-    if spec.path != DEFAULT_PROBE_PATH:
-        return (raw, spec.path, None) if shape == "openai" else (b"", "", f"`POST {spec.path}`")
-    if body is None or shape == "openai":
-        return raw, embeddings_path, None
-    try:
-        shaped = translate(body, shape, served_name)
-    except NotApplicable as exc:
-        return b"", "", exc.field
-    return json.dumps(shaped, ensure_ascii=False).encode(), embeddings_path, None
-
-
-def _probe_token_counter(experiment: Experiment, model_path: str) -> Any:
-    """``body -> the model tokenizer's count of its inputs`` (None where it cannot count): the yardstick of each
-    probe's ``usage`` (issue 16: a server that counts something else, or omits usage, says so against it)."""
-    from embedswap.shim import load_tokenizer, model_token_limit
-    from embedswap.tokens import request_token_count
-
-    try:
-        tokenizer = load_tokenizer(model_path)
-        limits = [v for v in (experiment.model.max_input_tokens, model_token_limit(model_path)) if v]
-    except Exception:  # no local tokenizer: the probes are compared without the yardstick
-        return lambda body: None
-    limit = min(limits) if limits else None
-
-    def count(body: dict[str, Any] | None) -> int | None:
-        try:
-            return request_token_count(tokenizer, body, limit)
-        except Exception:  # an input the tokenizer refuses: no count, not a failed probe
-            return None
-
-    return count
 
 
 class _RssSampler:
@@ -421,7 +382,7 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
         ctx = probe_context(experiment, workload, shim.embed([workload.documents[0].text]), model_path,
                             fallback_dim=config.native_dim or 0)
         records = []
-        count = _probe_token_counter(experiment, model_path)
+        count = probe_token_counter(experiment, model_path)
         for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                          desc=f"{prefix}: shim probes", leave=False, mininterval=1.0):
             if spec.path != DEFAULT_PROBE_PATH:

@@ -91,3 +91,25 @@ def request_token_count(tokenizer: Any, body: dict[str, Any] | None, max_length:
         else:
             return None
     return total
+
+
+def probe_token_counter(experiment: Experiment, model_path: str) -> Any:
+    """``body -> the model tokenizer's count of its inputs`` (None where it cannot count): the yardstick of each
+    probe's ``usage`` (issue 16: a server that counts something else, or omits usage, says so against it)."""
+    from embedswap.shim import load_tokenizer, model_token_limit
+    from embedswap.tokens import request_token_count
+
+    try:
+        tokenizer = load_tokenizer(model_path)
+        limits = [v for v in (experiment.model.max_input_tokens, model_token_limit(model_path)) if v]
+    except Exception:  # no local tokenizer: the probes are compared without the yardstick
+        return lambda body: None
+    limit = min(limits) if limits else None
+
+    def count(body: dict[str, Any] | None) -> int | None:
+        try:
+            return request_token_count(tokenizer, body, limit)
+        except Exception:  # an input the tokenizer refuses: no count, not a failed probe
+            return None
+
+    return count

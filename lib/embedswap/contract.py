@@ -7,7 +7,15 @@ between the legacy server and each candidate, and classified:
 - ``silent-divergence``: both answered 200 but vectors or fields differ (the dangerous class: no error, worse search);
 - ``loud-failure``: one side errors (4xx) where the other answered;
 - ``retry-hazard``: a client error answered with 5xx, which retrying clients will resend forever;
-- ``format-difference``: the same numbers in another shape (e.g. base64 string vs float array).
+- ``format-difference``: the same numbers in another shape (e.g. base64 string vs float array);
+- ``metadata-difference``: the same vectors, but ``usage`` (missing, or off from the model tokenizer's count) or the
+  echoed ``model`` differ: billing and token budgets break, search does not;
+- ``not-applicable``: the target's API shape cannot express the probe (``embedswap.api_shapes``); nothing was sent.
+
+Each verdict lists the **aspects** that differ (:data:`ASPECTS`: count, dimension, direction, length, order, usage,
+model, encoding) and words its detail as a reason code (``embedswap.reasons``), so the report says it in every
+language. The verdict is the worst aspect's: a vector aspect makes it ``silent-divergence``. Cosine cannot see a
+scaled vector, so length is compared on its own (the L2 norm ratio; a dot-product index ranks by it).
 
 Most probes go to ``/v1/embeddings``; a probe may name another route (``path``) and the probe whose legacy
 answer it is compared with (``compare_to``), for routes the legacy server does not have.

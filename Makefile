@@ -5,6 +5,7 @@ SHELL := /bin/bash
 PY ?= python3.11
 KIT := .venvs/kit
 ENGINE_VENV := .venvs/engine
+INFINITY_VENV := .venvs/infinity
 ENGINE ?= cpu
 DEMO_SLUG ?= minilm-cpu
 DEMO_PRESET ?= minilm
@@ -12,7 +13,7 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: browser demo demo-qwen3 test test-fast mutation lab kit engine kernel lock clean-venvs FORCE
+.PHONY: browser demo demo-qwen3 test test-fast mutation lab kit engine infinity kernel lock clean-venvs FORCE
 
 # the kit's environment exactly as requirements/kit.lock pins it (hashes checked); the stamp is the lock's and
 # pyproject.toml's sha256, so a pin change rebuilds it (the script does nothing when they did not change)
@@ -28,6 +29,10 @@ else
 	PYTHON=$(PY) bash scripts/install-engine-cpu.sh $(ENGINE_VENV)
 endif
 
+# a third-party embedding server from PyPI (Infinity), run by the e2e tests as an external candidate (issue 16)
+infinity:
+	PYTHON=$(PY) bash scripts/install-infinity.sh $(INFINITY_VENV)
+
 # regenerate the lock files after changing pyproject.toml or requirements/*.txt (README "Locked environments")
 UV ?= .venvs/uv/bin/uv
 UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 $(LOCK_FLAGS)
@@ -37,6 +42,8 @@ lock:
 	  --no-emit-package torch -o requirements/kit.lock
 	$(UV_COMPILE) requirements/engine-cpu.txt -o requirements/engine-cpu.lock
 	$(UV_COMPILE) requirements/engine-cpu-nodeps.txt --no-deps -o requirements/engine-cpu-nodeps.lock
+	$(UV_COMPILE) requirements/infinity.txt --find-links /opt/wheels -c requirements/kit-constraints.txt \
+	  --no-emit-package torch -o requirements/infinity.lock
 
 FORCE:
 
@@ -62,8 +69,8 @@ browser:
 	  echo "make browser: chromium is missing and this is not root, so it is not installed;" \
 	       "run 'sudo apt-get install chromium' (tests/test_report_browser.py fails without it)"; fi
 
-test: kit engine kernel browser
-	$(KIT)/bin/python -m pytest -ra --durations=40
+test: kit engine infinity kernel browser
+	EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python $(KIT)/bin/python -m pytest -ra --durations=40
 
 # unit tests only (no real servers, no engine environment needed)
 test-fast: kit kernel

@@ -16,6 +16,7 @@ CASES = {
     "kit": ("scripts/install-kit.sh", ["requirements/kit.lock", "pyproject.toml"], ".installed"),
     "engine": ("scripts/install-engine-cpu.sh", ["requirements/engine-cpu.lock", "requirements/engine-cpu-nodeps.lock"],
                ".embedswap-engine-installed"),
+    "infinity": ("scripts/install-infinity.sh", ["requirements/infinity.lock"], ".installed"),
 }
 
 
@@ -104,7 +105,8 @@ def test_the_locks_hold_every_declared_dependency() -> None:
     kit_lock = _names([line for line in (REPO / "requirements/kit.lock").read_text().splitlines()
                        if not line.startswith(" ")])
     assert declared - kit_lock == set(), "run `make lock`"
-    for source, lock in [("engine-cpu.txt", "engine-cpu.lock"), ("engine-cpu-nodeps.txt", "engine-cpu-nodeps.lock")]:
+    for source, lock in [("engine-cpu.txt", "engine-cpu.lock"), ("engine-cpu-nodeps.txt", "engine-cpu-nodeps.lock"),
+                         ("infinity.txt", "infinity.lock")]:
         wanted = _names((REPO / "requirements" / source).read_text().splitlines())
         locked = _names([line for line in (REPO / "requirements" / lock).read_text().splitlines()
                          if not line.startswith(" ")])

@@ -1,7 +1,9 @@
-"""One httpx client for OpenAI-style /v1/embeddings: raw request/response records and base64 decoding.
+"""One httpx client for an embeddings route: raw request/response records and base64 decoding.
 
-Answers in Cohere's shape (``{"embeddings": {"float": [[...]]}, "meta": {"billed_units": ...}}``, as vLLM's
-``/v2/embed`` writes them) are read too, so a probe can be sent to that route and compared like any other.
+Requests are OpenAI-style (``/v1/embeddings``) by default; a target of another API shape (``embedswap.api_shapes``:
+cohere-v2, tei, ollama) gets its requests in its own shape at its own route. Answers of every shape are read:
+OpenAI's ``data[]``, Cohere's (``{"embeddings": {"float": [[...]]}, "meta": {"billed_units": ...}}``, as vLLM's
+``/v2/embed`` writes them), TEI's bare ``[[...]]`` and Ollama's ``{"embeddings": [[...]]}``.
 
 The client never raises on an HTTP error: every answer (or transport failure) becomes an ``EmbeddingResponse``
 record, because a status code or an error text is itself a finding of the experiment.
@@ -20,6 +22,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from embedswap.api_shapes import EMBEDDINGS_PATHS, NotApplicable, request_body
 from embedswap.redact import register_headers, register_secret
 
 ERROR_TEXT_LIMIT = 500
@@ -35,7 +38,7 @@ class EmbeddingResponse:
     encoding: str | None = None  # "float" or "base64": what the server actually returned
     error: str | None = None
     model: str | None = None
-    shape: str = "openai"  # "openai" (data[].embedding) or "cohere" (embeddings.float / embeddings.base64)
+    shape: str = "openai"  # openai (data[].embedding), cohere (embeddings.float), tei ([[...]]), ollama (embeddings)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -68,6 +71,13 @@ class EmbeddingResponse:
         return out
 
 
+def not_applicable_response(exc: NotApplicable) -> EmbeddingResponse:
+    """The record of a request the target's API shape cannot express: nothing was sent."""
+    answer = EmbeddingResponse(status=0, latency_ms=0.0, error=f"not applicable: {exc}", shape=exc.shape)
+    answer.extra["not_applicable"] = {"shape": exc.shape, "field": exc.field}
+    return answer
+
+
 def decode_base64_embedding(text: str) -> list[float]:
     """OpenAI-style base64: little-endian float32 (vLLM writes native order, little-endian on x86/ARM)."""
     return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float64).tolist()
@@ -95,6 +105,9 @@ def parse_response(response: httpx.Response, latency_ms: float) -> EmbeddingResp
         body = response.json()
         if isinstance(body, dict) and "data" not in body and isinstance(body.get("embeddings"), dict):
             return _parse_cohere(body, latency_ms)
+        if isinstance(body, list) or (isinstance(body, dict) and "data" not in body
+                                      and isinstance(body.get("embeddings"), list)):
+            return _parse_bare(body, latency_ms)
         items = sorted(body["data"], key=lambda item: item["index"])
         raw_indices = [int(item["index"]) for item in body["data"]]
         vectors: list[list[float]] = []
@@ -151,6 +164,26 @@ def _parse_cohere(body: dict[str, Any], latency_ms: float) -> EmbeddingResponse:
     return result
 
 
+def _parse_bare(body: list[Any] | dict[str, Any], latency_ms: float) -> EmbeddingResponse:
+    """TEI's ``[[...]]`` and Ollama's ``{"embeddings": [[...]], "prompt_eval_count": n}``: vectors in input order,
+    no index (nothing to re-sort by); only Ollama counts tokens."""
+    shape = "tei" if isinstance(body, list) else "ollama"
+    try:
+        rows = body if isinstance(body, list) else body["embeddings"]
+        vectors = [[float(x) for x in v] for v in rows]
+    except (KeyError, TypeError, ValueError) as exc:
+        return EmbeddingResponse(status=200, latency_ms=latency_ms, shape=shape,
+                                 error=f"malformed 200 response: {type(exc).__name__}: {exc}"[:300])
+    tokens = None if isinstance(body, list) else body.get("prompt_eval_count")
+    result = EmbeddingResponse(status=200, latency_ms=latency_ms, vectors=vectors, indices=list(range(len(vectors))),
+                               prompt_tokens=tokens if isinstance(tokens, int) else None, encoding="float",
+                               model=None if isinstance(body, list) else body.get("model"), shape=shape)
+    problems = validate_vectors(vectors)
+    if problems:
+        result.error = "; ".join(problems)
+    return result
+
+
 def validate_vectors(vectors: list[list[float]]) -> list[str]:
     """What makes a 200 answer unusable: NaN/inf values or vectors of different lengths."""
     problems = []
@@ -186,9 +219,16 @@ class EmbeddingClient:
         timeout_s: float = 60.0,
         headers: dict[str, str] | None = None,
         verify_tls: bool = True,
+        *,
+        embeddings_path: str | None = None,
+        api_shape: str = "openai",
+        models_path: str | None = "/v1/models",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
+        self.api_shape = api_shape
+        self.embeddings_path = embeddings_path or EMBEDDINGS_PATHS[api_shape]
+        self.models_path = models_path
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout_s, headers=headers, verify=verify_tls)
 
     def __enter__(self) -> EmbeddingClient:
@@ -201,14 +241,20 @@ class EmbeddingClient:
         self._http.close()
 
     def embed(self, inputs: str | list[Any], **fields: Any) -> EmbeddingResponse:
-        body: dict[str, Any] = {"model": self.model, "input": inputs, **fields}
+        """Embed ``inputs`` (fields in OpenAI's names), said in the target's API shape. A field the shape cannot
+        express is not sent: the answer is a status-0 record that says so (``extra["not_applicable"]``)."""
+        try:
+            body = request_body(self.api_shape, self.model, inputs, **fields)
+        except NotApplicable as exc:
+            return not_applicable_response(exc)
         return self.post_raw(json.dumps(body, ensure_ascii=False).encode())
 
     def post_raw(self, content: bytes, content_type: str = "application/json",
-                 path: str = "/v1/embeddings") -> EmbeddingResponse:
+                 path: str | None = None) -> EmbeddingResponse:
         started = time.perf_counter()
         try:
-            response = self._http.post(path, content=content, headers={"Content-Type": content_type})
+            response = self._http.post(path or self.embeddings_path, content=content,
+                                       headers={"Content-Type": content_type})
         except httpx.HTTPError as exc:
             elapsed = (time.perf_counter() - started) * 1000
             return EmbeddingResponse(status=0, latency_ms=elapsed, error=f"{type(exc).__name__}: {exc}"[:300])
@@ -216,6 +262,8 @@ class EmbeddingClient:
         return parse_response(response, elapsed)
 
     def models(self) -> list[str]:
-        response = self._http.get("/v1/models")
+        if self.models_path is None:
+            raise RuntimeError("this target has no models route (health_check: false)")
+        response = self._http.get(self.models_path)
         response.raise_for_status()
         return [item["id"] for item in response.json().get("data", [])]

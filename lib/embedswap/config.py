@@ -101,6 +101,26 @@ class ExternalTarget(_TargetBase):
     api_key_env: str | None = None  # name of the environment variable holding the key (never the key itself)
     headers: dict[str, str] = Field(default_factory=dict)
     verify_tls: bool = True
+    # issue 16: any server's routes and API shape (embedswap.api_shapes). `url` may end in /v1 or not; the
+    # paths are from the server's root (default: the shape's own, e.g. /v1/embeddings, /embed, /api/embed).
+    api_shape: Literal["openai", "cohere-v2", "tei", "ollama"] = "openai"
+    embeddings_path: str | None = None
+    health_path: str | None = None  # a GET that answers 200 once the server is up (default: the shape's)
+    health_check: bool = True  # false: the server has no such route; it is taken as up, the first request tells
+
+    @field_validator("embeddings_path", "health_path")
+    @classmethod
+    def _route(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("/") or "://" in value or any(c.isspace() for c in value)):
+            raise ValueError(f"must be a URL path from the server's root, starting with '/' (e.g. /embed), "
+                             f"got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _health_path_needs_check(self) -> ExternalTarget:
+        if self.health_path is not None and not self.health_check:
+            raise ValueError("'health_path' is set but 'health_check' is false: drop one of them")
+        return self
 
     @field_serializer("headers")
     def _headers_without_values(self, headers: dict[str, str]) -> dict[str, str]:

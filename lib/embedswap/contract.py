@@ -7,7 +7,15 @@ between the legacy server and each candidate, and classified:
 - ``silent-divergence``: both answered 200 but vectors or fields differ (the dangerous class: no error, worse search);
 - ``loud-failure``: one side errors (4xx) where the other answered;
 - ``retry-hazard``: a client error answered with 5xx, which retrying clients will resend forever;
-- ``format-difference``: the same numbers in another shape (e.g. base64 string vs float array).
+- ``format-difference``: the same numbers in another shape (e.g. base64 string vs float array);
+- ``metadata-difference``: the same vectors, but ``usage`` (missing, or off from the model tokenizer's count) or the
+  echoed ``model`` differ: billing and token budgets break, search does not;
+- ``not-applicable``: the target's API shape cannot express the probe (``embedswap.api_shapes``); nothing was sent.
+
+Each verdict lists the **aspects** that differ (:data:`ASPECTS`: count, dimension, direction, length, order, usage,
+model, encoding) and words its detail as a reason code (``embedswap.reasons``), so the report says it in every
+language. The verdict is the worst aspect's: a vector aspect makes it ``silent-divergence``. Cosine cannot see a
+scaled vector, so length is compared on its own (the L2 norm ratio; a dot-product index ranks by it).
 
 Most probes go to ``/v1/embeddings``; a probe may name another route (``path``) and the probe whose legacy
 answer it is compared with (``compare_to``), for routes the legacy server does not have.
@@ -22,9 +30,11 @@ from typing import Any
 import numpy as np
 
 from embedswap.config import ProbeSpec
+from embedswap.reasons import explain, reason
 
 DEFAULT_PROBE_PATH = "/v1/embeddings"
-VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference"]
+VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference", "metadata-difference",
+            "not-applicable"]
 
 # Placeholders filled per run: $doc (first document), $query (first query), $docs8 (first 8 documents),
 # $long (far over any token limit), $native_dim / $reduced_dim (from the plain answer), $token_ids (the
@@ -172,12 +182,22 @@ def cosine(a: Any, b: Any) -> float:
 @dataclass
 class Verdict:
     verdict: str
-    detail: str
+    detail: str  # the English sentence (explain(reason)): what summaries of older kits hold
     cosine: float | None = None
     aspects: list[str] = field(default_factory=list)  # what differs: dimension, direction, length, usage...
+    reason: dict[str, Any] | None = None  # the detail as a reason code (embedswap.reasons), worded per language
+
+    def record(self) -> dict[str, Any]:
+        """The verdict as the summary stores it (``detail_reason`` beside the English ``detail``)."""
+        out = {"verdict": self.verdict, "detail": self.detail, "cosine": self.cosine, "aspects": self.aspects}
+        if self.reason is not None:
+            out["detail_reason"] = self.reason
+        return out
 
 
 NORM_TOLERANCE = 1e-3  # relative: float32 answers of the same vector agree to ~1e-6 in L2 norm
+# the aspects in the order the report lists them (contract.classify's ``aspects``)
+ASPECTS = ["count", "dimension", "direction", "length", "order", "usage", "model", "encoding"]
 
 
 def norm_ratio(a: Any, b: Any) -> float | None:
@@ -186,32 +206,39 @@ def norm_ratio(a: Any, b: Any) -> float | None:
     return nb / na if na and np.isfinite(na) and np.isfinite(nb) else None
 
 
-def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999) -> Verdict:
-    """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector."""
-    ls, cs = legacy["status"], candidate["status"]
-    if ls != 200 or cs != 200:
-        if ls >= 500 or cs >= 500 or ls == 0 or cs == 0:
-            side = "candidate" if (cs >= 500 or cs == 0) else "legacy"
-            other = ls if side == "candidate" else cs
-            if other == 200 or 400 <= other < 500:
-                return Verdict("retry-hazard", f"{side} answered {cs if side == 'candidate' else ls} "
-                               f"where the other side answered {other}: a retrying client resends it forever")
-            return Verdict("loud-failure", f"both failed with server errors ({ls} vs {cs})")
-        if ls == 200 or cs == 200:
-            failing = "candidate" if cs != 200 else "legacy"
-            return Verdict("loud-failure", f"{failing} rejected it ({cs if failing == 'candidate' else ls}) "
-                           "where the other answered 200")
-        if ls == cs:
-            return Verdict("same", f"both rejected it with {ls}")
-        return Verdict("same", f"both rejected it ({ls} vs {cs})")
-    # both 200
-    differences: list[str] = []
+def _verdict(verdict: str, code: str, cosine: float | None = None, aspects: list[str] | None = None,
+             **params: Any) -> Verdict:
+    return Verdict(verdict, explain(code, **params), cosine, list(aspects or []), reason(code, **params))
+
+
+def _status_verdict(ls: int, cs: int) -> Verdict:
+    """At least one side did not answer 200: which class of failure it is."""
+    if ls >= 500 or cs >= 500 or ls == 0 or cs == 0:
+        side = "candidate" if (cs >= 500 or cs == 0) else "legacy"
+        other = ls if side == "candidate" else cs
+        if other == 200 or 400 <= other < 500:
+            return _verdict("retry-hazard", "detail_retry_hazard", side=side,
+                            status=cs if side == "candidate" else ls, other=other)
+        return _verdict("loud-failure", "detail_both_server_errors", legacy=ls, candidate=cs)
+    if ls == 200 or cs == 200:
+        failing = "candidate" if cs != 200 else "legacy"
+        return _verdict("loud-failure", "detail_rejected", side=failing, status=cs if failing == "candidate" else ls)
+    if ls == cs:
+        return _verdict("same", "detail_both_rejected_with", status=ls)
+    return _verdict("same", "detail_both_rejected", legacy=ls, candidate=cs)
+
+
+def _vector_differences(legacy: dict[str, Any], candidate: dict[str, Any],
+                        same_threshold: float) -> tuple[list[dict[str, Any]], list[str], float | None]:
+    """(differences as reason codes, aspects, cosine) of the vectors of two 200 answers."""
+    differences: list[dict[str, Any]] = []
     aspects: list[str] = []
     if legacy.get("n_vectors") != candidate.get("n_vectors"):
-        differences.append(f"{legacy.get('n_vectors')} vs {candidate.get('n_vectors')} vectors")
+        differences.append(reason("difference_n_vectors", legacy=legacy.get("n_vectors"),
+                                  candidate=candidate.get("n_vectors")))
         aspects.append("count")
     if legacy.get("dim") != candidate.get("dim"):
-        differences.append(f"{legacy.get('dim')} vs {candidate.get('dim')} dimensions")
+        differences.append(reason("difference_dimensions", legacy=legacy.get("dim"), candidate=candidate.get("dim")))
         aspects.append("dimension")
     cos = None
     if legacy.get("vector") is not None and candidate.get("vector") is not None:
@@ -219,33 +246,72 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         value = cosine(legacy["vector"], candidate["vector"])
         cos = value if np.isfinite(value) else None  # vectors of two lengths have no cosine: the dimensions differ
         if cos is None and same_shape:
-            differences.append("cosine undefined (a vector of length zero)")
+            differences.append(reason("difference_cosine_undefined"))
             aspects.append("direction")
         elif cos is not None and not cos >= same_threshold:
-            differences.append(f"cosine {cos:.4f} between the two answers (threshold {same_threshold})")
+            differences.append(reason("difference_cosine_threshold", cosine=f"{cos:.4f}", threshold=same_threshold))
             aspects.append("direction")
         elif not same_shape and "dimension" not in aspects:
-            differences.append(f"vector shapes {np.shape(legacy['vector'])} vs {np.shape(candidate['vector'])}")
+            differences.append(reason("difference_vector_shapes", legacy=str(np.shape(legacy["vector"])),
+                                      candidate=str(np.shape(candidate["vector"]))))
             aspects.append("dimension")
         ratio = norm_ratio(legacy["vector"], candidate["vector"])
         if ratio is not None and abs(ratio - 1.0) > NORM_TOLERANCE:
             # a dot-product index ranks these differently even where the cosine is 1
-            differences.append(f"norm ratio {ratio:.4f} (candidate / legacy L2 length)")
+            l_norm = float(np.linalg.norm(np.asarray(legacy["vector"], dtype=np.float64)))
+            differences.append(reason("difference_norm_ratio", ratio=f"{ratio:.4f}", legacy=f"{l_norm:.4f}",
+                                      candidate=f"{l_norm * ratio:.4f}"))
             aspects.append("length")
-    metadata: list[str] = []
-    if legacy.get("prompt_tokens") != candidate.get("prompt_tokens"):
-        metadata.append(f"prompt_tokens {legacy.get('prompt_tokens')} vs {candidate.get('prompt_tokens')}")
+    if legacy.get("index_order_ok") is not False and candidate.get("index_order_ok") is False:
+        differences.append(reason("difference_order"))  # re-sorted by the kit; a positional client is not
+        aspects.append("order")
+    return differences, aspects, cos
+
+
+def _usage_difference(legacy: dict[str, Any], candidate: dict[str, Any]) -> dict[str, Any] | None:
+    """How ``usage.prompt_tokens`` differs, measured against the model's own tokenizer where the probe record
+    carries its count (``tokenizer_tokens``, written at capture time); None when both sides agree."""
+    lt, ct = legacy.get("prompt_tokens"), candidate.get("prompt_tokens")
+    if lt == ct:
+        return None
+    expected = candidate.get("tokenizer_tokens", legacy.get("tokenizer_tokens"))
+    if ct is None:
+        if expected is None:
+            return reason("difference_usage_missing", legacy=lt)
+        return reason("difference_usage_missing_counted", legacy=lt, expected=expected)
+    if expected is None or not isinstance(ct, int):
+        return reason("difference_prompt_tokens", legacy=lt, candidate=ct)
+    return reason("difference_usage_off", legacy=lt, candidate=ct, expected=expected, off=f"{ct - expected:+d}")
+
+
+def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999) -> Verdict:
+    """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector
+    (and optionally model, index_order_ok, tokenizer_tokens). The verdict is the worst aspect's: a vector
+    difference (direction, length, dimension, count, order) is silent-divergence; usage or model alone is
+    metadata-difference; an encoding alone is format-difference."""
+    if legacy.get("not_applicable") or candidate.get("not_applicable"):
+        side = legacy if legacy.get("not_applicable") else candidate
+        return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
+                        field=side.get("not_applicable_field") or "?")
+    ls, cs = legacy["status"], candidate["status"]
+    if ls != 200 or cs != 200:
+        return _status_verdict(ls, cs)
+    differences, aspects, cos = _vector_differences(legacy, candidate, same_threshold)
+    metadata: list[dict[str, Any]] = []
+    usage = _usage_difference(legacy, candidate)
+    if usage is not None:
+        metadata.append(usage)
         aspects.append("usage")
     if "model" in legacy and "model" in candidate and legacy.get("model") != candidate.get("model"):
-        metadata.append(f"echoed model {legacy.get('model')!r} vs {candidate.get('model')!r}")
+        metadata.append(reason("difference_model", legacy=repr(legacy.get("model")),
+                               candidate=repr(candidate.get("model"))))
         aspects.append("model")
     if differences:
-        return Verdict("silent-divergence", "both 200, but " + "; ".join(differences + metadata), cos, aspects)
+        return _verdict("silent-divergence", "detail_both_200_but", cos, aspects, differences=differences + metadata)
     if metadata:
         # vectors match: billing and token budgets break, search does not
-        return Verdict("metadata-difference", "same vectors, but " + "; ".join(metadata)
-                       + " (breaks billing and token budgets, not search)", cos, aspects)
+        return _verdict("metadata-difference", "detail_metadata", cos, aspects, differences=metadata)
     if legacy.get("encoding") != candidate.get("encoding"):
-        return Verdict("format-difference", f"{legacy.get('encoding')} vs {candidate.get('encoding')} "
-                       "(same numbers once decoded)", cos, ["encoding"])
-    return Verdict("same", "equivalent answers", cos)
+        return _verdict("format-difference", "detail_format", cos, ["encoding"],
+                        legacy=legacy.get("encoding"), candidate=candidate.get("encoding"))
+    return _verdict("same", "detail_equivalent", cos)

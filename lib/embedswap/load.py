@@ -139,8 +139,10 @@ def point_stats(run: str, concurrency: int, repeats: Sequence[RunStats]) -> Poin
 
 
 # --- sending -----------------------------------------------------------------------------------------------------
-def _body(model: str, batch: Sequence[str]) -> bytes:
-    return json.dumps({"model": model, "input": list(batch)}, ensure_ascii=False).encode()
+def _body(model: str, batch: Sequence[str], shape: str = "openai") -> bytes:
+    from embedswap.api_shapes import request_body
+
+    return json.dumps(request_body(shape, model, list(batch)), ensure_ascii=False).encode()
 
 
 # An idle keep-alive connection is closed by the harness after this long, before a server's own idle timeout
@@ -165,7 +167,7 @@ class Client:
     def __init__(self, spec: LoadSpec, connections: int) -> None:
         self.spec = spec
         self.connections = max(1, connections)
-        self.url = URL(spec.base_url.rstrip("/") + "/v1/embeddings")
+        self.url = URL(spec.base_url.rstrip("/") + spec.embeddings_path)
         if self.url.scheme not in ("http", "https") or not self.url.host:
             raise ValueError(f"the latency harness needs an http:// or https:// URL, not {spec.base_url!r}")
         self.headers = {"Content-Type": "application/json", "User-Agent": "embedswap", **spec.headers}
@@ -249,6 +251,8 @@ class LoadSpec:
     timeout_s: float = 60.0
     headers: dict[str, str] = field(default_factory=dict)
     verify_tls: bool = True
+    embeddings_path: str = "/v1/embeddings"  # the server's own route and API shape (embedswap.api_shapes)
+    api_shape: str = "openai"
 
 
 def client_name(base_url: str) -> str:
@@ -264,7 +268,7 @@ async def closed_loop(
     spec: LoadSpec, run: str, repeat: int, requests: int, concurrency: int, warmup: int = 0, progress: Any = None
 ) -> tuple[list[RequestRecord], float]:
     """``requests`` requests with ``concurrency`` in flight; returns the records and the run's wall time."""
-    bodies = [_body(spec.model, b) for b in spec.batches]
+    bodies = [_body(spec.model, b, spec.api_shape) for b in spec.batches]
     async with _client(spec, concurrency) as client:
         for i in range(warmup):  # warm-up: not recorded
             await _send(client, bodies[i % len(bodies)])
@@ -308,7 +312,7 @@ async def open_loop(
     for _ in range(requests):
         at += rng.expovariate(rate_per_s)
         schedule.append(at)
-    bodies = [_body(spec.model, b) for b in spec.batches]
+    bodies = [_body(spec.model, b, spec.api_shape) for b in spec.batches]
     records: list[RequestRecord] = []
     answers: list[tuple[RequestRecord, Answer, int]] = []  # checked after the run, untimed
     async with _client(spec, max(64, requests)) as client:

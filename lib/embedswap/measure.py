@@ -7,6 +7,7 @@ measurement of a server is taken during its one up-time, and written as raw capt
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import asdict
@@ -22,7 +23,8 @@ from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, ProbeContext, build_request, describe_body, select_probes
 from embedswap.load import LoadSpec, client_name, closed_loop, point_stats, run_stats, run_sync
 from embedswap.targets import Target, build_target
-from embedswap.tokens import query_with_instruction
+from embedswap.api_shapes import shaped_request
+from embedswap.tokens import probe_token_counter, query_with_instruction
 from embedswap.workload import Workload, load_workload
 
 
@@ -102,19 +104,30 @@ def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingRe
 def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
                    prefix: str, model_path: str) -> None:
     ctx = probe_context(experiment, workload, client.embed([workload.documents[0].text]), model_path)
+    count = probe_token_counter(experiment, model_path)
     records = []
     for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                      desc=f"{prefix}: probes", leave=False, mininterval=1.0):
         raw, body = build_request(spec, ctx)
-        answer = client.post_raw(raw, path=spec.path)
+        sent, route, why_not = shaped_request(spec, raw, body, client.api_shape, client.embeddings_path,
+                                              experiment.model.served_name)
+        if why_not is not None:  # the target's API shape cannot say this probe: nothing sent, not a failure
+            records.append({"probe": spec.name, "description": spec.description, "path": spec.path,
+                            **({"compare_to": spec.compare_to} if spec.compare_to else {}),
+                            "sent": describe_body(body, raw), "status": None, "not_applicable": True,
+                            "api_shape": client.api_shape, "not_applicable_field": why_not, "vector": None})
+            continue
+        answer = client.post_raw(sent, path=route)
         vector = answer.vectors[0] if answer.ok and answer.vectors else None
         records.append({
             "probe": spec.name,
             "description": spec.description,
             "path": spec.path,
+            **({"sent_path": route} if route != spec.path else {}),
             **({"compare_to": spec.compare_to} if spec.compare_to else {}),
-            "sent": describe_body(body, raw),
+            "sent": describe_body(json.loads(sent) if body is not None else None, sent),
             **answer.record(),
+            "tokenizer_tokens": count(body),
             "vector": vector,
         })
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
@@ -180,6 +193,8 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
         timeout_s=cfg.timeout_s,
         headers=target.headers(),
         verify_tls=target.verify_tls(),
+        embeddings_path=target.embeddings_path(),
+        api_shape=target.api_shape(),
     )
     points = [("sequential", cfg.sequential_requests, 1), ("concurrent", cfg.concurrent_requests, cfg.concurrency)]
     sweep = [(f"sweep_c{c}", cfg.sweep_requests, c) for c in dict.fromkeys(cfg.sweep)]  # duplicates dropped
@@ -256,7 +271,8 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
         with target:
             description = target.describe()
             with EmbeddingClient(target.base_url, experiment.model.served_name, experiment.latency.timeout_s,
-                                 target.headers(), target.verify_tls()) as client:
+                                 target.headers(), target.verify_tls(), embeddings_path=target.embeddings_path(),
+                                 api_shape=target.api_shape(), models_path=target.models_path()) as client:
                 parts = [
                     ("workload", lambda: capture_workload(client, workload, attempt, prefix,
                                                           experiment.workload.repeats)),
@@ -266,7 +282,9 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     # the same probes through the client migration shim (candidates only; it learns from the above)
                     ("probes", lambda: capture_shim_probes(target.base_url, experiment, workload, attempt, prefix,
                                                            target.model_path, headers=target.headers(),
-                                                           verify_tls=target.verify_tls())),
+                                                           verify_tls=target.verify_tls(),
+                                                           embeddings_path=target.embeddings_path(),
+                                                           api_shape=target.api_shape())),
                     ("latency", lambda: capture_latency(target, experiment, workload, attempt, prefix)),
                 ]
                 for part, run in parts:
@@ -310,7 +328,8 @@ def _shim_token_limit(experiment: Experiment, prefix: str, model_path: str) -> i
 
 def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
                         prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None = None, *,
-                        headers: dict[str, str] | None = None, verify_tls: bool = True) -> None:
+                        headers: dict[str, str] | None = None, verify_tls: bool = True,
+                        embeddings_path: str = DEFAULT_PROBE_PATH, api_shape: str = "openai") -> None:
     """The probe catalogue again, through the client migration shim (``embedswap.shim``), against a candidate.
 
     The shim's settings come from the candidate's own probe captures (``probe_records``; None reads
@@ -321,8 +340,10 @@ def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: 
     raised as StepFailed, so the candidate's other measurements (latency) still run.
     """
     try:
+        if api_shape != "openai":  # the shim is an OpenAI-API client: nothing to put in front of another shape
+            return
         _capture_shim_probes(client_base_url, experiment, workload, attempt, prefix, model_path, probe_records,
-                             headers=headers, verify_tls=verify_tls)
+                             headers=headers, verify_tls=verify_tls, embeddings_path=embeddings_path)
     except StepFailed:
         raise
     except Exception as exc:
@@ -331,7 +352,8 @@ def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: 
 
 def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
                          prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None, *,
-                         headers: dict[str, str] | None, verify_tls: bool) -> None:
+                         headers: dict[str, str] | None, verify_tls: bool,
+                         embeddings_path: str = DEFAULT_PROBE_PATH) -> None:
     from embedswap.shim import EmbeddingShim, ShimConfig
 
     if prefix == experiment.legacy:
@@ -356,10 +378,11 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
     )
     attempt.write_json(f"{prefix}/shim_config.json", config.to_dict())
     with EmbeddingShim(client_base_url, config, experiment.model.served_name, headers=headers,
-                       verify_tls=verify_tls) as shim:
+                       verify_tls=verify_tls, embeddings_path=embeddings_path) as shim:
         ctx = probe_context(experiment, workload, shim.embed([workload.documents[0].text]), model_path,
                             fallback_dim=config.native_dim or 0)
         records = []
+        count = probe_token_counter(experiment, model_path)
         for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                          desc=f"{prefix}: shim probes", leave=False, mininterval=1.0):
             if spec.path != DEFAULT_PROBE_PATH:
@@ -375,6 +398,7 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
                 "path": spec.path,
                 "sent": describe_body(body, raw),
                 **answer.record(),
+                "tokenizer_tokens": count(body),  # of what the caller sent, as for the bare probes
                 "vector": answer.vectors[0] if answer.ok and answer.vectors else None,
                 "shim": info,
             })

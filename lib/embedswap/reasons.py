@@ -90,6 +90,20 @@ REASONS: dict[str, str] = {
     "difference_cosine_undefined": "cosine undefined (a vector of length zero)",
     "figure_not_finite": "not a finite number (NaN or infinity): left out as null",
     "difference_prompt_tokens": "prompt_tokens {legacy} vs {candidate}",
+    # issue 16: the aspects of a difference (contract.classify)
+    "detail_metadata": "same vectors, but {differences} (breaks billing and token budgets, not search)",
+    "detail_not_applicable": "not applicable: the {shape} API cannot express {field}",
+    "difference_cosine_threshold": "cosine {cosine} between the two answers (threshold {threshold})",
+    "difference_vector_shapes": "vector shapes {legacy} vs {candidate}",
+    "difference_norm_ratio": "norm ratio {ratio} (candidate / legacy L2 length: {candidate} vs {legacy}); "
+                             "a dot-product index ranks these differently",
+    "difference_order": "data[] out of index order",
+    "difference_usage_missing": "usage missing (the legacy server counted {legacy})",
+    "difference_usage_missing_counted": "usage missing (the legacy server counted {legacy}, the tokenizer counts "
+                                        "{expected})",
+    "difference_usage_off": "prompt_tokens {legacy} vs {candidate}: the candidate is off by {off} tokens from the "
+                            "tokenizer's count ({expected})",
+    "difference_model": "echoed model {legacy} vs {candidate}",
     # why the client shim chose each setting (shim.ShimConfig.from_probes; `reason_codes` beside `reasons`)
     "shim_dimensions_rejected": "the server rejected `dimensions` ({answers}); the shim drops it and cuts + "
                                 "renormalises the vectors itself",
@@ -117,6 +131,8 @@ REASONS: dict[str, str] = {
     "shim_reject_empty": "the legacy server rejected an empty string ({status}) where the server embeds it; the shim "
                          "rejects it with 400",
     "shim_force_float": "the server answers base64 when asked; the shim asks for floats",
+    "shim_renormalise": "the server's vectors are not unit length ({probes}) where the legacy server's are; the shim "
+                        "re-normalises every vector (L2)",
     # what the shim did to one request (its `rewrites`)
     "rewrite_model": "model {old} -> {new}",
     "rewrite_dropped": "dropped {name}",
@@ -125,6 +141,8 @@ REASONS: dict[str, str] = {
     "rewrite_encoding": "encoding_format {old} -> 'float'",
     "rewrite_truncated": "{n} input(s) truncated to {limit} tokens",
     "rewrite_not_json": "body not a JSON object: sent as is",
+    "rewrite_renormalised": "vectors re-normalised (L2)",
+    "shim_usage_server": "`usage` as the server sent it (null where it sent none): the shim never makes up a count",
 }
 # a parameter that holds a list of other reasons (joined by "; " in English), and the codes it may hold
 LIST_PARAMS = {"differences": "difference_", "findings": "shim_finding_", "items": "shim_no_retry_status"}

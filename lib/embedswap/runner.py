@@ -123,11 +123,15 @@ def _external_problem(name: str, config: ExternalTarget) -> str | None:
 
     from embedswap.client import auth_headers
 
-    url = config.url.rstrip("/").removesuffix("/v1") + "/v1/models"
+    from embedswap.api_shapes import HEALTH_PATHS
+
     try:
         headers = auth_headers(config.api_key_env, config.headers)
     except RuntimeError as exc:
         return f"target '{name}': {exc}"
+    if not config.health_check:  # no route to ask (issue 16): the first request tells
+        return None
+    url = config.url.rstrip("/").removesuffix("/v1") + (config.health_path or HEALTH_PATHS[config.api_shape])
     try:
         response = httpx.get(url, headers=headers, timeout=PREFLIGHT_TIMEOUT_S, verify=config.verify_tls)
     except httpx.HTTPError as exc:
@@ -135,6 +139,9 @@ def _external_problem(name: str, config: ExternalTarget) -> str | None:
     if response.status_code in (401, 403):
         fix = f"check the key in ${config.api_key_env}" if config.api_key_env else f"set targets.{name}.api_key_env"
         return redact(f"target '{name}': {url} refused the request (HTTP {response.status_code}); {fix}")
+    if response.status_code == 404:
+        return redact(f"target '{name}': {url} answered HTTP 404: set targets.{name}.health_path to a route this "
+                      f"server answers (e.g. /models, /health), or targets.{name}.health_check: false")
     if response.status_code != 200:
         return redact(f"target '{name}': {url} answered HTTP {response.status_code}, not 200")
     return None

@@ -113,6 +113,9 @@ EXTERNAL_TARGET = """\
     # api_key_env: {env}        # the key is read from this environment variable, never from this file
     # headers: {{X-Team: search}}
     # verify_tls: true
+    # api_shape: openai               # or cohere-v2, tei, ollama (README "Bring your own servers")
+    # embeddings_path: /v1/embeddings # the server's own routes, from its root (default: the shape's)
+    # health_path: /v1/models         # or health_check: false for a server without one
 """
 EXTERNAL_NOTE = """\
   # The model your servers serve: its fp32 reference (step 05) and its tokenizer's counts are computed here.

@@ -158,7 +158,8 @@ def restore_legacy(ctx: StepContext) -> dict[str, Any]:
     try:
         with build_target(ctx.experiment, name, ctx.attempt.logs) as target:
             with EmbeddingClient(target.base_url, ctx.experiment.model.served_name, ctx.experiment.latency.timeout_s,
-                                 target.headers(), target.verify_tls()) as client:
+                                 target.headers(), target.verify_tls(), embeddings_path=target.embeddings_path(),
+                                 api_shape=target.api_shape()) as client:
                 answer = client.embed([d.text for d in batch])
             record.update(start_seconds=round(target.start_seconds or 0, 2), status=answer.status, error=answer.error)
             if answer.ok and ctx.attempt.has(f"{name}/doc_vectors.npy"):

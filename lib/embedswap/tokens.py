@@ -65,3 +65,51 @@ def ensure_tokenizer_counts(experiment: Experiment, workload: Workload, attempt:
         counts = {"error": f"{type(exc).__name__}: {exc}"[:1000]}
     attempt.write_json(TOKENIZER_COUNTS, counts)
     return counts
+
+
+def request_token_count(tokenizer: Any, body: dict[str, Any] | None, max_length: int | None) -> int | None:
+    """What the model's own tokenizer counts for one request's inputs (special tokens included, each input cut at
+    ``max_length`` as the servers cut or refuse it): the yardstick a probe's ``usage.prompt_tokens`` is compared
+    with. None for a body that holds no inputs the tokenizer can count (a raw body, a number)."""
+    if not isinstance(body, dict):
+        return None
+    inputs = body.get("input", body.get("texts", body.get("inputs")))
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    if not isinstance(inputs, list) or not inputs:
+        return None
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in inputs):  # one pre-tokenised input
+        return min(len(inputs), max_length or len(inputs))
+    total = 0
+    for item in inputs:
+        if isinstance(item, str):
+            ids = tokenizer(item, add_special_tokens=True, truncation=max_length is not None,
+                            max_length=max_length)["input_ids"]
+            total += len(ids)
+        elif isinstance(item, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in item):
+            total += min(len(item), max_length or len(item))
+        else:
+            return None
+    return total
+
+
+def probe_token_counter(experiment: Experiment, model_path: str) -> Any:
+    """``body -> the model tokenizer's count of its inputs`` (None where it cannot count): the yardstick of each
+    probe's ``usage`` (issue 16: a server that counts something else, or omits usage, says so against it)."""
+    from embedswap.shim import load_tokenizer, model_token_limit
+    from embedswap.tokens import request_token_count
+
+    try:
+        tokenizer = load_tokenizer(model_path)
+        limits = [v for v in (experiment.model.max_input_tokens, model_token_limit(model_path)) if v]
+    except Exception:  # no local tokenizer: the probes are compared without the yardstick
+        return lambda body: None
+    limit = min(limits) if limits else None
+
+    def count(body: dict[str, Any] | None) -> int | None:
+        try:
+            return request_token_count(tokenizer, body, limit)
+        except Exception:  # an input the tokenizer refuses: no count, not a failed probe
+            return None
+
+    return count

@@ -31,13 +31,16 @@ CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
 ]
 CROSS_RULES: list[tuple[str, set[str]]] = [("no_retry_5xx", {"retry-hazard"})]
 # Rules keyed by the aspect that differs (contract.classify's ``aspects``), in addition to the probe's rule.
-ASPECT_RULES: list[tuple[str, str]] = [("renormalise", "length"), ("count_tokens", "usage")]
+ASPECT_RULES: list[tuple[str, str]] = [("renormalise", "length"), ("count_tokens", "usage"),
+                                       ("order_by_index", "order")]
 # Rules that apply only when the candidate is the side that failed (status other than 200).
 CANDIDATE_SIDE_RULES = {"cap_batch"}
-RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES] + [k for k, _ in ASPECT_RULES]
 # A candidate whose workload answers came back with data[] out of `index` order (the vectors section's
-# ``index_order_ok``): the kit re-sorted them, a client reading data[] positionally would not.
+# ``index_order_ok``) or a probe whose did (aspect ``order``): the kit re-sorted them, a client reading data[]
+# positionally would not. Listed last.
 ORDER_RULE = "order_by_index"
+RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES] + [k for k, _ in ASPECT_RULES
+                                                                              if k != ORDER_RULE]
 
 
 def _reordered(summary: dict[str, Any]) -> list[dict[str, str]]:
@@ -45,6 +48,14 @@ def _reordered(summary: dict[str, Any]) -> list[dict[str, str]]:
     _, candidates = roles(summary)
     return [{"probe": "workload", "candidate": name, "verdict": "index-order"}
             for name in candidates if (by_target.get(name) or {}).get("index_order_ok") is False]
+
+
+def _rescaled(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """Candidates whose workload vectors differ from legacy's in length (vectors.comparisons.norm_ratio)."""
+    comparisons = (summary.get("vectors") or {}).get("comparisons") or {}
+    _, candidates = roles(summary)
+    return [{"probe": "workload", "candidate": name, "verdict": "silent-divergence", "aspects": ["length"]}
+            for name in candidates if ((comparisons.get(name) or {}).get("norm_ratio") or {}).get("differs")]
 
 
 def _hits(contract: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
@@ -58,6 +69,8 @@ def _hits(contract: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
                 continue
             status = ((row.get("by_target") or {}).get(candidate) or {}).get("status")
             hit = {"probe": probe, "candidate": candidate, "verdict": v}
+            if (verdict or {}).get("aspects"):  # what differs, for the advice's wording (plain_differs)
+                hit["aspects"] = list(verdict["aspects"])
             for key, matches, verdicts in CHANGE_RULES:
                 if matches(probe):
                     # a large batch that only the legacy server failed (the candidate answered it) changes nothing
@@ -114,6 +127,9 @@ def client_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(contract, list):
         return []
     found = _hits(contract)
+    rescaled = _rescaled(summary)
+    if rescaled:  # the workload's vectors say it too, whether or not a probe did
+        found.setdefault("renormalise", []).extend(rescaled)
     legacy_tokens = {r.get("probe", ""): (r.get("legacy") or {}).get("prompt_tokens") for r in contract}
     batch = (summary.get("workload") or {}).get("batch_size")
     items = []
@@ -130,7 +146,7 @@ def client_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         params = {"batch": batch, "limit_tokens": legacy_tokens.get("over_long_input") if key == "truncate" else None}
         items.append({"rule": key, "probes": hits, "params": params, "shim": _through_shim(summary, hits)})
-    reordered = _reordered(summary)
+    reordered = _reordered(summary) + found.get(ORDER_RULE, [])
     if reordered:  # the shim re-sorts by index (client.parse_response); not probed as a separate row
         items.append({"rule": ORDER_RULE, "probes": reordered, "params": {},
                       "shim": _through_shim(summary, reordered)})

@@ -54,6 +54,20 @@ def _doc_vectors(attempt: Attempt, name: str) -> np.ndarray | None:
     return attempt.read_array(f"{name}/doc_vectors.npy") if attempt.has(f"{name}/doc_vectors.npy") else None
 
 
+def _norm_ratio(legacy: np.ndarray, candidate: np.ndarray) -> dict[str, Any]:
+    """Per document, candidate / legacy L2 length (min, median, max) and whether any is off 1 by more than
+    contract.NORM_TOLERANCE: a scaled or sliced-without-renormalising candidate, which cosine cannot see."""
+    from embedswap.contract import NORM_TOLERANCE
+
+    a = np.linalg.norm(np.asarray(legacy, dtype=np.float64), axis=1)
+    b = np.linalg.norm(np.asarray(candidate, dtype=np.float64), axis=1)
+    ratio = np.divide(b, a, out=np.full_like(b, np.nan), where=a > 0)
+    finite = ratio[np.isfinite(ratio)]
+    spread = ({"min": float(finite.min()), "median": float(np.median(finite)), "max": float(finite.max())}
+              if finite.size else {"min": None, "median": None, "max": None})
+    return {**spread, "differs": bool(finite.size and np.any(np.abs(finite - 1.0) > NORM_TOLERANCE))}
+
+
 def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload) -> dict[str, Any]:
     names = experiment.target_order()
     langs = [d.lang for d in workload.documents]
@@ -85,7 +99,8 @@ def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload
         elif legacy.shape[2] != candidate.shape[2]:
             comparisons[name] = not_measured("dimensions_differ", legacy=legacy.shape[2], candidate=candidate.shape[2])
         else:
-            comparisons[name] = {"measured": True, **compare(legacy[0], candidate[0], langs, ids)}
+            comparisons[name] = {"measured": True, **compare(legacy[0], candidate[0], langs, ids),
+                                 "norm_ratio": _norm_ratio(legacy[0], candidate[0])}
     primary = comparisons[experiment.primary_candidate]
     counts = attempt.read_json(TOKENIZER_COUNTS) if attempt.has(TOKENIZER_COUNTS) else {}
     tokenizer_total = (counts.get("documents") or {}).get("total")
@@ -117,8 +132,14 @@ def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload
 def _probe_side(record: dict[str, Any] | None) -> dict[str, Any]:
     if record is None:
         return {"status": None, "measured": False}
-    keep = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms")
-    return {"measured": True, **{k: record.get(k) for k in keep}}
+    keep = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms", "tokenizer_tokens")
+    vector = record.get("vector")
+    # the first vector's L2 length: cosine cannot see a scaled or sliced-without-renormalising answer, this can
+    norm = float(np.linalg.norm(np.asarray(vector, dtype=np.float64))) if vector else None
+    if record.get("not_applicable"):  # the target's API shape cannot say this probe: nothing was sent
+        return {"measured": True, "status": None, "not_applicable": True, "api_shape": record.get("api_shape"),
+                "not_applicable_field": record.get("not_applicable_field")}
+    return {"measured": True, **{k: record.get(k) for k in keep}, "norm": norm}
 
 
 def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str, Any]] | dict[str, Any]:
@@ -160,12 +181,11 @@ def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str,
             if legacy is None or candidate is None:
                 row["verdicts"][name] = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
             else:
-                v = classify(legacy, candidate, threshold)
-                row["verdicts"][name] = {"verdict": v.verdict, "detail": v.detail, "cosine": v.cosine,
-                                         "aspects": v.aspects}
+                row["verdicts"][name] = classify(legacy, candidate, threshold).record()
         primary = row["verdicts"][experiment.primary_candidate]
         row.update(verdict=primary["verdict"], detail=primary["detail"], cosine=primary["cosine"],
-                   aspects=primary.get("aspects", []))
+                   aspects=primary.get("aspects", []),
+                   **({"detail_reason": primary["detail_reason"]} if "detail_reason" in primary else {}))
         rows.append(row)
     return rows
 

@@ -98,6 +98,7 @@ class ChangeHit(BaseModel):
     probe: str
     candidate: str
     verdict: str
+    aspects: list[str] = []  # what differs on that probe (contract.classify), for the advice's wording
 
 
 class ShimLeft(BaseModel):

@@ -199,6 +199,16 @@ class Target(ABC):
     def verify_tls(self) -> bool:
         return True
 
+    # the routes and request shape of the server (embedswap.api_shapes); an external target may have others
+    def api_shape(self) -> str:
+        return "openai"
+
+    def embeddings_path(self) -> str:
+        return "/v1/embeddings"
+
+    def models_path(self) -> str | None:
+        return "/v1/models"
+
     # --- shared behaviour --------------------------------------------------------------------------------------
     def preflight(self) -> None:
         """Problems that can be known before anything starts: a port already taken."""

@@ -118,6 +118,8 @@ class ReportContext:
         """One server's answer to a probe: status, and for a 200 its dimension, token count and encoding."""
         if not side or not side.get("measured"):
             return self.label(False)
+        if side.get("not_applicable"):
+            return self.terms["not_applicable_cell"]
         status = side.get("status")
         if status == 0:
             return f"0 ({self.terms['no_answer']})"
@@ -131,6 +133,9 @@ class ReportContext:
             parts.append(f"{fmt(side['prompt_tokens'], 'int')}{gap}{self.terms['tokens_unit']}")
         if side.get("encoding") and side.get("encoding") != "float":
             parts.append(esc(side["encoding"]))
+        norm = side.get("norm")
+        if isinstance(norm, float) and abs(norm - 1.0) > 1e-3:  # not unit length: say so where cosine cannot
+            parts.append(f"‖v‖ {fmt(norm, 'norm')}")
         return ", ".join(parts)
 
     def verdict_cell(self, verdict: dict[str, Any] | None) -> str:

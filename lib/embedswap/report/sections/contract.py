@@ -6,11 +6,18 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import failed_status
-from embedswap.report.format import MISSING, code, combined_label, fmt, md_table
+from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 
 VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
-                 "metadata-difference"]
+                 "metadata-difference", "not-applicable"]
+
+
+def aspect_cell(ctx: ReportContext, verdict: dict[str, Any] | None) -> str:
+    """What differs, in this language's words (contract.classify's ``aspects``); '–' where nothing does."""
+    aspects = (verdict or {}).get("aspects") or []
+    words = ctx.terms["aspects"]
+    return ", ".join(words.get(a, esc(a)) for a in aspects) if aspects else MISSING
 
 
 def contract_states(summary: dict[str, Any]) -> tuple[bool | None, bool | None]:
@@ -29,6 +36,14 @@ def contract_states(summary: dict[str, Any]) -> tuple[bool | None, bool | None]:
     return answers, vstate
 
 
+def _change_aspects(ctx: ReportContext, change: dict[str, Any]) -> str:
+    """What differs on a change's probes: their aspects in this language, else their verdicts."""
+    aspects = list(dict.fromkeys(a for p in change.get("probes") or [] for a in p.get("aspects") or []))
+    if aspects:
+        return ", ".join(ctx.terms["aspects"].get(a, esc(a)) for a in aspects)
+    return ", ".join(dict.fromkeys(p.get("verdict") or "" for p in change.get("probes") or []))
+
+
 def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
     """The summary's client changes in this language: ``{key, text, probes, shim, shim_done}``."""
     terms = ctx.terms["changes"]
@@ -41,7 +56,7 @@ def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
             limit = ""
             if key == "truncate" and params.get("limit_tokens"):
                 limit = terms["truncate_limit"].format(n=fmt(params["limit_tokens"], "int"))
-            text = terms[key].format(limit=limit, batch=params.get("batch"))
+            text = terms[key].format(limit=limit, batch=params.get("batch"), aspects=_change_aspects(ctx, change))
         shim = change.get("shim") or {}
         if not shim.get("probed"):
             shim_text = None
@@ -64,7 +79,7 @@ def _table(ctx: ReportContext, contract: list[dict[str, Any]]) -> tuple[str, lis
     t = ctx.terms
     header = [t["probe"], ctx.column(ctx.legacy)]
     for name in ctx.candidates:
-        header += [ctx.column(name), f"{t['verdict']} ({code(name)})"]
+        header += [ctx.column(name), f"{t['verdict']} ({code(name)})", t["contract_aspects"].format(name=code(name))]
     rows, details = [], []
     for row in contract:
         probe_cell = code(row.get("probe"))
@@ -77,7 +92,8 @@ def _table(ctx: ReportContext, contract: list[dict[str, Any]]) -> tuple[str, lis
         cells = [probe_cell, legacy_cell]
         for name in ctx.candidates:
             verdict = (row.get("verdicts") or {}).get(name)
-            cells += [ctx.side_cell((row.get("by_target") or {}).get(name)), ctx.verdict_cell(verdict)]
+            cells += [ctx.side_cell((row.get("by_target") or {}).get(name)), ctx.verdict_cell(verdict),
+                      aspect_cell(ctx, verdict)]
             v = (verdict or {}).get("verdict")
             if v and v != "same":
                 details.append({"probe": row.get("probe"), "description": ctx.probe_description(row),

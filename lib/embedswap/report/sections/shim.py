@@ -10,7 +10,8 @@ from embedswap.report.sections.context import ReportContext
 
 # the shim's settings in the order the report lists them (others follow in capture order)
 SHIM_SETTINGS = ("strip_dimensions", "prepend_query_instruction", "max_input_tokens", "model_override",
-                 "non_retryable_statuses", "reject_empty_strings", "force_float", "drop_fields")
+                 "non_retryable_statuses", "reject_empty_strings", "force_float", "renormalise", "usage",
+                 "drop_fields")
 
 
 def _table(ctx: ReportContext, rows: list[dict[str, Any]], shimmed: list[str]) -> str:

@@ -31,6 +31,18 @@ def _main_table(ctx: ReportContext) -> str:
 
     row(t["dimension"], lambda n, i: fmt(i.get("dimension"), "int"))
     row(t["first_l2"], lambda n, i: fmt((i.get("norm") or {}).get("first"), "norm"))
+    row(t["norm_median"], lambda n, i: fmt((i.get("norm") or {}).get("median"), "norm"))
+
+    def ratio_cell(name: str, info: dict[str, Any]) -> str:
+        if name == ctx.legacy:
+            return f"{MISSING} ({t['reference']})"
+        ratio = (comparisons.get(name) or {}).get("norm_ratio")
+        if not isinstance(ratio, dict):
+            return ctx.label(False)
+        cell = " · ".join(fmt(ratio.get(k), "norm") for k in ("min", "median", "max"))
+        return f"{cell} ({t['length_differs']})" if ratio.get("differs") else cell
+
+    row(t["norm_ratio"], ratio_cell)
     row(t["token_total"].format(n=fmt(n_docs, "int")), lambda n, i: fmt(i.get("token_total"), "int"))
     if vectors.get("tokenizer_token_total") is not None:
         matches = {True: t["yes"], False: t["no"], None: MISSING}

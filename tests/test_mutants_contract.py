@@ -35,11 +35,15 @@ V = [1.0, 0.0, 0.0]
     (500, 500, "loud-failure", "both failed with server errors (500 vs 500)"),
     (502, 0, "loud-failure", "both failed with server errors (502 vs 0)"),
     (500, 302, "loud-failure", "both failed with server errors (500 vs 302)"),  # a redirect is not a 4xx
+    (500, 399, "loud-failure", "both failed with server errors (500 vs 399)"),
+    (500, 400, "retry-hazard", "legacy answered 500 where the other side answered 400"),
+    (500, 499, "retry-hazard", "legacy answered 500 where the other side answered 499"),
     (200, 400, "loud-failure", "candidate rejected it (400) where the other answered 200"),
     (422, 200, "loud-failure", "legacy rejected it (422) where the other answered 200"),
     (200, 499, "loud-failure", "candidate rejected it (499) where the other answered 200"),
     (404, 404, "same", "both rejected it with 404"),
     (400, 422, "same", "both rejected it (400 vs 422)"),
+    (422, 400, "same", "both rejected it (422 vs 400)"),
 ])
 def test_each_status_pair_is_blamed_on_the_right_side(ls: int, cs: int, verdict: str, words: str) -> None:
     result = classify(side(ls, V if ls == 200 else None), side(cs, V if cs == 200 else None))
@@ -142,6 +146,8 @@ def test_a_format_difference_names_both_encodings() -> None:
     result = classify(side(200, V), side(200, V, encoding="base64"))
     assert result.verdict == "format-difference" and result.aspects == ["encoding"]
     assert result.detail == "float vs base64 (same numbers once decoded)"
+    back = classify(side(200, V, encoding="base64"), side(200, V))  # either way round
+    assert back.verdict == "format-difference" and back.detail == "base64 vs float (same numbers once decoded)"
     assert result.cosine == pytest.approx(1.0)
 
 
@@ -220,3 +226,24 @@ def test_selecting_probes_keeps_plain_first_and_once() -> None:
     assert names == ["plain", "input_type_query", "v2_embed_query"]
     with pytest.raises(ValueError, match=r"unknown probe\(s\) \['nope'\]"):
         select_probes(["plain", "nope"], [])
+
+
+def test_probe_names_from_a_config_file_are_compared_by_value() -> None:
+    # names parsed from YAML/JSON are new string objects, not the interned literal "plain"
+    names = json.loads('["plain", "encoding_base64"]')
+    assert [p.name for p in select_probes(names, [])] == ["plain", "encoding_base64"]
+
+
+def test_the_query_probes_are_flagged_as_queries() -> None:
+    assert {p.name for p in catalogue_specs() if p.query} == {"input_type_query", "instruction_field",
+                                                              "v2_embed_query"}
+
+
+def test_the_native_dimension_is_unknown_until_the_plain_answer() -> None:
+    ctx = ProbeContext(doc="d", docs8=["d"] * 8, query="q", task="t", model="m")
+    assert ctx.values()["$native_dim"] == 0 and ctx.token_ids == []
+
+
+def test_only_the_input_list_is_summarised_by_count() -> None:
+    out = describe_body({"embedding_types": ["float", "int8", "uint8"], "input": ["a", "b", "c"]}, b"")
+    assert out == {"embedding_types": ["float", "int8", "uint8"], "input": "<3 inputs>"}

@@ -36,11 +36,11 @@ SESSIONS: dict[str, dict] = {
                 "tests": "tests/test_mutants_vectors.py tests/test_vector_diff.py"},
     "contract": {"module": "contract.py", "functions": None, "timeout": 40, "sample": 120,
                  "tests": "tests/test_mutants_contract.py tests/test_contract.py"},
-    "ranking": {"module": "ranking.py", "timeout": 30, "sample": 100,
+    "ranking": {"module": "ranking.py", "timeout": 30, "sample": 60,
                 "functions": ["ranking_from", "_relevance", "dcg", "ndcg_at_k", "recall_at_k", "top_k",
                               "top_k_overlap", "jaccard", "rbo", "agreement", "_mean_with_interval", "_unit",
                               "cosine_scores", "_mean", "evaluate", "overlap_with", "_deltas"],
-                "tests": "tests/test_mutants_ranking.py tests/test_ranking.py"},
+                "tests": "tests/test_ranking.py tests/test_mutants_ranking.py"},
     "ranking_tests": {"module": "analysis/ranking_tests.py", "functions": None, "timeout": 60,
                       "tests": "tests/test_mutants_ranking.py tests/test_intervals.py -k 'paired or ranking or mutant'"},
     "ranking_verdict": {"module": "analysis/ranking_verdict.py", "functions": None, "timeout": 60,
@@ -48,7 +48,7 @@ SESSIONS: dict[str, dict] = {
     "latency_stats": {"module": "load.py", "timeout": 30,
                       "functions": ["percentile", "run_stats", "_median", "point_stats"],
                       "tests": "tests/test_mutants_latency.py tests/test_load.py"},
-    "intervals": {"module": "analysis/intervals.py", "functions": None, "timeout": 60, "sample": 80,
+    "intervals": {"module": "analysis/intervals.py", "functions": None, "timeout": 60, "sample": 50,
                   "tests": "tests/test_mutants_intervals.py tests/test_intervals.py "
                            "-k 'mutant or sample_size or throughput or verdict_direction or repeats_overlap'"},
     "parity_gate": {"module": "parity.py", "timeout": 40,
@@ -92,6 +92,7 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
 # cosmic-ray runs the pending mutants in random order; a sample is drawn from them with this seed
 SAMPLE_SEED = 23
 NOT_SAMPLED = "not in the sample"
+IN_ANNOTATION = "inside a type annotation (never evaluated)"
 BITWISE = r"core/ReplaceBinaryOperator_(Add|Sub|Mul|Div|FloorDiv|Mod|Pow)_(BitOr|BitAnd|BitXor|LShift|RShift)$"
 
 
@@ -132,7 +133,7 @@ def skip_annotations(session: Path, source: str) -> int:
             m = item.mutations[0]
             start, end = tuple(m.start_pos), tuple(m.end_pos)
             if any(a <= start and end <= b for a, b in spans):
-                db.set_result(item.job_id, WorkResult(output="inside a type annotation (never evaluated)",
+                db.set_result(item.job_id, WorkResult(output=IN_ANNOTATION,
                                                       worker_outcome=WorkerOutcome.SKIPPED))
                 skipped += 1
     return skipped
@@ -143,11 +144,13 @@ def results(session: Path) -> dict:
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
     out = {"killed": 0, "survived": 0, "timeout": 0, "incompetent": 0, "skipped": 0, "not_sampled": 0,
+           "annotation_skipped": 0,
            "survivors": []}
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
             if result.worker_outcome == WorkerOutcome.SKIPPED:
                 out["not_sampled" if result.output == NOT_SAMPLED else "skipped"] += 1
+                out["annotation_skipped"] += result.output == IN_ANNOTATION
             elif result.test_outcome == TestOutcome.KILLED and result.output == "timeout":
                 out["timeout"] += 1
             elif result.test_outcome == TestOutcome.KILLED:
@@ -224,14 +227,18 @@ def summarise(name: str, spec: dict, out: dict) -> dict:
 
 def recheck_session(name: str, spec: dict, work: Path) -> dict:
     config, session = work / f"{name}.toml", work / f"{name}.sqlite"
-    first = json.loads((work / f"{name}.json").read_text())
+    path = work / f"{name}.json"  # absent when the first run was stopped: the recheck finishes it
+    first = json.loads(path.read_text()) if path.exists() else None
     started = time.monotonic()
     reset = reset_survivors(session)
+    if spec.get("sample"):
+        sample(session, spec["sample"])
     subprocess.run(["cosmic-ray", "exec", str(config), str(session)], cwd=work, check=True)
     out = summarise(name, spec, results(session))
-    out.update(first_run={k: first[k] for k in ("killed", "survived", "timeout", "mutants_run", "kill_rate", "wall_s")},
-               rechecked=reset, recheck_s=round(time.monotonic() - started), wall_s=first["wall_s"],
-               annotation_skipped=first["annotation_skipped"])
+    out.update(first_run={k: first[k] for k in ("killed", "survived", "timeout", "mutants_run", "kill_rate", "wall_s")}
+               if first else {"killed": 0, "survived": 0, "timeout": 0, "mutants_run": 0, "kill_rate": None,
+                              "wall_s": 0},
+               rechecked=reset, recheck_s=round(time.monotonic() - started), wall_s=first["wall_s"] if first else 0)
     (work / f"{name}.json").write_text(json.dumps(out, indent=1))
     return out
 
@@ -264,14 +271,14 @@ exclude-operators = [{json.dumps(BITWISE)}]
         subprocess.run(["cr-filter-operators", str(session), str(config)], cwd=work, check=True)
         if spec["functions"] is not None:
             subprocess.run(["cr-filter-lines", "--config", str(config), str(session)], cwd=work, check=True)
-    annotations = skip_annotations(session, source)
+    skip_annotations(session, source)
     if spec.get("sample"):
         sample(session, spec["sample"])
     if not resume and subprocess.run(["cosmic-ray", "baseline", str(config)], cwd=work).returncode != 0:
         sys.exit(f"mutation: {name}: the unaltered tests fail ({command})")
     subprocess.run(["cosmic-ray", "exec", str(config), str(session)], cwd=work, check=True)
     out = summarise(name, spec, results(session))
-    out.update(annotation_skipped=annotations, wall_s=round(time.monotonic() - started))
+    out.update(wall_s=round(time.monotonic() - started))
     (work / f"{name}.json").write_text(json.dumps(out, indent=1))
     return out
 
@@ -288,8 +295,8 @@ def table(work: Path, names: list[str]) -> str:
         killed = o["killed"] + o["timeout"]
         interval = f" ({o['interval_95'][0]}–{o['interval_95'][1]})" if o.get("interval_95") else ""
         run = f"{o['mutants_run']} (random sample)" if o.get("not_sampled") else str(o["mutants_run"])
-        first = o.get("first_run")
-        took = f"{o['wall_s']} s" + (f" + {o['recheck_s']} s recheck" if first else "")
+        first = o.get("first_run") if (o.get("first_run") or {}).get("mutants_run") else None
+        took = f"{o['wall_s']} s" + (f" + {o['recheck_s']} s recheck" if o.get("recheck_s") else "")
         killed_text = f"{killed}" + (f" ({first['killed'] + first['timeout']} in the first run)" if first else "")
         rows.append(f"| `{o['module'].removeprefix('lib/embedswap/')}` ({name}) | {o.get('mutants', o['mutants_run'])} "
                     f"| {run} | {killed_text} | {o['survived']} ({o.get('equivalent', 0)}) | {o['kill_rate']}{interval} "

@@ -11,6 +11,10 @@ from embedswap.ranking import (_deltas, _mean, _mean_with_interval, agreement, c
                                jaccard, ndcg_at_k, overlap_with, ranking_from, rbo, recall_at_k, top_k, top_k_overlap)
 
 
+def _evaluated(tops: dict[str, list[str]]) -> dict:
+    return {"per_query": {q: {"top10": top, "top5": top[:5]} for q, top in tops.items()}}
+
+
 def test_ranking_from_integers_floats_and_bad_input() -> None:
     assert ranking_from(np.array([2, 0, 1], dtype=np.uint8)).tolist() == [2, 0, 1]  # a ranking already
     assert ranking_from(np.array([2, 0, 1])).dtype == np.int64
@@ -87,50 +91,6 @@ def test_rbo_against_the_definition_by_hand() -> None:
     assert rbo(["a", "b"], ["b", "a"]) == pytest.approx(0.9)
 
 
-def _evaluated(tops: dict[str, list[str]]) -> dict:
-    return {"per_query": {q: {"top10": top, "top5": top[:5]} for q, top in tops.items()}}
-
-
-def test_agreement_per_query_by_hand() -> None:
-    ref = _evaluated({"q1": list("abcdefghij"), "q2": list("abcdefghij"), "q3": list("abc")})
-    other = _evaluated({"q1": list("abcdefghij"),  # the same
-                        "q2": list("bacdexyzuv"),  # top 1 changed; top 5 the same set; 5 of 10 shared
-                        "q3": list("cab"),         # a corpus of 3: overlap over the whole ranking
-                        "q4": list("abc")})        # not in the reference: left out
-    out = agreement(ref, other)
-    assert out["queries"] == 3 and out["k"] == [1, 5, 10] and out["rbo_p"] == 0.9
-    q1, q2, q3 = (out["per_query"][q] for q in ("q1", "q2", "q3"))
-    assert q1 == {"overlap_at_1": 1.0, "overlap_at_5": 1.0, "overlap_at_10": 1.0, "rbo": pytest.approx(1.0),
-                  "top1_changed": 0.0}
-    assert (q2["overlap_at_1"], q2["overlap_at_5"], q2["overlap_at_10"], q2["top1_changed"]) == (0.0, 1.0, 0.5, 1.0)
-    assert 0.0 < q2["rbo"] < 1.0
-    # depth 3: overlap@5 = |{a,b,c} ∩ {c,a,b}| / min(5, 3) = 1; overlap@1 = {a} vs {c} = 0
-    assert (q3["overlap_at_1"], q3["overlap_at_5"], q3["overlap_at_10"], q3["top1_changed"]) == (0.0, 1.0, 1.0, 1.0)
-    assert out["overlap_at_10"]["mean"] == pytest.approx(2.5 / 3) and out["overlap_at_10"]["n"] == 3
-    assert out["top1_changed"]["mean"] == pytest.approx(2 / 3)
-    assert "q4" not in out["per_query"]
-
-
-def test_agreement_skips_queries_without_a_ranking_on_either_side() -> None:
-    ref = {"per_query": {"q1": {"top10": ["a"]}, "q2": {"top10": []}, "q3": None}}
-    other = _evaluated({"q1": ["a"], "q2": ["a"], "q3": ["a"]})
-    other["per_query"]["q4"] = {"top10": None}
-    out = agreement(ref, other)
-    assert list(out["per_query"]) == ["q1"] and out["queries"] == 1
-    empty = agreement(ref, {"per_query": {}})
-    assert empty["queries"] == 0 and empty["rbo"] == {"mean": None, "low": None, "high": None, "n": 0}
-
-
-def test_mean_with_interval() -> None:
-    assert _mean_with_interval([0.25]) == {"mean": 0.25, "low": 0.25, "high": 0.25, "n": 1}
-    assert _mean_with_interval([0.5, 0.5, 0.5]) == {"mean": 0.5, "low": 0.5, "high": 0.5, "n": 3}
-    out = _mean_with_interval([0.0, 1.0] * 10)
-    assert out["mean"] == 0.5 and out["n"] == 20
-    # a 95 % bootstrap interval of a mean of 20 coin flips: about 0.5 ± 0.22, strictly inside [0, 1]
-    assert 0.2 < out["low"] < 0.45 and 0.55 < out["high"] < 0.8
-    assert _mean_with_interval([0.0, 1.0] * 10) == out  # seeded: the same interval each time
-
-
 def test_cosine_scores_normalise_both_sides_and_check_shapes() -> None:
     docs = np.array([[2.0, 0.0], [0.0, 0.0], [3.0, 4.0]])  # a zero document scores 0, not nan
     queries = np.array([[0.0, 5.0]])
@@ -204,3 +164,44 @@ def test_deltas_are_candidate_minus_legacy() -> None:
     assert _deltas({**legacy, "measured": False}, variant) == {"ndcg_at_10": None, "recall_at_5": None}
     assert _deltas(legacy, {**variant, "measured": False}) == {"ndcg_at_10": None, "recall_at_5": None}
     assert _deltas(legacy, {**variant, "ndcg_at_10": None})["ndcg_at_10"] is None
+
+
+# the bootstrap (scipy, 2,000 resamples) is the slowest part: last, so most mutants fail before it
+def test_agreement_per_query_by_hand() -> None:
+    ref = _evaluated({"q1": list("abcdefghij"), "q2": list("abcdefghij"), "q3": list("abc")})
+    other = _evaluated({"q1": list("abcdefghij"),  # the same
+                        "q2": list("bacdexyzuv"),  # top 1 changed; top 5 the same set; 5 of 10 shared
+                        "q3": list("cab"),         # a corpus of 3: overlap over the whole ranking
+                        "q4": list("abc")})        # not in the reference: left out
+    out = agreement(ref, other)
+    assert out["queries"] == 3 and out["k"] == [1, 5, 10] and out["rbo_p"] == 0.9
+    q1, q2, q3 = (out["per_query"][q] for q in ("q1", "q2", "q3"))
+    assert q1 == {"overlap_at_1": 1.0, "overlap_at_5": 1.0, "overlap_at_10": 1.0, "rbo": pytest.approx(1.0),
+                  "top1_changed": 0.0}
+    assert (q2["overlap_at_1"], q2["overlap_at_5"], q2["overlap_at_10"], q2["top1_changed"]) == (0.0, 1.0, 0.5, 1.0)
+    assert 0.0 < q2["rbo"] < 1.0
+    # depth 3: overlap@5 = |{a,b,c} ∩ {c,a,b}| / min(5, 3) = 1; overlap@1 = {a} vs {c} = 0
+    assert (q3["overlap_at_1"], q3["overlap_at_5"], q3["overlap_at_10"], q3["top1_changed"]) == (0.0, 1.0, 1.0, 1.0)
+    assert out["overlap_at_10"]["mean"] == pytest.approx(2.5 / 3) and out["overlap_at_10"]["n"] == 3
+    assert out["top1_changed"]["mean"] == pytest.approx(2 / 3)
+    assert "q4" not in out["per_query"]
+
+
+def test_agreement_skips_queries_without_a_ranking_on_either_side() -> None:
+    ref = {"per_query": {"q1": {"top10": ["a"]}, "q2": {"top10": []}, "q3": None}}
+    other = _evaluated({"q1": ["a"], "q2": ["a"], "q3": ["a"]})
+    other["per_query"]["q4"] = {"top10": None}
+    out = agreement(ref, other)
+    assert list(out["per_query"]) == ["q1"] and out["queries"] == 1
+    empty = agreement(ref, {"per_query": {}})
+    assert empty["queries"] == 0 and empty["rbo"] == {"mean": None, "low": None, "high": None, "n": 0}
+
+
+def test_mean_with_interval() -> None:
+    assert _mean_with_interval([0.25]) == {"mean": 0.25, "low": 0.25, "high": 0.25, "n": 1}
+    assert _mean_with_interval([0.5, 0.5, 0.5]) == {"mean": 0.5, "low": 0.5, "high": 0.5, "n": 3}
+    out = _mean_with_interval([0.0, 1.0] * 10)
+    assert out["mean"] == 0.5 and out["n"] == 20
+    # a 95 % bootstrap interval of a mean of 20 coin flips: about 0.5 ± 0.22, strictly inside [0, 1]
+    assert 0.2 < out["low"] < 0.45 and 0.55 < out["high"] < 0.8
+    assert _mean_with_interval([0.0, 1.0] * 10) == out  # seeded: the same interval each time

@@ -3,6 +3,7 @@
 five worst listed lowest first, the norm tolerance on both sides, the shapes refused. Vectors built by hand."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -137,3 +138,75 @@ def test_gate_by_modality_splits_the_records_in_order() -> None:
         gate_by_modality("b", "f32", "cpu", ref[:2], vec[:2], ["a", "b"], ["text"], THRESHOLDS)
     with pytest.raises(ValueError, match="unknown modality 'audio'"):
         gate_by_modality("b", "f32", "cpu", ref[:2], vec[:2], ["a", "b"], ["text", "audio"], THRESHOLDS)
+
+
+def test_every_other_modality_name_is_refused_and_the_defaults_are_the_articles() -> None:
+    assert threshold_for("text") == 0.999 and threshold_for("text+image") == 0.995
+    for name in ("video", "zzz", "text+video", "TEXT"):
+        with pytest.raises(ValueError, match="unknown modality"):
+            threshold_for(name)
+    ref, vec = at([1.0, 1.0])
+    with pytest.raises(ValueError, match="unknown modality 'audio'"):  # the first unknown name, sorted
+        gate_by_modality("b", "f32", "cpu", ref, vec, ["a", "b"], ["video", "audio"], THRESHOLDS)
+
+
+def test_more_ids_than_vectors_is_refused() -> None:
+    ref, vec = at([1.0, 1.0])
+    with pytest.raises(ValueError, match="3 ids for 2 reference vectors"):
+        gate("b", "f32", "cpu", "text", ref, vec, ["a", "b", "c"], threshold=0.9)
+
+
+def test_a_large_set_passes() -> None:
+    # 300 rows: lengths above CPython's small-int cache must still compare equal by value
+    ref = np.tile([1.0, 0.0], (300, 1))
+    row = gate("b", "f32", "cpu", "text", ref, ref.copy(), [str(i) for i in range(300)], threshold=0.999)
+    assert row.passed and row.n == 300
+
+
+def test_a_norm_off_by_exactly_the_tolerance_passes() -> None:
+    ref = np.array([[100.0, 0.0], [100.0, 0.0]])  # 0.01 * 100 is exactly 1.0 in floating point
+    row = gate("b", "f32", "cpu", "text", ref, ref + [[1.0, 0.0]], ["a", "b"], threshold=0.999)
+    assert row.reason is None and row.passed
+
+
+def test_the_norm_tolerance_is_relative_below_one_too() -> None:
+    ref = np.eye(2) * 0.5  # median norm 0.5: the tolerance is 0.005, not 0.01
+    row = gate("b", "f32", "cpu", "text", ref, ref * 1.015, ["a", "b"], threshold=0.999)
+    assert row.reason["code"] == "parity_norm_mismatch"
+    assert gate("b", "f32", "cpu", "text", ref, ref * 1.008, ["a", "b"], threshold=0.999).passed
+
+
+def test_the_dimension_cause_names_the_dimensions_not_the_counts() -> None:
+    ref = np.ones((4, 3))
+    row = gate("b", "f32", "cpu", "text", ref, np.ones((4, 2)), list("abcd"), threshold=0.9)
+    assert row.reason["params"] == {"name": "b", "dim": 2, "reference": 3}
+
+
+def test_the_threshold_is_inclusive_on_an_exact_cosine() -> None:
+    ref, vec = np.array([[5.0, 0.0]]), np.array([[3.0, 4.0]])  # cosine 15 / 25 = 0.6 exactly, same norm
+    assert gate("b", "f32", "cpu", "text", ref, vec, ["a"], threshold=0.6).passed is True
+
+
+def test_a_modality_read_from_json_is_compared_by_value() -> None:
+    text, image = json.loads('["text", "text+image"]')  # new string objects, not the module's constants
+    assert threshold_for(text) == 0.999 and threshold_for(image) == 0.995
+
+
+@pytest.mark.parametrize(("ref_shape", "vec_shape"), [((2,), (2, 3)), ((2, 3, 4), (2, 4)), ((2, 3), (2, 3, 1)),
+                                                      ((2, 3), (3, 2)), ((3, 2), (2, 3))])
+def test_other_array_shapes_are_a_callers_error(ref_shape: tuple, vec_shape: tuple) -> None:
+    ids = [str(i) for i in range(ref_shape[0])]
+    with pytest.raises(ValueError):
+        gate("b", "f32", "cpu", "text", np.ones(ref_shape), np.ones(vec_shape), ids, threshold=0.9)
+
+
+def test_a_large_set_of_another_dimension_is_a_failure_row() -> None:
+    row = gate("b", "f32", "cpu", "text", np.ones((300, 3)), np.ones((300, 2)), [str(i) for i in range(300)],
+               threshold=0.9)
+    assert row.passed is False and row.reason["code"] == "parity_dimension_mismatch"
+
+
+def test_more_modalities_than_records_is_refused() -> None:
+    ref, vec = at([1.0, 1.0])
+    with pytest.raises(ValueError, match="3 modalities for 2 records"):
+        gate_by_modality("b", "f32", "cpu", ref, vec, ["a", "b"], ["text"] * 3, THRESHOLDS)

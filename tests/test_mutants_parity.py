@@ -193,7 +193,7 @@ def test_a_modality_read_from_json_is_compared_by_value() -> None:
 
 
 @pytest.mark.parametrize(("ref_shape", "vec_shape"), [((2,), (2, 3)), ((2, 3, 4), (2, 4)), ((2, 3), (2, 3, 1)),
-                                                      ((2, 3), (3, 2)), ((3, 2), (2, 3))])
+                                                      ((2, 3), (3, 2)), ((3, 2), (2, 3)), ((2, 3), (2,))])
 def test_other_array_shapes_are_a_callers_error(ref_shape: tuple, vec_shape: tuple) -> None:
     ids = [str(i) for i in range(ref_shape[0])]
     with pytest.raises(ValueError):
@@ -210,3 +210,25 @@ def test_more_modalities_than_records_is_refused() -> None:
     ref, vec = at([1.0, 1.0])
     with pytest.raises(ValueError, match="3 modalities for 2 records"):
         gate_by_modality("b", "f32", "cpu", ref, vec, ["a", "b"], ["text"] * 3, THRESHOLDS)
+
+
+def test_model_sized_vectors_pass_and_a_wider_answer_is_a_failure_row() -> None:
+    ref = np.tile(np.eye(384)[0], (3, 1))  # 384 dimensions: above CPython's small-int cache
+    assert gate("b", "f32", "cpu", "text", ref, ref.copy(), ["a", "b", "c"], threshold=0.999).passed
+    row = gate("b", "f32", "cpu", "text", np.ones((3, 2)), np.ones((3, 4)), ["a", "b", "c"], threshold=0.9)
+    assert row.reason["params"] == {"name": "b", "dim": 4, "reference": 2}
+
+
+def test_a_broken_vector_is_listed_before_a_negative_cosine() -> None:
+    ref = np.array([[1.0, 0.0], [1.0, 0.0]])
+    vec = np.array([[-1.0, 0.0], [np.nan, 0.0]])
+    row = gate("b", "f32", "cpu", "text", ref, vec, ["neg", "nan"], threshold=0.1)
+    assert [w["id"] for w in row.worst] == ["nan", "neg"]
+    assert row.reason is None and row.non_finite == 1  # a NaN norm is no norm difference: the cosine fails it
+
+
+def test_many_records_split_by_modality() -> None:
+    ref = np.tile([1.0, 0.0], (300, 1))
+    rows = gate_by_modality("b", "f32", "cpu", ref, ref.copy(), [str(i) for i in range(300)], ["text"] * 300,
+                            THRESHOLDS)
+    assert [(r.modality, r.n, r.passed) for r in rows] == [("text", 300, True)]

@@ -78,6 +78,10 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
                                                        "the other repeats give too), never a lower minimum"),
         ("NumberReplacer", 'r.get("n_vectors") or -1', "range(-1) and range(0) are both empty"),
     ],
+    "latency_stats": [
+        ("Gt_NotEq", "wall_s != 0 and", "a run's wall time is a monotonic-clock difference: never negative"),
+        ("Gt_NotEq", "wall_s != 0 and ok", "a run's wall time is a monotonic-clock difference: never negative"),
+    ],
     "contract": [
         ("Eq_LtE", "cs <= 0", "a status is never negative: 0 is the kit's own 'no answer'"),
         ("Eq_LtE", "ls <= 0", "a status is never negative: 0 is the kit's own 'no answer'"),

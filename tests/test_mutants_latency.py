@@ -79,3 +79,13 @@ def test_point_stats_of_no_repeats() -> None:
     point = point_stats("concurrent", 8, [])
     assert (point.repeats, point.requests_per_repeat, point.errors, point.error_rate) == (0, 0, 0, 0.0)
     assert point.p50_ms is None and point.spread["p50_ms"] == []
+
+
+def test_throughput_is_a_true_division_and_p99_is_the_99th() -> None:
+    stats = run_stats([rec(10.0, docs=4, tokens=50), rec(20.0, docs=4, tokens=50)], wall_s=3.0)
+    assert stats.docs_per_s == pytest.approx(8 / 3.0) and stats.tokens_per_s == pytest.approx(100 / 3.0)
+    short = run_stats([rec(10.0, docs=4, tokens=50)], wall_s=0.5)  # under a second of wall still counts
+    assert short.docs_per_s == 8.0 and short.tokens_per_s == 100.0
+    # p99 of 1..100 ms by linear interpolation: rank 98.01 -> 99.01 (not the maximum, not p98)
+    hundred = run_stats([rec(float(v)) for v in range(1, 101)], wall_s=1.0)
+    assert hundred.p99_ms == pytest.approx(99.01) and hundred.p90_ms == pytest.approx(90.1)

@@ -89,3 +89,7 @@ def test_throughput_is_a_true_division_and_p99_is_the_99th() -> None:
     # p99 of 1..100 ms by linear interpolation: rank 98.01 -> 99.01 (not the maximum, not p98)
     hundred = run_stats([rec(float(v)) for v in range(1, 101)], wall_s=1.0)
     assert hundred.p99_ms == pytest.approx(99.01) and hundred.p90_ms == pytest.approx(90.1)
+
+
+def test_requests_per_repeat_is_the_first_repeats() -> None:
+    assert point_stats("c", 4, [stats(10.0, requests=30), stats(10.0, requests=29)]).requests_per_repeat == 30

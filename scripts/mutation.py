@@ -78,6 +78,13 @@ EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
                                                        "the other repeats give too), never a lower minimum"),
         ("NumberReplacer", 'r.get("n_vectors") or -1', "range(-1) and range(0) are both empty"),
     ],
+    "ranking": [
+        ("Eq_LtE", "if total <= 0:", "a count of relevant documents is never negative"),
+        ("NumberReplacer", "seed: int = 18", "another seed is another, equally valid bootstrap draw: the tests check "
+                                             "the interval's properties (inside [0, 1], around the mean, seeded)"),
+        ("NumberReplacer", "n_resamples= 2001", "2,001 resamples instead of 2,000 moves the interval by bootstrap noise"),
+        ("NumberReplacer", "n_resamples= 1999", "1,999 resamples instead of 2,000 moves the interval by bootstrap noise"),
+    ],
     "latency_stats": [
         ("Gt_NotEq", "wall_s != 0 and", "a run's wall time is a monotonic-clock difference: never negative"),
         ("Gt_NotEq", "wall_s != 0 and ok", "a run's wall time is a monotonic-clock difference: never negative"),

@@ -205,3 +205,11 @@ def test_mean_with_interval() -> None:
     # a 95 % bootstrap interval of a mean of 20 coin flips: about 0.5 ± 0.22, strictly inside [0, 1]
     assert 0.2 < out["low"] < 0.45 and 0.55 < out["high"] < 0.8
     assert _mean_with_interval([0.0, 1.0] * 10) == out  # seeded: the same interval each time
+
+
+def test_the_top1_is_compared_by_value_as_read_from_json() -> None:
+    import json
+
+    ref = {"per_query": {"q": {"top10": json.loads('["d1", "d2"]')}}}
+    other = {"per_query": {"q": {"top10": json.loads('["d1", "d3"]')}}}  # equal strings, not the same objects
+    assert agreement(ref, other)["per_query"]["q"]["top1_changed"] == 0.0

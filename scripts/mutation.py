@@ -245,10 +245,12 @@ def recheck_session(name: str, spec: dict, work: Path, py: str) -> dict:
         sample(session, spec["sample"])
     subprocess.run(["cosmic-ray", "exec", str(config), str(session)], cwd=work, check=True)
     out = summarise(name, spec, results(session))
-    out.update(first_run={k: first[k] for k in ("killed", "survived", "timeout", "mutants_run", "kill_rate", "wall_s")}
+    out.update(first_run=first.get("first_run") or {k: first[k] for k in ("killed", "survived", "timeout",
+                                                                          "mutants_run", "kill_rate", "wall_s")}
                if first else {"killed": 0, "survived": 0, "timeout": 0, "mutants_run": 0, "kill_rate": None,
                               "wall_s": 0},
-               rechecked=reset, recheck_s=round(time.monotonic() - started), wall_s=first["wall_s"] if first else 0)
+               rechecked=reset, recheck_s=round(time.monotonic() - started) + ((first or {}).get("recheck_s") or 0),
+               wall_s=first["wall_s"] if first else 0)
     (work / f"{name}.json").write_text(json.dumps(out, indent=1))
     return out
 

@@ -102,6 +102,12 @@ def test_cosine_scores_normalise_both_sides_and_check_shapes() -> None:
         cosine_scores(docs, np.ones(2))
     with pytest.raises(ValueError, match="dimensions differ: documents 2, queries 3"):
         cosine_scores(docs, np.ones((1, 3)))
+    with pytest.raises(ValueError, match="dimensions differ: documents 2, queries 1"):
+        cosine_scores(docs, np.ones((1, 1)))  # either side may be the wider one
+    with pytest.raises(ValueError, match=r"expected 2-D arrays, got docs \(3, 2, 1\)"):
+        cosine_scores(np.ones((3, 2, 1)), queries)
+    with pytest.raises(ValueError, match="expected 2-D arrays"):
+        cosine_scores(docs, np.ones((1, 2, 1)))
 
 
 def test_mean_leaves_out_what_is_not_finite() -> None:

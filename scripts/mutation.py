@@ -57,8 +57,15 @@ SESSIONS: dict[str, dict] = {
     "redact": {"module": "redact.py", "functions": None, "timeout": 60,
                "tests": "tests/test_mutants_redact.py"},
 }
-# Survivors that no test can kill, with the reason: (operator name's end, text in the mutated line, why).
-EQUIVALENT: dict[str, list[tuple[str, str, str]]] = {
+# Survivors that no test can kill, with the reason: (operator name's end, text in the mutated line, why[, text the
+# diff's context must hold, where the same mutated text could come from another line]).
+EQUIVALENT: dict[str, list[tuple[str, ...]]] = {
+    "redact": [
+        ("NumberReplacer", "fullmatch(m.group( 2))", "no header name _HEADER_NAME accepts is a tokenizer special-token "
+         "name, so _header's vocabulary check never fires: testing another group changes nothing", "def _header("),
+        ("NumberReplacer", "fullmatch(m.group( 0))", "no header name _HEADER_NAME accepts is a tokenizer special-token "
+         "name, so _header's vocabulary check never fires: testing another group changes nothing", "def _header("),
+    ],
     "vectors": [
         ("Eq_LtE", 'r.get("repeat") <= 0', "repeat numbers count up from 0: none is negative"),
         ("Eq_LtE", "a.shape[0] <= 0", "an array's length is never negative"),
@@ -179,8 +186,9 @@ def equivalent_reason(name: str, survivor: dict) -> str | None:
     """The recorded reason a survivor is equivalent (same behaviour on every input the kit can produce), if any."""
     added = [line[1:].strip() for line in (survivor["diff"] or "").splitlines()
              if line.startswith("+") and not line.startswith("+++")]
-    for operator, text, reason in EQUIVALENT.get(name, []):
-        if survivor["operator"].endswith(operator) and any(text in line for line in added):
+    for operator, text, reason, *context in EQUIVALENT.get(name, []):
+        if survivor["operator"].endswith(operator) and any(text in line for line in added) \
+                and all(c in (survivor["diff"] or "") for c in context):
             return reason
     return None
 

@@ -42,8 +42,10 @@ def test_environment_values_need_eight_characters_and_a_secret_name(monkeypatch:
     monkeypatch.setenv("REL_TOKEN_DIR", "./tokens-dir")
     monkeypatch.setenv("PROSE_SECRET", "not a secret value")  # prose: has spaces
     monkeypatch.setenv("TAB_SECRET", "tab\tseparated")
-    assert secrets() == ["12345678"]
+    monkeypatch.setenv("LONG_TOKEN", "123456789abc")
+    assert secrets() == ["123456789abc", "12345678"]
     assert redact("7: 1234567, 8: 12345678, abcdefghij") == f"7: 1234567, 8: {REDACTED}, abcdefghij"
+    assert redact("12: 123456789abc") == f"12: {REDACTED}"
 
 
 def test_secrets_are_longest_first_and_json_escaped() -> None:
@@ -76,8 +78,9 @@ def test_headers_register_all_but_the_harmless_and_the_short() -> None:
 
 
 def test_env_registration_by_name_and_length() -> None:
-    register_secret_env({"HF_TOKEN": "hf-abcd", "SHORT_TOKEN": "abc", "LOG_LEVEL": "debug-verbose", "API_KEY": 12345})
-    assert set(secrets()) == {"hf-abcd", "12345"}
+    register_secret_env({"HF_TOKEN": "hf-abcd", "SHORT_TOKEN": "abc", "LOG_LEVEL": "debug-verbose", "API_KEY": 12345,
+                         "X_TOKEN": "wxyz"})
+    assert set(secrets()) == {"hf-abcd", "12345", "wxyz"}  # 4 characters are enough for a named secret
 
 
 def test_header_shapes_keep_the_scheme_and_the_name() -> None:
@@ -136,3 +139,8 @@ def test_redact_file_in_place_and_tree(tmp_path: Path) -> None:
     assert npy.read_bytes() == b"s3cr3t-value" and clean.read_text() == "nothing here"
     assert redact_tree(tmp_path / "nope") == []
     assert redact_tree(tmp_path, suffixes=(".npy",)) == [npy]
+
+
+def test_redacted_bytes_are_returned_whatever_the_text_sorts_like() -> None:
+    register_secret("ABCD-secret-1")  # "[redacted]" sorts after "ABCD...": the change must still be returned
+    assert redact_bytes(b"k ABCD-secret-1") == f"k {REDACTED}".encode()

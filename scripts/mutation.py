@@ -322,7 +322,8 @@ def table(work: Path, names: list[str]) -> str:
         interval = f" ({o['interval_95'][0]}–{o['interval_95'][1]})" if o.get("interval_95") else ""
         run = f"{o['mutants_run']} (random sample)" if o.get("not_sampled") else str(o["mutants_run"])
         first = o.get("first_run") if (o.get("first_run") or {}).get("mutants_run") else None
-        took = f"{o['wall_s']} s" + (f" + {o['recheck_s']} s recheck" if o.get("recheck_s") else "")
+        took = (f"{o['wall_s']} s" if o["wall_s"] else "stopped, finished by the recheck") \
+            + (f" + {o['recheck_s']} s recheck" if o.get("recheck_s") else "")
         killed_text = f"{killed}" + (f" ({first['killed'] + first['timeout']} in the first run)" if first else "")
         rows.append(f"| `{o['module'].removeprefix('lib/embedswap/')}` ({name}) | {o.get('mutants', o['mutants_run'])} "
                     f"| {run} | {killed_text} | {o['survived']} ({o.get('equivalent', 0)}) | {o['kill_rate']}{interval} "

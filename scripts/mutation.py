@@ -65,6 +65,9 @@ EQUIVALENT: dict[str, list[tuple[str, ...]]] = {
          "name, so _header's vocabulary check never fires: testing another group changes nothing", "def _header("),
         ("NumberReplacer", "fullmatch(m.group( 0))", "no header name _HEADER_NAME accepts is a tokenizer special-token "
          "name, so _header's vocabulary check never fires: testing another group changes nothing", "def _header("),
+        ("NumberReplacer", "return m.group( 1)", "_header's vocabulary branch is never reached (see above)",
+         "def _header("),
+        ("NumberReplacer", "len(str(value)) >= 3", "register_secret itself refuses values under 4 characters"),
     ],
     "vectors": [
         ("Eq_LtE", 'r.get("repeat") <= 0', "repeat numbers count up from 0: none is negative"),

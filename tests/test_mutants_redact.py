@@ -144,3 +144,12 @@ def test_redact_file_in_place_and_tree(tmp_path: Path) -> None:
 def test_redacted_bytes_are_returned_whatever_the_text_sorts_like() -> None:
     register_secret("ABCD-secret-1")  # "[redacted]" sorts after "ABCD...": the change must still be returned
     assert redact_bytes(b"k ABCD-secret-1") == f"k {REDACTED}".encode()
+
+
+def test_bearer_flags_urls_and_query_parameters() -> None:
+    assert redact("sent Bearer abc.DEF-123_456 to it") == f"sent Bearer {REDACTED} to it"
+    assert redact("vllm serve m --api-key s3cr3t-v4lue --port 1") == f"vllm serve m --api-key {REDACTED} --port 1"
+    assert redact("x --password=hunter22") == f"x --password={REDACTED}"
+    assert redact("https://user:pa55word@host.example/v1") == f"https://{REDACTED}@host.example/v1"
+    assert redact("http://h/v1?token=abc123&x=1") == f"http://h/v1?token={REDACTED}&x=1"
+    assert redact("http://h/v1?x=1&key=abc123") == f"http://h/v1?x=1&key={REDACTED}"

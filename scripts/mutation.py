@@ -88,6 +88,12 @@ EQUIVALENT: dict[str, list[tuple[str, ...]]] = {
                                                        "the other repeats give too), never a lower minimum"),
         ("NumberReplacer", 'r.get("n_vectors") or -1', "range(-1) and range(0) are both empty"),
     ],
+    "intervals": [
+        ("Gt_NotEq", "np.where(rd != 0, rl, np.nan)", "a request's document count is never negative"),
+        ("Gt_NotEq", "lat[d != 0]", "a request's document count is never negative"),
+        ("Gt_NotEq", "lat[docs != 0]", "a request's document count is never negative"),
+        ("Gt_NotEq", "(d != 0).sum()", "a request's document count is never negative"),
+    ],
     "ranking": [
         ("Eq_LtE", "if total <= 0:", "a count of relevant documents is never negative"),
         ("NumberReplacer", "seed: int = 18", "another seed is another, equally valid bootstrap draw: the tests check "

@@ -186,3 +186,12 @@ def test_ratio_missing_sides() -> None:
     assert ratio(few, base)["p50"]["verdict"] == "too_few"
     assert ratio(base, few)["p50"]["verdict"] == "too_few"
     assert math.isclose(ratio(base, base)["p50"]["value"], 1.0)
+
+
+def test_a_ratio_interval_is_the_expanded_one() -> None:
+    # the ratio's interval takes the small-sample expanded tail (df = n - repeats), so it is wider than the plain
+    # 2.5 / 97.5 percentiles of the same replicate ratios
+    slow, base = _point(1.1, n=8, repeats=3, seed=5), _point(1.0, n=8, repeats=3, seed=6)
+    out = ratio(slow, base)["p50"]
+    plain = np.percentile(slow[1]["p50"] / base[1]["p50"], [2.5, 97.5])
+    assert out["low"] < plain[0] and out["high"] > plain[1]

@@ -145,6 +145,8 @@ def test_verdict_table(low, high, lower_is_better, expected) -> None:
 
 def test_repeats_overlap_edges() -> None:
     assert repeats_overlap([1.0, 2.0], [2.0, 3.0]) is True  # touching
+    assert repeats_overlap([1.0, 3.0], [2.0, 4.0]) is True  # overlapping
+    assert repeats_overlap([1.0, float("2")], [float("2"), 3.0]) is True  # touching, equal values from two sources
     assert repeats_overlap([3.0, 4.0], [1.0, 2.0]) is False
     assert repeats_overlap(None, [1.0, 2.0]) is None and repeats_overlap([1.0, 2.0], []) is None
     assert repeats_overlap([1.0, 2.0], [1.5]) is None

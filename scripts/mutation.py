@@ -337,7 +337,17 @@ def table(work: Path, names: list[str]) -> str:
         rows.append(f"| `{o['module'].removeprefix('lib/embedswap/')}` ({name}) | {o.get('mutants', o['mutants_run'])} "
                     f"| {run} | {killed_text} | {o['survived']} ({o.get('equivalent', 0)}) | {o['kill_rate']}{interval} "
                     f"| {o.get('kill_rate_non_equivalent')} | {took} |")
-    return "\n".join(rows)
+    notes = ["", "Survivors, each with its reason (equivalent) or marked **not killed**:", ""]
+    for name in names:
+        path = work / f"{name}.json"
+        if not path.exists():
+            continue
+        for survivor in json.loads(path.read_text())["survivors"]:
+            added = [line[1:].strip() for line in (survivor["diff"] or "").splitlines()
+                     if line.startswith("+") and not line.startswith("+++")]
+            why = survivor.get("equivalent") or "**not killed**"
+            notes.append(f"- {name}, line {survivor['line']}: `{added[0] if added else survivor['operator']}` — {why}")
+    return "\n".join(rows + notes)
 
 
 def main() -> None:

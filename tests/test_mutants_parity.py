@@ -232,3 +232,10 @@ def test_many_records_split_by_modality() -> None:
     rows = gate_by_modality("b", "f32", "cpu", ref, ref.copy(), [str(i) for i in range(300)], ["text"] * 300,
                             THRESHOLDS)
     assert [(r.modality, r.n, r.passed) for r in rows] == [("text", 300, True)]
+
+
+def test_a_zero_reference_keeps_a_tolerance_floor() -> None:
+    # the 1e-12 floor: against a zero reference, rounding noise of 1e-15 is no norm difference
+    ref = np.zeros((2, 2))
+    row = gate("b", "f32", "cpu", "text", ref, np.eye(2) * 1e-15, ["a", "b"], threshold=-1.0)
+    assert row.reason is None

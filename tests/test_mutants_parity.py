@@ -193,7 +193,8 @@ def test_a_modality_read_from_json_is_compared_by_value() -> None:
 
 
 @pytest.mark.parametrize(("ref_shape", "vec_shape"), [((2,), (2, 3)), ((2, 3, 4), (2, 4)), ((2, 3), (2, 3, 1)),
-                                                      ((2, 3), (3, 2)), ((3, 2), (2, 3)), ((2, 3), (2,))])
+                                                      ((2, 3), (3, 2)), ((3, 2), (2, 3)), ((2, 3), (2,)),
+                                                      ((2, 3), (2, 4, 1))])
 def test_other_array_shapes_are_a_callers_error(ref_shape: tuple, vec_shape: tuple) -> None:
     ids = [str(i) for i in range(ref_shape[0])]
     with pytest.raises(ValueError):

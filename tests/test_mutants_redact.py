@@ -154,3 +154,10 @@ def test_bearer_flags_urls_and_query_parameters() -> None:
     assert redact("https://user:pa55word@host.example/v1") == f"https://{REDACTED}@host.example/v1"
     assert redact("http://h/v1?token=abc123&x=1") == f"http://h/v1?token={REDACTED}&x=1"
     assert redact("http://h/v1?x=1&key=abc123") == f"http://h/v1?x=1&key={REDACTED}"
+
+
+def test_a_file_is_rewritten_whatever_its_redacted_text_sorts_like(tmp_path: Path) -> None:
+    register_secret("ABCD-secret-1")
+    log = tmp_path / "server.log"
+    log.write_text("k ABCD-secret-1")
+    assert redact_file(log) is True and log.read_text() == f"k {REDACTED}"

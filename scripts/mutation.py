@@ -68,6 +68,12 @@ EQUIVALENT: dict[str, list[tuple[str, ...]]] = {
         ("NumberReplacer", "return m.group( 1)", "_header's vocabulary branch is never reached (see above)",
          "def _header("),
         ("NumberReplacer", "len(str(value)) >= 3", "register_secret itself refuses values under 4 characters"),
+        ("NumberReplacer", "return m.group( -1)", "_header's vocabulary branch is never reached (see above)",
+         "def _header("),
+        ("Eq_Is", "return data if cleaned is text", "str.replace and re.sub return their argument itself when "
+         "nothing matched (CPython), so an unchanged text is the same object"),
+        ("Eq_Is", "if cleaned is data:", "redact_bytes returns the very bytes object it was given when nothing "
+         "changed"),
     ],
     "vectors": [
         ("Eq_LtE", 'r.get("repeat") <= 0', "repeat numbers count up from 0: none is negative"),

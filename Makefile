@@ -44,6 +44,7 @@ lock:
 	$(UV_COMPILE) requirements/engine-cpu-nodeps.txt --no-deps -o requirements/engine-cpu-nodeps.lock
 	$(UV_COMPILE) requirements/infinity.txt --find-links /opt/wheels -c requirements/kit-constraints.txt \
 	  --no-emit-package torch -o requirements/infinity.lock
+	$(UV_COMPILE) requirements/mutation.txt -c requirements/kit.lock -o requirements/mutation.lock
 
 FORCE:
 
@@ -76,9 +77,14 @@ test: kit engine infinity kernel browser
 test-fast: kit kernel
 	$(KIT)/bin/python -m pytest -ra -m "not e2e"
 
-# mutation testing of the deciding modules (cosmic-ray; not in CI: see README "Mutation testing")
-mutation: kit
-	nice -n 10 scripts/mutation.sh
+# mutation testing of the deciding modules (cosmic-ray from requirements/mutation.lock, beside the kit: the versions
+# it shares with the kit are the kit's; not in CI, ~45 min on the shared 2-core machine: see README)
+MUTATION := .venvs/mutation
+$(MUTATION)/.installed: requirements/mutation.lock
+	$(KIT)/bin/python -m pip install -q --require-hashes --no-deps --target $(MUTATION) -r requirements/mutation.lock
+	sha256sum requirements/mutation.lock > $@
+mutation: kit $(MUTATION)/.installed
+	PY=$(KIT)/bin/python COSMIC_RAY_DIR=$(MUTATION) nice -n 10 scripts/mutation.sh
 
 lab: kit kernel
 	$(KIT)/bin/jupyter lab --ip 127.0.0.1 --no-browser --notebook-dir . $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)

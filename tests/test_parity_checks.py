@@ -140,7 +140,7 @@ def test_cold_start_rows_from_captures() -> None:
     assert rows[0]["figures"] == {"start_s": 8.71, "first_ms": 30.0, "steady_median_ms": 11.0,
                                   "first_over_steady": pytest.approx(30 / 11, abs=1e-3), "steady_n": 3}
     assert rows[1]["reason"]["code"] == "parity_cold_start_external"
-    assert rows[2]["reason"]["code"] == "parity_cold_start_no_requests"
+    assert rows[2]["reason"]["code"] == "parity_cold_start_no_requests" and rows[2]["figures"] == {"start_s": 44.0}
 
 
 def _matrix_summary(complete: dict[str, Any]) -> dict[str, Any]:

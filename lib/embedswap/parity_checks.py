@@ -266,7 +266,9 @@ def _tensor_parallel_rows(checks: Any, engine: _Engine, texts: list[str], max_mo
 def cold_start_inputs(experiment: Any, attempt: Any) -> list[dict[str, Any]]:
     """Per target: its kind, target.json (start_seconds) and the latencies of its workload requests in order."""
     out = []
-    for name in experiment.target_order():
+    # every server the run started: the roles first, then variants measured for one aspect (matryoshka, ...)
+    names = list(dict.fromkeys([*experiment.target_order(), *experiment.targets]))
+    for name in names:
         info = attempt.read_json(f"{name}/target.json") if attempt.has(f"{name}/target.json") else None
         requests = attempt.read_jsonl(f"{name}/workload_requests.jsonl") \
             if attempt.has(f"{name}/workload_requests.jsonl") else []
@@ -288,8 +290,11 @@ def cold_start_rows(targets: list[dict[str, Any]]) -> list[MatrixRow]:
             continue
         latencies = [float(v) for v in target.get("latencies_ms") or [] if v is not None]
         if len(latencies) < 2 or info.get("start_seconds") is None:
-            rows.append(not_run(COLD_START, name, "start to healthy, first request", "cpu", None,
-                                "parity_cold_start_no_requests", name=name))
+            row = not_run(COLD_START, name, "start to healthy, first request", "cpu", None,
+                          "parity_cold_start_no_requests", name=name)
+            if info.get("start_seconds") is not None:  # started (e.g. probes only): its start is still measured
+                row.figures = {"start_s": round(float(info["start_seconds"]), 2)}
+            rows.append(row)
             continue
         steady = statistics.median(latencies[1:])
         rows.append(MatrixRow(COLD_START, name, "start to healthy, first request vs steady median", "cpu",

@@ -41,7 +41,8 @@ def _cold_table(ctx: ReportContext, rows: list[dict[str, Any]]) -> str:
     for r in rows:
         f = r.get("figures") or {}
         if r.get("reason"):
-            body.append([code(r.get("backend"))] + [MISSING] * 4 + [f"{ctx.label(False)}: {ctx.why(r)}"])
+            body.append([code(r.get("backend")), fmt(f.get("start_s"), "s")] + [MISSING] * 3
+                        + [f"{ctx.label(False)}: {ctx.why(r)}"])
             continue
         body.append([code(r.get("backend")), fmt(f.get("start_s"), "s"), fmt(f.get("first_ms"), "ms"),
                      f"{fmt(f.get('steady_median_ms'), 'ms')} (n={fmt(f.get('steady_n'), 'int')})",

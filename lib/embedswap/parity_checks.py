@@ -129,8 +129,8 @@ def _engine_missing() -> str | None:
     return None if Path(python).exists() else python
 
 
-def _batch_rows_engine(engine: _Engine, vectors: list[np.ndarray] | None, meta: dict[str, Any], error: str | None,
-                       dtype: str, texts: list[str], gate: float) -> list[MatrixRow]:
+def _batch_rows_engine(vectors: list[np.ndarray] | None, meta: dict[str, Any], error: str | None, dtype: str,
+                       texts: list[str], gate: float) -> list[MatrixRow]:
     rows = []
     for number, size in enumerate(DEFAULT_BATCH_SIZES, start=1):
         setting = f"{dtype} alone vs batch {size}"
@@ -182,7 +182,7 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
         run = engine.run(f"{dtype}", dtype, jobs, kwargs)
         if checks.batch_invariance:
             vectors = run[0][: 1 + len(DEFAULT_BATCH_SIZES)] if run[0] is not None else None
-            rows += _batch_rows_engine(engine, vectors, run[1], run[2], dtype, sample, gate)
+            rows += _batch_rows_engine(vectors, run[1], run[2], dtype, sample, gate)
         if long_job:
             fp32_engine = run
 

@@ -39,6 +39,7 @@ from embedswap.parity_gate import (
     threshold_for,
     thresholds_from,
 )
+from embedswap.parity_gate import _cause, _finite_or_none, _norm_cause, _shape_failure  # noqa: F401 (old private names)
 from embedswap.parity_vllm import VllmOfflineBackend, run_vllm_jobs
 
 __all__ = [

@@ -13,7 +13,7 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: browser demo demo-qwen3 test test-fast mutation lab kit engine infinity kernel lock clean-venvs FORCE
+.PHONY: browser demo demo-qwen3 demo-multimodal test test-fast mutation lab kit engine infinity kernel lock clean-venvs FORCE
 
 # the kit's environment exactly as requirements/kit.lock pins it (hashes checked); the stamp is the lock's and
 # pyproject.toml's sha256, so a pin change rebuilds it (the script does nothing when they did not change)
@@ -57,6 +57,11 @@ kernel: $(KIT)/share/jupyter/kernels/embedswap/kernel.json
 # the article's model family (a tiny random-weight Qwen3 embedding model built offline)
 demo-qwen3: 
 	$(MAKE) demo DEMO_SLUG=qwen3-tiny DEMO_PRESET=qwen3-tiny
+
+# multimodal parity (issue 18): a tiny random-weight CLIP served by vLLM, captions and images gated at 0.995
+# against transformers fp32; writes reports/multimodal/multimodal.json (fails when a row is below the gate)
+demo-multimodal: kit engine
+	nice -n 10 $(KIT)/bin/python -m embedswap.parity_multimodal reports/multimodal
 
 demo: kit engine kernel
 	@test -f experiments/$(TODAY)-$(DEMO_SLUG)/experiment.yaml || $(KIT)/bin/embedswap new $(DEMO_SLUG) --preset $(DEMO_PRESET)

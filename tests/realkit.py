@@ -121,6 +121,7 @@ def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: d
         config["ablations"] = []
     config.pop("matryoshka", None)
     config.get("parity", {}).pop("backends", None)  # the dtype sweep needs the engine environment
+    config.get("parity", {}).pop("checks", None)  # so does the parity matrix (its own tests: test_parity_checks)
     config.get("sequencing", {}).pop("restore_legacy", None)
     config["latency"] = {**SMALL_LATENCY, **(latency or {})}
     config["workload"]["repeats"] = repeats

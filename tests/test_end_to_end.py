@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 from realkit import run_whole_experiment
 from wordpiece import count_tokens, load_vocab
 
@@ -56,6 +57,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     ports = [free_port(), free_port(), free_port()]
     folder = new_experiment("e2e", root / "experiments", data_dir=REPO / "data", legacy_port=ports[0],
                            vllm_port=ports[1], dynamo_port=ports[2])
+    # issue 18: the parity matrix's engine rows run in the qwen3 e2e (CI time); here the legacy padding per dtype,
+    # cold start and the engine rows' reason
+    path = folder / "experiment.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["parity"]["checks"]["engine"] = False
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     run = run_whole_experiment(folder, RUN_TIMEOUT_S)
     attempts = sorted((folder / "attempts").iterdir())
     attempt = attempts[-1]
@@ -305,3 +312,23 @@ def test_report_rerenders_from_captures_alone(demo: dict) -> None:
     assert "report.en.html" in run.stdout
     assert (demo["attempt"] / "manifest.json").read_bytes() == before  # no capture touched
     assert (demo["root"] / "reports" / "index.html").exists()
+
+
+def test_parity_matrix_legacy_padding_and_cold_start(demo: dict) -> None:
+    """Issue 18: MiniLM's bf16 vectors change with the batch they are padded in (fp32 stays within 1e-6), every
+    started server has its cold start, and the engine rows say why they did not run (engine off here)."""
+    matrix = demo["summary"]["parity"]["matrix"]
+    assert matrix["measured"] is True
+    rows = {(r["check"], r["backend"], r["setting"]): r for r in matrix["rows"]}
+    padding = "transformers (legacy padding)"
+    fp32 = rows[("batch_invariance", padding, "float32 alone vs batch 8")]
+    bf16 = rows[("batch_invariance", padding, "bfloat16 alone vs batch 8")]
+    assert fp32["n"] == 32 and 1 - fp32["cos_min"] < 1e-6
+    assert 1 - bf16["cos_min"] > 1e-6 and not bf16["figures"]["bit_identical"]
+    cold = {r["backend"]: r for r in matrix["rows"] if r["check"] == "cold_start"}
+    for name in ("legacy", "dynamo", "vllm"):
+        assert cold[name]["figures"]["start_s"] > 0 and cold[name]["figures"]["first_ms"] > 0, name
+    long_rows = [r for r in matrix["rows"] if r["check"] == "long_context"]
+    assert {r["reason"]["code"] for r in long_rows} == {"parity_matrix_off"}
+    report = (demo["root"] / "reports" / demo["folder"].name / "report.en.md").read_text()
+    assert "### Parity matrix (article 003)" in report and "parity.checks.engine' is off" in report

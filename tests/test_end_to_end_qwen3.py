@@ -163,3 +163,32 @@ def test_the_written_summary_is_typed_and_carries_its_decisions(qwen3: dict) -> 
     # every reason the kit wrote carries its code
     for section in ("ablation", "restore"):
         assert summary[section]["measured"] is False and summary[section]["reason"]["code"], section
+
+
+def test_parity_matrix_engine_rows(qwen3: dict) -> None:
+    """Issue 18, article 003 on this CPU: long inputs near max_model_len with chunked prefill off and on (vLLM keeps
+    it for last-token pooling), vLLM batch-invariant in fp32 and bf16 where the legacy padding drifts in bf16, the
+    opt-in TP row says why, and every started server has its cold start."""
+    matrix = qwen3["summary"]["parity"]["matrix"]
+    assert matrix["measured"] is True and matrix["settings"]["max_model_len"] == 8192
+    assert max(matrix["settings"]["long_tokens"]) > 6000
+    long_rows = {r["setting"].split(",")[0]: r for r in matrix["rows"] if r["check"] == "long_context"}
+    off, on = long_rows["chunked prefill off"], long_rows["chunked prefill on (512 tokens/step)"]
+    assert off["passed"] and off["figures"]["chunked_prefill"] is False and off["n"] == 3
+    assert on["passed"] and on["figures"]["chunked_prefill"] is True and on["figures"]["max_num_batched_tokens"] == 512
+    batch = {(r["backend"], r["setting"]): r for r in matrix["rows"] if r["check"] == "batch_invariance"}
+    for dtype in ("float32", "bfloat16"):
+        for size in (8, 32):
+            assert batch[("vllm-offline", f"{dtype} alone vs batch {size}")]["figures"]["bit_identical"], (dtype, size)
+    assert 1 - batch[("transformers (legacy padding)", "bfloat16 alone vs batch 8")]["cos_min"] > 1e-5
+    found = {f["check"]: f for f in qwen3["summary"]["decisions"]["parity_matrix"]}
+    assert "vllm-offline bfloat16" in found["batch_invariance"]["invariant"]
+    assert [r["reason"]["code"] for r in matrix["rows"] if r["check"] == "tensor_parallel"] == ["parity_tp_opt_in"]
+    cold = {r["backend"]: r for r in matrix["rows"] if r["check"] == "cold_start"}
+    for name in ("legacy", "dynamo", "vllm"):
+        assert cold[name]["figures"]["start_s"] > 0, name
+    # probes only: no workload request to time, its start still measured
+    assert cold["vllm-matryoshka"]["reason"]["code"] == "parity_cold_start_no_requests"
+    assert cold["vllm-matryoshka"]["figures"]["start_s"] > 0
+    report = (qwen3["report"] / "report.en.md").read_text()
+    assert "### Parity matrix (article 003)" in report and "chunked prefill on (512 tokens/step)" in report

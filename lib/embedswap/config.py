@@ -250,9 +250,41 @@ class ParityBackendSpec(_Strict):
         return f"{self.kind}-{self.dtype}" + ("" if self.device == "cpu" else f"-{self.device}")
 
 
+class ParityChecks(_Strict):
+    """Article 003's parity matrix in step 05 (embedswap.parity_checks); each check on unless set false.
+
+    A check the model does not allow (chunked prefill for mean/CLS pooling or an encoder) still gives its row, with
+    the reason instead of figures. ``tensor_parallel`` is opt-in: two engine workers on a 2-core CPU are slow.
+    """
+
+    batch_invariance: bool = True  # each text alone vs in batches of 8 and 32: legacy padding and the engine
+    dtypes: list[Literal["float32", "bfloat16"]] = Field(default_factory=lambda: ["float32", "bfloat16"],
+                                                          min_length=1)
+    texts: int = Field(32, ge=1)  # the first N workload documents
+    engine: bool = True  # the engine rows (vLLM's offline runner in the engine environment)
+    long_context: bool = True  # inputs near max_model_len, chunked prefill off and on
+    max_model_len: int | None = Field(None, gt=0)  # default: the model's limit, at most 8192
+    chunk_tokens: int = Field(512, gt=0)  # max_num_batched_tokens with chunked prefill on
+    tensor_parallel: bool = False
+    cold_start: bool = True  # start-to-healthy and first request vs steady, from each server's captures
+    timeout_s: float = Field(1800.0, gt=0)  # per engine start
+
+
 class ParityConfig(_Strict):
     text_threshold: float = Field(0.999, gt=0, le=1)
     multimodal_threshold: float = Field(0.995, gt=0, le=1)
+    # The matrix (long context, chunked prefill, batch invariance per dtype, TP, cold start); absent: not run.
+    checks: ParityChecks | None = None
+
+    @field_validator("checks", mode="before")
+    @classmethod
+    def _checks_switch(cls, value: Any) -> Any:
+        """``checks: true`` runs every default check, ``checks: false`` none."""
+        if value is True:
+            return {}
+        if value is False:
+            return None
+        return value
     # Extra offline backends (e.g. a dtype sweep), each one more row of the gate; none by default.
     backends: list[ParityBackendSpec] = Field(default_factory=list)
 

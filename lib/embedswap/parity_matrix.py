@@ -12,11 +12,12 @@ pooling: a finding, not a failure), see :func:`chunked_prefill_refusal`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
+from embedswap.reasons import REASONS, explain
 from embedswap.vectors import rowwise_cosine
 
 BATCH_INVARIANCE = "batch_invariance"
@@ -48,17 +49,29 @@ class MatrixRow:
     n: int
     cos_min: float | None
     cos_median: float | None
-    gate: float
-    passed: bool | None  # None: the row could not run (then ``reason`` says why)
-    reason: str | None = None
+    gate: float | None  # None for rows without a cosine (cold start)
+    passed: bool | None  # None: the row could not run (then ``reason`` says why), or it has no gate
+    reason: str | None = None  # a code of embedswap.reasons
+    params: dict[str, Any] = field(default_factory=dict)  # the reason's parameters
+    figures: dict[str, Any] = field(default_factory=dict)  # what else was measured (cold start; engine settings)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-ready, the reason as the summary carries every reason: ``why`` and ``reason: {code, params}``."""
+        row = asdict(self)
+        params = row.pop("params")
+        row["reason"] = {"code": self.reason, "params": params} if self.reason else None
+        if self.reason:
+            row["why"] = explain(self.reason, **params)
+        return row
 
 
-def not_run(check: str, backend: str, setting: str, platform: str, gate: float, reason: str) -> MatrixRow:
-    """A row that could not run: no figures, a reason code (embedswap.reasons)."""
-    return MatrixRow(check, backend, setting, platform, 0, None, None, float(gate), None, reason)
+def not_run(check: str, backend: str, setting: str, platform: str, gate: float | None, reason: str,
+            **params: Any) -> MatrixRow:
+    """A row that could not run: no figures, a reason code (embedswap.reasons) and its parameters."""
+    if reason not in REASONS:
+        raise ValueError(f"unknown reason code {reason!r}")
+    return MatrixRow(check, backend, setting, platform, 0, None, None, None if gate is None else float(gate), None,
+                     reason, dict(params))
 
 
 def compare(check: str, backend: str, setting: str, platform: str, reference: np.ndarray, vectors: np.ndarray,
@@ -70,9 +83,11 @@ def compare(check: str, backend: str, setting: str, platform: str, reference: np
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = rowwise_cosine(reference, vectors)
     finite = bool(len(cos)) and bool(np.all(np.isfinite(cos)))
+    # bit-identical vectors are the finding for batching (a float64 cosine of equal vectors may be 1 - 2e-16)
     return MatrixRow(check, backend, setting, platform, len(cos),
                      float(cos.min()) if finite else None, float(np.median(cos)) if finite else None,
-                     float(gate), finite and bool(np.all(cos >= gate)))
+                     float(gate), finite and bool(np.all(cos >= gate)),
+                     figures={"bit_identical": bool(np.array_equal(reference, vectors))})
 
 
 def batch_invariance(backend: BatchedBackend, texts: list[str], gate: float, platform: str = "cpu",

@@ -35,6 +35,16 @@ REASONS: dict[str, str] = {
     "parity_chunked_prefill_encoder": "vLLM turns chunked prefill off for encoder (non-causal) models",
     "parity_chunked_prefill_pooling": "vLLM turns chunked prefill off for mean/CLS pooling (it needs every token's "
                                       "state at once)",
+    "parity_matrix_not_configured": "the parity matrix is not configured (`parity.checks` in experiment.yaml)",
+    "parity_matrix_off": "`parity.checks.{key}` is off in experiment.yaml",
+    "parity_tp_opt_in": "tensor parallel 2 is opt-in (`parity.checks.tensor_parallel: true`): it starts two engine "
+                        "workers, slow on a small CPU",
+    "parity_tp_cpus": "tensor parallel 2 needs at least 2 CPU cores; this host has {n}",
+    "parity_matrix_engine_failed": "the engine failed: {error}",
+    "parity_matrix_no_engine": "no engine environment ({python}): build it with `make engine`",
+    "parity_chunked_prefill_refused": "vLLM was asked for chunked prefill and ran without it",
+    "parity_cold_start_external": "'{name}' is an external server: this run did not start it",
+    "parity_cold_start_no_requests": "no workload requests captured for '{name}'",
     "no_client_prefixed_queries": "no client-prefixed query vectors for the legacy server '{name}' (captures/{path})",
     "no_query_captures": "no query captures for '{name}'",
     "capture_shape": "captures/{path} has shape {shape}, expected {expected}",

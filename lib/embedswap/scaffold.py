@@ -93,6 +93,12 @@ contract:
 parity:
   text_threshold: 0.999
   multimodal_threshold: 0.995
+  checks:                             # article 003's matrix, after the gate (findings; they do not decide it)
+    batch_invariance: true            # each text alone vs in batches of 8 and 32: legacy padding and vLLM
+    dtypes: [float32, bfloat16]
+    long_context: true                # inputs near max_model_len, chunked prefill off and on (where vLLM allows it)
+    cold_start: true                  # start to healthy, first request vs steady, for every server started
+    tensor_parallel: false            # opt-in: TP=2 vs 1 with VLLM_CPU_OMP_THREADS_BIND="0|1" (slow on 2 cores)
 {backends}
 report:
   languages: [ko, en]                 # also ja, zh; the first one is written as report.md / report.html too

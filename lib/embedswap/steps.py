@@ -31,6 +31,7 @@ from embedswap.parity import (
     record_modalities,
     thresholds_from,
 )
+from embedswap.parity_checks import captured_matrix
 from embedswap.paths import project_root
 from embedswap.summary import build_summary, environment, write_summary
 from embedswap.reasons import not_measured
@@ -368,6 +369,8 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
                        "multimodal": experiment.parity.multimodal_threshold},
         "multimodal": multimodal,
         "reference": "captures/reference/doc_vectors.npy (sentence-transformers, fp32, cpu)",
+        # article 003's matrix (issue 18): its rows are findings beside the gate, they do not decide it
+        "matrix": captured_matrix(experiment, attempt, texts),
     }
     if attempt.has("parity/rows.json"):
         previous = attempt.read_json("parity/rows.json")

@@ -88,10 +88,32 @@ class NotRun(_Open):
     reason: Reason | None = None
 
 
+class MatrixRow(_Open):
+    """One row of article 003's parity matrix (embedswap.parity_matrix.MatrixRow): figures, or a reason code."""
+    check: Literal["batch_invariance", "long_context", "tensor_parallel", "cold_start"]
+    backend: str
+    setting: str
+    platform: str
+    n: int
+    cos_min: float | None
+    cos_median: float | None
+    gate: float | None
+    passed: bool | None
+    reason: Reason | None = None
+    why: str | None = None
+    figures: dict[str, Any] = {}
+
+
+class ParityMatrix(Section):
+    rows: list[MatrixRow] = []
+    settings: dict[str, Any] = {}
+
+
 class Parity(Section):
     rows: list[dict[str, Any]] = []
     passed: bool | None = Field(default=None, alias="pass")
     not_run: list[NotRun] = []
+    matrix: ParityMatrix | None = None  # absent in summaries from before issue 18
 
 
 class ChangeHit(BaseModel):
@@ -251,11 +273,27 @@ class ShimOutcome(BaseModel):
     opened: list[str] = []
 
 
+class MatrixFinding(BaseModel):
+    """What the parity matrix found per check (embedswap.analysis.parity_matrix)."""
+    check: str
+    rows: int
+    measured: int
+    failed: int
+    not_run: int
+    # the largest 1 - cos_min of the measured rows, and where (backend, setting); None when nothing was measured
+    worst_drift: float | None = None
+    worst_backend: str | None = None
+    worst_setting: str | None = None
+    # batch invariance: '<backend> <dtype>' whose vectors were bit-identical alone and in every batch
+    invariant: list[str] = []
+
+
 class Decisions(BaseModel):
     client_changes: list[ClientChange] = []
     ranking: RankingDecision
     latency: LatencyDecisions
     shim: dict[str, ShimOutcome] = {}
+    parity_matrix: list[MatrixFinding] = []
 
 
 class Summary(_Open):

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from embedswap.report.format import code, esc
-from embedswap.report.sections import (article, contract, gaps, instruction, latency, parity, ranking, shim,
-                                       status, vectors)
+from embedswap.report.sections import (article, contract, gaps, instruction, latency, parity, parity_matrix,
+                                       ranking, shim, status, vectors)
 from embedswap.report.sections.context import ReportContext
 
 
@@ -20,6 +20,7 @@ def build_context(summary: dict[str, Any], lang: str, figures: dict[str, bool], 
                              "ranking": ranking.ranking(ctx), "contract": contract.contract(ctx),
                              "instruction": instruction.instruction(ctx), "shim": shim.shim(ctx),
                              "latency": latency.latency(ctx), "parity": parity.parity(ctx),
+                             "parity_matrix": parity_matrix.parity_matrix(ctx),
                              "article": article.article(ctx)}
     parts["gaps"] = gaps.gaps(ctx, parts["status"], parts["latency"], parts["contract"], parts["parity"],
                               parts["ranking"], parts["shim"])

@@ -1,0 +1,116 @@
+"""Multimodal parity for real: the tiny CLIP served by vLLM, gated at the multimodal threshold (article 003: 0.995).
+
+vLLM's pooling registry serves ``CLIPModel`` (``CLIPEmbeddingModel``). Its ``/v1/embeddings`` takes text through
+``input`` and an image through ``messages`` (one user message whose content is an ``image_url`` with a
+``data:image/png;base64,...`` URL). The golden reference is transformers fp32 ``get_text_features`` /
+``get_image_features``, L2-normalised (:func:`embedswap.tiny_clip.reference_features`). One row per modality
+(text captions, images) through :func:`embedswap.parity_gate.gate`; a third probe sends text and image in one
+message, which CLIP cannot embed: the status and message are recorded (vLLM 0.31 answers 400).
+
+The server is the kit's :class:`~embedswap.targets.vllm.VllmServerTarget` (own process group, stopped on any
+error, 127.0.0.1, a free port); ``start_s`` is its start to healthy. ``python -m embedswap.parity_multimodal OUT``
+writes ``OUT/multimodal.json`` (``make demo-multimodal``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+import json
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from embedswap import tiny_clip
+from embedswap.parity_gate import TEXT_IMAGE, gate
+
+SERVED = "tiny-clip"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def image_message(png: bytes, text: str | None = None) -> list[dict[str, Any]]:
+    """The ``messages`` of one image embedding request (and, with ``text``, the mixed one CLIP refuses)."""
+    content: list[dict[str, Any]] = [{"type": "image_url", "image_url": {
+        "url": "data:image/png;base64," + base64.b64encode(png).decode("ascii")}}]
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    return [{"role": "user", "content": content}]
+
+
+def _vector(response: httpx.Response) -> list[float]:
+    if response.status_code != 200:
+        raise RuntimeError(f"status {response.status_code}: {response.text[:300]}")
+    return response.json()["data"][0]["embedding"]
+
+
+def embed_through_server(base_url: str, texts: list[str], pngs: list[bytes]) -> dict[str, Any]:
+    """Text vectors (one request with every caption), image vectors (one request per image), the mixed probe."""
+    with httpx.Client(base_url=base_url, timeout=120) as client:
+        answer = client.post("/v1/embeddings", json={"model": SERVED, "input": texts, "encoding_format": "float"})
+        if answer.status_code != 200:
+            raise RuntimeError(f"text request: status {answer.status_code}: {answer.text[:300]}")
+        text = [d["embedding"] for d in sorted(answer.json()["data"], key=lambda d: d["index"])]
+        image = [_vector(client.post("/v1/embeddings", json={"model": SERVED, "messages": image_message(png),
+                                                               "encoding_format": "float"})) for png in pngs]
+        mixed = client.post("/v1/embeddings", json={"model": SERVED, "messages": image_message(pngs[0], texts[0]),
+                                                    "encoding_format": "float"})
+    return {"text": np.asarray(text, dtype=np.float32), "image": np.asarray(image, dtype=np.float32),
+            "mixed": {"status": mixed.status_code, "body": mixed.text[:300]}}
+
+
+def run(model_dir: Path, log_dir: Path, threshold: float = 0.995) -> dict[str, Any]:
+    """Start vLLM on the tiny CLIP, embed the captions and the images, gate both against transformers fp32."""
+    from PIL import Image
+
+    from embedswap.config import ModelConfig, VllmTarget
+    from embedswap.targets.vllm import VllmServerTarget
+
+    items = tiny_clip.captions()
+    texts = [f"a {colour} {shape}" for _, colour, shape in items]
+    pngs = [tiny_clip.png_bytes(tiny_clip.draw_image(colour, shape)) for _, colour, shape in items]
+    ids = [item for item, _, _ in items]
+    ref_text, ref_image = tiny_clip.reference_features(model_dir, texts, [Image.open(io.BytesIO(p)) for p in pngs])
+    config = VllmTarget(kind="vllm", port=_free_port(), dtype="float32", extra_args=["--enforce-eager"],
+                        startup_timeout_s=900)
+    target = VllmServerTarget("vllm-clip", config, ModelConfig(path=str(model_dir), served_name=SERVED),
+                              str(model_dir), log_dir)
+    started = time.monotonic()
+    with target:
+        start_s = round(time.monotonic() - started, 1)
+        version = target.version()
+        got = embed_through_server(target.base_url, texts, pngs)
+    rows = [gate("vllm (server)", "float32", "cpu", TEXT_IMAGE, ref_text, got["text"], ids, threshold).as_dict(),
+            gate("vllm (server)", "float32", "cpu", TEXT_IMAGE, ref_image, got["image"], ids, threshold).as_dict()]
+    rows[0]["part"], rows[1]["part"] = "text (input)", "image (messages, data:image/png)"
+    return {"measured": True, "model": str(model_dir), "engine": version, "start_s": start_s, "threshold": threshold,
+            "records": len(ids), "rows": rows, "pass": all(r["pass"] for r in rows), "mixed_request": got["mixed"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", help="folder for multimodal.json and the server log")
+    parser.add_argument("--threshold", type=float, default=0.995)
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = run(tiny_clip.ensure_tiny_clip(), out, args.threshold)
+    (out / "multimodal.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    for row in result["rows"]:
+        print(f"{row['part']:<36} n={row['n']} cos min {row['cos_min']:.8f} median {row['cos_median']:.8f} "
+              f"gate {row['threshold']} {'PASS' if row['pass'] else 'FAIL'}")
+    print(f"text and image in one message: {result['mixed_request']['status']}; server up in {result['start_s']} s")
+    return 0 if result["pass"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

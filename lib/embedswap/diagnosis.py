@@ -185,7 +185,8 @@ class Diagnoser:
                 "hypothesis": {**best.as_dict(), "cos_min": cos}}
 
 
-def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: int) -> list[dict[str, Any]]:
+def explain_difference(truth: Hypothesis, found: Hypothesis, name: str,
+                       limit: int | None = None) -> list[dict[str, Any]]:
     """Reason codes for what ``found`` (the server) does differently from ``truth`` (the model)."""
     codes: list[tuple[str, dict[str, Any]]] = []
     if found.pooling != truth.pooling:

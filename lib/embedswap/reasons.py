@@ -61,6 +61,8 @@ REASONS: dict[str, str] = {
     "diagnosis_normalize_missing": "'{name}' skips the model's Normalize module: turn normalisation on or "
                                    "L2-normalise client-side",
     "diagnosis_unknown": "no known cause reproduces the vectors of '{name}'",
+    "diagnosis_not_run": "the diagnosis did not run (step 03 wrote no captures/diagnosis/vectors.json)",
+    "diagnosis_failed": "the diagnosis of '{name}' failed: {error}",
     "diagnosis_eos_appended": "'{name}' appends the EOS token the model's tokenizer does not add: embed with "
                               "the model's tokenizer settings (no extra special token)",
     "diagnosis_eos_missing": "'{name}' drops the EOS token the model's tokenizer appends before pooling: let the "

@@ -94,6 +94,30 @@ class Parity(Section):
     not_run: list[NotRun] = []
 
 
+class DiagnosisFinding(_Open):
+    """One server's diagnosis (embedswap.diagnosis): the first cause's code (None: the model's own pipeline
+    reproduces its vectors), every reason with its fix, the hypothesis that matched, or the diagnosis' own error."""
+    cause: str | None = None
+    reasons: list[dict[str, Any]] = []
+    hypothesis: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class Diagnosis(Section):
+    """Step 03's diagnosis of every server's document vectors (captures/diagnosis/vectors.json)."""
+    by_target: dict[str, DiagnosisFinding] = {}
+    limits: list[int] = []
+
+
+class DiagnosisDecision(BaseModel):
+    """Why one server's vectors differ, as the report states it: its codes (first = ``code``), from the step whose
+    finding counts (``parity``: the gate failed it against the golden reference; ``vectors``: step 03)."""
+    code: str
+    codes: list[str]
+    step: Literal["vectors", "parity"]
+    reasons: list[dict[str, Any]] = []
+
+
 class ChangeHit(BaseModel):
     probe: str
     candidate: str
@@ -255,6 +279,7 @@ class Decisions(BaseModel):
     ranking: RankingDecision
     latency: LatencyDecisions
     shim: dict[str, ShimOutcome] = {}
+    diagnosis: dict[str, DiagnosisDecision] = {}
 
 
 class Summary(_Open):
@@ -276,6 +301,7 @@ class Summary(_Open):
     matryoshka: Section | None = None
     restore: Section | None = None
     parity: Parity
+    diagnosis: Diagnosis | None = None
     ranking: Section
     shim: Section
     decisions: Decisions

@@ -66,6 +66,11 @@ def diagnose_row(experiment: Experiment, attempt: Attempt, texts: list[str], ser
                  threshold: float) -> dict[str, Any]:
     """One server's finding; a failure of the diagnosis itself is recorded, never raised (the gate has already
     decided)."""
+    if attempt.has(CAPTURE):  # step 03 diagnosed this target's captured vectors already: the same finding
+        done = attempt.read_json(CAPTURE)
+        finding = (done.get("by_target") or {}).get(name)
+        if finding is not None and done.get("threshold") == threshold and done.get("texts") == len(texts):
+            return finding
     try:
         return diagnoser(experiment, attempt, texts).diagnose(served, name, threshold)
     except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error

@@ -128,7 +128,8 @@ def _last_token_server(folder: Path, texts: list[str], drop_eos: bool) -> np.nda
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    tokenizer, model = AutoTokenizer.from_pretrained(str(folder)), AutoModel.from_pretrained(str(folder), dtype=torch.float32).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    model = AutoModel.from_pretrained(str(folder), dtype=torch.float32).eval()
     rows = []
     with torch.inference_mode():
         for text in texts:

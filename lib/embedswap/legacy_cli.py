@@ -32,7 +32,8 @@ class _ReadyServer(uvicorn.Server):
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[LegacySettings, str, int]:
-    parser = argparse.ArgumentParser(prog="python -m embedswap.legacy_server", description=(legacy_server.__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m embedswap.legacy_server",
+                                     description=(legacy_server.__doc__ or "").splitlines()[0])
     parser.add_argument("--model", required=True, help="path, HF id (offline cache) or package:MODULE")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")

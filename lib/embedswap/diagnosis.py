@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
@@ -96,8 +97,12 @@ class Diagnoser:
         self.prompts = known_prompts(local_model_folder(self.path), query_template, query_task)
         self.limits = sorted({int(n) for n in limits or [] if 0 < int(n) < e.limit})
         self.candidates: dict[Hypothesis, np.ndarray] = {}
-        for variant, (ids, model_) in self._inputs().items():
-            self._reduce(variant, ids, model_)
+        self._variants = self._inputs()
+        self._reduce(*next(self._variants))  # the truth's own pass; the others only when a server differs
+
+    def _complete(self) -> None:
+        for variant, ids, model in self._variants:  # a generator: each lower-precision model loaded in turn
+            self._reduce(variant, ids, model)
 
     # -- inputs: token ids per text for each input-side variant ------------------------------------------------------
     def _ids(self, texts: list[str], max_tokens: int) -> list[list[int]]:
@@ -115,25 +120,24 @@ class Diagnoser:
             return None
         return True, [row[: self.limit - 1] + [int(tok.eos_token_id)] for row in base]
 
-    def _inputs(self) -> dict[Hypothesis, tuple[list[list[int]], Any]]:
-        """Input-side variants (output fields left at the truth's) -> (token ids, model to run them through)."""
+    def _inputs(self) -> Iterator[tuple[Hypothesis, list[list[int]], Any]]:
+        """Input-side variants (output fields left at the truth's), the truth first: (variant, token ids, model)."""
         t, e = self.truth, self.embedder
         prefix = t.prompt or ""
         base = self._ids([prefix + x for x in self.texts], self.limit)
-        out: dict[Hypothesis, tuple[list[list[int]], Any]] = {t: (base, e.model)}
+        yield t, base, e.model
         eos = self._eos_variant(base)
         if eos is not None:
-            out[replace(t, eos=eos[0])] = (eos[1], e.model)
+            yield replace(t, eos=eos[0]), eos[1], e.model
         for prompt in [p for p in self.prompts if p != t.prompt] + ([None] if t.prompt else []):
-            out[replace(t, prompt=prompt)] = (self._ids([(prompt or "") + x for x in self.texts], self.limit), e.model)
+            yield replace(t, prompt=prompt), self._ids([(prompt or "") + x for x in self.texts], self.limit), e.model
         for limit in self.limits:
-            out[replace(t, max_tokens=limit)] = (self._ids([prefix + x for x in self.texts], limit), e.model)
+            yield replace(t, max_tokens=limit), self._ids([prefix + x for x in self.texts], limit), e.model
         for dtype in LOWER_DTYPES:
-            out[replace(t, dtype=dtype)] = (base, self._lower(dtype))
-        return out
+            yield replace(t, dtype=dtype), base, self._lower(dtype)
 
     def _lower(self, dtype: str) -> Callable[..., Any]:
-        """The model loaded in ``dtype`` (as an engine defaulting to it would run it); loaded on first use."""
+        """The model loaded in ``dtype`` (as an engine defaulting to it would run it)."""
         from transformers import AutoModel
 
         from embedswap.legacy_server import DTYPES
@@ -174,6 +178,7 @@ class Diagnoser:
         served = np.asarray(served, dtype=np.float32)
         if _matches(self.candidates[self.truth], served, threshold) is not None:
             return {"cause": None, "reasons": [], "hypothesis": None}
+        self._complete()
         found = [(h, cos) for h, v in self.candidates.items() if (cos := _matches(v, served, threshold)) is not None]
         if not found:
             reason = {"code": "diagnosis_unknown", "params": {"name": name},

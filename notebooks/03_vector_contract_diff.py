@@ -16,18 +16,20 @@
 # %% [markdown]
 # # 03 · Vector and contract diff
 # Reads the captures of steps 01-02: dimensions, norms, token totals and per-document cosine between the legacy
-# server and each candidate; then the contract probes, each classified (same, silent-divergence, loud-failure,
-# retry-hazard, format-difference).
+# server and each candidate, and which known cause (pooling, Dense, Normalize, end token, prompt, truncation,
+# dtype) reproduces a server's vectors that differ from the model's; then the contract probes, each classified
+# (same, silent-divergence, loud-failure, retry-hazard, format-difference).
 
 # %% tags=["parameters"]
 experiment_dir: str = ""  # experiment folder holding experiment.yaml; empty: the newest one under experiments/
 attempt: str = ""  # attempt folder name; empty: the latest
 
 # %%
-from embedswap import steps
+from embedswap import diagnosis_step, steps
 
 ctx = steps.open_step(experiment_dir, attempt)
 steps.require_captures(ctx)
+diagnosis_step.diagnose_vectors(ctx)  # why a server's vectors differ from the model's (captures/diagnosis/)
 summary = ctx.summary()
 
 # %% [markdown]
@@ -35,6 +37,13 @@ summary = ctx.summary()
 
 # %%
 steps.vector_table(summary)
+
+# %% [markdown]
+# ## Why the vectors differ
+# Each server's vectors recomputed from the model under every known cause; the one that reproduces them, with the fix.
+
+# %%
+diagnosis_step.diagnosis_table(summary)
 
 # %% [markdown]
 # ## Cosine per language (candidate vs legacy)

@@ -748,3 +748,42 @@ def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -
     assert "'vllm' 은(는) modules.json 의 Dense 모듈을 무시합니다" in render_markdown(summary, "ko")
     assert "'vllm' は modules.json の Dense モジュールを無視しています" in render_markdown(summary, "ja")
     assert "'vllm' 忽略了 modules.json 中的 Dense 模块" in render_markdown(summary, "zh")
+
+
+def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: dict[str, Any]) -> None:
+    """Step 03's diagnosis (captures/diagnosis/vectors.json) -> decisions.diagnosis -> one sentence per differing
+    server with the fix, in the vectors section of every language, and in the HTML page."""
+    from embedswap.analysis import decide
+    from embedswap.diagnosis import Hypothesis, explain_difference
+
+    truth = Hypothesis("mean", True, True)
+    reasons = explain_difference(truth, Hypothesis("mean", True, True, max_tokens=8), "legacy", 128)
+    summary = copy.deepcopy(complete)
+    summary["diagnosis"] = {"measured": True, "threshold": 0.999, "limits": [8, 128], "texts": 6,
+                            "by_target": {"legacy": {"cause": reasons[0]["code"], "reasons": reasons},
+                                          "vllm": {"cause": None, "reasons": []}}}
+    summary["decisions"] = decide(summary)
+    assert summary["decisions"]["diagnosis"]["legacy"]["code"] == "diagnosis_truncation"
+    assert "vllm" not in summary["decisions"]["diagnosis"]  # its vectors are the model's: no decision
+    expected = {"en": "- `legacy` (`diagnosis_truncation`): 'legacy' truncates inputs at 8 tokens where the model "
+                      "reads 128: raise the server's limit",
+                "ko": "'legacy' 은(는) 입력을 8 토큰에서 자릅니다(모델은 128 토큰까지 읽음)",
+                "ja": "'legacy' は入力を 8 トークンで切り詰めています(モデルは 128 トークンまで読む)",
+                "zh": "'legacy' 在 8 个词元处截断输入，而模型读取 128 个"}
+    headings = {"en": "### Why the vectors differ", "ko": "### 벡터가 다른 이유", "ja": "### ベクトルが異なる理由",
+                "zh": "### 向量为何不同"}
+    for lang, sentence in expected.items():
+        text = render_markdown(summary, lang)
+        assert headings[lang] in text and sentence in text, lang
+        assert text.index(headings[lang]) < text.index(sentence)
+        page = markdown_to_html(text, lang, "t")
+        assert sentence.split(": ")[-1].replace("'", "&#x27;")[:20] in page or sentence[-20:] in page, lang
+    summary["diagnosis"]["by_target"]["legacy"] = {"cause": None, "reasons": []}
+    summary["decisions"] = decide(summary)
+    assert "- Every server's vectors are the model's own pipeline" in render_markdown(summary, "en")
+    from embedswap.reasons import not_measured
+
+    summary["diagnosis"] = not_measured("diagnosis_not_run")
+    summary["decisions"] = decide(summary)
+    assert "the diagnosis did not run (step 03 wrote no captures/diagnosis/vectors.json)" in render_markdown(
+        summary, "en")

@@ -71,6 +71,21 @@ REASONS: dict[str, str] = {
     "diagnosis_normalize_missing": "'{name}' skips the model's Normalize module: turn normalisation on or "
                                    "L2-normalise client-side",
     "diagnosis_unknown": "no known cause reproduces the vectors of '{name}'",
+    "diagnosis_not_run": "the diagnosis did not run (step 03 wrote no captures/diagnosis/vectors.json)",
+    "diagnosis_failed": "the diagnosis of '{name}' failed: {error}",
+    "diagnosis_eos_appended": "'{name}' appends the EOS token the model's tokenizer does not add: embed with "
+                              "the model's tokenizer settings (no extra special token)",
+    "diagnosis_eos_missing": "'{name}' drops the EOS token the model's tokenizer appends before pooling: let the "
+                             "server add special tokens (or append EOS to token-id input)",
+    "diagnosis_prompt_applied": "'{name}' prepends the prompt '{prompt}' to the texts: send documents without the "
+                                "query prompt (input_type document) or turn the server's prompt off",
+    "diagnosis_prompt_missing": "'{name}' embeds the texts without the prompt '{prompt}': apply the model's "
+                                "prompt client-side (the shim can) or on the server",
+    "diagnosis_truncation": "'{name}' truncates inputs at {limit} tokens where the model reads {expected}: raise "
+                            "the server's limit (vLLM --max-model-len, legacy --max-input-tokens) or chunk long "
+                            "inputs",
+    "diagnosis_dtype": "'{name}' runs the model in {dtype} where the reference is {expected}: start it with "
+                       "the reference's dtype (--dtype)",
     "parity_dimension_mismatch": "'{name}' gives {dim}-dimensional vectors where the reference has {reference}: "
                                  "the gate fails (a module of the model's pipeline, e.g. a Dense projection, is "
                                  "ignored or added)",

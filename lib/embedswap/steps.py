@@ -20,7 +20,7 @@ import pandas as pd
 
 from embedswap.captures import Attempt, capture_complete, open_attempt
 from embedswap.config import Experiment, ParityBackendSpec, load_experiment, resolve_path
-from embedswap.diagnosis import diagnose_safely
+from embedswap.diagnosis_step import diagnose_row
 from embedswap.measure import measure_target
 from embedswap.models import resolve_model_path
 from embedswap.parity import (
@@ -322,9 +322,8 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         row = gate(backend, dtype, device, "text", reference[text_index], vectors[text_index],
                    [ids[i] for i in text_index], thresholds=thresholds).as_dict()
         if not row["pass"]:  # issue 24: say which known pipeline mistake reproduces the vectors
-            row["diagnosis"] = diagnose_safely(resolve_model_path(experiment.model.path),
-                                               [texts[i] for i in text_index], vectors[text_index], backend,
-                                               thresholds["text"])
+            row["diagnosis"] = diagnose_row(experiment, attempt, [texts[i] for i in text_index],
+                                            vectors[text_index], backend, thresholds["text"])
         return {**row, "source": source}
 
     rows = []

@@ -26,6 +26,7 @@ from embedswap.analysis import decide
 from embedswap.captures import Attempt, atomic_write_bytes, json_bytes
 from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, classify
+from embedswap.diagnosis_step import diagnosis_section
 from embedswap.instruction import instruction_section
 from embedswap.models import model_fingerprint, resolve_model_path
 from embedswap.ranking import ranking_section
@@ -366,6 +367,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "matryoshka": matryoshka_section(experiment, attempt),
         "restore": restore_section(experiment, attempt),
         "parity": parity_section(attempt),
+        "diagnosis": diagnosis_section(attempt),
         "ranking": ranking_section(experiment, attempt, workload),
         "shim": shim_section(experiment, attempt),
     }

@@ -116,6 +116,30 @@ class Parity(Section):
     matrix: ParityMatrix | None = None  # absent in summaries from before issue 18
 
 
+class DiagnosisFinding(_Open):
+    """One server's diagnosis (embedswap.diagnosis): the first cause's code (None: the model's own pipeline
+    reproduces its vectors), every reason with its fix, the hypothesis that matched, or the diagnosis' own error."""
+    cause: str | None = None
+    reasons: list[dict[str, Any]] = []
+    hypothesis: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class Diagnosis(Section):
+    """Step 03's diagnosis of every server's document vectors (captures/diagnosis/vectors.json)."""
+    by_target: dict[str, DiagnosisFinding] = {}
+    limits: list[int] = []
+
+
+class DiagnosisDecision(BaseModel):
+    """Why one server's vectors differ, as the report states it: its codes (first = ``code``), from the step whose
+    finding counts (``parity``: the gate failed it against the golden reference; ``vectors``: step 03)."""
+    code: str
+    codes: list[str]
+    step: Literal["vectors", "parity"]
+    reasons: list[dict[str, Any]] = []
+
+
 class ChangeHit(BaseModel):
     probe: str
     candidate: str
@@ -294,6 +318,7 @@ class Decisions(BaseModel):
     latency: LatencyDecisions
     shim: dict[str, ShimOutcome] = {}
     parity_matrix: list[MatrixFinding] = []
+    diagnosis: dict[str, DiagnosisDecision] = {}
 
 
 class Summary(_Open):
@@ -315,6 +340,7 @@ class Summary(_Open):
     matryoshka: Section | None = None
     restore: Section | None = None
     parity: Parity
+    diagnosis: Diagnosis | None = None
     ranking: Section
     shim: Section
     decisions: Decisions

@@ -2,8 +2,8 @@
 files are), so every attempt ever written still renders and every reader sees one shape.
 
 Version 1 (kits up to 2026-11): no ``decisions``, no reason codes, and the sections added after the first
-summaries (ranking, shim, ablation, instruction) may be absent. Upgrading marks an absent section not measured
-with reason ``section_absent``, attaches reason codes to every ``why``, and computes the decisions from the
+summaries (ranking, shim, ablation, instruction, diagnosis) may be absent. Upgrading marks an absent section not
+measured with reason ``section_absent``, attaches reason codes to every ``why``, and computes the decisions from the
 measured sections (pure functions of the summary, so the result equals what the current kit would have stored).
 """
 
@@ -19,7 +19,7 @@ from embedswap.reasons import attach_reasons, not_measured
 
 SCHEMA_VERSION = 2
 # sections a version-1 summary may lack
-LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction")
+LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction", "diagnosis")
 
 
 class SummaryError(ValueError):

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from embedswap.report.format import code, esc
-from embedswap.report.sections import (article, contract, gaps, instruction, latency, parity, parity_matrix,
-                                       ranking, shim, status, vectors)
+from embedswap.report.sections import (article, contract, diagnosis, gaps, instruction, latency, parity,
+                                       parity_matrix, ranking, shim, status, vectors)
 from embedswap.report.sections.context import ReportContext
 
 
@@ -17,6 +17,7 @@ def build_context(summary: dict[str, Any], lang: str, figures: dict[str, bool], 
     ctx = ReportContext(summary, lang, figures, article_data, manifest, attempt_dir, title)
     # the order matters: a capture file gets its reference number where it is first cited
     parts: dict[str, Any] = {"status": status.status(ctx), "setup": status.setup(ctx), "vectors": vectors.vectors(ctx),
+                             "diagnosis": diagnosis.diagnosis(ctx),
                              "ranking": ranking.ranking(ctx), "contract": contract.contract(ctx),
                              "instruction": instruction.instruction(ctx), "shim": shim.shim(ctx),
                              "latency": latency.latency(ctx), "parity": parity.parity(ctx),

@@ -1,0 +1,39 @@
+"""Why each server's vectors differ from the model's: one decision per server, from the diagnosis' findings.
+
+Step 05's finding counts where the parity gate failed a row (it compares with the golden sentence-transformers
+reference); otherwise step 03's (every server's vectors against the model's own pipeline). A server whose vectors
+the model's pipeline reproduces gets no decision; one the diagnosis could not explain gets ``diagnosis_unknown``,
+one it could not run on gets ``diagnosis_failed``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.reasons import explain
+
+
+def _decision(finding: dict[str, Any], name: str, step: str) -> dict[str, Any] | None:
+    if finding.get("error"):
+        params = {"name": name, "error": str(finding["error"])[:300]}
+        reasons = [{"code": "diagnosis_failed", "params": params, "why": explain("diagnosis_failed", **params)}]
+    else:
+        reasons = list(finding.get("reasons") or [])
+    if not reasons:
+        return None
+    codes = [r["code"] for r in reasons]
+    return {"code": codes[0], "codes": codes, "step": step, "reasons": reasons}
+
+
+def diagnosis_decisions(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{server: {code, codes, step, reasons}}`` for every server whose vectors differ (see the module doc)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, finding in ((summary.get("diagnosis") or {}).get("by_target") or {}).items():
+        decided = _decision(finding or {}, name, "vectors")
+        if decided:
+            out[name] = decided
+    for row in (summary.get("parity") or {}).get("rows") or []:
+        decided = _decision(row.get("diagnosis") or {}, str(row.get("backend")), "parity")
+        if decided:
+            out[str(row.get("backend"))] = decided
+    return out

@@ -1,0 +1,28 @@
+"""Why the vectors differ: one sentence per server with the fix, from ``decisions.diagnosis``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.common import is_measured
+from embedswap.report.format import code
+from embedswap.report.sections.context import ReportContext
+
+
+def diagnosis(ctx: ReportContext) -> dict[str, Any]:
+    """The diagnosis block of the vectors section: per differing server its reasons joined into one sentence,
+    or that every server reproduces the model's pipeline, or why the diagnosis did not run."""
+    section = ctx.summary.get("diagnosis") or {}
+    decisions = ctx.decisions.get("diagnosis") or {}
+    findings = []
+    for name, decided in decisions.items():
+        whys = [ctx.why({"why": r.get("why"), "reason": {"code": r.get("code"), "params": r.get("params") or {}}})
+                for r in decided.get("reasons") or []]
+        findings.append({"name": name, "why": "; ".join(whys), "step": decided.get("step"),
+                         "code": code(decided.get("code"))})
+    measured = is_measured(section) or bool(findings)
+    sources = ["captures/diagnosis/vectors.json"] + (["captures/parity/rows.json"]
+                                                     if any(f["step"] == "parity" for f in findings) else [])
+    return {"state": measured, "label": ctx.label(measured), "why": ctx.why(section), "findings": findings,
+            "servers": ", ".join(code(n) for n in (section.get("by_target") or {})),
+            "texts": section.get("texts"), "sources": ctx.refs_for(sources)}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from embedswap.captures import Attempt, capture_complete, open_attempt
@@ -35,7 +36,7 @@ from embedswap.paths import project_root
 from embedswap.summary import build_summary, environment, write_summary
 from embedswap.reasons import not_measured
 from embedswap.tokens import ensure_tokenizer_counts
-from embedswap.workload import Workload, load_workload
+from embedswap.workload import Workload, load_workload, sample_record, stratified_sample
 
 
 class StepError(RuntimeError):
@@ -143,8 +144,6 @@ def swap_deploy(ctx: StepContext) -> dict[str, dict[str, Any]]:
 
 def restore_legacy(ctx: StepContext) -> dict[str, Any]:
     """Start the legacy server again after the swap and check it answers the first batch as it did in step 01."""
-    import numpy as np
-
     from embedswap.client import EmbeddingClient
     from embedswap.targets import build_target
     from embedswap.vectors import rowwise_cosine
@@ -162,7 +161,7 @@ def restore_legacy(ctx: StepContext) -> dict[str, Any]:
                 answer = client.embed([d.text for d in batch])
             record.update(start_seconds=round(target.start_seconds or 0, 2), status=answer.status, error=answer.error)
             if answer.ok and ctx.attempt.has(f"{name}/doc_vectors.npy"):
-                before = ctx.attempt.read_array(f"{name}/doc_vectors.npy")[0][: len(batch)]
+                before = np.asarray(ctx.attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)[0][: len(batch)])
                 record["cosine_to_step01_min"] = float(np.min(rowwise_cosine(before, answer.as_array())))
         record["restored"] = record.get("status") == 200
     except Exception as exc:  # recorded, never fatal: the measurements are already captured
@@ -279,8 +278,12 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     threshold. No backend here embeds images, so text+image records are reported as not measured, with why.
     """
     experiment, attempt = ctx.experiment, ctx.attempt
-    texts = [d.text for d in ctx.workload.documents]
-    ids = [d.id for d in ctx.workload.documents]
+    # the reference embeds a sample stratified by language (parity.sample): every row below is on that sample
+    langs = [d.lang for d in ctx.workload.documents]
+    chosen = stratified_sample(langs, experiment.parity.sample)
+    sample = sample_record(langs, chosen, "stratified by language")
+    texts = [ctx.workload.documents[i].text for i in chosen]
+    ids = [ctx.workload.documents[i].id for i in chosen]
     thresholds = thresholds_from(experiment.parity)
     documents_path = resolve_path(ctx.experiment_dir, experiment.workload.documents)
     by_id = record_modalities(documents_path)
@@ -297,7 +300,8 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         model_path = resolve_model_path(experiment.model.path)
         attempt.write_array("reference/doc_vectors.npy", golden_reference(model_path, texts))
         attempt.write_json("reference/meta.json", {"implementation": "sentence-transformers", "dtype": "float32",
-                                                   "device": "cpu", "texts": len(texts)})
+                                                   "device": "cpu", "texts": len(texts), "sample": sample,
+                                                   "doc_ids": ids})
     reference = attempt.read_array("reference/doc_vectors.npy")
 
     def offline_vectors(spec: ParityBackendSpec) -> dict[str, Any]:
@@ -337,7 +341,8 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         dtype = getattr(config, "dtype", None) or "engine default"
         device = "remote" if config.kind == "external" else "cpu"
         try:
-            rows.append(text_row(name, dtype, device, attempt.read_array(f"{name}/doc_vectors.npy")[0],
+            stack = attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)
+            rows.append(text_row(name, dtype, device, np.asarray(stack[0][chosen]),
                                  f"captures/{name}/doc_vectors.npy"))
         except ValueError as exc:  # e.g. vectors of another dimension than the reference
             not_run.append({"backend": name, "why": str(exc)})
@@ -367,6 +372,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
                        "multimodal": experiment.parity.multimodal_threshold},
         "multimodal": multimodal,
         "reference": "captures/reference/doc_vectors.npy (sentence-transformers, fp32, cpu)",
+        "sample": sample,
     }
     if attempt.has("parity/rows.json"):
         previous = attempt.read_json("parity/rows.json")

@@ -102,5 +102,6 @@ def test_lean_experiment_has_the_three_servers_and_the_protocol_without_the_extr
     assert {b.dtype for b in lean.parity.backends} == {"float16", "bfloat16"}
     assert (lean.latency.sequential_requests, lean.latency.concurrent_requests, lean.latency.repeats) == (30, 40, 3)
     assert lean.workload.repeats == full.workload.repeats == 3
+    assert lean.latency.sweep == [] and full.latency.sweep == [1, 2, 4, 8, 16]
     assert full.ablations == ["legacy-nolock"] and full.matryoshka is not None
     assert {b.kind for b in full.parity.backends} == {"vllm-offline"}

@@ -99,6 +99,8 @@ candidates: [dynamo, vllm]            # the first one is "the candidate" of the 
 # the lock ablation, the Matryoshka variant and the restore: `embedswap new SLUG` without --lean (`make demo-full`)
 
 """
+# the concurrency sweep is 120 of a server's 330 latency requests and not the article's protocol (30 + 40, 3 repeats)
+LEAN_SWEEP = "  sweep: []                           # --lean: no concurrency sweep (make demo-full has it)\n"
 LEAN_RESTORE = "  restore_legacy: false               # --lean: no restart of the legacy server at the end\n"
 LEAN_BACKENDS = """\
   backends:                           # the dtype rows through the reference implementation: no engine start
@@ -260,6 +262,7 @@ def new_experiment(slug: str, experiments_root: Path, day: date | None = None, d
     elif lean:
         text = HEAD.format(**fields) + LEAN_TARGETS.format(**fields) + TAIL.format(restore=LEAN_RESTORE,
                                                                                     backends=LEAN_BACKENDS)
+        text = text.replace("  warmup_requests: 3\n", "  warmup_requests: 3\n" + LEAN_SWEEP, 1)
     else:
         text = HEAD.format(**fields) + LOCAL_TARGETS.format(**fields) + TAIL.format(restore=LOCAL_RESTORE,
                                                                                      backends=LOCAL_BACKENDS)

@@ -63,10 +63,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _die_with_parent() -> None:
+    """The fake server gets SIGTERM when this process dies, however it dies (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
 def start_server(flavour: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(HERE / "fake_embedding_server.py"), "--port", str(port),
-                             "--flavour", flavour], start_new_session=True, stdout=subprocess.DEVNULL)
+                             "--flavour", flavour], start_new_session=True, stdout=subprocess.DEVNULL,
+                            preexec_fn=_die_with_parent)
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:

@@ -138,6 +138,11 @@ class Attempt:
         np.save(buffer, np.asarray(array), allow_pickle=False)
         return self.write_bytes(relative, buffer.getvalue())
 
+    def array_stream(self, relative: str, shape: tuple[int, ...], dtype: Any = np.float32) -> ArrayStream:
+        """An .npy capture filled in part by part (a memory-mapped temp file), linked into place on ``commit``:
+        a corpus of 100k documents is never held in memory whole, and the capture is never half-written."""
+        return ArrayStream(self, relative, shape, dtype)
+
     def _record(self, path: Path) -> None:
         with _manifest_lock:
             manifest = self.manifest()
@@ -165,8 +170,9 @@ class Attempt:
         text = (self.captures / relative).read_text(encoding="utf-8")
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 
-    def read_array(self, relative: str) -> np.ndarray:
-        return np.load(self.captures / relative, allow_pickle=False)
+    def read_array(self, relative: str, mmap: bool = False) -> np.ndarray:
+        """``mmap``: a read-only memory map (a 100k-document stack is paged in as it is read, not loaded)."""
+        return np.load(self.captures / relative, allow_pickle=False, mmap_mode="r" if mmap else None)
 
     # --- step status -----------------------------------------------------------------------------------------
     def steps(self) -> dict[str, dict[str, Any]]:
@@ -216,6 +222,56 @@ class Attempt:
             }
             atomic_write_bytes(self.path / MANIFEST, json_bytes(manifest), overwrite=True)
         return new
+
+
+class ArrayStream:
+    """One .npy capture written in parts: ``stream[i:j] = rows`` fills a memory-mapped temp file beside the
+    capture; ``commit`` flushes, fsyncs and links it into place (never over an existing file) and records it in
+    the manifest; ``abort`` (or leaving a ``with`` block on an error) removes the temp file. numpy's own
+    ``open_memmap`` writes the .npy header, so the file is a plain .npy for ``np.load``."""
+
+    def __init__(self, attempt: Attempt, relative: str, shape: tuple[int, ...], dtype: Any = np.float32) -> None:
+        self.attempt = attempt
+        self.path = attempt.captures / relative
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            raise CaptureExistsError(f"{self.path} already exists; captures are never overwritten")
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        os.close(fd)
+        self.tmp = Path(tmp)
+        self.array: np.memmap | None = np.lib.format.open_memmap(self.tmp, mode="w+", dtype=dtype, shape=shape)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        assert self.array is not None, "stream already committed or aborted"
+        self.array[index] = value
+
+    def __getitem__(self, index: Any) -> Any:
+        assert self.array is not None, "stream already committed or aborted"
+        return self.array[index]
+
+    def commit(self) -> Path:
+        assert self.array is not None, "stream already committed or aborted"
+        self.array.flush()
+        self.array = None  # closes the map
+        with self.tmp.open("rb+") as handle:
+            os.fsync(handle.fileno())
+        try:
+            os.link(self.tmp, self.path)  # fails if the capture appeared meanwhile, unlike rename()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+        self.attempt._record(self.path)
+        return self.path
+
+    def abort(self) -> None:
+        self.array = None
+        self.tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> ArrayStream:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if self.array is not None:  # an error, or no commit: nothing half-written stays behind
+            self.abort()
 
 
 def _now() -> str:

@@ -36,7 +36,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
     try:
         folder = new_experiment(args.slug, root, day=day, preset=args.preset, copy_notebooks=args.copy_notebooks,
                                 copy_data=args.copy_data, legacy_url=args.legacy_url,
-                                candidate_urls=args.candidate_url)
+                                candidate_urls=args.candidate_url, lean=args.lean)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     print(folder)
@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--legacy-url", help="your legacy server's OpenAI-style base URL (e.g. http://host:8080/v1): "
                      "every target is then a server you already run (kind: external)")
     new.add_argument("--candidate-url", action="append", help="a candidate server's base URL (repeatable)")
+    new.add_argument("--lean", action="store_true",
+                     help="the three servers and the article's protocol only: no lock ablation, Matryoshka variant, "
+                     "restore or vLLM offline dtype engines (what `make demo` runs; `make demo-full` has them)")
     new.add_argument("--copy-notebooks", action="store_true",
                      help="copy the five notebooks into the experiment to edit them (default: the packaged ones)")
     new.add_argument("--copy-data", action="store_true",

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm  # text bars: they show both in JupyterLab and in the papermill console log
 
-from embedswap.captures import Attempt
+from embedswap.captures import ArrayStream, Attempt
 from embedswap.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config import Experiment
 from embedswap.contract import DEFAULT_PROBE_PATH, ProbeContext, build_request, describe_body, select_probes
@@ -33,25 +33,46 @@ class StepFailed(RuntimeError):
 
 
 def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attempt, prefix: str, repeats: int) -> None:
-    """The documents in their batches, ``repeats`` times: vectors (repeat, doc, dim) and per-request records."""
+    """The documents in their batches, ``repeats`` times: vectors (repeat, doc, dim) and per-request records.
+
+    The vectors stream into a memory-mapped .npy beside the capture as the answers come (``Attempt.array_stream``),
+    so memory stays bounded at any corpus size; only complete repeats are kept, and the file appears whole or not
+    at all."""
     records: list[dict[str, Any]] = []
-    vectors: list[list[list[float]]] = []
+    n = len(workload.documents)
+    stream: ArrayStream | None = None
+    kept = 0  # complete repeats written so far (a failed repeat's slot is reused by the next one)
     failures = 0
-    for repeat in tqdm(range(repeats), desc=f"{prefix}: workload", leave=False, mininterval=1.0):
-        repeat_vectors: list[list[float]] = []
-        for batch_index, batch in enumerate(workload.batches()):
-            answer = client.embed([d.text for d in batch])
-            record = {"repeat": repeat, "batch": batch_index, "doc_ids": [d.id for d in batch], **answer.record()}
-            records.append(record)
-            if answer.ok and answer.vectors is not None and len(answer.vectors) == len(batch):
-                repeat_vectors.extend(answer.vectors)
-            else:
-                failures += 1
-        if len(repeat_vectors) == len(workload.documents):
-            vectors.append(repeat_vectors)
-    attempt.write_jsonl(f"{prefix}/workload_requests.jsonl", records)
-    if vectors:
-        attempt.write_array(f"{prefix}/doc_vectors.npy", np.asarray(vectors, dtype=np.float32))
+    try:
+        for repeat in tqdm(range(repeats), desc=f"{prefix}: workload", leave=False, mininterval=1.0):
+            filled, complete = 0, True
+            for batch_index, batch in enumerate(workload.batches()):
+                answer = client.embed([d.text for d in batch])
+                record = {"repeat": repeat, "batch": batch_index, "doc_ids": [d.id for d in batch], **answer.record()}
+                records.append(record)
+                rows = _rows(answer, len(batch))
+                if rows is not None and stream is None:
+                    stream = attempt.array_stream(f"{prefix}/doc_vectors.npy", (repeats, n, rows.shape[1]))
+                if rows is None or stream is None or rows.shape[1] != stream.array.shape[2]:  # type: ignore[union-attr]
+                    failures += 1
+                    complete = False
+                    continue
+                if complete:
+                    stream[kept, filled : filled + len(batch)] = rows
+                filled += len(batch)
+            if complete and filled == n:
+                kept += 1
+        attempt.write_jsonl(f"{prefix}/workload_requests.jsonl", records)
+        if stream is not None and kept == repeats:
+            stream.commit()
+        elif stream is not None and kept:  # some repeats failed: a smaller stack of the complete ones
+            with attempt.array_stream(f"{prefix}/doc_vectors.npy", (kept, *stream.array.shape[1:])) as smaller:
+                for r in range(kept):
+                    smaller[r] = stream[r]
+                smaller.commit()
+    finally:
+        if stream is not None and stream.array is not None:  # not committed: the temp file goes
+            stream.abort()
     reordered = sum(1 for r in records if r.get("index_order_ok") is False)
     if failures or reordered:
         found = [f"{failures} workload request(s) failed"] if failures else []
@@ -60,9 +81,26 @@ def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attem
         raise StepFailed(f"{'; '.join(found)}; see {prefix}/workload_requests.jsonl")
 
 
+def _rows(answer: EmbeddingResponse, expected: int) -> np.ndarray | None:
+    """The answer's vectors as float32 rows, or None when it failed or has not one vector per input."""
+    if not answer.ok or answer.vectors is None or len(answer.vectors) != expected or expected == 0:
+        return None
+    try:
+        rows = np.asarray(answer.vectors, dtype=np.float32)
+    except ValueError:  # vectors of different lengths in one answer
+        return None
+    return rows if rows.ndim == 2 else None
+
+
+QUERY_BATCH = 256  # queries per request: the demo's query set stays one request, thousands are cut in batches
+
+
 def capture_queries(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
                     prefix: str) -> None:
-    """Queries embedded three ways: plain, with the server-side instruction field, and client-prefixed."""
+    """Queries embedded three ways: plain, with the server-side instruction field, and client-prefixed.
+
+    Sent in requests of up to :data:`QUERY_BATCH` queries (a corpus-scale query set is thousands), streamed to
+    ``query_vectors_<variant>.npy``; one record per variant sums the requests (``requests``: how many)."""
     if not workload.queries:
         return
     texts = [q.text for q in workload.queries]
@@ -73,11 +111,42 @@ def capture_queries(client: EmbeddingClient, experiment: Experiment, workload: W
     }
     records = []
     for variant, (inputs, fields) in variants.items():
-        answer = client.embed(inputs, **fields)
-        records.append({"variant": variant, "fields": fields, **answer.record()})
-        if answer.ok and answer.vectors is not None:
-            attempt.write_array(f"{prefix}/query_vectors_{variant}.npy", answer.as_array())
+        answers: list[dict[str, Any]] = []
+        stream: ArrayStream | None = None
+        ok = True
+        try:
+            for start in range(0, len(inputs), QUERY_BATCH):
+                chunk = inputs[start : start + QUERY_BATCH]
+                answer = client.embed(chunk, **fields)
+                answers.append(answer.record())
+                rows = _rows(answer, len(chunk))
+                if rows is not None and stream is None:
+                    stream = attempt.array_stream(f"{prefix}/query_vectors_{variant}.npy", (len(inputs), rows.shape[1]))
+                if rows is None or stream is None or rows.shape[1] != stream.array.shape[1]:  # type: ignore[union-attr]
+                    ok = False
+                    break  # the variant failed: its vectors are not kept, the failing answer is recorded
+                stream[start : start + len(chunk)] = rows
+            if ok and stream is not None:
+                stream.commit()
+        finally:
+            if stream is not None and stream.array is not None:
+                stream.abort()
+        records.append({"variant": variant, "fields": fields, **_combined(answers)})
     attempt.write_jsonl(f"{prefix}/query_requests.jsonl", records)
+
+
+def _combined(answers: list[dict[str, Any]]) -> dict[str, Any]:
+    """One record for a variant's requests: the first failing answer (else the last) with the summed figures."""
+    if len(answers) == 1:
+        return answers[0]
+    failed = [a for a in answers if a.get("status") != 200 or a.get("error")]
+    out = dict(failed[0] if failed else answers[-1])
+    tokens = [a.get("prompt_tokens") for a in answers]
+    out.update(prompt_tokens=None if None in tokens else sum(tokens),  # type: ignore[arg-type]
+               latency_ms=round(sum(a.get("latency_ms") or 0 for a in answers), 3),
+               n_vectors=sum(a.get("n_vectors") or 0 for a in answers), requests=len(answers),
+               indices=None, index_order_ok=all(a.get("index_order_ok") is not False for a in answers))
+    return out
 
 
 def _token_ids(model_path: str, text: str) -> list[int]:
@@ -189,7 +258,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     spec = LoadSpec(
         base_url=target.base_url,
         model=experiment.model.served_name,
-        batches=[[d.text for d in batch] for batch in workload.batches()],
+        batches=[[d.text for d in batch] for batch in workload.latency_batches(cfg.sample)],
         timeout_s=cfg.timeout_s,
         headers=target.headers(),
         verify_tls=target.verify_tls(),
@@ -266,6 +335,7 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
     attempt.mark_step(step, "running", target=name)
     problems: list[str] = []
     description: dict[str, Any] = {}
+    part_seconds: dict[str, float] = {}
     started = time.time()
     try:
         with target:
@@ -293,10 +363,14 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     if not target.alive():
                         problems.append(f"{part}: skipped, the server process had exited")
                         continue
+                    part_started = time.monotonic()
                     try:
                         run()
                     except StepFailed as exc:
                         problems.append(f"{part}: {exc}")
+                    finally:  # the report's time table: how long each part of the capture took on this server
+                        spent = part_seconds.get(part, 0.0) + time.monotonic() - part_started
+                        part_seconds[part] = round(spent, 3)
             if not target.alive():  # crashed or killed mid-run: say so, not only "requests failed"
                 codes = {p.name: p.exit_code() for p in target.processes}
                 problems.append(f"server: the process exited during the measurement (exit code {codes}); "
@@ -308,6 +382,7 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
         attempt.write_json(f"{prefix}/target.json", {**(description or {"name": name}), "error": str(exc)[:2000]})
         raise
     description["measured_seconds"] = round(time.time() - started, 1)
+    description["part_seconds"] = part_seconds
     description["problems"] = problems
     attempt.write_json(f"{prefix}/target.json", description)
     attempt.mark_step(step, "partial" if problems else "complete", target=name, problems=problems)

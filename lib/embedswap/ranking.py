@@ -200,34 +200,79 @@ def _mean(values: list[float]) -> float | None:
     return float(np.mean(finite)) if finite else None
 
 
+SEARCH_CHUNK_CELLS = 32 * 2**20  # query x document scores per chunk (128 MiB of float32): memory stays bounded
+
+
+def top_rankings(doc_vectors: np.ndarray, query_vectors: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact cosine search in query chunks: each query's best ``depth`` document indices (ties in document order,
+    as a stable full sort gives) and their scores. numpy only: at 100k documents and thousands of queries an
+    exact scan is a few seconds, so no approximate index (faiss, hnswlib) is needed; the full (queries, docs)
+    matrix is never built, only ``SEARCH_CHUNK_CELLS`` scores at a time."""
+    docs = _unit32(doc_vectors)
+    queries = _unit32(query_vectors)
+    n_docs = docs.shape[0]
+    depth = min(depth, n_docs)
+    step = max(1, SEARCH_CHUNK_CELLS // max(1, n_docs))
+    order = np.empty((len(queries), depth), dtype=np.int64)
+    best = np.empty((len(queries), depth), dtype=np.float64)
+    for start in range(0, len(queries), step):
+        scores = queries[start : start + step] @ docs.T
+        for row, values in enumerate(scores):
+            if depth < n_docs:  # every document scoring at least the depth-th best: ties at the cut included
+                cut = np.partition(values, n_docs - depth)[n_docs - depth]
+                candidates = np.flatnonzero(values >= cut)
+            else:
+                candidates = np.arange(n_docs)
+            ranked = candidates[np.argsort(-values[candidates].astype(np.float64), kind="stable")][:depth]
+            order[start + row] = ranked
+            best[start + row] = values[ranked]
+    return order, best
+
+
+def _unit32(rows: np.ndarray) -> np.ndarray:
+    """L2-normalised float32 rows (half the memory of float64 at corpus scale; cosines to ~1e-7)."""
+    rows = np.asarray(rows, dtype=np.float32)
+    if rows.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got shape {rows.shape}")
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    return rows / np.where(norms == 0, 1.0, norms)
+
+
 def evaluate(doc_vectors: np.ndarray, query_vectors: np.ndarray, query_ids: Sequence[str], doc_ids: Sequence[str],
              qrels: dict[str, dict[str, int]], ndcg_k: int = NDCG_K, recall_k: int = RECALL_K,
              overlap_k: int = OVERLAP_K) -> dict[str, Any]:
-    """Rank every document for every query by cosine; per-query and mean nDCG@10, recall@5, and the top-5 ids.
+    """Rank the documents for every query by cosine; per-query and mean nDCG@10, recall@5, and the top-k ids.
 
     ``qrels``: query id -> {doc id: grade} (the workload's form). Queries without judgements are ranked (their top
-    k is reported, for overlap) but left out of the nDCG/recall means.
+    k is reported, for overlap) but left out of the nDCG/recall means. Only the best ``max(k)`` documents of each
+    query are kept (:func:`top_rankings`): every metric here looks no deeper.
     """
     if len(query_ids) != len(query_vectors):
         raise ValueError(f"{len(query_ids)} query ids but {len(query_vectors)} query vectors")
     if len(doc_ids) != len(doc_vectors):
         raise ValueError(f"{len(doc_ids)} document ids but {len(doc_vectors)} document vectors")
-    scores = cosine_scores(doc_vectors, query_vectors)
+    doc_vectors, query_vectors = np.asarray(doc_vectors), np.asarray(query_vectors)
+    if doc_vectors.ndim != 2 or query_vectors.ndim != 2:
+        raise ValueError(f"expected 2-D arrays, got docs {doc_vectors.shape} and queries {query_vectors.shape}")
+    if doc_vectors.shape[1] != query_vectors.shape[1]:
+        raise ValueError(f"dimensions differ: documents {doc_vectors.shape[1]}, queries {query_vectors.shape[1]}")
+    depth = max(ndcg_k, recall_k, overlap_k, max(AGREEMENT_K))
+    rankings, scores = top_rankings(doc_vectors, query_vectors, depth)
     position = {doc_id: i for i, doc_id in enumerate(doc_ids)}
     per_query: dict[str, dict[str, Any]] = {}
     for row, query_id in enumerate(query_ids):
+        ranking = rankings[row]
+        judged_docs = {position[d]: g for d, g in (qrels.get(query_id) or {}).items() if d in position}
+        judged = any(g > 0 for g in judged_docs.values())
         grades = np.zeros(len(doc_ids))
-        for doc_id, grade in (qrels.get(query_id) or {}).items():
-            if doc_id in position:
-                grades[position[doc_id]] = grade
-        ranking = ranking_from(scores[row])
-        judged = bool((grades > 0).any())
+        if judged:
+            grades[list(judged_docs)] = list(judged_docs.values())
         per_query[query_id] = {
             "ndcg_at_10": ndcg_at_k(ranking, grades, ndcg_k) if judged else None,
             "recall_at_5": recall_at_k(ranking, grades, recall_k) if judged else None,
             "top5": [doc_ids[i] for i in ranking[:overlap_k]],
             "top10": [doc_ids[i] for i in ranking[:max(AGREEMENT_K)]],
-            "top1_score": float(scores[row, ranking[0]]),
+            "top1_score": float(scores[row, 0]),
         }
     judged_rows = [r for r in per_query.values() if r["ndcg_at_10"] is not None]
     return {
@@ -309,7 +354,9 @@ def _deltas(legacy: dict[str, Any], variant: dict[str, Any]) -> dict[str, float 
 
 
 def _doc_stack(attempt: Any, target: str) -> np.ndarray | None:
-    return attempt.read_array(f"{target}/doc_vectors.npy") if attempt.has(f"{target}/doc_vectors.npy") else None
+    if not attempt.has(f"{target}/doc_vectors.npy"):
+        return None
+    return attempt.read_array(f"{target}/doc_vectors.npy", mmap=True)
 
 
 def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any]:

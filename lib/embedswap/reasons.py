@@ -26,6 +26,7 @@ REASONS: dict[str, str] = {
     "no_probe_captures": "no probe captures in this attempt",
     "latency_incomplete": "latency runs did not complete",
     "no_ablation_variants": "no ablation variants in experiment.yaml (`ablations:`)",
+    "timing_not_recorded": "no step durations recorded in this attempt (steps.json has no seconds)",
     "no_matryoshka": "no `matryoshka:` variant in experiment.yaml",
     "no_matryoshka_probes": "no probe captures for '{name}' or the legacy server",
     "restore_off": "sequencing.restore_legacy is off",

@@ -230,13 +230,15 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
                 moved = attempt.retire("parity")  # its rows were computed from captures that changed
                 attempt.reset_step("parity", "pending", superseded={"captures": moved})
             print(f"[embedswap] {name} -> {attempt.notebooks / (name + '.ipynb')}", flush=True)
+            began = time.monotonic()  # the report's time table: seconds per notebook, from steps.json
             try:
                 run_notebook(name, experiment_dir, attempt, log_output=log_output)
                 result.notebooks[name] = "ok"
-                attempt.mark_step(f"notebook:{name}", "complete")
+                attempt.mark_step(f"notebook:{name}", "complete", seconds=round(time.monotonic() - began, 1))
             except Exception as exc:  # papermill's PapermillExecutionError carries the cell's error
                 message = redact(f"{type(exc).__name__}: {exc}")
-                attempt.mark_step(f"notebook:{name}", "failed", error=message[:2000])
+                attempt.mark_step(f"notebook:{name}", "failed", error=message[:2000],
+                                  seconds=round(time.monotonic() - began, 1))
                 # one line: the cell's exception (papermill's message carries the whole traceback)
                 cause = redact(f"{exc.ename}: {exc.evalue}") if hasattr(exc, "ename") else message
                 result.notebooks[name] = f"failed: {' '.join(cause.split())[:500]}"
@@ -256,6 +258,8 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
         redact_tree(attempt.logs)
         signal.signal(signal.SIGTERM, previous)
         result.seconds = time.monotonic() - started
+    if attempt.summary_path.exists():  # once more, so the summary carries the last notebook's duration too
+        _refresh_summary(experiment_dir, attempt)
     if attempt.has("parity/rows.json"):
         gate = attempt.read_json("parity/rows.json").get("pass")
         result.parity_pass = None if gate is None else bool(gate)  # None: nothing was gated (no document vectors asked)
@@ -267,6 +271,16 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
         except ReportError as exc:  # e.g. no step got far enough to write summary.json
             result.report_error = redact(str(exc))
     return result
+
+
+def _refresh_summary(experiment_dir: Path, attempt: Attempt) -> None:
+    """Recompute summary.json from the captures after the notebooks (a failure keeps the notebooks' summary)."""
+    from embedswap.steps import open_step
+
+    try:
+        open_step(experiment_dir, attempt.name).summary()
+    except Exception as exc:  # the report of what the notebooks wrote is still rendered
+        print(f"[embedswap] summary not refreshed: {type(exc).__name__}: {exc}"[:500], flush=True)
 
 
 def _resume_skip(attempt: Attempt, experiment: Experiment, notebook: str, resuming: bool, explicit: bool,

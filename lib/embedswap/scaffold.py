@@ -76,6 +76,38 @@ ablations: [legacy-nolock]            # measured in step 01 right after the lega
 
 """
 
+# `embedswap new --lean` (what `make demo` runs): the same three servers and the article's protocol, without the
+# extras that cost engine starts: the lock ablation, the Matryoshka variant, the restore, and the two vLLM offline
+# engines of the dtype sweep (its rows go through the reference implementation, transformers, instead).
+LEAN_TARGETS = """\
+targets:
+  legacy:
+    kind: legacy
+    port: {legacy_port}
+    lock: true                        # one request at a time, as the article's home-made server
+  dynamo:                             # the article's candidate: Dynamo frontend + vLLM embedding worker
+    kind: dynamo
+    port: {dynamo_port}
+{engine}
+  vllm:                               # vLLM alone, to see what Dynamo adds (the article did not measure it)
+    kind: vllm
+    port: {vllm_port}
+{engine}
+
+legacy: legacy
+candidates: [dynamo, vllm]            # the first one is "the candidate" of the report's two-column tables
+# the lock ablation, the Matryoshka variant and the restore: `embedswap new SLUG` without --lean (`make demo-full`)
+
+"""
+# the concurrency sweep is 120 of a server's 330 latency requests and not the article's protocol (30 + 40, 3 repeats)
+LEAN_SWEEP = "  sweep: []                           # --lean: no concurrency sweep (make demo-full has it)\n"
+LEAN_RESTORE = "  restore_legacy: false               # --lean: no restart of the legacy server at the end\n"
+LEAN_BACKENDS = """\
+  backends:                           # the dtype rows through the reference implementation: no engine start
+    - {kind: transformers, dtype: float16}
+    - {kind: transformers, dtype: bfloat16}
+"""
+
 TAIL = """\
 sequencing:
   stop_legacy_before_candidates: true
@@ -211,10 +243,12 @@ def _external_targets(legacy_url: str, candidate_urls: list[str]) -> str:
 def new_experiment(slug: str, experiments_root: Path, day: date | None = None, data_dir: Path | None = None,
                    legacy_port: int = 18081, vllm_port: int = 18082, dynamo_port: int = 18083,
                    preset: str = "minilm", copy_notebooks: bool = False, copy_data: bool = False,
-                   legacy_url: str | None = None, candidate_urls: list[str] | None = None) -> Path:
+                   legacy_url: str | None = None, candidate_urls: list[str] | None = None,
+                   lean: bool = False) -> Path:
     """Create ``experiments_root/YYYY-MM-DD-slug/experiment.yaml`` from a preset; refuses to touch an existing one.
 
-    ``legacy_url`` and ``candidate_urls`` (both or neither) make every target a server the user already runs."""
+    ``legacy_url`` and ``candidate_urls`` (both or neither) make every target a server the user already runs.
+    ``lean``: local servers without the ablation, Matryoshka, restore and offline-engine extras (``make demo``)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset '{preset}' (known: {', '.join(PRESETS)})")
     if bool(legacy_url) != bool(candidate_urls):
@@ -234,6 +268,10 @@ def new_experiment(slug: str, experiments_root: Path, day: date | None = None, d
         fields["description"] = "  Your legacy embedding server against the candidate(s), servers you already run."
         text = (HEAD.format(**fields) + _external_targets(legacy_url, list(candidate_urls or []))
                 + TAIL.format(restore=EXTERNAL_RESTORE, backends=EXTERNAL_BACKENDS))
+    elif lean:
+        text = HEAD.format(**fields) + LEAN_TARGETS.format(**fields) + TAIL.format(restore=LEAN_RESTORE,
+                                                                                    backends=LEAN_BACKENDS)
+        text = text.replace("  warmup_requests: 3\n", "  warmup_requests: 3\n" + LEAN_SWEEP, 1)
     else:
         text = HEAD.format(**fields) + LOCAL_TARGETS.format(**fields) + TAIL.format(restore=LOCAL_RESTORE,
                                                                                      backends=LOCAL_BACKENDS)

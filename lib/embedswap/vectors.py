@@ -12,12 +12,20 @@ from embedswap.reasons import not_measured
 UNIT_NORM_TOLERANCE = 1e-3
 
 
+ROW_CHUNK = 8192  # rows converted to float64 at a time: a 100k x 384 stack is never copied whole (~300 MB each)
+
+
 def rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise ValueError(f"cannot compare vectors of shapes {a.shape} and {b.shape}")
-    return (a * b).sum(axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    """Cosine of row i of ``a`` with row i of ``b``, in float64, ``ROW_CHUNK`` rows at a time (memory-mapped
+    captures are paged in chunk by chunk)."""
+    if np.shape(a) != np.shape(b):
+        raise ValueError(f"cannot compare vectors of shapes {np.shape(a)} and {np.shape(b)}")
+    out = np.empty(len(a), dtype=np.float64)
+    for start in range(0, len(a), ROW_CHUNK):
+        x = np.asarray(a[start : start + ROW_CHUNK], dtype=np.float64)
+        y = np.asarray(b[start : start + ROW_CHUNK], dtype=np.float64)
+        out[start : start + len(x)] = (x * y).sum(axis=1) / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))
+    return out
 
 
 def spread(values: np.ndarray | list[float]) -> dict[str, float | None]:
@@ -28,7 +36,8 @@ def spread(values: np.ndarray | list[float]) -> dict[str, float | None]:
 
 
 def norms(vectors: np.ndarray) -> dict[str, Any]:
-    lengths = np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=1)
+    lengths = np.concatenate([np.linalg.norm(np.asarray(vectors[i : i + ROW_CHUNK], dtype=np.float64), axis=1)
+                              for i in range(0, max(len(vectors), 1), ROW_CHUNK)])
     off = [int(i) for i in np.where(np.abs(lengths - 1.0) > UNIT_NORM_TOLERANCE)[0]]
     return {"first": float(lengths[0]), **spread(lengths), "not_unit_length": off}
 

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import random
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from embedswap.config import Experiment, resolve_path
+
+
+SAMPLE_SEED = 20  # the samples are reproducible: the same corpus and size give the same documents
 
 
 class WorkloadError(ValueError):
@@ -45,6 +50,51 @@ class Workload:
     def doc_index(self) -> dict[str, int]:
         return {doc.id: i for i, doc in enumerate(self.documents)}
 
+    def latency_sample(self, sample: int | None, seed: int = SAMPLE_SEED) -> list[int]:
+        """Indices of the documents the latency requests are cut from (all of them when ``sample`` is None)."""
+        if sample is None or sample >= len(self.documents):
+            return list(range(len(self.documents)))
+        return sorted(random.Random(seed).sample(range(len(self.documents)), sample))
+
+    def latency_batches(self, sample: int | None, seed: int = SAMPLE_SEED) -> list[list[Document]]:
+        """The batches the latency runs cut their requests from: the whole corpus, or ``sample`` documents drawn
+        with a fixed seed and kept in file order (``latency.sample``)."""
+        if sample is None or sample >= len(self.documents):
+            return self.batches()
+        docs = [self.documents[i] for i in self.latency_sample(sample, seed)]
+        return [docs[i : i + self.batch_size] for i in range(0, len(docs), self.batch_size)]
+
+
+def stratified_sample(langs: Sequence[str], size: int, seed: int = SAMPLE_SEED) -> list[int]:
+    """Indices of ``size`` documents, stratified by language, in file order (``parity.sample``).
+
+    Each language gets its share of ``size`` by largest remainder, and at least one document, so a language with
+    few documents is still gated; within a language the documents are drawn with a fixed seed. A corpus of
+    ``size`` documents or fewer is returned whole.
+    """
+    n = len(langs)
+    if size >= n:
+        return list(range(n))
+    groups: dict[str, list[int]] = {}
+    for i, lang in enumerate(langs):
+        groups.setdefault(lang, []).append(i)
+    quota = {lang: max(1, size * len(ix) // n) for lang, ix in groups.items()}
+    remainders = sorted(groups, key=lambda lang: (-(size * len(groups[lang]) % n), lang))
+    for lang in remainders:  # largest remainder first, until the sample has its size
+        if sum(quota.values()) >= size:
+            break
+        if quota[lang] < len(groups[lang]):
+            quota[lang] += 1
+    rng = random.Random(seed)
+    chosen = [i for lang in sorted(groups) for i in rng.sample(groups[lang], min(quota[lang], len(groups[lang])))]
+    return sorted(chosen)
+
+
+def sample_record(langs: Sequence[str], chosen: Sequence[int], method: str) -> dict[str, object]:
+    """What the summary records of a sample: its size, the corpus size, per language, how it was drawn."""
+    return {"documents": len(chosen), "of": len(langs), "whole": len(chosen) == len(langs), "method": method,
+            "seed": SAMPLE_SEED, "languages": dict(sorted(Counter(langs[i] for i in chosen).items()))}
+
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
     if not path.exists():
@@ -79,8 +129,8 @@ def load_documents(path: Path) -> list[Document]:
         )
         for n, r in _read_jsonl(path)
     ]
-    ids = [d.id for d in docs]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    # Counter, not list.count: at 100k documents the quadratic check alone took minutes
+    duplicates = sorted(i for i, n in Counter(d.id for d in docs).items() if n > 1)
     if duplicates:
         raise WorkloadError(f"{path}: duplicate document ids {duplicates}")
     if not docs:

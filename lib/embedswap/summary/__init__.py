@@ -34,10 +34,11 @@ from embedswap.shim_report import shim_section
 from embedswap.tokens import TOKENIZER_COUNTS
 from embedswap.vectors import compare, index_order_ok, norms, repeat_stability, token_total
 from embedswap.summary.finite import null_non_finite
+from embedswap.summary.timing import timing_section
 from embedswap.summary.model import validate_summary
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.upgrade import SCHEMA_VERSION
-from embedswap.workload import Workload
+from embedswap.workload import Workload, sample_record, stratified_sample
 
 
 
@@ -52,7 +53,8 @@ def _target_missing(attempt: Attempt, name: str) -> dict[str, Any] | None:
 
 
 def _doc_vectors(attempt: Attempt, name: str) -> np.ndarray | None:
-    return attempt.read_array(f"{name}/doc_vectors.npy") if attempt.has(f"{name}/doc_vectors.npy") else None
+    # memory-mapped: a corpus-scale stack is paged in as each figure reads it, not loaded whole per target
+    return attempt.read_array(f"{name}/doc_vectors.npy", mmap=True) if attempt.has(f"{name}/doc_vectors.npy") else None
 
 
 def _norm_ratio(legacy: np.ndarray, candidate: np.ndarray) -> dict[str, Any]:
@@ -308,6 +310,17 @@ def parity_section(attempt: Attempt) -> dict[str, Any]:
     return {"measured": True, **data}
 
 
+def samples_section(experiment: Experiment, attempt: Attempt, workload: Workload) -> dict[str, Any]:
+    """Which documents the latency runs (``latency.sample``) and the parity reference (``parity.sample``) used:
+    the parity one as step 05 recorded it, else as the configuration draws it (step 05 not run yet)."""
+    langs = [d.lang for d in workload.documents]
+    latency = sample_record(langs, workload.latency_sample(experiment.latency.sample), "seeded random")
+    recorded = attempt.read_json("parity/rows.json").get("sample") if attempt.has("parity/rows.json") else None
+    parity = recorded or sample_record(langs, stratified_sample(langs, experiment.parity.sample),
+                                       "stratified by language")
+    return {"latency": latency, "parity": parity}
+
+
 def targets_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
     out = {}
     for name in experiment.target_order():
@@ -353,6 +366,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
             "queries": len(workload.queries),
             "batch_size": workload.batch_size,
             "repeats": experiment.workload.repeats,
+            "samples": samples_section(experiment, attempt, workload),
         },
         "roles": {"legacy": experiment.legacy, "candidate": experiment.primary_candidate,
                   "candidates": experiment.candidates},
@@ -370,6 +384,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "diagnosis": diagnosis_section(attempt),
         "ranking": ranking_section(experiment, attempt, workload),
         "shim": shim_section(experiment, attempt),
+        "timing": timing_section(experiment, attempt),
     }
     summary, non_finite = null_non_finite(summary)  # a NaN figure is null with its place recorded, never a crash
     summary["non_finite"] = non_finite

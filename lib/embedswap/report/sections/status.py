@@ -84,6 +84,46 @@ def _resources_table(ctx: ReportContext) -> str:
                      t["measured_s"]], rows, ["l", "l", "r", "r", "r", "r", "r"])
 
 
+def _samples(work: dict[str, Any]) -> dict[str, Any]:
+    """The latency and parity samples as the summary recorded them (``workload.samples``), formatted."""
+    out: dict[str, Any] = {"latency": None, "parity": None}  # a summary from before issue 20 has neither
+    for key, sample in ((work.get("samples") or {})).items():
+        if not sample:
+            continue
+        out[key] = {"documents": fmt(sample.get("documents"), "int"), "of": fmt(sample.get("of"), "int"),
+                    "whole": bool(sample.get("whole")), "seed": fmt(sample.get("seed"), "raw"),
+                    "languages": ", ".join(f"{k} {fmt(v, 'int')}" for k, v in (sample.get("languages") or {}).items())
+                    or MISSING}
+    return out
+
+
+def _time_table(ctx: ReportContext) -> str | None:
+    """Seconds per step (``timing.steps``: recorded durations only) and each one's share of their sum."""
+    timing = ctx.summary.get("timing") or {}
+    if not timing.get("measured") or not timing.get("steps"):
+        return None
+    t = ctx.terms
+    rows = [[code(r["step"]), esc(r.get("status")), fmt(r["seconds"], "s"), fmt(r.get("share"), "pct")]
+            for r in timing["steps"]]
+    rows.append([t["timing_total"], "", fmt(timing.get("total_seconds"), "s"), fmt(1.0, "pct")])
+    return md_table([t["step"], t["status"], t["seconds"], t["share_of_run"]], rows, ["l", "l", "r", "r"])
+
+
+def _server_time_table(ctx: ReportContext) -> str | None:
+    """Per server: start-up, then seconds per capture part (``timing.servers``), then the whole measurement."""
+    servers = (ctx.summary.get("timing") or {}).get("servers") or {}
+    if not servers:
+        return None
+    from embedswap.summary.timing import PARTS
+
+    rows = [[code(name), fmt(info.get("start_seconds"), "s"),
+             *[fmt((info.get("parts") or {}).get(p), "s") for p in PARTS], fmt(info.get("measured_seconds"), "s")]
+            for name, info in servers.items()]
+    t = ctx.terms
+    return md_table([t["target"], t["start_s"], *[code(p) for p in PARTS], t["measured_s"]], rows,
+                    ["l"] + ["r"] * (len(PARTS) + 2))
+
+
 def _steps_table(ctx: ReportContext) -> str | None:
     rows = []
     for step, entry in (ctx.summary.get("steps") or {}).items():
@@ -113,6 +153,9 @@ def setup(ctx: ReportContext) -> dict[str, Any]:
                                                         "repeats", "warmup_requests", "timeout_s", "sweep",
                                                         "sweep_requests", "sweep_repeats")},
         "resources_table": _resources_table(ctx),
+        "samples": _samples(work),
+        "time_table": _time_table(ctx),
+        "server_time_table": _server_time_table(ctx),
         # the executed notebooks, exported next to the report as notebooks/<name>.html (report/notebooks.py)
         "notebooks": exported(ctx.attempt_dir),
         "steps_table": _steps_table(ctx),

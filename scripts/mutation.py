@@ -46,7 +46,7 @@ SESSIONS: dict[str, dict] = {
                       "tests": "tests/test_mutants_latency.py"},
     "intervals": {"module": "analysis/intervals.py", "functions": None, "timeout": 60, "sample": 50,
                   "tests": "tests/test_mutants_intervals.py"},
-    "parity_gate": {"module": "parity.py", "timeout": 40,
+    "parity_gate": {"module": "parity_gate.py", "timeout": 40,
                     "functions": ["threshold_for", "thresholds_from", "_finite_or_none", "gate", "_cause",
                                   "_norm_cause", "_shape_failure", "gate_by_modality"],
                     "tests": "tests/test_mutants_parity.py"},

@@ -103,5 +103,7 @@ def test_lean_experiment_has_the_three_servers_and_the_protocol_without_the_extr
     assert (lean.latency.sequential_requests, lean.latency.concurrent_requests, lean.latency.repeats) == (30, 40, 3)
     assert lean.workload.repeats == full.workload.repeats == 3
     assert lean.latency.sweep == [] and full.latency.sweep == [1, 2, 4, 8, 16]
+    assert lean.parity.checks is not None and not lean.parity.checks.engine  # no offline engine for the matrix
+    assert full.parity.checks is not None and full.parity.checks.engine
     assert full.ablations == ["legacy-nolock"] and full.matryoshka is not None
     assert {b.kind for b in full.parity.backends} == {"vllm-offline"}

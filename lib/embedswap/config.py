@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from datetime import date
+from datetime import date  # noqa: F401  (Experiment.date's type, resolved by pydantic)
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,15 @@ from embedswap.config_sections import (ContractConfig, LatencyConfig, Matryoshka
                                        ParityBackendSpec, ParityChecks, ParityConfig, ProbeSpec, PublishConfig,
                                        ReportConfig, SequencingConfig, WorkloadConfig)
 from embedswap.config_targets import (ALL_CAPTURES, CaptureKind, DynamoTarget, ExternalTarget, KubernetesTarget,
-                                      LegacyTarget, Target, VllmTarget, _TARGET_KINDS, _TargetBase)
+                                      LegacyTarget, Target, VllmTarget, _TARGET_KINDS)
+
+__all__ = [  # every section's model, re-exported so that `from embedswap.config import ...` stays
+    "ALL_CAPTURES", "CONFIG_FILENAME", "CaptureKind", "ConfigError", "ContractConfig", "DEFAULT_QUERY_TASK",
+    "DEFAULT_QUERY_TEMPLATE", "DynamoTarget", "Experiment", "ExternalTarget", "KubernetesTarget", "LatencyConfig",
+    "LegacyTarget", "MatryoshkaConfig", "ModelConfig", "ParityBackendSpec", "ParityChecks", "ParityConfig",
+    "ProbeSpec", "PublishConfig", "ReportConfig", "SequencingConfig", "Target", "VllmTarget", "WorkloadConfig",
+    "load_experiment", "parse_experiment", "resolve_path",
+]
 
 
 class Experiment(_Strict):

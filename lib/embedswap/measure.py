@@ -8,9 +8,7 @@ measurement of a server is taken during its one up-time, and written as raw capt
 from __future__ import annotations
 
 import json
-import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +18,15 @@ from tqdm import tqdm  # text bars: they show both in JupyterLab and in the pape
 from embedswap.captures import ArrayStream, Attempt
 from embedswap.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config import Experiment
-from embedswap.contract import DEFAULT_PROBE_PATH, ProbeContext, build_request, describe_body, select_probes
-from embedswap.load import LoadSpec, client_name, closed_loop, point_stats, run_stats, run_sync
-from embedswap.targets import Target, build_target
+from embedswap.contract import ProbeContext, build_request, describe_body, select_probes
+from embedswap.targets import build_target
 from embedswap.api_shapes import shaped_request
 from embedswap.tokens import probe_token_counter, query_with_instruction
 from embedswap.workload import Workload, load_workload
-
-
-class StepFailed(RuntimeError):
-    """A measurement step could not complete; what was captured so far is kept and the step is marked."""
+# the failure, the latency runs and the shim probes live in their own modules; `embedswap.measure.X` stays
+from embedswap.measure_errors import StepFailed
+from embedswap.measure_latency import capture_latency
+from embedswap.measure_shim import capture_shim_probes
 
 
 def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attempt, prefix: str, repeats: int) -> None:
@@ -202,127 +199,6 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
 
 
-class _RssSampler:
-    """The server's resident memory (all its processes), sampled in a thread while the latency runs go.
-
-    ``target.rss_bytes()`` reads /proc through psutil: well under a millisecond, once a second, so the sampling
-    does not disturb the runs. It is also sampled at the start, after every run and at the end.
-    """
-
-    def __init__(self, target: Target, interval_s: float = 1.0) -> None:
-        self.target = target
-        self.interval_s = interval_s
-        self.samples: list[int] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
-
-    def sample(self) -> None:
-        try:
-            value = self.target.rss_bytes()
-        except Exception:  # a dying server must not break the latency capture
-            value = None
-        if value:
-            self.samples.append(int(value))
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.sample()
-
-    @property
-    def peak(self) -> int | None:
-        return max(self.samples) if self.samples else None
-
-    def __enter__(self) -> _RssSampler:
-        self.sample()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.sample()
-
-
-def capture_latency(target: Target, experiment: Experiment, workload: Workload, attempt: Attempt,
-                    prefix: str) -> None:
-    """The article's two operating points: N sequential, and M at concurrency C; each repeated. Then the
-    concurrency sweep (``latency.sweep``; run names ``sweep_c<C>``), and the server's peak resident memory.
-
-    The two article points are written as before (``latency_requests.jsonl``, ``sequential`` / ``concurrent`` in
-    ``latency_stats.json``); the sweep's requests go to ``latency_sweep_requests.jsonl`` and its points to the list
-    ``sweep`` in ``latency_stats.json``, with ``rss_peak_bytes`` (None where the server's memory cannot be read,
-    e.g. an external target). The sweep is skipped when the server is gone or answered none of the article
-    points' requests: it would only measure the failure again.
-    """
-    cfg = experiment.latency
-    spec = LoadSpec(
-        base_url=target.base_url,
-        model=experiment.model.served_name,
-        batches=[[d.text for d in batch] for batch in workload.latency_batches(cfg.sample)],
-        timeout_s=cfg.timeout_s,
-        headers=target.headers(),
-        verify_tls=target.verify_tls(),
-        embeddings_path=target.embeddings_path(),
-        api_shape=target.api_shape(),
-    )
-    points = [("sequential", cfg.sequential_requests, 1), ("concurrent", cfg.concurrent_requests, cfg.concurrency)]
-    sweep = [(f"sweep_c{c}", cfg.sweep_requests, c) for c in dict.fromkeys(cfg.sweep)]  # duplicates dropped
-    records: list[dict[str, Any]] = []
-    sweep_records: list[dict[str, Any]] = []
-    stats: dict[str, Any] = {}
-    errors = 0
-    sweep_errors = 0
-    sweep_note = None
-    total = sum(n for _, n, _ in points) * cfg.repeats + sum(n for _, n, _ in sweep) * cfg.sweep_repeats
-    with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress, \
-            _RssSampler(target) as rss:
-        for run, requests, concurrency in points:
-            per_repeat = []
-            for repeat in range(cfg.repeats):
-                recs, wall = run_sync(closed_loop(spec, run, repeat, requests, concurrency, cfg.warmup_requests,
-                                                  progress))
-                rss.sample()
-                records.extend(asdict(r) for r in recs)
-                per_repeat.append(run_stats(recs, wall))
-                errors += sum(1 for r in recs if not r.ok)
-            stats[run] = point_stats(run, concurrency, per_repeat).as_dict()
-        if sweep:
-            answered = len(records) - errors
-            if not target.alive():
-                sweep_note = "skipped: the server process had exited"
-            elif answered == 0:
-                sweep_note = "skipped: the server answered none of the article points' requests"
-            else:
-                stats["sweep"] = []
-                for run, requests, concurrency in sweep:
-                    per_repeat = []
-                    for repeat in range(cfg.sweep_repeats):
-                        recs, wall = run_sync(closed_loop(spec, run, repeat, requests, concurrency,
-                                                          cfg.warmup_requests, progress))
-                        rss.sample()
-                        sweep_records.extend(asdict(r) for r in recs)
-                        per_repeat.append(run_stats(recs, wall))
-                        sweep_errors += sum(1 for r in recs if not r.ok)
-                    stats["sweep"].append(point_stats(run, concurrency, per_repeat).as_dict())
-    if sweep_note:
-        stats["sweep_note"] = sweep_note
-    stats["client"] = client_name(spec.base_url)
-    stats["rss_peak_bytes"] = rss.peak
-    stats["rss_samples"] = len(rss.samples)
-    attempt.write_jsonl(f"{prefix}/latency_requests.jsonl", records)
-    if sweep_records:
-        attempt.write_jsonl(f"{prefix}/latency_sweep_requests.jsonl", sweep_records)
-    attempt.write_json(f"{prefix}/latency_stats.json", stats)
-    problems = []
-    if errors:
-        problems.append(f"{errors} latency request(s) failed; see {prefix}/latency_requests.jsonl")
-    if sweep_errors:
-        problems.append(f"sweep: {sweep_errors} of {len(sweep_records)} latency request(s) failed; see "
-                        f"{prefix}/latency_sweep_requests.jsonl")
-    if problems:
-        raise StepFailed("; ".join(problems))
-
-
 def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attempt, name: str,
                    step: str) -> dict[str, Any]:
     """Start one target, capture everything about it, stop it. Returns its description (also captured)."""
@@ -387,94 +263,3 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
     attempt.write_json(f"{prefix}/target.json", description)
     attempt.mark_step(step, "partial" if problems else "complete", target=name, problems=problems)
     return description
-
-
-def _shim_token_limit(experiment: Experiment, prefix: str, model_path: str) -> int | None:
-    """The limit the shim truncates to when the server's error does not state one (Dynamo's bare 500): the
-    smallest of the experiment's max_input_tokens, the model's own limit and the target's max_model_len."""
-    from embedswap.shim import model_token_limit
-
-    limits = [experiment.model.max_input_tokens, model_token_limit(model_path)]
-    target = experiment.targets.get(prefix)
-    limits.append(getattr(target, "max_model_len", None))
-    known = [int(v) for v in limits if v]
-    return min(known) if known else None
-
-
-def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
-                        prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None = None, *,
-                        headers: dict[str, str] | None = None, verify_tls: bool = True,
-                        embeddings_path: str = DEFAULT_PROBE_PATH, api_shape: str = "openai") -> None:
-    """The probe catalogue again, through the client migration shim (``embedswap.shim``), against a candidate.
-
-    The shim's settings come from the candidate's own probe captures (``probe_records``; None reads
-    ``captures/<prefix>/probes.jsonl``) compared with the legacy server's, and are written to
-    ``captures/<prefix>/shim_config.json``; the answers to ``captures/<prefix>/shim_probes.jsonl`` in the
-    format of ``probes.jsonl`` (plus a ``shim`` field: what was rewritten, what went upstream, attempts).
-    Does nothing for the legacy target or when the candidate has no probe captures. An unexpected error is
-    raised as StepFailed, so the candidate's other measurements (latency) still run.
-    """
-    try:
-        if api_shape != "openai":  # the shim is an OpenAI-API client: nothing to put in front of another shape
-            return
-        _capture_shim_probes(client_base_url, experiment, workload, attempt, prefix, model_path, probe_records,
-                             headers=headers, verify_tls=verify_tls, embeddings_path=embeddings_path)
-    except StepFailed:
-        raise
-    except Exception as exc:
-        raise StepFailed(f"shim probes: {type(exc).__name__}: {exc}"[:2000]) from exc
-
-
-def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
-                         prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None, *,
-                         headers: dict[str, str] | None, verify_tls: bool,
-                         embeddings_path: str = DEFAULT_PROBE_PATH) -> None:
-    from embedswap.shim import EmbeddingShim, ShimConfig
-
-    if prefix == experiment.legacy:
-        return
-    if probe_records is None:
-        if not attempt.has(f"{prefix}/probes.jsonl"):
-            return
-        probe_records = attempt.read_jsonl(f"{prefix}/probes.jsonl")
-    if not probe_records:
-        return
-    legacy_file = f"{experiment.legacy}/probes.jsonl"
-    legacy_records = attempt.read_jsonl(legacy_file) if attempt.has(legacy_file) else None
-    config = ShimConfig.from_probes(
-        probe_records, legacy_records,
-        served_name=experiment.model.served_name,
-        tokenizer_path=model_path,
-        max_input_tokens=_shim_token_limit(experiment, prefix, model_path),
-        query_template=experiment.model.query_prompt_template,
-        query_task=experiment.model.query_task,
-        same_threshold=experiment.parity.text_threshold,
-        timeout_s=experiment.latency.timeout_s,
-    )
-    attempt.write_json(f"{prefix}/shim_config.json", config.to_dict())
-    with EmbeddingShim(client_base_url, config, experiment.model.served_name, headers=headers,
-                       verify_tls=verify_tls, embeddings_path=embeddings_path) as shim:
-        ctx = probe_context(experiment, workload, shim.embed([workload.documents[0].text]), model_path,
-                            fallback_dim=config.native_dim or 0)
-        records = []
-        count = probe_token_counter(experiment, model_path)
-        for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
-                         desc=f"{prefix}: shim probes", leave=False, mininterval=1.0):
-            if spec.path != DEFAULT_PROBE_PATH:
-                continue  # the shim is a client for /v1/embeddings; other routes are probed bare only
-            raw, body = build_request(spec, ctx)
-            answer = shim.post_raw(raw) if body is None else shim.embed_body(body)
-            info = dict(answer.extra.get("shim") or {})
-            if isinstance(info.get("sent_upstream"), dict):
-                info["sent_upstream"] = describe_body(info["sent_upstream"], b"")
-            records.append({
-                "probe": spec.name,
-                "description": spec.description,
-                "path": spec.path,
-                "sent": describe_body(body, raw),
-                **answer.record(),
-                "tokenizer_tokens": count(body),  # of what the caller sent, as for the bare probes
-                "vector": answer.vectors[0] if answer.ok and answer.vectors else None,
-                "shim": info,
-            })
-    attempt.write_jsonl(f"{prefix}/shim_probes.jsonl", records)

@@ -36,8 +36,10 @@ def spread(values: np.ndarray | list[float]) -> dict[str, float | None]:
 
 
 def norms(vectors: np.ndarray) -> dict[str, Any]:
+    if len(vectors) == 0:  # no answer to measure: every figure is None (never an IndexError deep in a summary)
+        return {"first": None, **spread([]), "not_unit_length": []}
     lengths = np.concatenate([np.linalg.norm(np.asarray(vectors[i : i + ROW_CHUNK], dtype=np.float64), axis=1)
-                              for i in range(0, max(len(vectors), 1), ROW_CHUNK)])
+                              for i in range(0, len(vectors), ROW_CHUNK)])
     off = [int(i) for i in np.where(np.abs(lengths - 1.0) > UNIT_NORM_TOLERANCE)[0]]
     return {"first": float(lengths[0]), **spread(lengths), "not_unit_length": off}
 

@@ -30,6 +30,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from embedswap.tiny_qwen3 import bytes_to_unicode  # the same GPT-2 byte table CLIP's BPE uses
+
 VERSION = "v1"
 NAME = f"tiny-clip-{VERSION}"
 SPEC = "build:tiny-clip"
@@ -72,23 +74,10 @@ def png_bytes(image: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2/CLIP's byte -> printable character table (the BPE works on these characters)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
 def learn_merges(words: list[str], count: int = MERGES) -> list[tuple[str, str]]:
     """The ``count`` most frequent adjacent pairs, merged one after another (classic BPE training); ties go to the
     smallest pair, so the result depends only on ``words``."""
-    table = _bytes_to_unicode()
+    table = bytes_to_unicode()
     corpus = Counter(tuple(table[b] for b in w.encode("utf-8"))[:-1] + (table[w.encode("utf-8")[-1]] + "</w>",)
                      for w in words if w)
     merges: list[tuple[str, str]] = []
@@ -122,7 +111,7 @@ def _training_words() -> list[str]:
 
 
 def _vocab(merges: list[tuple[str, str]]) -> dict[str, int]:
-    symbols = list(_bytes_to_unicode().values())
+    symbols = list(bytes_to_unicode().values())
     tokens = symbols + [s + "</w>" for s in symbols] + ["".join(m) for m in merges] + [SOT, EOT]
     return {token: i for i, token in enumerate(dict.fromkeys(tokens))}
 

@@ -40,9 +40,13 @@ SESSIONS: dict[str, dict] = {
                            "tests/test_contract.py")},
     "ranking": {"module": "ranking.py", "timeout": 30, "sample": 60,
                 "functions": ["ranking_from", "_relevance", "dcg", "ndcg_at_k", "recall_at_k", "top_k",
-                              "top_k_overlap", "jaccard", "rbo", "agreement", "_mean_with_interval", "_unit",
-                              "cosine_scores", "_mean", "evaluate", "overlap_with", "_deltas"],
+                              "top_k_overlap", "jaccard", "_unit", "cosine_scores", "_mean", "evaluate",
+                              "overlap_with"],
                 "tests": "tests/test_ranking.py tests/test_mutants_ranking.py tests/test_mutants_ranking_agreement.py"},
+    "ranking_agreement": {"module": "ranking_agreement.py", "timeout": 30, "functions": None,
+                          "tests": "tests/test_mutants_ranking.py tests/test_mutants_ranking_agreement.py"},
+    "ranking_section": {"module": "ranking_section.py", "timeout": 30, "functions": ["_deltas"],
+                        "tests": "tests/test_mutants_ranking.py tests/test_ranking.py"},
     "latency_stats": {"module": "load.py", "timeout": 30,
                       "functions": ["percentile", "run_stats", "_median", "point_stats"],
                       "tests": "tests/test_mutants_latency.py"},
@@ -105,6 +109,8 @@ EQUIVALENT: dict[str, list[tuple[str, ...]]] = {
     ],
     "ranking": [
         ("Eq_LtE", "if total <= 0:", "a count of relevant documents is never negative"),
+    ],
+    "ranking_agreement": [
         ("NumberReplacer", "seed: int = 18", "another seed is another, equally valid bootstrap draw: the tests check "
                                              "the interval's properties (inside [0, 1], around the mean, seeded)"),
         ("NumberReplacer", "n_resamples= 2001", "2,001 resamples instead of 2,000 moves the interval by bootstrap noise"),

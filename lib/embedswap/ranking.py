@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 
-from embedswap.reasons import not_measured
 
 NDCG_K = 10
 GAIN = "linear"  # trec_eval / MTEB; "exp": 2**rel - 1
@@ -111,72 +110,6 @@ def jaccard(a: Sequence[Any], b: Sequence[Any]) -> float:
     set_a, set_b = set(a), set(b)
     union = set_a | set_b
     return len(set_a & set_b) / len(union) if union else float("nan")
-
-
-# --- a whole query set ------------------------------------------------------------------------------------------------
-AGREEMENT_K = (1, 5, 10)
-RBO_P = 0.9  # Webber et al. 2010's usual persistence: the top 10 carry ~86 % of the weight
-
-
-def rbo(a: Sequence[Any], b: Sequence[Any], p: float = RBO_P) -> float:
-    """Extrapolated rank-biased overlap (Webber, Moffat, Zobel 2010, eq. 32) of two rankings cut at the same depth.
-
-    Hand-written: the formula is five lines; the PyPI ``rbo`` package (0.1.3, 2023) would be a new runtime
-    dependency and lock entry for them. 1.0 for identical lists, 0.0 for disjoint ones.
-    """
-    k = min(len(a), len(b))
-    if k == 0:
-        return float("nan")
-    seen_a: set[Any] = set()
-    seen_b: set[Any] = set()
-    overlap = 0
-    total = 0.0
-    for d in range(1, k + 1):
-        x, y = a[d - 1], b[d - 1]
-        if x == y:
-            overlap += 1
-        else:
-            overlap += (x in seen_b) + (y in seen_a)
-        seen_a.add(x)
-        seen_b.add(y)
-        total += overlap / d * p ** d
-    return float(overlap / k * p ** k + (1 - p) / p * total)
-
-
-def agreement(reference: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
-    """Agreement of ``other``'s rankings with ``reference``'s (both from ``evaluate``), judgements not needed:
-    top-k overlap (|A ∩ B| / k) at each k of :data:`AGREEMENT_K`, RBO at depth 10, and whether the top 1 changed;
-    per query, mean over queries, and a 95 % bootstrap interval of each mean (the judged metrics' statistic)."""
-    per_query: dict[str, dict[str, float]] = {}
-    for query_id, row in other["per_query"].items():
-        base = (reference["per_query"].get(query_id) or {}).get("top10")
-        mine = row.get("top10")
-        if not base or not mine:
-            continue
-        depth = min(len(base), len(mine))  # a corpus smaller than k: overlap of the whole ranking
-        entry = {f"overlap_at_{k}": len(set(base[:k]) & set(mine[:k])) / min(k, depth) for k in AGREEMENT_K}
-        entry["rbo"] = rbo(base, mine)
-        entry["top1_changed"] = float(base[0] != mine[0])
-        per_query[query_id] = entry
-    metrics = [f"overlap_at_{k}" for k in AGREEMENT_K] + ["rbo", "top1_changed"]
-    means = {m: _mean_with_interval([r[m] for r in per_query.values()]) for m in metrics}
-    return {"queries": len(per_query), **means, "per_query": per_query, "rbo_p": RBO_P, "k": list(AGREEMENT_K)}
-
-
-def _mean_with_interval(values: list[float], seed: int = 17) -> dict[str, float | None]:
-    """Mean over queries and its 95 % percentile-bootstrap interval (scipy); a constant has no spread."""
-    if not values:
-        return {"mean": None, "low": None, "high": None, "n": 0}
-    arr = np.asarray(values, dtype=float)
-    mean = float(arr.mean())
-    if len(arr) < 2 or np.allclose(arr, arr[0]):
-        return {"mean": mean, "low": mean, "high": mean, "n": len(arr)}
-    from scipy import stats
-
-    boot = stats.bootstrap((arr,), np.mean, confidence_level=0.95, method="percentile", n_resamples=2000,
-                           random_state=np.random.default_rng(seed))
-    return {"mean": mean, "low": float(boot.confidence_interval.low), "high": float(boot.confidence_interval.high),
-            "n": len(arr)}
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -294,122 +227,16 @@ def overlap_with(reference: dict[str, Any], other: dict[str, Any]) -> tuple[floa
     return _mean(list(per_query.values())), per_query
 
 
-# --- the summary.json section -----------------------------------------------------------------------------------------
-# Which query capture each variant reads (written by embedswap.measure.capture_queries).
-QUERY_FILES = {
-    "legacy": "query_vectors_server_instruction.npy",
-    "naive": "query_vectors_server_instruction.npy",
-    "shim": "query_vectors_client_prefixed.npy",
-}
-METRICS = ("ndcg_at_10", "recall_at_5", "top5_overlap")
+# The agreement statistics and the summary section live in their own modules (kept under ~400 lines); their names
+# stay importable from here. The section imports this module, so its names are looked up on first use.
+from embedswap.ranking_agreement import AGREEMENT_K, RBO_P, _mean_with_interval, agreement, rbo  # noqa: E402,F401
+
+_SECTION_NAMES = ("METRICS", "QUERY_FILES", "_deltas", "_doc_stack", "_variant", "ranking_section")
 
 
+def __getattr__(name: str) -> Any:
+    if name in _SECTION_NAMES:
+        from embedswap import ranking_section as section
 
-
-def _variant(attempt: Any, target: str, query_file: str, workload: Any, doc_stack: np.ndarray | None,
-             reference: dict[str, Any] | None) -> dict[str, Any]:
-    """One (documents, queries) pair of captures evaluated; with the overlap against ``reference`` if given."""
-    if doc_stack is None:
-        return not_measured("no_document_vectors_file", name=target, path=f"{target}/doc_vectors.npy")
-    if not attempt.has(f"{target}/{query_file}"):
-        return not_measured("no_query_vectors_file", name=target, path=f"{target}/{query_file}")
-    queries = attempt.read_array(f"{target}/{query_file}")
-    query_ids = [q.id for q in workload.queries]
-    doc_ids = [d.id for d in workload.documents]
-    if queries.ndim != 2 or len(queries) != len(query_ids):
-        return not_measured("capture_shape", path=f"{target}/{query_file}", shape=str(queries.shape),
-                            expected=f"{len(query_ids)} query vectors")
-    if doc_stack.ndim != 3 or doc_stack.shape[1] != len(doc_ids):
-        return not_measured("capture_shape", path=f"{target}/doc_vectors.npy", shape=str(doc_stack.shape),
-                            expected=f"(repeat, {len(doc_ids)}, dim)")
-    if doc_stack.shape[2] != queries.shape[1]:
-        return not_measured("query_dimensions_differ", name=target, documents=doc_stack.shape[2],
-                            queries=queries.shape[1])
-    result = evaluate(doc_stack[0], queries, query_ids, doc_ids, workload.qrels)
-    if reference is None:
-        overlap, per_query_overlap = 1.0, {q: 1.0 for q in result["per_query"]}
-    else:
-        overlap, per_query_overlap = overlap_with(reference, result)
-    for query_id, value in per_query_overlap.items():
-        result["per_query"][query_id]["top5_overlap"] = value
-    return {
-        "measured": True,
-        "judged": bool(result["judged_queries"]),
-        "agreement": agreement(reference, result) if reference is not None else None,
-        "ndcg_at_10": result["ndcg_at_10"],
-        "recall_at_5": result["recall_at_5"],
-        "top5_overlap": overlap,
-        "queries": result["queries"],
-        "judged_queries": result["judged_queries"],
-        "per_query": result["per_query"],
-        "source": {"documents": f"captures/{target}/doc_vectors.npy[0]", "queries": f"captures/{target}/{query_file}"},
-    }
-
-
-def _deltas(legacy: dict[str, Any], variant: dict[str, Any]) -> dict[str, float | None]:
-    if not (legacy.get("measured") and variant.get("measured")):
-        return {m: None for m in ("ndcg_at_10", "recall_at_5")}
-    return {m: None if legacy[m] is None or variant[m] is None else variant[m] - legacy[m]
-            for m in ("ndcg_at_10", "recall_at_5")}
-
-
-def _doc_stack(attempt: Any, target: str) -> np.ndarray | None:
-    if not attempt.has(f"{target}/doc_vectors.npy"):
-        return None
-    return attempt.read_array(f"{target}/doc_vectors.npy", mmap=True)
-
-
-def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any]:
-    """summary.json's ``ranking``: legacy, candidate naive and candidate with the shim fix, from captures only.
-
-    Keys (primary candidate = ``experiment.candidates[0]``): ``legacy``, ``candidate_naive``, ``candidate_shim``
-    (each ``{measured, ndcg_at_10, recall_at_5, top5_overlap, per_query, source}``), ``deltas`` (candidate minus
-    legacy, for ``candidate_naive`` and ``candidate_shim``), ``by_candidate`` (the same for every candidate), and
-    ``definitions``. Without queries/judgements or without the captures: ``{"measured": False, "why": ...}``.
-    """
-    if not workload.queries:
-        return not_measured("no_queries")
-    legacy_name = experiment.legacy
-    legacy = _variant(attempt, legacy_name, QUERY_FILES["legacy"], workload, _doc_stack(attempt, legacy_name), None)
-    if not legacy["measured"]:
-        return {k: legacy[k] for k in ("measured", "why", "reason") if k in legacy}
-    by_candidate: dict[str, Any] = {}
-    for name in experiment.candidates:
-        stack = _doc_stack(attempt, name)
-        naive = _variant(attempt, name, QUERY_FILES["naive"], workload, stack, legacy)
-        shim = _variant(attempt, name, QUERY_FILES["shim"], workload, stack, legacy)
-        by_candidate[name] = {
-            "measured": bool(naive["measured"] or shim["measured"]),
-            "naive": naive,
-            "shim": shim,
-            "deltas": {"naive": _deltas(legacy, naive), "shim": _deltas(legacy, shim)},
-        }
-    primary = by_candidate[experiment.primary_candidate]
-    if not primary["measured"]:
-        missing = primary["naive"] if primary["naive"].get("why") else primary["shim"]
-        if not missing.get("why"):
-            return not_measured("candidate_not_captured")
-        return {k: missing[k] for k in ("measured", "why", "reason") if k in missing}
-    return {
-        "measured": True,
-        "judged": bool(workload.qrels),  # without qrels: agreement with the legacy ranking only, no nDCG/recall
-        **({} if workload.qrels else {"judged_why": not_measured("no_qrels")}),
-        "legacy": legacy,
-        "candidate_naive": primary["naive"],
-        "candidate_shim": primary["shim"],
-        "deltas": {"candidate_naive": primary["deltas"]["naive"], "candidate_shim": primary["deltas"]["shim"]},
-        "by_candidate": by_candidate,
-        "definitions": {
-            "ndcg_at_10": "graded nDCG@10, trec_eval's convention: linear gain rel (2/1/0), discount log2(rank+1), "
-                          "ideal from the judgements; ties in document order",
-            "gain": GAIN,
-            "recall_at_5": "share of relevant documents (grade >= 1) in the top 5",
-            "agreement": "judgement-free agreement with the legacy ranking per query: top-k overlap |A∩B|/k at "
-                         "k = 1, 5, 10, extrapolated rank-biased overlap at depth 10 (p = 0.9), top-1 changed "
-                         "(share of queries); means with 95 % bootstrap intervals over queries",
-            "top5_overlap": "Jaccard index of the top-5 set against the legacy server's top 5, mean over queries",
-            "legacy": "legacy documents + queries sent with input_type 'query' (the legacy server adds the prompt)",
-            "candidate_naive": "candidate documents + the same queries with input_type 'query' (address swap only)",
-            "candidate_shim": "candidate documents + queries prefixed with the prompt by the client (the shim fix)",
-        },
-    }
+        return getattr(section, name)
+    raise AttributeError(f"module 'embedswap.ranking' has no attribute {name!r}")

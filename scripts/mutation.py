@@ -56,6 +56,12 @@ SESSIONS: dict[str, dict] = {
                     "functions": ["threshold_for", "thresholds_from", "_finite_or_none", "gate", "_cause",
                                   "_norm_cause", "_shape_failure", "gate_by_modality"],
                     "tests": "tests/test_mutants_parity.py"},
+    "ranking_verdict": {"module": "analysis/ranking_verdict.py", "functions": None, "timeout": 40,
+                        "tests": "tests/test_analysis_decisions.py"},
+    "latency_ratios": {"module": "analysis/latency_ratios.py", "functions": None, "timeout": 40,
+                       "tests": "tests/test_analysis_decisions.py"},
+    "shim_outcome": {"module": "analysis/shim_outcome.py", "functions": None, "timeout": 40,
+                     "tests": "tests/test_analysis_decisions.py"},
     "redact": {"module": "redact.py", "functions": None, "timeout": 60,
                "tests": "tests/test_mutants_redact.py"},
 }

@@ -3,6 +3,7 @@ hand-built summaries: every expected value is worked out in a comment, not taken
 only exercised through whole-report tests, where a changed threshold or case stays green (issue 23's leftover)."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -192,20 +193,135 @@ def _shim_row(probe: str, naive: str | None, through: str | None, legacy_status:
 def test_shim_outcome_closed_remaining_opened() -> None:
     rows = [_shim_row("plain", "same", "same"),
             _shim_row("input_type_query", "silent-divergence", "same"),    # closed by the shim
+            _shim_row("not_through_shim", "hard-failure", None),           # not re-sent: not compared
             _shim_row("dimensions_reduced", "silent-divergence", "silent-divergence"),  # remains
             _shim_row("encoding_base64", "same", "metadata-difference"),   # opened by the shim
             _shim_row("large_batch", "hard-failure", "hard-failure", legacy_status=503),  # legacy's own failure
-            _shim_row("not_through_shim", "hard-failure", None)]           # not re-sent: not compared
-    summary = {"roles": {"legacy": "legacy", "candidates": ["vllm"]}, "shim": {"rows": rows}}
+            _shim_row("usage_count", "metadata-difference", "metadata-difference"),
+            _shim_row("oversized", "silent-divergence", "hard-failure"),
+            _shim_row("model_echo", "metadata-difference", "same")]       # closed too
+    # read back as the report reads it: verdict strings from JSON are equal to the literals, not the same objects
+    summary = json.loads(json.dumps({"roles": {"legacy": "legacy", "candidates": ["vllm"]}, "shim": {"rows": rows}}))
     out = so.shim_outcomes(summary)
     assert list(out) == ["vllm"]
     vllm = out["vllm"]
-    assert vllm["compared"] == 5 and vllm["differ_before"] == 3 and vllm["differ_after"] == 3
-    assert vllm["closed"] == [{"probe": "input_type_query", "before": "silent-divergence"}]
-    assert [r["probe"] for r in vllm["remaining"]] == ["dimensions_reduced", "encoding_base64", "large_batch"]
-    assert [r["legacy_status"] for r in vllm["remaining"]] == [None, None, 503]
+    # compared: 8 rows (not_through_shim has no verdict through the shim); different before: 6 (all but plain and
+    # encoding_base64); different after: 5 (dimensions, encoding, large_batch, usage_count, oversized)
+    assert vllm["compared"] == 8 and vllm["differ_before"] == 6 and vllm["differ_after"] == 5
+    assert vllm["closed"] == [{"probe": "input_type_query", "before": "silent-divergence"},
+                              {"probe": "model_echo", "before": "metadata-difference"}]
+    assert [r["probe"] for r in vllm["remaining"]] == ["dimensions_reduced", "encoding_base64", "large_batch",
+                                                       "usage_count", "oversized"]
+    assert [r["legacy_status"] for r in vllm["remaining"]] == [None, None, 503, None, None]
     assert vllm["opened"] == ["encoding_base64"]
 
 
 def test_no_shim_rows_no_outcome() -> None:
     assert so.shim_outcomes({"roles": {"legacy": "legacy", "candidates": ["vllm"]}}) == {}
+
+
+# --- what the mutation run (scripts/mutation.py, sessions ranking_verdict and latency_ratios) found unchecked ------
+def test_a_verdict_read_from_json_is_not_the_interned_literal() -> None:
+    verdict = "".join(["no_", "difference"])  # as json.loads gives it: equal, not identical
+    assert rv.ranking_unchanged({"measured": True, "top5_overlap": 1.0}, {"ndcg_at_10": 0.5},
+                                {"ndcg_at_10": {"verdict": verdict}}) is True
+
+
+def test_by_candidate_from_an_older_summary_is_measured_with_both_variants() -> None:
+    section = {"measured": True, "candidate_naive": {"top5_overlap": 0.25}, "candidate_shim": {"top5_overlap": 0.5}}
+    (entry,) = rv.by_candidate({"ranking": section, "roles": {"candidate": "dynamo"}}).values()
+    assert entry["measured"] is True and entry["naive"] == {"top5_overlap": 0.25}
+    assert entry["deltas"] == {"naive": None, "shim": None}
+
+
+def test_no_paired_test_against_an_unmeasured_legacy_ranking() -> None:
+    per_query = _per_query({"q0": (0.5, 0.5, 1.0), "q1": (0.25, 0.5, 1.0)})
+    entry = {"naive": {"measured": True, "top5_overlap": 1.0, "per_query": per_query}, "deltas": {}}
+    verdict = rv._variant_verdict(entry, "naive", {"measured": False, "per_query": per_query})
+    assert verdict["tests"] == {}
+    assert rv._variant_verdict(entry, "naive", {"measured": True, "per_query": per_query})["tests"]
+
+
+def _with_requests(entry: dict, latency_ms: list[float], docs: int = 8) -> dict:
+    """Per-request data for both points (one repeat), so the intervals have something to resample."""
+    requests = {"latency_ms": [latency_ms], "docs": [[docs] * len(latency_ms)], "wall_s": [sum(latency_ms) / 1000]}
+    return {**entry, "sequential": {**entry["sequential"], "requests": requests},
+            "concurrent": {**entry["concurrent"], "requests": requests}}
+
+
+def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> None:
+    summary = _lock_summary(ablation=True)
+    fast, slow = [10.0 + i % 3 for i in range(30)], [40.0 + i % 5 for i in range(30)]
+    summary["latency"]["by_target"] = {"legacy": _with_requests(_latency(40.0, 120.0, 20.0), slow),
+                                       "vllm": _with_requests(_latency(10.0, 20.0, 100.0), fast)}
+    rows = summary["ablation"]["by_target"]
+    rows["legacy-nolock"] = _with_requests(rows["legacy-nolock"], fast)
+    out = lr.latency_decisions(summary)
+    seq = out["ratios"]["vllm"]["intervals"]["sequential"]["p50"]
+    assert 0.2 < seq["value"] < 0.3  # p50 11 ms over 42 ms
+    lock_seq = out["lock"]["variants"][0]["intervals"]["sequential"]["p50"]
+    assert math.isclose(lock_seq["value"], seq["value"])  # the lock-free variant has the candidate's requests
+
+
+def test_a_candidate_without_latency_has_an_empty_ratio() -> None:
+    summary = _lock_summary(ablation=False)
+    summary["roles"]["candidates"] = ["vllm", "dynamo"]
+    assert lr.latency_decisions(summary)["ratios"]["dynamo"] == {
+        "seq_p50": None, "conc_docs_per_s": None, "conc_p50": None, "complete": False, "intervals": {}}
+
+
+def test_a_ratio_needs_both_points_to_be_complete() -> None:
+    legacy = _latency(40.0, 100.0, 80.0)
+    assert lr.ratio(legacy, _latency(10.0, 25.0, None))["complete"] is False  # sequential only
+    assert lr.ratio(legacy, _latency(None, 25.0, 160.0))["complete"] is False  # concurrent only
+
+
+@pytest.mark.parametrize("rate, lock_rate, free_rate", [(None, 1.0, 1.0), (1.0, None, 1.0), (1.0, 1.0, None)])
+def test_any_missing_rate_is_missing(rate, lock_rate, free_rate) -> None:
+    assert lr._share(rate, lock_rate, free_rate) == ("missing", None)
+
+
+def test_a_candidate_slower_than_the_locked_server_has_no_advantage() -> None:
+    assert lr._share(10.0, 20.0, 60.0) == ("no_advantage", None)
+
+
+def test_the_estimate_needs_a_locked_legacy_kind_with_numbers() -> None:
+    summary = _lock_summary(ablation=False)
+    summary["latency"]["by_target"]["legacy"] = _latency(40.0, 100.0, 20.0)
+    assert lr.lock_estimate(summary) == {"measured": False, "factor": 2.5}  # 100/40: not a floor division
+    summary["targets"]["legacy"]["config"]["kind"] = "external"
+    assert lr.lock_estimate(summary) is None  # another server's lock is not the article's
+    summary["targets"]["legacy"]["config"]["kind"] = "legacy"
+    summary["latency"]["by_target"]["legacy"] = _latency(None, None, None)
+    assert lr.lock_estimate(summary) is None  # ran without a number
+
+
+@pytest.mark.parametrize("change", ["variant_locked", "variant_without_numbers", "variant_not_measured",
+                                    "variant_lock_unknown", "base_unlocked", "base_lock_unknown",
+                                    "base_without_numbers", "base_not_measured", "ablation_not_measured",
+                                    "variant_is_legacy"])
+def test_the_ablation_is_read_only_with_a_locked_base_and_a_lock_free_variant(change: str) -> None:
+    summary = _lock_summary(ablation=True)
+    rows = summary["ablation"]["by_target"]
+    if change == "variant_locked":
+        rows["legacy-nolock"]["lock"] = True
+    elif change == "variant_without_numbers":
+        rows["legacy-nolock"] = {**_latency(None, None, None), "lock": False}
+    elif change == "variant_not_measured":
+        rows["legacy-nolock"] = {"measured": False, "lock": False}
+    elif change == "variant_lock_unknown":
+        rows["legacy-nolock"].pop("lock")
+    elif change == "base_unlocked":
+        rows["legacy"]["lock"] = False
+    elif change == "base_lock_unknown":
+        rows["legacy"].pop("lock")
+    elif change == "base_not_measured":
+        rows["legacy"] = {"measured": False, "lock": True}
+    elif change == "base_without_numbers":
+        rows["legacy"] = {**_latency(None, None, None), "lock": True}
+    elif change == "ablation_not_measured":
+        summary["ablation"]["measured"] = False
+    else:  # the only lock-free row is the legacy server itself
+        rows.pop("legacy-nolock")
+        rows["legacy"]["lock"] = False
+    assert lr.lock_reading(summary) == {"measured": False, "factor": 3.0}  # the estimate instead

@@ -119,6 +119,13 @@ EQUIVALENT: dict[str, list[tuple[str, ...]]] = {
     "ranking_agreement": [
         ("NumberReplacer", "seed: int = 18", "another seed is another, equally valid bootstrap draw: the tests check "
                                              "the interval's properties (inside [0, 1], around the mean, seeded)"),
+        ("NumberReplacer", "seed: int = 16", "another seed is another, equally valid bootstrap draw"),
+        ("Eq_LtE", "if k <= 0:", "a list's length is never negative"),
+        ("NumberReplacer", "if len(arr) < 1 or", "one value is always close to itself: both branches give the value"),
+        ("NumberReplacer", "np.allclose(arr, arr[ 1])", "all values equal the first exactly when they all equal "
+                                                       "the second"),
+        ("NumberReplacer", "np.allclose(arr, arr[ -1])", "all values equal the first exactly when they all equal "
+                                                        "the last"),
         ("NumberReplacer", "n_resamples= 2001", "2,001 resamples instead of 2,000 moves the interval by bootstrap noise"),
         ("NumberReplacer", "n_resamples= 1999", "1,999 resamples instead of 2,000 moves the interval by bootstrap noise"),
     ],

@@ -2,9 +2,12 @@
 (scripts/mutation.py, session `ranking`, 2026-12-02) found them unchecked. Expected values worked out by hand."""
 from __future__ import annotations
 
-import numpy as np
+import json
 
-from embedswap.ranking import _mean_with_interval, agreement, cosine_scores, evaluate
+import numpy as np
+import pytest
+
+from embedswap.ranking import _mean_with_interval, agreement, cosine_scores, evaluate, rbo
 
 
 def rankings(**tops: list[str]) -> dict:
@@ -44,3 +47,22 @@ def test_equal_wide_dimensions_are_equal() -> None:
     result = evaluate(docs, queries, ["q1", "q2"], ["d1", "d2", "d3", "d4"], {})
     best = [f"d{int(i) + 1}" for i in np.argmax(scores, axis=1)]
     assert [result["per_query"][q]["top10"][0] for q in ("q1", "q2")] == best
+
+
+def test_rbo_with_partial_overlap_at_the_depth() -> None:
+    # a = 1 2 3, b = 1 4 2, p = 0.9. Depth 1: overlap 1, sum 1/1 * 0.9 = 0.9. Depth 2: 2 and 4 not yet seen on the
+    # other side, overlap 1, sum += 1/2 * 0.81. Depth 3: 2 was seen in a, overlap 2, sum += 2/3 * 0.729.
+    # RBO_ext = 2/3 * 0.729 + (0.1 / 0.9) * (0.9 + 0.405 + 0.486) = 0.486 + 0.199 = 0.685
+    assert rbo([1, 2, 3], [1, 4, 2], p=0.9) == pytest.approx(0.486 + 1.791 / 9)
+
+
+def test_rbo_compares_ids_by_value() -> None:
+    # ids read from two JSON files are equal strings, not the same objects
+    a = json.loads('["doc-1", "doc-2", "doc-3"]')
+    b = json.loads('["doc-1", "doc-2", "doc-3"]')
+    assert a[0] is not b[0]
+    assert rbo(a, b) == pytest.approx(1.0)
+
+
+def test_a_constant_metric_over_several_queries_has_no_spread() -> None:
+    assert _mean_with_interval([0.5, 0.5, 0.5]) == {"mean": 0.5, "low": 0.5, "high": 0.5, "n": 3}

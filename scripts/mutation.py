@@ -121,6 +121,8 @@ EQUIVALENT: dict[str, list[tuple[str, ...]]] = {
                                              "the interval's properties (inside [0, 1], around the mean, seeded)"),
         ("NumberReplacer", "seed: int = 16", "another seed is another, equally valid bootstrap draw"),
         ("Eq_LtE", "if k <= 0:", "a list's length is never negative"),
+        ("ReplaceOrWithAnd", "if len(arr) < 2 and np.allclose", "the percentile bootstrap of a constant is that "
+                                                                 "constant: both branches give the value"),
         ("NumberReplacer", "if len(arr) < 1 or", "one value is always close to itself: both branches give the value"),
         ("NumberReplacer", "np.allclose(arr, arr[ 1])", "all values equal the first exactly when they all equal "
                                                        "the second"),
@@ -128,6 +130,20 @@ EQUIVALENT: dict[str, list[tuple[str, ...]]] = {
                                                         "the last"),
         ("NumberReplacer", "n_resamples= 2001", "2,001 resamples instead of 2,000 moves the interval by bootstrap noise"),
         ("NumberReplacer", "n_resamples= 1999", "1,999 resamples instead of 2,000 moves the interval by bootstrap noise"),
+    ],
+    "ranking_verdict": [
+        ("Lt_NotEq", 'q["top5_overlap"] != 1)', "a top-5 overlap is a Jaccard index: never above 1"),
+        ("Is_Eq", "if naive_same == False:", "naive_same is True, False or None: == and is agree on them"),
+    ],
+    "latency_ratios": [
+        ("Is_Eq", "s == True for s in states", "point_state returns True, None or False: == and is agree on them"),
+        ("Is_Eq", 'r.get("lock") == False', "lock is a bool in the typed summary: == and is agree on it"),
+        ("Is_Eq", "latency_state(r) == True", "latency_state returns True, None or False"),
+        ("Is_Eq", 'base.get("lock") == True', "lock is a bool in the typed summary: == and is agree on it"),
+        ("Is_Eq", "latency_state(base) == True", "latency_state returns True, None or False"),
+        ("IsNot_NotEq", "latency_state(legacy) != True", "latency_state returns True, None or False"),
+        ("NotEq_IsNot", "if n is not legacy_name and", "the legacy row cannot pass: it would need lock True (the "
+                                                       "base) and lock False (a variant) at once"),
     ],
     "latency_stats": [
         ("Gt_NotEq", "wall_s != 0 and", "a run's wall time is a monotonic-clock difference: never negative"),

@@ -325,3 +325,25 @@ def test_the_ablation_is_read_only_with_a_locked_base_and_a_lock_free_variant(ch
         rows.pop("legacy-nolock")
         rows["legacy"]["lock"] = False
     assert lr.lock_reading(summary) == {"measured": False, "factor": 3.0}  # the estimate instead
+
+
+def test_the_estimate_reads_kinds_from_json_and_refuses_every_other_kind() -> None:
+    summary = json.loads(json.dumps(_lock_summary(ablation=False)))  # "legacy" read back: equal, not identical
+    assert lr.lock_estimate(summary) == {"measured": False, "factor": 3.0}
+    summary["targets"]["legacy"]["config"]["kind"] = "vllm"  # sorts after "legacy"
+    assert lr.lock_estimate(summary) is None
+
+
+def test_no_estimate_without_a_sequential_median() -> None:
+    summary = _lock_summary(ablation=False)
+    summary["latency"]["by_target"]["legacy"] = _latency(None, 100.0, 20.0)  # has numbers, not the sequential p50
+    assert lr.lock_estimate(summary) is None
+    summary["latency"]["by_target"]["legacy"] = _latency(0.0, 100.0, 20.0)
+    assert lr.lock_estimate(summary) is None
+
+
+def test_a_lock_free_variant_named_before_legacy_is_read() -> None:
+    summary = _lock_summary(ablation=True)
+    rows = summary["ablation"]["by_target"]
+    rows["free"] = rows.pop("legacy-nolock")  # "free" sorts before "legacy"
+    assert lr.lock_reading(summary)["variants"][0]["variant"] == "free"

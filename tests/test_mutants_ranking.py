@@ -219,3 +219,18 @@ def test_the_top1_is_compared_by_value_as_read_from_json() -> None:
     ref = {"per_query": {"q": {"top10": json.loads('["d1", "d2"]')}}}
     other = {"per_query": {"q": {"top10": json.loads('["d1", "d3"]')}}}  # equal strings, not the same objects
     assert agreement(ref, other)["per_query"]["q"]["top1_changed"] == 0.0
+
+
+def test_cosine_scores_refuses_arrays_that_are_not_matrices_on_either_side() -> None:
+    docs, queries = np.ones((3, 4)), np.ones((2, 4))
+    with pytest.raises(ValueError, match="2-D"):
+        cosine_scores(docs, np.ones((2, 3, 4)))  # a stack of query matrices: not a query matrix
+    with pytest.raises(ValueError, match="2-D"):
+        cosine_scores(np.ones((2, 3, 4)), queries)
+    with pytest.raises(ValueError, match="2-D"):
+        cosine_scores(docs, np.ones(4))
+
+
+def test_evaluate_refuses_a_stack_of_query_matrices() -> None:
+    with pytest.raises(ValueError, match="2-D"):  # (2, 3, 4): 2 "queries" of 3x4 each
+        evaluate(np.ones((3, 4)), np.ones((2, 3, 4)), ["q0", "q1"], ["d0", "d1", "d2"], {})

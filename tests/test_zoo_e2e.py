@@ -10,7 +10,8 @@ Three runs, one per zoo model, each with several servers that each reproduce one
 - ``dense`` (a ``2_Dense`` 128->16 projection): ``legacy`` serves the projected vectors (right), ``no-dense``
   ignores the Dense module;
 - ``nonorm`` (no Normalize): ``legacy`` right, ``normalised`` adds a normalisation.
-One engine start (in the ``cls`` run).
+One engine start (in the ``cls`` run). Measured: 16 passed in 357 s on 2 shared cores (cls 185 s, dense 66 s,
+nonorm 85 s).
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ CASES = [
     ("cls_run", "no-sep", "diagnosis_eos_missing", {"token": "'[SEP]'"},
      "drops the end token '[SEP]' the model's tokenizer appends before pooling"),
     ("cls_run", "prompt-docs", "diagnosis_prompt_applied", {"prompt": PROMPT},
-     "send documents without the query prompt"),
+     f"prepends the prompt '{PROMPT}' to the texts: send documents without the query prompt"),
     ("cls_run", "bf16", "diagnosis_dtype", {"dtype": "bfloat16", "expected": "float32"},
      "runs the model in bfloat16 where the reference is float32: start it with the reference's dtype"),
     ("dense_run", "no-dense", "diagnosis_dense_ignored", {},
@@ -142,9 +143,9 @@ def test_each_zoo_case_is_diagnosed_with_its_cause(run_name: str, server: str, c
     row = {r["backend"]: r for r in run["summary"]["parity"]["rows"]}[server]  # step 05: the gate fails it
     assert row["pass"] is False and row["diagnosis"]["cause"] == code, row
     assert run["summary"]["decisions"]["diagnosis"][server]["code"] == code
-    en = (run["report"] / "report.en.md").read_text()
+    en = (run["report"] / "report.en.md").read_text().replace("\\\\", "\\")  # markdown doubles a backslash
     block = en[en.index("### Why the vectors differ"):].split("\n## ")[0]
-    assert f"'{server}' {sentence}" in block.replace("\\\\n", "\\n"), block
+    assert f"'{server}' {sentence}" in block, block
     assert en.count(sentence) == 1  # said once: the parity section points to the diagnosis block
     assert f"`{server}` (fails): its cause ({code}) is stated under" in en
 
@@ -168,6 +169,7 @@ def test_the_dense_model_is_served_projected_by_the_legacy_server(dense_run: dic
     legacy = np.load(captures / "legacy" / "doc_vectors.npy")[0]
     ignored = np.load(captures / "no-dense" / "doc_vectors.npy")[0]
     assert legacy.shape[1] == 16 and ignored.shape == (legacy.shape[0], 128)
+    assert "dense=1 dim=16" in (dense_run["attempt"] / "logs" / "legacy.log").read_text()
     assert np.allclose(np.linalg.norm(legacy, axis=1), 1.0, atol=1e-4)  # Normalize after the projection
     # the contract diff and the parity gate compare 16 against 128 dimensions as a failure, not a crash
     row = {r["backend"]: r for r in dense_run["summary"]["parity"]["rows"]}["no-dense"]

@@ -77,8 +77,8 @@ REASONS: dict[str, str] = {
     "diagnosis_failed": "the diagnosis of '{name}' failed: {error}",
     "diagnosis_eos_appended": "'{name}' appends the EOS token {token} the model's tokenizer does not add: embed with "
                               "the model's tokenizer settings (no extra special token)",
-    "diagnosis_eos_missing": "'{name}' drops the end token {token} the model's tokenizer appends before pooling: let the "
-                             "server add special tokens (or append EOS to token-id input)",
+    "diagnosis_eos_missing": "'{name}' drops the end token {token} the model's tokenizer appends before pooling: "
+                             "let the server add special tokens (or append EOS to token-id input)",
     "diagnosis_prompt_applied": "'{name}' prepends the prompt '{prompt}' to the texts: send documents without the "
                                 "query prompt (input_type document) or turn the server's prompt off",
     "diagnosis_prompt_missing": "'{name}' embeds the texts without the prompt '{prompt}': apply the model's "

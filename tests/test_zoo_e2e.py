@@ -10,8 +10,8 @@ Three runs, one per zoo model, each with several servers that each reproduce one
 - ``dense`` (a ``2_Dense`` 128->16 projection): ``legacy`` serves the projected vectors (right), ``no-dense``
   ignores the Dense module;
 - ``nonorm`` (no Normalize): ``legacy`` right, ``normalised`` adds a normalisation.
-One engine start (in the ``cls`` run). Measured: 16 passed in 357 s on 2 shared cores (cls 185 s, dense 66 s,
-nonorm 85 s).
+One engine start (in the ``cls`` run). Measured: 16 passed in 318-357 s on 2 shared cores (cls 146-185 s, dense
+61-66 s, nonorm 74-85 s).
 """
 
 from __future__ import annotations

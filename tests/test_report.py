@@ -737,14 +737,16 @@ def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[st
 
 
 def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -> None:
-    """A failed row's diagnosis (embedswap.diagnosis) is one sentence with the fix, worded per catalogue."""
+    """A failed row's diagnosis (embedswap.diagnosis) is one sentence with the fix, worded per catalogue (in the
+    diagnosis block, which a parity row's diagnosis reaches through decisions.diagnosis)."""
     from embedswap.diagnosis import Hypothesis, explain_difference
 
     reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
     summary = copy.deepcopy(complete)
     summary["parity"]["rows"][1].update(diagnosis={"cause": reasons[0]["code"], "reasons": reasons}, **{"pass": False})
-    assert "- `vllm` (fails): 'vllm' ignores the Dense module in modules.json: load the full" in render_markdown(
-        summary, "en")
+    # stated in the diagnosis block (the parity section points to it: said once)
+    assert ("- `vllm` (`diagnosis_dense_ignored`): 'vllm' ignores the Dense module in modules.json: load the full"
+            in render_markdown(summary, "en"))
     assert "'vllm' 은(는) modules.json 의 Dense 모듈을 무시합니다" in render_markdown(summary, "ko")
     assert "'vllm' は modules.json の Dense モジュールを無視しています" in render_markdown(summary, "ja")
     assert "'vllm' 忽略了 modules.json 中的 Dense 模块" in render_markdown(summary, "zh")
@@ -787,3 +789,49 @@ def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: 
     summary["decisions"] = decide(summary)
     assert "the diagnosis did not run (step 03 wrote no captures/diagnosis/vectors.json)" in render_markdown(
         summary, "en")
+
+
+def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_to_it(
+        complete: dict[str, Any]) -> None:
+    """Issue 24: the diagnosis block states the cause with its fix; the parity row it fails only refers to it."""
+    from embedswap.analysis import decide
+    from embedswap.diagnosis import Hypothesis, explain_difference
+
+    reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
+    summary = copy.deepcopy(complete)
+    summary["diagnosis"] = {"measured": True, "threshold": 0.999, "limits": [], "texts": 6,
+                            "by_target": {"vllm": {"cause": reasons[0]["code"], "reasons": reasons}}}
+    summary["parity"]["rows"][1].update(backend="vllm", diagnosis={"cause": reasons[0]["code"], "reasons": reasons},
+                                        **{"pass": False})
+    summary["decisions"] = decide(summary)
+    pointers = {"en": "- `vllm` (fails): its cause (diagnosis_dense_ignored) is stated under \"Why the vectors "
+                      "differ\"",
+                "ko": "원인 (diagnosis_dense_ignored) 은(는) '벡터가 다른 이유' 에 적었습니다",
+                "ja": "原因 (diagnosis_dense_ignored) は「ベクトルが異なる理由」に記載しています",
+                "zh": "原因（diagnosis_dense_ignored）见“向量为何不同”一节"}
+    sentences = {"en": "ignores the Dense module in modules.json", "ko": "Dense 모듈을 무시합니다",
+                 "ja": "Dense モジュールを無視しています", "zh": "忽略了 modules.json 中的 Dense 模块"}
+    for lang, pointer in pointers.items():
+        text = render_markdown(summary, lang)
+        assert text.count(sentences[lang]) == 1, lang
+        assert pointer.replace('"', "&quot;") in text or pointer in text, lang
+
+
+def test_the_end_token_sentence_names_the_token_in_every_language(complete: dict[str, Any]) -> None:
+    from embedswap.analysis import decide
+    from embedswap.diagnosis import Hypothesis, explain_difference
+
+    truth = Hypothesis("lasttoken", False, True)
+    reasons = explain_difference(truth, Hypothesis("lasttoken", False, True, eos=False), "vllm", 128,
+                                 "<|endoftext|>")
+    assert reasons[0]["params"] == {"name": "vllm", "token": "'<|endoftext|>'"}
+    summary = copy.deepcopy(complete)
+    summary["diagnosis"] = {"measured": True, "threshold": 0.999, "limits": [], "texts": 6,
+                            "by_target": {"vllm": {"cause": reasons[0]["code"], "reasons": reasons}}}
+    summary["decisions"] = decide(summary)
+    shown = "'&lt;\\|endoftext\\|&gt;'"  # escaped for markdown (no HTML, no table break)
+    expected = {"en": f"drops the end token {shown} the model's tokenizer appends before pooling",
+                "ko": f"붙이는 끝 토큰 {shown} 을(를) 풀링 전에", "ja": f"付ける終端トークン {shown} をプーリング前に",
+                "zh": f"会追加的结束词元 {shown}："}
+    for lang, sentence in expected.items():
+        assert sentence in render_markdown(summary, lang), lang

@@ -97,6 +97,7 @@ class Diagnoser:
         self.prompts = known_prompts(local_model_folder(self.path), query_template, query_task)
         self.limits = sorted({int(n) for n in limits or [] if 0 < int(n) < e.limit})
         self.candidates: dict[Hypothesis, np.ndarray] = {}
+        self.end_token: str | None = None  # the token the end-token hypothesis drops or appends
         self._variants = self._inputs()
         self._reduce(*next(self._variants))  # the truth's own pass; the others only when a server differs
 
@@ -115,9 +116,11 @@ class Diagnoser:
         tok = self.embedder.tokenizer
         ends = {row[-1] for row in base if row}
         if len(ends) == 1 and next(iter(ends)) in set(tok.all_special_ids):
+            self.end_token = str(tok.convert_ids_to_tokens(next(iter(ends))))
             return False, [row[:-1] or row for row in base]
         if tok.eos_token_id is None:
             return None
+        self.end_token = str(tok.eos_token)
         return True, [row[: self.limit - 1] + [int(tok.eos_token_id)] for row in base]
 
     def _inputs(self) -> Iterator[tuple[Hypothesis, list[list[int]], Any]]:
@@ -185,13 +188,13 @@ class Diagnoser:
                       "why": explain("diagnosis_unknown", name=name)}
             return {"cause": "diagnosis_unknown", "reasons": [reason], "hypothesis": None}
         best, cos = min(found, key=lambda hc: (hc[0].differences(self.truth), -hc[1]))
-        reasons = explain_difference(self.truth, best, name, self.limit)
+        reasons = explain_difference(self.truth, best, name, self.limit, self.end_token)
         return {"cause": reasons[0]["code"] if reasons else None, "reasons": reasons,
                 "hypothesis": {**best.as_dict(), "cos_min": cos}}
 
 
-def explain_difference(truth: Hypothesis, found: Hypothesis, name: str,
-                       limit: int | None = None) -> list[dict[str, Any]]:
+def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: int | None = None,
+                       end_token: str | None = None) -> list[dict[str, Any]]:
     """Reason codes for what ``found`` (the server) does differently from ``truth`` (the model)."""
     codes: list[tuple[str, dict[str, Any]]] = []
     if found.pooling != truth.pooling:
@@ -203,9 +206,9 @@ def explain_difference(truth: Hypothesis, found: Hypothesis, name: str,
     if truth.normalize and not found.normalize:
         codes.append(("diagnosis_normalize_missing", {"name": name}))
     if found.eos is True:
-        codes.append(("diagnosis_eos_appended", {"name": name}))
+        codes.append(("diagnosis_eos_appended", {"name": name, "token": _token(end_token)}))
     if found.eos is False:
-        codes.append(("diagnosis_eos_missing", {"name": name}))
+        codes.append(("diagnosis_eos_missing", {"name": name, "token": _token(end_token)}))
     if found.prompt != truth.prompt:
         if found.prompt is None:
             codes.append(("diagnosis_prompt_missing", {"name": name, "prompt": _shown(truth.prompt)}))
@@ -216,6 +219,11 @@ def explain_difference(truth: Hypothesis, found: Hypothesis, name: str,
     if found.dtype != truth.dtype:
         codes.append(("diagnosis_dtype", {"name": name, "dtype": found.dtype, "expected": truth.dtype}))
     return [{"code": c, "params": p, "why": explain(c, **p)} for c, p in codes]
+
+
+def _token(token: str | None) -> str:
+    """The end token as the sentence shows it (``[SEP]``, ``<|endoftext|>``)."""
+    return f"'{token}'" if token else "(EOS)"
 
 
 def _shown(prompt: str | None) -> str:

@@ -10,6 +10,7 @@ import time
 import uvicorn
 
 from embedswap import legacy_server
+from embedswap.legacy_mistakes import MISTAKES
 from embedswap.legacy_server import (DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE, DTYPES, FAULT_MODES, Embedder,
                                      LegacySettings, create_app)
 
@@ -48,6 +49,8 @@ def parse_args(argv: list[str] | None = None) -> tuple[LegacySettings, str, int]
     parser.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
     parser.add_argument("--fault", choices=FAULT_MODES, default="none")
     parser.add_argument("--fault-after", type=int, default=0, help="successful requests before the fault starts")
+    parser.add_argument("--emulate-mistake", choices=MISTAKES, default="none",
+                        help="fault emulation for the diagnosis zoo: make one known pipeline mistake on purpose")
     args = parser.parse_args(argv)
     settings = LegacySettings(
         model=args.model,
@@ -62,6 +65,7 @@ def parse_args(argv: list[str] | None = None) -> tuple[LegacySettings, str, int]
         max_body_bytes=args.max_body_bytes,
         fault=args.fault,
         fault_after=args.fault_after,
+        emulate_mistake=args.emulate_mistake,
     )
     return settings, args.host, args.port
 
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"model loaded in {time.perf_counter() - started:.1f}s: pooling={embedder.pooling} "
         f"normalize={embedder.normalize} dense={len(embedder.dense)} dim={embedder.dim} max_input_tokens={embedder.limit} "
-        f"fault={settings.fault}",
+        f"fault={settings.fault} emulate_mistake={settings.emulate_mistake}",
         flush=True,
     )
     config = uvicorn.Config(

@@ -37,6 +37,7 @@ from embedswap.legacy_http import (INPUT_SHAPES, OWNED_BY, BodySizeLimitMiddlewa
 from embedswap.legacy_pipeline import (ABSURD_MODEL_MAX_LENGTH, PoolingMode, SentenceTransformersConfig,  # noqa: F401
                                        UnsupportedModuleError, _load_dense, _model_max_length, _pooling_from_config,
                                        pool, read_sentence_transformers_config)
+from embedswap.legacy_mistakes import MISTAKES, apply_to_pipeline, drop_end_token  # noqa: F401
 from embedswap.models import local_model_folder, resolve_model_path
 
 PaddingSide = Literal["left", "right"]
@@ -70,6 +71,8 @@ class LegacySettings:
     max_body_bytes: int = 8 * 1024 * 1024
     fault: str = "none"
     fault_after: int = 0
+    # fault emulation for the diagnosis zoo (embedswap.legacy_mistakes): one pipeline mistake made on purpose
+    emulate_mistake: str = "none"
 
     @property
     def model_name(self) -> str:
@@ -119,6 +122,8 @@ class Embedder:
             threading.Lock() if settings.use_lock else contextlib.nullcontext()
         )
         self.tokenizer_lock = threading.Lock()
+        self.mistake = settings.emulate_mistake
+        apply_to_pipeline(self, self.mistake)
         # Warm-up: the first forward pass pays lazy initialisation; it also tells the native dimension.
         self.dim = int(self.embed(["warm-up"]).vectors.shape[1])
 
@@ -154,6 +159,9 @@ class Embedder:
                     chunk, padding=True, truncation=True, max_length=self.limit, return_tensors="pt"
                 )
             batch = dict(encoded)
+            if self.mistake == "drop-end-token":  # fault emulation: the same ids less the appended end token
+                rows = [ids[m.bool()].tolist() for ids, m in zip(encoded["input_ids"], encoded["attention_mask"])]
+                batch = self._pad_ids(drop_end_token(rows))
         else:
             batch = self._pad_ids([ids[: self.limit] for ids in chunk])  # type: ignore[index]
         if int(batch["attention_mask"].sum(dim=1).min()) == 0:
@@ -261,7 +269,7 @@ def create_app(settings: LegacySettings) -> FastAPI:
                 raise RequestError(400, "a query prompt cannot be applied to token-id input", "input_type")
             if any(not 0 <= token < embedder.vocab_size for row in inputs for token in row):  # type: ignore[union-attr]
                 raise RequestError(400, f"token ids must be in [0, {embedder.vocab_size})", "input")
-        elif is_query:
+        elif is_query or embedder.mistake == "prompt-on-documents":
             inputs = [embedder.query_text(text, body.instruction) for text in inputs]  # type: ignore[arg-type]
 
         fault = settings.fault if faults.successes >= settings.fault_after else "none"

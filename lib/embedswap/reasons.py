@@ -72,12 +72,13 @@ REASONS: dict[str, str] = {
     "diagnosis_normalize_missing": "'{name}' skips the model's Normalize module: turn normalisation on or "
                                    "L2-normalise client-side",
     "diagnosis_unknown": "no known cause reproduces the vectors of '{name}'",
+    "diagnosis_see_above": "its cause ({cause}) is stated under \"Why the vectors differ\"",
     "diagnosis_not_run": "the diagnosis did not run (step 03 wrote no captures/diagnosis/vectors.json)",
     "diagnosis_failed": "the diagnosis of '{name}' failed: {error}",
-    "diagnosis_eos_appended": "'{name}' appends the EOS token the model's tokenizer does not add: embed with "
+    "diagnosis_eos_appended": "'{name}' appends the EOS token {token} the model's tokenizer does not add: embed with "
                               "the model's tokenizer settings (no extra special token)",
-    "diagnosis_eos_missing": "'{name}' drops the EOS token the model's tokenizer appends before pooling: let the "
-                             "server add special tokens (or append EOS to token-id input)",
+    "diagnosis_eos_missing": "'{name}' drops the end token {token} the model's tokenizer appends before pooling: "
+                             "let the server add special tokens (or append EOS to token-id input)",
     "diagnosis_prompt_applied": "'{name}' prepends the prompt '{prompt}' to the texts: send documents without the "
                                 "query prompt (input_type document) or turn the server's prompt off",
     "diagnosis_prompt_missing": "'{name}' embeds the texts without the prompt '{prompt}': apply the model's "

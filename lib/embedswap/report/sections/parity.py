@@ -55,6 +55,11 @@ def _causes(ctx: ReportContext, parity: dict[str, Any]) -> list[dict[str, Any]]:
     for row in parity.get("rows") or []:
         if row.get("why"):
             out.append({"name": row.get("backend"), "why": ctx.why(row)})
+        if row.get("backend") in (ctx.decisions.get("diagnosis") or {}):  # said once, in the diagnosis block
+            cause = (ctx.decisions["diagnosis"][row.get("backend")] or {}).get("code")
+            entry = {"why": "", "reason": {"code": "diagnosis_see_above", "params": {"cause": cause}}}
+            out.append({"name": row.get("backend"), "why": ctx.why(entry)})
+            continue
         for reason in (row.get("diagnosis") or {}).get("reasons") or []:
             entry = {"why": reason.get("why"), "reason": {"code": reason.get("code"), "params": reason.get("params")}}
             out.append({"name": row.get("backend"), "why": ctx.why(entry)})

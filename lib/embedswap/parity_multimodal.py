@@ -27,7 +27,7 @@ import httpx
 import numpy as np
 
 from embedswap import tiny_clip
-from embedswap.parity_gate import TEXT_IMAGE, gate
+from embedswap.parity_gate import TEXT, TEXT_IMAGE, gate
 
 SERVED = "tiny-clip"
 
@@ -68,8 +68,13 @@ def embed_through_server(base_url: str, texts: list[str], pngs: list[bytes]) -> 
             "mixed": {"status": mixed.status_code, "body": mixed.text[:300]}}
 
 
-def run(model_dir: Path, log_dir: Path, threshold: float = 0.995) -> dict[str, Any]:
-    """Start vLLM on the tiny CLIP, embed the captions and the images, gate both against transformers fp32."""
+def run(model_dir: Path, log_dir: Path, threshold: float = 0.995, text_threshold: float | None = None,
+        timeout_s: float = 900.0) -> dict[str, Any]:
+    """Start vLLM on the tiny CLIP, embed the captions and the images, gate both against transformers fp32.
+
+    Captions are gated at ``text_threshold`` (default: ``threshold``), images at ``threshold``. Each row carries
+    ``part`` (``text`` / ``image``) and ``request`` (``input`` / ``messages``) as codes the report catalogues word.
+    """
     from PIL import Image
 
     from embedswap.config import ModelConfig, VllmTarget
@@ -81,7 +86,7 @@ def run(model_dir: Path, log_dir: Path, threshold: float = 0.995) -> dict[str, A
     ids = [item for item, _, _ in items]
     ref_text, ref_image = tiny_clip.reference_features(model_dir, texts, [Image.open(io.BytesIO(p)) for p in pngs])
     config = VllmTarget(kind="vllm", port=_free_port(), dtype="float32", extra_args=["--enforce-eager"],
-                        startup_timeout_s=900)
+                        startup_timeout_s=timeout_s)
     target = VllmServerTarget("vllm-clip", config, ModelConfig(path=str(model_dir), served_name=SERVED),
                               str(model_dir), log_dir)
     started = time.monotonic()
@@ -89,11 +94,14 @@ def run(model_dir: Path, log_dir: Path, threshold: float = 0.995) -> dict[str, A
         start_s = round(time.monotonic() - started, 1)
         version = target.version()
         got = embed_through_server(target.base_url, texts, pngs)
-    rows = [gate("vllm (server)", "float32", "cpu", TEXT_IMAGE, ref_text, got["text"], ids, threshold).as_dict(),
-            gate("vllm (server)", "float32", "cpu", TEXT_IMAGE, ref_image, got["image"], ids, threshold).as_dict()]
-    rows[0]["part"], rows[1]["part"] = "text (input)", "image (messages, data:image/png)"
+    text_gate = threshold if text_threshold is None else text_threshold
+    rows = [gate("vllm", "float32", "cpu", TEXT, ref_text, got["text"], ids, text_gate).as_dict(),
+            gate("vllm", "float32", "cpu", TEXT_IMAGE, ref_image, got["image"], ids, threshold).as_dict()]
+    rows[0].update(part="text", request="input")
+    rows[1].update(part="image", request="messages")
     return {"measured": True, "model": str(model_dir), "engine": version, "start_s": start_s, "threshold": threshold,
-            "records": len(ids), "rows": rows, "pass": all(r["pass"] for r in rows), "mixed_request": got["mixed"]}
+            "text_threshold": text_gate, "records": len(ids), "images": "generated", "rows": rows,
+            "pass": all(r["pass"] for r in rows), "mixed_request": got["mixed"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     result = run(tiny_clip.ensure_tiny_clip(), out, args.threshold)
     (out / "multimodal.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
     for row in result["rows"]:
-        print(f"{row['part']:<36} n={row['n']} cos min {row['cos_min']:.8f} median {row['cos_median']:.8f} "
+        print(f"{row['part']:<6} ({row['request']}) n={row['n']} cos min {row['cos_min']:.8f} median {row['cos_median']:.8f} "
               f"gate {row['threshold']} {'PASS' if row['pass'] else 'FAIL'}")
     print(f"text and image in one message: {result['mixed_request']['status']}; server up in {result['start_s']} s")
     return 0 if result["pass"] else 1

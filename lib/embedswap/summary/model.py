@@ -109,11 +109,21 @@ class ParityMatrix(Section):
     settings: dict[str, Any] = {}
 
 
+class MultimodalParity(Section):
+    """Step 05's multimodal part: a CLIP model's caption (``part: text``) and image (``part: image``) rows, or why
+    it was not measured (embedswap.parity_multimodal_step)."""
+    rows: list[dict[str, Any]] = []
+    passed: bool | None = Field(default=None, alias="pass")
+    records: int = 0
+    threshold: float | None = None
+
+
 class Parity(Section):
     rows: list[dict[str, Any]] = []
     passed: bool | None = Field(default=None, alias="pass")
     not_run: list[NotRun] = []
     matrix: ParityMatrix | None = None  # absent in summaries from before issue 18
+    multimodal: MultimodalParity | None = None
 
 
 class DiagnosisFinding(_Open):
@@ -312,12 +322,21 @@ class MatrixFinding(BaseModel):
     invariant: list[str] = []
 
 
+class MultimodalFinding(BaseModel):
+    """What the multimodal part found (embedswap.analysis.parity_multimodal): its code, the lowest cosine per part
+    (text, image) and the status of the text+image request CLIP cannot embed."""
+    code: Literal["multimodal_passed", "multimodal_failed", "multimodal_not_measured"]
+    worst: dict[str, float | None] = {}
+    mixed_status: int | None = None
+
+
 class Decisions(BaseModel):
     client_changes: list[ClientChange] = []
     ranking: RankingDecision
     latency: LatencyDecisions
     shim: dict[str, ShimOutcome] = {}
     parity_matrix: list[MatrixFinding] = []
+    parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before issue 18's third round
     diagnosis: dict[str, DiagnosisDecision] = {}
 
 

@@ -59,8 +59,9 @@ def _rows(text_drift: float, image_drift: float) -> list[dict[str, Any]]:
 def _fake_run(text_drift: float = 1e-7, image_drift: float = 1e-3) -> Any:
     calls: list[tuple] = []
 
-    def run(model_dir: Path, log_dir: Path, threshold: float, text_threshold: float, timeout_s: float) -> dict:
-        calls.append((model_dir, threshold, text_threshold, timeout_s))
+    def run(model_dir: Path, log_dir: Path, threshold: float, text_threshold: float, timeout_s: float,
+            servers: tuple[str, ...]) -> dict:
+        calls.append((model_dir, threshold, text_threshold, timeout_s, servers))
         rows = _rows(text_drift, image_drift)
         return {"measured": True, "model": str(model_dir), "threshold": threshold, "records": 4, "rows": rows,
                 "pass": all(r["pass"] for r in rows), "mixed_request": {"status": 400, "body": "not both"}}
@@ -77,7 +78,7 @@ def test_captured_once_per_attempt_with_both_thresholds(tmp_path: Path, monkeypa
     attempt = new_attempt(tmp_path / "exp")
     first = parity_multimodal_step.captured_multimodal(experiment, attempt, tmp_path / "logs")
     again = parity_multimodal_step.captured_multimodal(experiment, attempt, tmp_path / "logs")
-    assert run.calls == [(tmp_path / "clip", 0.995, 0.999, 60.0)]  # the second call reads the capture
+    assert run.calls == [(tmp_path / "clip", 0.995, 0.999, 60.0, ("vllm", "legacy"))]  # the second call reads the capture
     assert first == again and first["pass"] is True and [r["part"] for r in first["rows"]] == ["text", "image"]
     assert first["rows"][1]["cos_min"] == pytest.approx(1 - 1e-3, abs=2e-4)
     assert parity_multimodal_step.captured_multimodal(parse_experiment(CONFIG), attempt, tmp_path) is None

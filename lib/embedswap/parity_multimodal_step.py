@@ -42,7 +42,7 @@ def captured_multimodal(experiment: Experiment, attempt: Attempt, log_dir: Path)
     threshold, text_threshold = experiment.parity.multimodal_threshold, experiment.parity.text_threshold
     try:
         result = parity_multimodal.run(clip_folder(spec.model), Path(log_dir), threshold, text_threshold,
-                                       timeout_s=spec.timeout_s)
+                                       timeout_s=spec.timeout_s, servers=tuple(spec.servers))
         result["spec"] = spec.model_dump()
     except Exception as exc:  # noqa: BLE001 - a dead server or a model that does not load is recorded, not raised
         result = {**not_measured("parity_multimodal_failed", model=spec.model, error=str(exc)[:300]),

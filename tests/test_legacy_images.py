@@ -62,3 +62,10 @@ def test_only_clip_folders_take_images(tmp_path: Path) -> None:
     assert not legacy_images.is_clip(tmp_path) and not legacy_images.is_clip(tmp_path / "missing")
     (tmp_path / "config.json").write_text('{"architectures": ["CLIPModel"]}')
     assert legacy_images.is_clip(tmp_path)
+
+
+def test_startup_line_attributes(clip: tuple[Path, TestClient]) -> None:
+    """legacy_cli prints pooling/normalize/dense/dim/limit of whatever embedder the app has."""
+    embedder = clip[1].app.state.embedder
+    assert (embedder.pooling, embedder.normalize, embedder.dense, embedder.dim) == ("clip-projection", True, [], 64)
+    assert embedder.limit == 77

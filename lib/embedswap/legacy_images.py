@@ -84,6 +84,8 @@ class ClipEmbedder:
         self.max_model_len = int(self.model.config.text_config.max_position_embeddings)
         self.limit = min(max_input_tokens, self.max_model_len)
         self.lock: contextlib.AbstractContextManager[Any] = threading.Lock() if use_lock else contextlib.nullcontext()
+        # what the server's start-up line prints (legacy_cli): CLIP pools its own way, then L2 norm
+        self.pooling, self.normalize, self.dense, self.padding_side = "clip-projection", True, [], "right"
         self.dim = int(self.embed(["warm-up"]).vectors.shape[1])
 
     def query_text(self, text: str, task: str | None) -> str:

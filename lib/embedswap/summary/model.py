@@ -92,7 +92,9 @@ class MatrixRow(_Open):
     """One row of article 003's parity matrix (embedswap.parity_matrix.MatrixRow): figures, or a reason code."""
     check: Literal["batch_invariance", "long_context", "tensor_parallel", "cold_start"]
     backend: str
-    setting: str
+    setting: str  # English text; the report words ``setting_code`` + ``setting_params`` (absent before round 3)
+    setting_code: str | None = None
+    setting_params: dict[str, Any] = {}
     platform: str
     n: int
     cos_min: float | None
@@ -318,6 +320,8 @@ class MatrixFinding(BaseModel):
     worst_drift: float | None = None
     worst_backend: str | None = None
     worst_setting: str | None = None
+    worst_setting_code: str | None = None
+    worst_setting_params: dict[str, Any] = {}
     # batch invariance: '<backend> <dtype>' whose vectors were bit-identical alone and in every batch
     invariant: list[str] = []
 

@@ -167,3 +167,26 @@ def chunked_prefill_refusal(pooling: str, is_causal: bool) -> str | None:
     if pooling not in CHUNKED_PREFILL_POOLING:
         return "parity_chunked_prefill_pooling"
     return None
+
+
+def matrix_table(summary: dict[str, Any]) -> Any:
+    """Notebook 05's view of the matrix: one line per row (check, backend, setting, n, cos min/median, 1 - cos min,
+    gate, result or why it did not run, cold-start figures), as a pandas DataFrame."""
+    import pandas as pd
+
+    matrix = (summary.get("parity") or {}).get("matrix") or {}
+    if not matrix.get("rows"):
+        return pd.DataFrame([{"parity matrix": matrix.get("why") or "not in this summary"}])
+    lines = []
+    for row in matrix["rows"]:
+        figures = row.get("figures") or {}
+        cos_min = row.get("cos_min")
+        lines.append({
+            "check": row["check"], "backend": row["backend"], "setting": row["setting"],
+            "platform": row.get("platform"), "n": row.get("n"), "cos min": cos_min, "cos median": row.get("cos_median"),
+            "1 - cos min": None if cos_min is None else max(0.0, 1.0 - float(cos_min)), "gate": row.get("gate"),
+            "result": row.get("why") or ("pass" if row.get("passed") else "fail" if row.get("passed") is False
+                                         else "measured"),
+            **{k: figures[k] for k in ("start_s", "first_ms", "steady_median_ms", "first_over_steady") if k in figures},
+        })
+    return pd.DataFrame(lines).set_index(["check", "backend", "setting"])

@@ -149,10 +149,11 @@ def _batch_rows_engine(vectors: list[np.ndarray] | None, meta: dict[str, Any], e
 
 
 def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targets: list[dict[str, Any]],
-               log_dir: Path | None = None) -> dict[str, Any]:
+               log_dir: Path | None = None, device: str = "cpu") -> dict[str, Any]:
     """Every row of the matrix ``checks`` (embedswap.config.ParityChecks) asks for. ``texts`` are the workload's
     documents (the first ``checks.texts`` are used); ``targets`` are the cold-start inputs of
-    :func:`cold_start_inputs`. Returns ``{"rows": [...], "settings": {...}}``."""
+    :func:`cold_start_inputs`. ``device`` is where the legacy-padding rows run (``scripts/gpu_parity.py``: cuda);
+    the engine rows record the platform vLLM picked. Returns ``{"rows": [...], "settings": {...}}``."""
     sample = list(texts[: checks.texts])
     facts = model_facts(model_path)
     max_model_len = min(checks.max_model_len or min(facts.limit, LONG_CONTEXT_CAP), facts.limit)
@@ -167,7 +168,8 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
 
     for dtype in checks.dtypes:
         if checks.batch_invariance:
-            rows += batch_invariance(TransformersBackend(model_path, dtype=dtype, name=LEGACY_PADDING), sample, gate)
+            rows += batch_invariance(TransformersBackend(model_path, device=device, dtype=dtype, name=LEGACY_PADDING),
+                                     sample, gate, platform=device)
         if not checks.engine or missing:
             continue
         jobs = [(sample, 1)] + [(sample, size) for size in DEFAULT_BATCH_SIZES if len(sample) >= size] \

@@ -135,3 +135,49 @@ def test_report_rows_replace_the_not_measured_line(lang: str, complete: dict[str
 @pytest.fixture
 def complete() -> dict[str, Any]:
     return json.loads((REPO / "tests" / "fixtures" / "summary_complete.json").read_text(encoding="utf-8"))
+
+
+def test_one_dead_server_keeps_the_others_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               complete: dict[str, Any]) -> None:
+    """parity_multimodal.run: a server that does not start is a not-run entry with its reason (the gate fails);
+    the other server's rows stay; the report lists it with the reason in its words."""
+    from embedswap import tiny_clip
+
+    class Dead:
+        base_url = "http://127.0.0.1:9"
+
+        def __enter__(self) -> "Dead":
+            raise RuntimeError("legacy-clip exited with code 1 during start-up")
+
+        def __exit__(self, *exc: Any) -> None:
+            return None
+
+    class Alive(Dead):
+        def __enter__(self) -> "Alive":
+            return self
+
+        def version(self) -> str:
+            return "fake"
+
+    def fake_embed(base_url: str, texts: list[str], pngs: list[bytes]) -> dict[str, Any]:
+        text, image = reference
+        return {"text": text, "image": image, "mixed": {"status": 400, "body": "not both"}}
+
+    folder = tiny_clip.build(tmp_path / "clip")
+    from PIL import Image
+    import io
+
+    items = tiny_clip.captions()
+    reference = tiny_clip.reference_features(folder, [f"a {c} {s}" for _, c, s in items], [
+        Image.open(io.BytesIO(tiny_clip.png_bytes(tiny_clip.draw_image(c, s)))) for _, c, s in items])
+    monkeypatch.setattr(parity_multimodal, "_target", lambda server, *a: Dead() if server == "legacy" else Alive())
+    monkeypatch.setattr(parity_multimodal, "embed_through_server", fake_embed)
+    result = parity_multimodal.run(folder, tmp_path, 0.995, 0.999, servers=("vllm", "legacy"))
+    assert [r["backend"] for r in result["rows"]] == ["vllm", "vllm"] and result["pass"] is False
+    assert result["not_run"][0]["reason"]["code"] == "parity_multimodal_server_failed"
+    summary = _summary(complete, result["rows"], False)
+    summary["parity"]["multimodal"]["not_run"] = result["not_run"]
+    text = render_markdown(summary, "ja")
+    assert "legacy はマルチモーダルモデルを提供できなかったか" in text
+    with pytest.raises(RuntimeError, match="exited with code 1"):  # no server at all: the step records the error
+        parity_multimodal.run(folder, tmp_path, 0.995, servers=("legacy",))

@@ -28,6 +28,7 @@ import numpy as np
 
 from embedswap import tiny_clip
 from embedswap.parity_gate import TEXT, TEXT_IMAGE, gate
+from embedswap.reasons import not_measured
 
 SERVED = "tiny-clip"
 
@@ -99,24 +100,32 @@ def run(model_dir: Path, log_dir: Path, threshold: float = 0.995, text_threshold
     ids = [item for item, _, _ in items]
     ref_text, ref_image = tiny_clip.reference_features(model_dir, texts, [Image.open(io.BytesIO(p)) for p in pngs])
     text_gate = threshold if text_threshold is None else text_threshold
-    rows, started_s, engines, mixed = [], {}, {}, {}
+    rows, started_s, engines, mixed, not_run = [], {}, {}, {}, []
     for server in servers:
         target = _target(server, model_dir, log_dir, timeout_s)
         started = time.monotonic()
-        with target:
-            started_s[server] = round(time.monotonic() - started, 1)
-            engines[server] = target.version()
-            got = embed_through_server(target.base_url, texts, pngs)
+        try:
+            with target:
+                started_s[server] = round(time.monotonic() - started, 1)
+                engines[server] = target.version()
+                got = embed_through_server(target.base_url, texts, pngs)
+        except Exception as exc:  # noqa: BLE001 - a dead server is recorded (and fails the gate); the next one runs
+            not_run.append({"backend": server, **{k: v for k, v in not_measured(
+                "parity_multimodal_server_failed", server=server, error=str(exc)[:300]).items() if k != "measured"}})
+            continue
         dtype = "float32"
         rows += [{**gate(server, dtype, "cpu", TEXT, ref_text, got["text"], ids, text_gate).as_dict(),
                   "part": "text", "request": "input"},
                  {**gate(server, dtype, "cpu", TEXT_IMAGE, ref_image, got["image"], ids, threshold).as_dict(),
                   "part": "image", "request": "messages"}]
         mixed[server] = got["mixed"]
-    return {"measured": True, "model": str(model_dir), "engine": engines.get("vllm"), "engines": engines,
+    if not rows:
+        raise RuntimeError("; ".join(entry["why"] for entry in not_run))
+    return {"measured": True, "model": str(model_dir), "not_run": not_run, "engine": engines.get("vllm"), "engines": engines,
             "start_s": started_s.get("vllm"), "started_s": started_s, "threshold": threshold,
             "text_threshold": text_gate, "records": len(ids), "images": "generated", "rows": rows,
-            "pass": all(r["pass"] for r in rows), "mixed_request": mixed.get("vllm") or next(iter(mixed.values())),
+            "pass": all(r["pass"] for r in rows) and not not_run,
+            "mixed_request": mixed.get("vllm") or next(iter(mixed.values())),
             "mixed_requests": mixed}
 
 

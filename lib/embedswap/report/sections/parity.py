@@ -48,6 +48,10 @@ def _rows(ctx: ReportContext, parity: dict[str, Any]) -> tuple[list[list[str]], 
                      _cos_cell(ctx, row, "cos_min"), _cos_cell(ctx, row, "cos_median"),
                      _cos_cell(ctx, row, "cos_max"), fmt(row.get("threshold"), "raw"),
                      t["pass"] if row.get("pass") else t["fail"]])
+    for entry in multimodal.get("not_run") or []:  # a server that could not serve the CLIP model
+        not_run.append({"name": entry.get("backend"), "why": ctx.why(entry)})
+        rows.append([code(entry.get("backend")), t["kind_server"]] + [ctx.label(False)] * 2
+                    + [esc(t["text_image"])] + [ctx.label(False)] * 6)
     if multimodal and not is_measured(multimodal) and multimodal.get("records"):
         threshold = multimodal.get("threshold", (parity.get("thresholds") or {}).get("multimodal"))
         rows.append([esc(t["text_image"]), MISSING, MISSING, MISSING, "text+image",
@@ -74,8 +78,13 @@ def _multimodal_finding(ctx: ReportContext, multimodal: dict[str, Any]) -> dict[
     if not multimodal.get("rows") or decision.get("code") in (None, "multimodal_not_measured"):
         return None
     worst = decision.get("worst") or {}
-    return {"code": decision["code"], "model": code((multimodal.get("spec") or {}).get("model") or multimodal.get("model")), "text": fmt(worst.get("text"), "cos"),
-            "image": fmt(worst.get("image"), "cos"), "mixed": fmt(decision.get("mixed_status"), "int"),
+
+    def cosine(value: Any) -> str:  # a six-decimal cosine rounds small drifts to 1: 1 - cos beside it
+        return fmt(value, "cos") if value is None else f"{fmt(value, 'cos')} (1 − cos {max(0.0, 1 - value):.1e})"
+
+    model = (multimodal.get("spec") or {}).get("model") or multimodal.get("model")
+    return {"code": decision["code"], "model": code(model), "text": cosine(worst.get("text")),
+            "image": cosine(worst.get("image")), "mixed": fmt(decision.get("mixed_status"), "int"),
             "passed": decision["code"] == "multimodal_passed"}
 
 

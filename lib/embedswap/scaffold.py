@@ -118,7 +118,7 @@ MULTIMODAL_ON = """\
     model: build:tiny-clip            # random weights, built offline (embedswap.tiny_clip); or a CLIP folder
     images: generated                 # 16 shapes drawn with Pillow from a fixed recipe, byte-identical everywhere
 """
-MULTIMODAL_OFF = "  # multimodal: true                  # a tiny CLIP on vLLM: captions and images gated (+~3 min)\n"
+MULTIMODAL_OFF = "  # multimodal: true                  # a tiny CLIP on vLLM and legacy: captions, images (+~75 s)\n"
 
 TAIL = """\
 sequencing:

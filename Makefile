@@ -58,10 +58,11 @@ kernel: $(KIT)/share/jupyter/kernels/embedswap/kernel.json
 demo-qwen3: 
 	$(MAKE) demo DEMO_SLUG=qwen3-tiny DEMO_PRESET=qwen3-tiny
 
-# multimodal parity (issue 18): a tiny random-weight CLIP served by vLLM, captions and images gated at 0.995
-# against transformers fp32; writes reports/multimodal/multimodal.json (fails when a row is below the gate)
-demo-multimodal: kit engine
-	nice -n 10 $(KIT)/bin/python -m embedswap.parity_multimodal reports/multimodal
+# multimodal parity (issue 18) as part of a kit run: the qwen3-tiny preset's step 05 serves a tiny random-weight
+# CLIP on vLLM (parity.multimodal) and gates its captions at 0.999 and its images at 0.995 against transformers fp32;
+# the report's parity table has the rows (`python -m embedswap.parity_multimodal OUT` runs that part alone)
+demo-multimodal:
+	$(MAKE) demo DEMO_SLUG=multimodal-tiny DEMO_PRESET=qwen3-tiny
 
 # `make demo`: the three servers and the article's protocol (30 + 40 requests, 3 repeats), under 15 minutes here;
 # `make demo-full` adds the lock ablation, the Matryoshka variant, the restore and the vLLM offline dtype engines

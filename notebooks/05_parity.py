@@ -36,4 +36,10 @@ from embedswap.report import figures
 figures.parity_backends(summary)
 
 # %%
+# article 003's parity matrix (long context, chunked prefill, batch invariance per dtype, TP, cold start)
+from embedswap.parity_matrix import matrix_table
+
+matrix_table(summary)
+
+# %%
 print("parity gate:", "not run: " + str(parity.get("why")) if parity["pass"] is None else "PASS" if parity["pass"] else "FAIL")

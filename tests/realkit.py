@@ -122,6 +122,7 @@ def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: d
     config.pop("matryoshka", None)
     config.get("parity", {}).pop("backends", None)  # the dtype sweep needs the engine environment
     config.get("parity", {}).pop("checks", None)  # so does the parity matrix (its own tests: test_parity_checks)
+    config.get("parity", {}).pop("multimodal", None)  # and the CLIP server (tests/test_end_to_end_qwen3.py runs it)
     config.get("sequencing", {}).pop("restore_legacy", None)
     config["latency"] = {**SMALL_LATENCY, **(latency or {})}
     config["workload"]["repeats"] = repeats

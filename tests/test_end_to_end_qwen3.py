@@ -192,3 +192,23 @@ def test_parity_matrix_engine_rows(qwen3: dict) -> None:
     assert cold["vllm-matryoshka"]["figures"]["start_s"] > 0
     report = (qwen3["report"] / "report.en.md").read_text()
     assert "### Parity matrix (article 003)" in report and "chunked prefill on (512 tokens/step)" in report
+
+
+def test_multimodal_parity_in_step_05(qwen3: dict) -> None:
+    """Issue 18 / article 003, through `embedswap run`: the preset's parity.multimodal serves the tiny CLIP on vLLM;
+    captions (`input`) are gated at 0.999, images (`messages`, data:image/png) at 0.995 against transformers fp32
+    get_text_features / get_image_features; the mixed request is refused; the report has the rows, not the
+    'not measured' line. (Replaces the standalone e2e of tests/test_tiny_clip.py.)"""
+    multimodal = qwen3["summary"]["parity"]["multimodal"]
+    assert multimodal["measured"] is True and multimodal["pass"] is True, multimodal.get("why")
+    rows = {row["part"]: row for row in multimodal["rows"]}
+    assert sorted(rows) == ["image", "text"] and rows["text"]["threshold"] == 0.999
+    assert rows["image"]["threshold"] == 0.995 and rows["image"]["modality"] == "text+image"
+    assert all(r["n"] == 16 and r["cos_min"] >= r["threshold"] for r in rows.values())
+    assert multimodal["mixed_request"]["status"] == 400
+    assert qwen3["summary"]["decisions"]["parity_multimodal"]["code"] == "multimodal_passed"
+    assert (qwen3["attempt"] / "captures" / "parity" / "multimodal.json").exists()
+    assert not list((qwen3["attempt"] / "logs" / "multimodal").glob("*.pid"))  # the CLIP server's group is gone
+    report = (qwen3["report"] / "report.en.md").read_text(encoding="utf-8")
+    assert "image (CLIP, messages: data:image/png)" in report and "Multimodal gate passed" in report
+    assert "- Multimodal parity:" not in report

@@ -199,3 +199,29 @@ def test_report_without_matrix_says_why(complete: dict[str, Any]) -> None:
 @pytest.fixture
 def complete() -> dict[str, Any]:
     return json.loads((REPO / "tests" / "fixtures" / "summary_complete.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, Any]) -> None:
+    """Round 3: a row's setting is a code + parameters (rendered through the catalogue); an older summary whose
+    rows carry only the English text still renders it."""
+    from embedswap.parity_matrix import MatrixRow, setting
+    from embedswap.report.catalogue import catalogue
+
+    summary = _matrix_summary(complete)
+    row = MatrixRow("batch_invariance", pc.LEGACY_PADDING, setting("batch", dtype="bfloat16", size=32), "cpu", 32,
+                    1 - 2.5e-4, 1 - 7e-5, 0.999, True, figures={"bit_identical": False}).as_dict()
+    assert row["setting"] == "bfloat16 alone vs batch 32" and row["setting_code"] == "batch"
+    assert row["setting_params"] == {"dtype": "bfloat16", "size": 32}
+    summary["parity"]["matrix"]["rows"].append(row)
+    from embedswap.analysis import decide
+
+    summary["decisions"] = decide(summary)
+    validate_summary(summary)
+    found = {f["check"]: f for f in summary["decisions"]["parity_matrix"]}["batch_invariance"]
+    assert found["worst_setting_code"] == "batch" and found["worst_setting_params"]["size"] == 32
+    text = render_markdown(summary, lang)
+    worded = catalogue(lang).terms["parity_matrix"]["settings"]["batch"].format(dtype="bfloat16", size=32)
+    assert text.count(esc(worded)) >= 2  # the table row and the finding sentence
+    assert "bfloat16 alone vs batch 8" in text or lang == "en"  # the old rows (no code) keep their English text
+    assert copy.deepcopy(setting("tp", bind="0|1")).code == "tp"

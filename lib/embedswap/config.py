@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 # the section and target models live in their own modules; `from embedswap.config import X` keeps working
 from embedswap.config_base import CONFIG_FILENAME, DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE, ConfigError, _Strict
 from embedswap.config_sections import (ContractConfig, LatencyConfig, MatryoshkaConfig, ModelConfig,
-                                       ParityBackendSpec, ParityChecks, ParityConfig, ProbeSpec, PublishConfig,
-                                       ReportConfig, SequencingConfig, WorkloadConfig)
+                                       ParityBackendSpec, ParityChecks, ParityConfig, ParityMultimodal, ProbeSpec,
+                                       PublishConfig, ReportConfig, SequencingConfig, WorkloadConfig)
 from embedswap.config_targets import (ALL_CAPTURES, CaptureKind, DynamoTarget, ExternalTarget, KubernetesTarget,
                                       LegacyTarget, Target, VllmTarget, _TARGET_KINDS)
 
@@ -27,6 +27,7 @@ __all__ = [  # every section's model, re-exported so that `from embedswap.config
     "ALL_CAPTURES", "CONFIG_FILENAME", "CaptureKind", "ConfigError", "ContractConfig", "DEFAULT_QUERY_TASK",
     "DEFAULT_QUERY_TEMPLATE", "DynamoTarget", "Experiment", "ExternalTarget", "KubernetesTarget", "LatencyConfig",
     "LegacyTarget", "MatryoshkaConfig", "ModelConfig", "ParityBackendSpec", "ParityChecks", "ParityConfig",
+    "ParityMultimodal",
     "ProbeSpec", "PublishConfig", "ReportConfig", "SequencingConfig", "Target", "VllmTarget", "WorkloadConfig",
     "load_experiment", "parse_experiment", "resolve_path",
 ]

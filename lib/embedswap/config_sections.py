@@ -143,9 +143,38 @@ class ParityChecks(_Strict):
     timeout_s: float = Field(1800.0, gt=0)  # per engine start
 
 
+class ParityMultimodal(_Strict):
+    """Multimodal parity in step 05 (embedswap.parity_multimodal_step): a CLIP model served by vLLM (and by the
+    legacy server, which takes images in vLLM's request shape), captions through ``input`` and images through
+    ``messages`` (``data:image/png;base64``), each gated against transformers fp32 ``get_text_features`` /
+    ``get_image_features`` at ``parity.multimodal_threshold``.
+
+    ``model``: ``build:tiny-clip`` (built offline, deterministic) or a CLIP folder / HF id in the local cache.
+    ``images``: ``generated`` draws the image set with Pillow at run time from a fixed recipe (4 colours x 4 shapes,
+    32 px; byte-identical everywhere, so nothing binary is committed).
+    """
+
+    model: str = "build:tiny-clip"
+    images: Literal["generated"] = "generated"
+    servers: list[Literal["vllm", "legacy"]] = Field(default_factory=lambda: ["vllm", "legacy"], min_length=1)
+    timeout_s: float = Field(900.0, gt=0)  # per server start
+
+
 class ParityConfig(_Strict):
     text_threshold: float = Field(0.999, gt=0, le=1)
     multimodal_threshold: float = Field(0.995, gt=0, le=1)
+    # Multimodal parity (a CLIP model's text and image features); absent: not measured (the reason says why).
+    multimodal: ParityMultimodal | None = None
+
+    @field_validator("multimodal", mode="before")
+    @classmethod
+    def _multimodal_switch(cls, value: Any) -> Any:
+        """``multimodal: true`` runs the tiny CLIP with the defaults, ``false`` nothing."""
+        if value is True:
+            return {}
+        if value is False:
+            return None
+        return value
     # The matrix (long context, chunked prefill, batch invariance per dtype, TP, cold start); absent: not run.
     checks: ParityChecks | None = None
 

@@ -30,6 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from transformers import AutoModel, AutoTokenizer
 
 # The pipeline, the HTTP shapes and the CLI live in their own modules; their names stay importable from here.
+from embedswap import legacy_images
 from embedswap.legacy_http import (INPUT_SHAPES, OWNED_BY, BodySizeLimitMiddleware, EmbeddingRequest,  # noqa: F401
                                    EmbeddingResponse, ErrorResponse, Health, ModelCard, ModelList, RequestError,
                                    RequestLogMiddleware, _error_response, _json_response, _state_limits,
@@ -208,7 +209,7 @@ def create_app(settings: LegacySettings) -> FastAPI:
     """Load the model (blocking, before anything is served) and build the app."""
     if settings.fault not in FAULT_MODES:
         raise ValueError(f"fault must be one of {FAULT_MODES}")
-    embedder = Embedder(settings)
+    embedder = legacy_images.embedder_for(settings, Embedder)  # issue 18: a CLIP folder also takes images
     faults = FaultState()
     app = FastAPI(title="embedswap legacy embedding server", version="0.1.0")
     app.state.embedder = embedder
@@ -307,6 +308,7 @@ def create_app(settings: LegacySettings) -> FastAPI:
         faults.successes += 1
         return _json_response(payload)
 
+    legacy_images.add_image_input(app, embedder, settings.model_name)  # vLLM's `messages` shape (issue 18)
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequestLogMiddleware)  # added last = outermost, so it also logs 413s
     return app

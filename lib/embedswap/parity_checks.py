@@ -27,6 +27,7 @@ import numpy as np
 
 from embedswap.parity_backends import TransformersBackend
 from embedswap.parity_gate import ParityBackendError
+from embedswap.parity_matrix import setting as matrix_setting
 from embedswap.parity_matrix import (
     BATCH_INVARIANCE,
     COLD_START,
@@ -133,7 +134,7 @@ def _batch_rows_engine(vectors: list[np.ndarray] | None, meta: dict[str, Any], e
                        texts: list[str], gate: float) -> list[MatrixRow]:
     rows = []
     for number, size in enumerate(DEFAULT_BATCH_SIZES, start=1):
-        setting = f"{dtype} alone vs batch {size}"
+        setting = matrix_setting("batch", dtype=dtype, size=size)
         if len(texts) < size:
             rows.append(not_run(BATCH_INVARIANCE, ENGINE, setting, "cpu", gate, "parity_matrix_too_few_texts"))
         elif vectors is None:
@@ -148,10 +149,11 @@ def _batch_rows_engine(vectors: list[np.ndarray] | None, meta: dict[str, Any], e
 
 
 def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targets: list[dict[str, Any]],
-               log_dir: Path | None = None) -> dict[str, Any]:
+               log_dir: Path | None = None, device: str = "cpu") -> dict[str, Any]:
     """Every row of the matrix ``checks`` (embedswap.config.ParityChecks) asks for. ``texts`` are the workload's
     documents (the first ``checks.texts`` are used); ``targets`` are the cold-start inputs of
-    :func:`cold_start_inputs`. Returns ``{"rows": [...], "settings": {...}}``."""
+    :func:`cold_start_inputs`. ``device`` is where the legacy-padding rows run (``scripts/gpu_parity.py``: cuda);
+    the engine rows record the platform vLLM picked. Returns ``{"rows": [...], "settings": {...}}``."""
     sample = list(texts[: checks.texts])
     facts = model_facts(model_path)
     max_model_len = min(checks.max_model_len or min(facts.limit, LONG_CONTEXT_CAP), facts.limit)
@@ -160,13 +162,14 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
     missing = _engine_missing() if checks.engine else None
     long_texts, long_counts = (long_inputs(model_path, texts, max_model_len) if checks.long_context
                                else ([], []))
-    long_setting = f"{len(long_counts)} inputs of {'/'.join(map(str, long_counts))} tokens, max_model_len " \
-                   f"{max_model_len}"
+    long_setting = {"inputs": len(long_counts), "tokens": "/".join(map(str, long_counts)),
+                    "max_model_len": max_model_len}
     fp32_engine: tuple[list[np.ndarray] | None, dict[str, Any], str | None] = (None, {}, None)
 
     for dtype in checks.dtypes:
         if checks.batch_invariance:
-            rows += batch_invariance(TransformersBackend(model_path, dtype=dtype, name=LEGACY_PADDING), sample, gate)
+            rows += batch_invariance(TransformersBackend(model_path, device=device, dtype=dtype, name=LEGACY_PADDING),
+                                     sample, gate, platform=device)
         if not checks.engine or missing:
             continue
         jobs = [(sample, 1)] + [(sample, size) for size in DEFAULT_BATCH_SIZES if len(sample) >= size] \
@@ -199,10 +202,11 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
 
 
 def _long_rows(checks: Any, engine: _Engine, facts: ModelFacts, model_path: str, long_texts: list[str],
-               setting: str, max_model_len: int, gate: float,
+               setting: dict[str, Any], max_model_len: int, gate: float,
                fp32_engine: tuple[list[np.ndarray] | None, dict[str, Any], str | None],
                missing: str | None) -> list[MatrixRow]:
-    off, on = f"chunked prefill off, {setting}", f"chunked prefill on ({checks.chunk_tokens} tokens/step), {setting}"
+    off = matrix_setting("chunked_off", **setting)
+    on = matrix_setting("chunked_on", chunk_tokens=checks.chunk_tokens, **setting)
     if not checks.engine:
         return [not_run(LONG_CONTEXT, ENGINE, s, "cpu", gate, "parity_matrix_off", key="engine") for s in (off, on)]
     if missing:
@@ -238,7 +242,7 @@ def _long_rows(checks: Any, engine: _Engine, facts: ModelFacts, model_path: str,
 
 def _tensor_parallel_rows(checks: Any, engine: _Engine, texts: list[str], max_model_len: int, gate: float,
                           missing: str | None) -> list[MatrixRow]:
-    setting = f"float32 TP=2 vs TP=1, VLLM_CPU_OMP_THREADS_BIND={TP_BIND}"
+    setting = matrix_setting("tp", bind=TP_BIND)
     if not checks.tensor_parallel:
         return [not_run(TENSOR_PARALLEL, ENGINE, setting, "cpu", gate, "parity_tp_opt_in")]
     if not checks.engine:
@@ -285,19 +289,19 @@ def cold_start_rows(targets: list[dict[str, Any]]) -> list[MatrixRow]:
         if not info:
             continue  # not captured in this attempt: the status section says so
         if target.get("kind") == "external":
-            rows.append(not_run(COLD_START, name, "start to healthy, first request", "cpu", None,
+            rows.append(not_run(COLD_START, name, matrix_setting("cold_start_first"), "cpu", None,
                                 "parity_cold_start_external", name=name))
             continue
         latencies = [float(v) for v in target.get("latencies_ms") or [] if v is not None]
         if len(latencies) < 2 or info.get("start_seconds") is None:
-            row = not_run(COLD_START, name, "start to healthy, first request", "cpu", None,
+            row = not_run(COLD_START, name, matrix_setting("cold_start_first"), "cpu", None,
                           "parity_cold_start_no_requests", name=name)
             if info.get("start_seconds") is not None:  # started (e.g. probes only): its start is still measured
                 row.figures = {"start_s": round(float(info["start_seconds"]), 2)}
             rows.append(row)
             continue
         steady = statistics.median(latencies[1:])
-        rows.append(MatrixRow(COLD_START, name, "start to healthy, first request vs steady median", "cpu",
+        rows.append(MatrixRow(COLD_START, name, matrix_setting("cold_start"), "cpu",
                               len(latencies), None, None, None, None,
                               figures={"start_s": round(float(info["start_seconds"]), 2),
                                        "first_ms": round(latencies[0], 1), "steady_median_ms": round(steady, 1),

@@ -32,6 +32,45 @@ DEFAULT_BATCH_SIZES: tuple[int, ...] = (8, 32)
 CHUNKED_PREFILL_POOLING = frozenset({"lasttoken"})
 
 
+# What each row ran, as a code and its parameters; the report words it through the catalogues
+# ([terms.parity_matrix.settings]); the English text stays in ``setting`` for readers of older summaries.
+SETTINGS = {
+    "batch": "{dtype} alone vs batch {size}",
+    "chunked_off": "chunked prefill off, {inputs} inputs of {tokens} tokens, max_model_len {max_model_len}",
+    "chunked_on": "chunked prefill on ({chunk_tokens} tokens/step), {inputs} inputs of {tokens} tokens, "
+                  "max_model_len {max_model_len}",
+    "tp": "float32 TP=2 vs TP=1, VLLM_CPU_OMP_THREADS_BIND={bind}",
+    "cold_start": "start to healthy, first request vs steady median",
+    "cold_start_first": "start to healthy, first request",
+}
+
+
+class Setting(str):
+    """A row's setting: the English text (a ``str``, as before) that also carries its code and parameters."""
+
+    code: str
+    params: dict[str, Any]
+
+    def __new__(cls, code: str, **params: Any) -> Setting:
+        text = super().__new__(cls, SETTINGS[code].format(**params))
+        text.code, text.params = code, dict(params)
+        return text
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Setting:  # dataclasses.asdict deep-copies fields
+        return self
+
+    def __reduce__(self) -> Any:  # pickle/copy rebuild it from the code, not from the English text
+        return (_rebuild_setting, (self.code, self.params))
+
+
+def _rebuild_setting(code: str, params: dict[str, Any]) -> Setting:
+    return Setting(code, **params)
+
+
+def setting(code: str, **params: Any) -> Setting:
+    return Setting(code, **params)
+
+
 class BatchedBackend(Protocol):
     name: str
     dtype: str
@@ -58,6 +97,9 @@ class MatrixRow:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, the reason as the summary carries every reason: ``why`` and ``reason: {code, params}``."""
         row = asdict(self)
+        row["setting"] = str(self.setting)
+        if isinstance(self.setting, Setting):
+            row["setting_code"], row["setting_params"] = self.setting.code, self.setting.params
         params = row.pop("params")
         row["reason"] = {"code": self.reason, "params": params} if self.reason else None
         if self.reason:
@@ -105,7 +147,7 @@ def batch_invariance(backend: BatchedBackend, texts: list[str], gate: float, pla
         backend.batch_size = 1
         alone = backend.embed(texts)
         for size in sizes:
-            setting = f"{backend.dtype} alone vs batch {size}"
+            setting = Setting("batch", dtype=backend.dtype, size=size)
             if len(texts) < size:
                 rows.append(not_run(BATCH_INVARIANCE, backend.name, setting, platform, gate,
                                     "parity_matrix_too_few_texts"))
@@ -125,3 +167,26 @@ def chunked_prefill_refusal(pooling: str, is_causal: bool) -> str | None:
     if pooling not in CHUNKED_PREFILL_POOLING:
         return "parity_chunked_prefill_pooling"
     return None
+
+
+def matrix_table(summary: dict[str, Any]) -> Any:
+    """Notebook 05's view of the matrix: one line per row (check, backend, setting, n, cos min/median, 1 - cos min,
+    gate, result or why it did not run, cold-start figures), as a pandas DataFrame."""
+    import pandas as pd
+
+    matrix = (summary.get("parity") or {}).get("matrix") or {}
+    if not matrix.get("rows"):
+        return pd.DataFrame([{"parity matrix": matrix.get("why") or "not in this summary"}])
+    lines = []
+    for row in matrix["rows"]:
+        figures = row.get("figures") or {}
+        cos_min = row.get("cos_min")
+        lines.append({
+            "check": row["check"], "backend": row["backend"], "setting": row["setting"],
+            "platform": row.get("platform"), "n": row.get("n"), "cos min": cos_min, "cos median": row.get("cos_median"),
+            "1 - cos min": None if cos_min is None else max(0.0, 1.0 - float(cos_min)), "gate": row.get("gate"),
+            "result": row.get("why") or ("pass" if row.get("passed") else "fail" if row.get("passed") is False
+                                         else "measured"),
+            **{k: figures[k] for k in ("start_s", "first_ms", "steady_median_ms", "first_over_steady") if k in figures},
+        })
+    return pd.DataFrame(lines).set_index(["check", "backend", "setting"])

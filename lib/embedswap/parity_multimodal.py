@@ -27,7 +27,8 @@ import httpx
 import numpy as np
 
 from embedswap import tiny_clip
-from embedswap.parity_gate import TEXT_IMAGE, gate
+from embedswap.parity_gate import TEXT, TEXT_IMAGE, gate
+from embedswap.reasons import not_measured
 
 SERVED = "tiny-clip"
 
@@ -68,32 +69,64 @@ def embed_through_server(base_url: str, texts: list[str], pngs: list[bytes]) -> 
             "mixed": {"status": mixed.status_code, "body": mixed.text[:300]}}
 
 
-def run(model_dir: Path, log_dir: Path, threshold: float = 0.995) -> dict[str, Any]:
-    """Start vLLM on the tiny CLIP, embed the captions and the images, gate both against transformers fp32."""
-    from PIL import Image
-
-    from embedswap.config import ModelConfig, VllmTarget
+def _target(server: str, model_dir: Path, log_dir: Path, timeout_s: float) -> Any:
+    """The kit's own server target for ``server`` (``vllm`` or ``legacy``) on the CLIP folder, on a free port."""
+    from embedswap.config import LegacyTarget, ModelConfig, VllmTarget
+    from embedswap.targets.legacy import LegacyServerTarget
     from embedswap.targets.vllm import VllmServerTarget
+
+    model = ModelConfig(path=str(model_dir), served_name=SERVED)
+    if server == "legacy":
+        config = LegacyTarget(kind="legacy", port=_free_port(), startup_timeout_s=timeout_s)
+        return LegacyServerTarget("legacy-clip", config, model, str(model_dir), log_dir)
+    config = VllmTarget(kind="vllm", port=_free_port(), dtype="float32", extra_args=["--enforce-eager"],
+                        startup_timeout_s=timeout_s)
+    return VllmServerTarget("vllm-clip", config, model, str(model_dir), log_dir)
+
+
+def run(model_dir: Path, log_dir: Path, threshold: float = 0.995, text_threshold: float | None = None,
+        timeout_s: float = 900.0, servers: tuple[str, ...] = ("vllm", "legacy")) -> dict[str, Any]:
+    """Start each server on the tiny CLIP in turn, embed the captions and the images, gate both against
+    transformers fp32.
+
+    Captions are gated at ``text_threshold`` (default: ``threshold``), images at ``threshold``. Each row carries
+    ``part`` (``text`` / ``image``) and ``request`` (``input`` / ``messages``) as codes the report catalogues word.
+    """
+    from PIL import Image
 
     items = tiny_clip.captions()
     texts = [f"a {colour} {shape}" for _, colour, shape in items]
     pngs = [tiny_clip.png_bytes(tiny_clip.draw_image(colour, shape)) for _, colour, shape in items]
     ids = [item for item, _, _ in items]
     ref_text, ref_image = tiny_clip.reference_features(model_dir, texts, [Image.open(io.BytesIO(p)) for p in pngs])
-    config = VllmTarget(kind="vllm", port=_free_port(), dtype="float32", extra_args=["--enforce-eager"],
-                        startup_timeout_s=900)
-    target = VllmServerTarget("vllm-clip", config, ModelConfig(path=str(model_dir), served_name=SERVED),
-                              str(model_dir), log_dir)
-    started = time.monotonic()
-    with target:
-        start_s = round(time.monotonic() - started, 1)
-        version = target.version()
-        got = embed_through_server(target.base_url, texts, pngs)
-    rows = [gate("vllm (server)", "float32", "cpu", TEXT_IMAGE, ref_text, got["text"], ids, threshold).as_dict(),
-            gate("vllm (server)", "float32", "cpu", TEXT_IMAGE, ref_image, got["image"], ids, threshold).as_dict()]
-    rows[0]["part"], rows[1]["part"] = "text (input)", "image (messages, data:image/png)"
-    return {"measured": True, "model": str(model_dir), "engine": version, "start_s": start_s, "threshold": threshold,
-            "records": len(ids), "rows": rows, "pass": all(r["pass"] for r in rows), "mixed_request": got["mixed"]}
+    text_gate = threshold if text_threshold is None else text_threshold
+    rows, started_s, engines, mixed, not_run = [], {}, {}, {}, []
+    for server in servers:
+        target = _target(server, model_dir, log_dir, timeout_s)
+        started = time.monotonic()
+        try:
+            with target:
+                started_s[server] = round(time.monotonic() - started, 1)
+                engines[server] = target.version()
+                got = embed_through_server(target.base_url, texts, pngs)
+        except Exception as exc:  # noqa: BLE001 - a dead server is recorded (and fails the gate); the next one runs
+            not_run.append({"backend": server, **{k: v for k, v in not_measured(
+                "parity_multimodal_server_failed", server=server, error=str(exc)[:300]).items() if k != "measured"}})
+            continue
+        dtype = "float32"
+        rows += [{**gate(server, dtype, "cpu", TEXT, ref_text, got["text"], ids, text_gate).as_dict(),
+                  "part": "text", "request": "input"},
+                 {**gate(server, dtype, "cpu", TEXT_IMAGE, ref_image, got["image"], ids, threshold).as_dict(),
+                  "part": "image", "request": "messages"}]
+        mixed[server] = got["mixed"]
+    if not rows:
+        raise RuntimeError("; ".join(entry["why"] for entry in not_run))
+    return {"measured": True, "model": str(model_dir), "not_run": not_run, "engine": engines.get("vllm"), "engines": engines,
+            "start_s": started_s.get("vllm"), "started_s": started_s, "threshold": threshold,
+            "text_threshold": text_gate, "records": len(ids), "images": "generated", "rows": rows,
+            "pass": all(r["pass"] for r in rows) and not not_run,
+            "mixed_request": mixed.get("vllm") or next(iter(mixed.values())),
+            "mixed_requests": mixed}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -106,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     result = run(tiny_clip.ensure_tiny_clip(), out, args.threshold)
     (out / "multimodal.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
     for row in result["rows"]:
-        print(f"{row['part']:<36} n={row['n']} cos min {row['cos_min']:.8f} median {row['cos_median']:.8f} "
+        print(f"{row['backend']:<7} {row['part']:<6} ({row['request']}) n={row['n']} cos min {row['cos_min']:.8f} median {row['cos_median']:.8f} "
               f"gate {row['threshold']} {'PASS' if row['pass'] else 'FAIL'}")
-    print(f"text and image in one message: {result['mixed_request']['status']}; server up in {result['start_s']} s")
+    print(f"text and image in one message: {result['mixed_requests']}; servers up in {result['started_s']} s")
     return 0 if result["pass"] else 1
 
 

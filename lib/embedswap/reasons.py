@@ -98,6 +98,8 @@ REASONS: dict[str, str] = {
                            "multimodal model runs here): text+image rows not measured: the text+image gate was not run "
                            "in this attempt",
     "no_images": "the workload has no image inputs and no multimodal model runs here",
+    "parity_multimodal_failed": "the multimodal model {model} could not be served or answered: {error}",
+    "parity_multimodal_server_failed": "{server} could not serve the multimodal model or answer it: {error}",
     "sweep_server_exited": "skipped: the server process had exited",
     "sweep_no_answers": "skipped: the server answered none of the article points' requests",
     # why a contract verdict was given (contract.classify's detail); {side} is "legacy" or "candidate"

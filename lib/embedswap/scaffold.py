@@ -112,6 +112,14 @@ LEAN_BACKENDS = """\
     - {kind: transformers, dtype: bfloat16}
 """
 
+# step 05's multimodal part (issue 18): the qwen3-tiny preset serves a tiny CLIP on vLLM beside the text gate
+MULTIMODAL_ON = """\
+  multimodal:                         # a CLIP model on vLLM: captions (text gate) and images (multimodal gate)
+    model: build:tiny-clip            # random weights, built offline (embedswap.tiny_clip); or a CLIP folder
+    images: generated                 # 16 shapes drawn with Pillow from a fixed recipe, byte-identical everywhere
+"""
+MULTIMODAL_OFF = "  # multimodal: true                  # a tiny CLIP on vLLM and legacy: captions, images (+~75 s)\n"
+
 TAIL = """\
 sequencing:
   stop_legacy_before_candidates: true
@@ -135,7 +143,7 @@ parity:
     long_context: true                # inputs near max_model_len, chunked prefill off and on (where vLLM allows it)
     cold_start: true                  # start to healthy, first request vs steady, for every server started
     tensor_parallel: false            # opt-in: TP=2 vs 1 with VLLM_CPU_OMP_THREADS_BIND="0|1" (slow on 2 cores)
-{backends}
+{multimodal}{backends}
 report:
   languages: [ko, en]                 # also ja, zh; the first one is written as report.md / report.html too
 """
@@ -201,6 +209,7 @@ PRESETS: dict[str, dict[str, str]] = {
             "    max_model_len: 1024               # the article's setting (the model's own limit is 32768)\n"
             "    extra_args: [\"--enforce-eager\"]   # starts in ~40 s instead of ~100 s on 2 CPU cores"
         ),
+        "multimodal": MULTIMODAL_ON,
     },
 }
 
@@ -267,19 +276,22 @@ def new_experiment(slug: str, experiments_root: Path, day: date | None = None, d
                   dynamo_port=dynamo_port, data=_data_reference(folder, experiments_root, data_dir, copy_data),
                   notebooks=_copy_notebooks(folder) if copy_notebooks else "",
                   matryoshka_engine=_with_override(PRESETS[preset]["engine"]))
+    multimodal = MULTIMODAL_OFF if legacy_url else fields.pop("multimodal", MULTIMODAL_OFF)
     if legacy_url:
         fields["model"] = EXTERNAL_NOTE + fields["model"]
         fields["description"] = "  Your legacy embedding server against the candidate(s), servers you already run."
         text = (HEAD.format(**fields) + _external_targets(legacy_url, list(candidate_urls or []))
-                + TAIL.format(restore=EXTERNAL_RESTORE, backends=EXTERNAL_BACKENDS))
+                + TAIL.format(restore=EXTERNAL_RESTORE, backends=EXTERNAL_BACKENDS, multimodal=multimodal))
     elif lean:
         text = HEAD.format(**fields) + LEAN_TARGETS.format(**fields) + TAIL.format(restore=LEAN_RESTORE,
-                                                                                    backends=LEAN_BACKENDS)
+                                                                                    backends=LEAN_BACKENDS,
+                                                                                    multimodal=multimodal)
         text = text.replace("  warmup_requests: 3\n", "  warmup_requests: 3\n" + LEAN_SWEEP, 1)
         text = text.replace(LEAN_CHECKS_AFTER, LEAN_CHECKS + LEAN_CHECKS_AFTER, 1)
     else:
         text = HEAD.format(**fields) + LOCAL_TARGETS.format(**fields) + TAIL.format(restore=LOCAL_RESTORE,
-                                                                                     backends=LOCAL_BACKENDS)
+                                                                                     backends=LOCAL_BACKENDS,
+                                                                                     multimodal=multimodal)
     config.write_text(text, encoding="utf-8")
     load_experiment(folder)  # the template must always validate
     return folder

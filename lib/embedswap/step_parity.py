@@ -16,6 +16,7 @@ from embedswap.config import Experiment, ParityBackendSpec, resolve_path
 from embedswap.diagnosis_step import diagnose_row
 from embedswap.models import resolve_model_path
 from embedswap.parity_checks import captured_matrix
+from embedswap.parity_multimodal_step import captured_multimodal
 from embedswap.parity import (
     backend_from_spec,
     gate,
@@ -33,7 +34,8 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     the extra offline backends of ``parity.backends`` (each one run once per attempt, its vectors captured).
 
     Rows are per backend and modality; a record with an ``image`` field is text+image, gated at the multimodal
-    threshold. No backend here embeds images, so text+image records are reported as not measured, with why.
+    threshold. With ``parity.multimodal`` a CLIP model's captions and images are gated through vLLM
+    (embedswap.parity_multimodal_step); else text+image records are reported as not measured, with why.
     """
     experiment, attempt = ctx.experiment, ctx.attempt
     # the reference embeds a sample stratified by language (parity.sample): every row below is on that sample
@@ -114,15 +116,18 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
                                  f"captures/parity/backends/{spec.label}/doc_vectors.npy"))
         except ValueError as exc:
             not_run.append({"backend": spec.label, "why": str(exc)})
-    if image_ids:
+    multimodal = captured_multimodal(experiment, attempt, attempt.logs / "multimodal")  # parity.multimodal
+    if multimodal is None and image_ids:
         multimodal = {"measured": False, "records": len(image_ids), "threshold": thresholds["text+image"],
                       **_reason("images_not_embedded", n=len(image_ids), ids=", ".join(image_ids[:5]))}
-    else:
+    elif multimodal is None:
         multimodal = {"measured": False, "records": 0, "threshold": thresholds["text+image"],
                       **_reason("no_images")}
     result = {
         "rows": rows,
-        "pass": bool(rows) and all(r["pass"] for r in rows) and not not_run,
+        # a configured multimodal part that failed (or could not run) fails the gate too
+        "pass": (bool(rows) and all(r["pass"] for r in rows) and not not_run
+                 and multimodal.get("pass") is not False),
         "not_run": not_run,
         "not_asked": not_asked,
         "thresholds": {"text": experiment.parity.text_threshold,

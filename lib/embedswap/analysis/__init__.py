@@ -4,7 +4,7 @@ Each module here reads typed-enough summary sections and returns language-neutra
 changes a migration needs (:mod:`.client_changes`), whether search ranking stays the legacy one, with a paired
 test (:mod:`.ranking_verdict`, :mod:`.ranking_tests`), the latency ratios with their intervals and the lock's share
 of the concurrent gap (:mod:`.latency_ratios`, :mod:`.intervals`, :mod:`.latency_intervals`), what the client
-shim closed or left open (:mod:`.shim_outcome`), what article 003's parity matrix found (:mod:`.parity_matrix`)
+shim closed or left open (:mod:`.shim_outcome`), what article 003's parity matrix found (:mod:`.parity_matrix`), the multimodal part (:mod:`.parity_multimodal`)
 and why a server's vectors differ (:mod:`.diagnosis`). The report only formats what is stored; a user's CI reads the
 same codes.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis import (client_changes, diagnosis, latency_ratios, parity_matrix, ranking_verdict,
-                                shim_outcome)
+from embedswap.analysis import (client_changes, diagnosis, latency_ratios, parity_matrix, parity_multimodal,
+                                ranking_verdict, shim_outcome)
 
 
 def decide(summary: dict[str, Any]) -> dict[str, Any]:
@@ -25,5 +25,6 @@ def decide(summary: dict[str, Any]) -> dict[str, Any]:
         "latency": latency_ratios.latency_decisions(summary),
         "shim": shim_outcome.shim_outcomes(summary),
         "parity_matrix": parity_matrix.matrix_findings(summary),
+        "parity_multimodal": parity_multimodal.multimodal_finding(summary),
         "diagnosis": diagnosis.diagnosis_decisions(summary),
     }

@@ -35,6 +35,8 @@ def matrix_findings(summary: dict[str, Any]) -> list[dict[str, Any]]:
             "worst_drift": None if worst is None else max(0.0, 1.0 - float(worst["cos_min"])),
             "worst_backend": None if worst is None else worst["backend"],
             "worst_setting": None if worst is None else worst["setting"],
+            "worst_setting_code": None if worst is None else worst.get("setting_code"),
+            "worst_setting_params": {} if worst is None else worst.get("setting_params") or {},
             "invariant": invariant,
         })
     return out

@@ -92,7 +92,9 @@ class MatrixRow(_Open):
     """One row of article 003's parity matrix (embedswap.parity_matrix.MatrixRow): figures, or a reason code."""
     check: Literal["batch_invariance", "long_context", "tensor_parallel", "cold_start"]
     backend: str
-    setting: str
+    setting: str  # English text; the report words ``setting_code`` + ``setting_params`` (absent before round 3)
+    setting_code: str | None = None
+    setting_params: dict[str, Any] = {}
     platform: str
     n: int
     cos_min: float | None
@@ -109,11 +111,21 @@ class ParityMatrix(Section):
     settings: dict[str, Any] = {}
 
 
+class MultimodalParity(Section):
+    """Step 05's multimodal part: a CLIP model's caption (``part: text``) and image (``part: image``) rows, or why
+    it was not measured (embedswap.parity_multimodal_step)."""
+    rows: list[dict[str, Any]] = []
+    passed: bool | None = Field(default=None, alias="pass")
+    records: int = 0
+    threshold: float | None = None
+
+
 class Parity(Section):
     rows: list[dict[str, Any]] = []
     passed: bool | None = Field(default=None, alias="pass")
     not_run: list[NotRun] = []
     matrix: ParityMatrix | None = None  # absent in summaries from before issue 18
+    multimodal: MultimodalParity | None = None
 
 
 class DiagnosisFinding(_Open):
@@ -308,8 +320,18 @@ class MatrixFinding(BaseModel):
     worst_drift: float | None = None
     worst_backend: str | None = None
     worst_setting: str | None = None
+    worst_setting_code: str | None = None
+    worst_setting_params: dict[str, Any] = {}
     # batch invariance: '<backend> <dtype>' whose vectors were bit-identical alone and in every batch
     invariant: list[str] = []
+
+
+class MultimodalFinding(BaseModel):
+    """What the multimodal part found (embedswap.analysis.parity_multimodal): its code, the lowest cosine per part
+    (text, image) and the status of the text+image request CLIP cannot embed."""
+    code: Literal["multimodal_passed", "multimodal_failed", "multimodal_not_measured"]
+    worst: dict[str, float | None] = {}
+    mixed_status: int | None = None
 
 
 class Decisions(BaseModel):
@@ -318,6 +340,7 @@ class Decisions(BaseModel):
     latency: LatencyDecisions
     shim: dict[str, ShimOutcome] = {}
     parity_matrix: list[MatrixFinding] = []
+    parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before issue 18's third round
     diagnosis: dict[str, DiagnosisDecision] = {}
 
 

@@ -41,6 +41,17 @@ def _rows(ctx: ReportContext, parity: dict[str, Any]) -> tuple[list[list[str]], 
         rows.append([code(name), t["kind_server"] if name in ctx.names else t["kind_offline"],
                      ctx.not_measured_cell(name) if error else ctx.label(False)] + [ctx.label(False)] * 8)
     multimodal = parity.get("multimodal") or {}
+    for row in multimodal.get("rows") or []:  # parity.multimodal: a CLIP model's captions and images
+        part = t["mm_image"] if row.get("part") == "image" else t["mm_text"]
+        rows.append([code(row.get("backend")), t["kind_server"], esc(row.get("dtype")), esc(row.get("device")),
+                     esc(part.format(request=row.get("request"))), fmt(row.get("n"), "int"),
+                     _cos_cell(ctx, row, "cos_min"), _cos_cell(ctx, row, "cos_median"),
+                     _cos_cell(ctx, row, "cos_max"), fmt(row.get("threshold"), "raw"),
+                     t["pass"] if row.get("pass") else t["fail"]])
+    for entry in multimodal.get("not_run") or []:  # a server that could not serve the CLIP model
+        not_run.append({"name": entry.get("backend"), "why": ctx.why(entry)})
+        rows.append([code(entry.get("backend")), t["kind_server"]] + [ctx.label(False)] * 2
+                    + [esc(t["text_image"])] + [ctx.label(False)] * 6)
     if multimodal and not is_measured(multimodal) and multimodal.get("records"):
         threshold = multimodal.get("threshold", (parity.get("thresholds") or {}).get("multimodal"))
         rows.append([esc(t["text_image"]), MISSING, MISSING, MISSING, "text+image",
@@ -64,6 +75,22 @@ def _causes(ctx: ReportContext, parity: dict[str, Any]) -> list[dict[str, Any]]:
             entry = {"why": reason.get("why"), "reason": {"code": reason.get("code"), "params": reason.get("params")}}
             out.append({"name": row.get("backend"), "why": ctx.why(entry)})
     return out
+
+
+def _multimodal_finding(ctx: ReportContext, multimodal: dict[str, Any]) -> dict[str, Any] | None:
+    """The decision (analysis.parity_multimodal) as the sentence's values: lowest cosine per part, mixed status."""
+    decision = (ctx.summary.get("decisions") or {}).get("parity_multimodal") or {}
+    if not multimodal.get("rows") or decision.get("code") in (None, "multimodal_not_measured"):
+        return None
+    worst = decision.get("worst") or {}
+
+    def cosine(value: Any) -> str:  # a six-decimal cosine rounds small drifts to 1: 1 - cos beside it
+        return fmt(value, "cos") if value is None else f"{fmt(value, 'cos')} (1 − cos {max(0.0, 1 - value):.1e})"
+
+    model = (multimodal.get("spec") or {}).get("model") or multimodal.get("model")
+    return {"code": decision["code"], "model": code(model), "text": cosine(worst.get("text")),
+            "image": cosine(worst.get("image")), "mixed": fmt(decision.get("mixed_status"), "int"),
+            "passed": decision["code"] == "multimodal_passed"}
 
 
 def parity(ctx: ReportContext) -> dict[str, Any]:
@@ -92,7 +119,8 @@ def parity(ctx: ReportContext) -> dict[str, Any]:
                        "records": fmt(multimodal.get("records"), "int") if multimodal.get("records") else None,
                        "threshold": fmt(multimodal.get("threshold"), "raw")
                        if multimodal.get("threshold") is not None else None,
-                       "why": ctx.why(multimodal) if multimodal.get("why") else ctx.why(parity)},
+                       "why": ctx.why(multimodal) if multimodal.get("why") else ctx.why(parity),
+                       "finding": _multimodal_finding(ctx, multimodal)},
         "figure": "parity_backends" if ctx.figures.get("parity_backends") else None,
         "sources": ctx.refs_for(["captures/parity/rows.json"],
                                 always=(["captures/parity/rows.json"] if measured else []) + sources),

@@ -20,6 +20,14 @@ def _drift(value: float | None) -> str:
     return MISSING if value is None else f"{max(0.0, 1.0 - float(value)):.1e}"
 
 
+def _setting(ctx: ReportContext, code_: Any, params: Any, text: Any) -> str:
+    """A row's setting in the report's language (its code and parameters); older summaries carry English text."""
+    words = ctx.terms["parity_matrix"]["settings"]
+    if code_ in words:
+        return esc(words[code_].format(**(params or {})))
+    return esc(text)
+
+
 def _result(ctx: ReportContext, row: dict[str, Any]) -> str:
     if row.get("reason"):
         return f"{ctx.label(False)}: {ctx.why(row)}"
@@ -28,7 +36,8 @@ def _result(ctx: ReportContext, row: dict[str, Any]) -> str:
 
 def _cosine_table(ctx: ReportContext, rows: list[dict[str, Any]]) -> str:
     t, m = ctx.terms, ctx.terms["parity_matrix"]
-    body = [[code(r.get("backend")), esc(r.get("setting")), esc(r.get("platform")), fmt(r.get("n"), "int"),
+    body = [[code(r.get("backend")), _setting(ctx, r.get("setting_code"), r.get("setting_params"), r.get("setting")),
+             esc(r.get("platform")), fmt(r.get("n"), "int"),
              fmt(r.get("cos_min"), "cos"), fmt(r.get("cos_median"), "cos"), _drift(r.get("cos_min")),
              fmt(r.get("gate"), "raw"), _result(ctx, r)] for r in rows]
     return md_table([t["backend"], m["setting"], m["platform"], t["n"], t["cos_min"], t["cos_median"], m["drift"],
@@ -57,7 +66,8 @@ def _finding(ctx: ReportContext, finding: dict[str, Any] | None) -> dict[str, An
     drift = finding.get("worst_drift")
     return {"measured": finding["measured"], "failed": finding["failed"], "not_run": finding["not_run"],
             "drift": None if drift is None else f"{drift:.1e}", "backend": finding.get("worst_backend"),
-            "setting": esc(finding.get("worst_setting")), "invariant": ctx.words.labels["separator"].join(esc(i) for i in finding.get("invariant") or [])}
+            "setting": _setting(ctx, finding.get("worst_setting_code"), finding.get("worst_setting_params"),
+                                finding.get("worst_setting")), "invariant": ctx.words.labels["separator"].join(esc(i) for i in finding.get("invariant") or [])}
 
 
 def parity_matrix(ctx: ReportContext) -> dict[str, Any]:

@@ -69,3 +69,12 @@ def test_startup_line_attributes(clip: tuple[Path, TestClient]) -> None:
     embedder = clip[1].app.state.embedder
     assert (embedder.pooling, embedder.normalize, embedder.dense, embedder.dim) == ("clip-projection", True, [], 64)
     assert embedder.limit == 77
+
+
+def test_fault_emulation_is_refused_for_a_clip_model(clip) -> None:
+    from embedswap.legacy_images import embedder_for
+    from embedswap.legacy_server import Embedder, LegacySettings
+
+    folder, _ = clip
+    with pytest.raises(ValueError, match="emulate_mistake 'skip-normalize': not available for a CLIP model"):
+        embedder_for(LegacySettings(model=str(folder), emulate_mistake="skip-normalize"), Embedder)

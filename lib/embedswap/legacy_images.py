@@ -86,6 +86,7 @@ class ClipEmbedder:
         self.lock: contextlib.AbstractContextManager[Any] = threading.Lock() if use_lock else contextlib.nullcontext()
         # what the server's start-up line prints (legacy_cli): CLIP pools its own way, then L2 norm
         self.pooling, self.normalize, self.dense, self.padding_side = "clip-projection", True, [], "right"
+        self.mistake = "none"  # no fault emulation for CLIP (embedswap.legacy_mistakes is for text pipelines)
         self.dim = int(self.embed(["warm-up"]).vectors.shape[1])
 
     def query_text(self, text: str, task: str | None) -> str:
@@ -186,6 +187,8 @@ def embedder_for(settings: Any, text_embedder: Any) -> Any:
     path = resolve_model_path(settings.model)
     if not is_clip(path):
         return text_embedder(settings)
+    if getattr(settings, "emulate_mistake", "none") != "none":  # the zoo's mistakes are text-pipeline mistakes
+        raise ValueError(f"emulate_mistake {settings.emulate_mistake!r}: not available for a CLIP model ({path})")
     return ClipEmbedder(str(path), DTYPES[settings.dtype], settings.device, settings.use_lock, settings.max_input_tokens)
 
 

@@ -177,6 +177,13 @@ def test_ranking_section_not_measured_without_judgements_or_captures(tmp_path) -
     _write_target(attempt, "legacy", np.eye(8), np.eye(8)[:4], None)
     missing = ranking_section(_experiment(), attempt, workload)
     assert missing["measured"] is False and "vllm" in missing["why"]
+    # without judgements the rankings are still compared (agreement with legacy), but nothing is judged
+    _write_target(attempt, "vllm", np.eye(8), np.eye(8)[:4], np.eye(8)[:4])
+    unjudged = ranking_section(_experiment(), attempt, no_qrels)
+    assert unjudged["measured"] is True and unjudged["judged"] is False
+    assert unjudged["judged_why"]["reason"]["code"] == "no_qrels"
+    assert unjudged["candidate_naive"]["agreement"]["queries"] == 4
+    assert unjudged["candidate_naive"]["ndcg_at_10"] is None  # no judged query: no mean
 
 
 def test_ranking_section_rejects_mismatched_shapes(tmp_path) -> None:

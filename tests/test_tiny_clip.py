@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from realkit import JsonHandler
 
 from embedswap import tiny_clip as tc
@@ -91,3 +92,12 @@ def test_server_requests_take_the_shapes_vllm_serves() -> None:
 
 
 # The real server run is tests/test_end_to_end_qwen3.py::test_multimodal_parity_in_step_05 (step 05 of a kit run).
+
+
+def test_a_folder_that_is_not_a_build_is_refused_not_deleted(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(tc.BuildError, match="is not a build of"):
+        tc.build(mine)
+    assert (mine / "notes.txt").read_text() == "keep me"

@@ -21,21 +21,20 @@ scheme). ``python -m embedswap.tiny_clip OUT`` builds it.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import io
 import json
-import shutil
-import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from embedswap import model_build
 from embedswap.tiny_qwen3 import bytes_to_unicode  # the same GPT-2 byte table CLIP's BPE uses
 
 VERSION = "v1"
 NAME = f"tiny-clip-{VERSION}"
 SPEC = "build:tiny-clip"
-MARKER = "embedswap_build.json"
+MARKER = model_build.MARKER
+BuildError = model_build.BuildError
 SEED = 0
 STD = 0.5
 MERGES = 200
@@ -163,42 +162,26 @@ def _write_model(folder: Path, vocab_size: int, eos_id: int, bos_id: int) -> Non
     model.save_pretrained(folder, safe_serialization=True)
 
 
-def build(out: Path) -> Path:
-    """Build the model folder at ``out`` (atomically: a temp folder renamed into place); reuse a complete one."""
+def _build_into(tmp: Path) -> None:
+    """Every file of the model into the empty folder ``tmp``, the marker last (model_build)."""
     from transformers import CLIPImageProcessor, CLIPProcessor, CLIPTokenizerFast
 
-    out = Path(out)
-    if (out / MARKER).exists() and _marker_ok(out):
-        return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
-        merges = learn_merges(_training_words())
-        vocab = _vocab(merges)
-        (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-        (tmp / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges),
-                                        encoding="utf-8")
-        tokenizer = CLIPTokenizerFast(tokenizer_object=_fast_tokenizer(vocab, merges), unk_token=EOT,
-                                      bos_token=SOT, eos_token=EOT, pad_token=EOT, model_max_length=77)
-        images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
-        CLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(tmp)
-        _write_model(tmp, len(vocab), vocab[EOT], vocab[SOT])
-        files = sorted(p for p in tmp.rglob("*") if p.is_file())
-        (tmp / MARKER).write_text(json.dumps({"name": NAME, "files": {
-            p.relative_to(tmp).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}}, indent=1))
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return out
+    merges = learn_merges(_training_words())
+    vocab = _vocab(merges)
+    (tmp / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (tmp / "merges.txt").write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges), encoding="utf-8")
+    tokenizer = CLIPTokenizerFast(tokenizer_object=_fast_tokenizer(vocab, merges), unk_token=EOT,
+                                  bos_token=SOT, eos_token=EOT, pad_token=EOT, model_max_length=77)
+    images = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
+    CLIPProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(tmp)
+    _write_model(tmp, len(vocab), vocab[EOT], vocab[SOT])
+    model_build.write_marker(tmp, {"name": NAME, "builder": "embedswap.tiny_clip"})
 
 
-def _marker_ok(folder: Path) -> bool:
-    files = json.loads((folder / MARKER).read_text()).get("files", {})
-    return bool(files) and all((folder / name).exists() and hashlib.sha256((folder / name).read_bytes()).hexdigest()
-                               == digest for name, digest in files.items())
+def build(out: Path) -> Path:
+    """The model folder at ``out``, built first unless it holds a complete build (model_build: a temporary folder
+    renamed into place under a lock; a folder that is not a build of this model is refused, never deleted)."""
+    return model_build.ensure_built(Path(out).expanduser().resolve(), NAME, _build_into)
 
 
 def ensure_tiny_clip() -> Path:

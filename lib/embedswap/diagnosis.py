@@ -212,6 +212,9 @@ def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: i
     if found.prompt != truth.prompt:
         if found.prompt is None:
             codes.append(("diagnosis_prompt_missing", {"name": name, "prompt": _shown(truth.prompt)}))
+        elif truth.prompt is not None:  # a query prompt, but not the model's
+            codes.append(("diagnosis_prompt_other", {"name": name, "prompt": _shown(found.prompt),
+                                                     "expected": _shown(truth.prompt)}))
         else:
             codes.append(("diagnosis_prompt_applied", {"name": name, "prompt": _shown(found.prompt)}))
     if found.max_tokens is not None:

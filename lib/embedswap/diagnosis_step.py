@@ -1,6 +1,10 @@
 """The diagnosis inside a run: step 03 diagnoses every server's captured document vectors, step 05 every row the
 parity gate fails; the findings go to ``captures/diagnosis/vectors.json`` and into the parity rows.
 
+Step 03 also diagnoses every server's *query* vectors (those asked for with ``input_type: "query"``) against the
+model with its query prompt: a server that ignores the field answers 200 with another vector, the article's quiet
+difference, and is found here as ``diagnosis_prompt_missing``.
+
 The hypotheses' inputs come from the experiment and the captures: the truncation limits a server states (the
 experiment's ``max_input_tokens``, a target's ``max_model_len``) or shows when probed (the limit in an over-long
 probe's error text, the token count of an over-long input a server truncated silently), the kit's query template
@@ -24,6 +28,10 @@ from embedswap.models import resolve_model_path
 from embedswap.reasons import not_measured
 
 CAPTURE = "diagnosis/vectors.json"
+QUERY_FILE = "query_vectors_server_instruction.npy"  # measure.capture_queries: input_type "query"
+# The first queries diagnosed (every hypothesis is a forward pass over them): enough for a cosine gate's minimum,
+# bounded at corpus scale (thousands of queries).
+QUERY_SAMPLE = 256
 # vLLM: "This model's maximum context length is 256 tokens. However, ..." (the shim reads the same sentence)
 _STATED_LIMIT = re.compile(r"maximum (?:context|input) length is (\d+) tokens", re.IGNORECASE)
 _CACHE: dict[tuple[str, tuple[str, ...], tuple[int, ...]], Diagnoser] = {}
@@ -103,9 +111,49 @@ def diagnose_vectors(ctx: Any) -> dict[str, Any]:
                                     attempt.read_array(f"{name}/doc_vectors.npy")[0][rows], name, threshold)
                  for name in names}
     result = {"measured": True, "threshold": threshold, "limits": stated_limits(experiment, attempt),
-              "texts": len(texts), "by_target": by_target}
+              "texts": len(texts), "by_target": by_target,
+              "queries": diagnose_queries(experiment, attempt, ctx.workload, threshold)}
     attempt.write_json(CAPTURE, result)
     return result
+
+
+def query_prompt(experiment: Experiment) -> str | None:
+    """The prefix the experiment's query template puts before a query (None when text follows ``{query}``)."""
+    template = experiment.model.query_prompt_template
+    if not template.endswith("{query}"):
+        return None
+    return template[: -len("{query}")].format(task=experiment.model.query_task)
+
+
+def diagnose_queries(experiment: Experiment, attempt: Attempt, workload: Any, threshold: float) -> dict[str, Any]:
+    """Every server's query vectors (input_type "query") against the model with its query prompt, on the first
+    :data:`QUERY_SAMPLE` queries; a failure of the diagnosis is recorded, never raised."""
+    if not workload.queries:
+        return not_measured("no_queries")
+    names = [n for n in experiment.target_order() if attempt.has(f"{n}/{QUERY_FILE}")]
+    if not names:
+        return not_measured("diagnosis_no_query_vectors")
+    prompt = query_prompt(experiment)
+    if prompt is None:
+        return not_measured("diagnosis_query_template_not_prefix")
+    texts = [q.text for q in workload.queries[:QUERY_SAMPLE]]
+    out: dict[str, Any] = {"measured": True, "prompt": prompt, "texts": len(texts), "by_target": {}}
+    try:
+        found = Diagnoser(resolve_model_path(experiment.model.path), texts,
+                          limits=stated_limits(experiment, attempt), expected_prompt=prompt,
+                          query_template=experiment.model.query_prompt_template, query_task=experiment.model.query_task)
+    except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error, per server
+        error = f"{type(exc).__name__}: {exc}"[:500]
+        out["by_target"] = {n: {"cause": None, "reasons": [], "hypothesis": None, "error": error} for n in names}
+        return out
+    for name in names:
+        served = attempt.read_array(f"{name}/{QUERY_FILE}")[: len(texts)]
+        try:
+            out["by_target"][name] = found.diagnose(served, name, threshold)
+        except Exception as exc:  # noqa: BLE001
+            out["by_target"][name] = {"cause": None, "reasons": [], "hypothesis": None,
+                                      "error": f"{type(exc).__name__}: {exc}"[:500]}
+    return out
 
 
 def diagnosis_section(attempt: Attempt) -> dict[str, Any]:
@@ -128,4 +176,7 @@ def diagnosis_table(summary: dict[str, Any]) -> Any:
              "why": "; ".join(r.get("why") or "" for r in (decisions.get(name) or {}).get("reasons") or [])
                     or "reproduces the model's own pipeline"}
             for name in dict.fromkeys([*(section.get("by_target") or {}), *decisions])]
+    for name, decided in ((summary.get("decisions") or {}).get("diagnosis_queries") or {}).items():
+        rows.append({"server": name, "cause": decided.get("code"), "step": "queries",
+                     "why": "; ".join(r.get("why") or "" for r in decided.get("reasons") or [])})
     return pd.DataFrame(rows)

@@ -81,6 +81,12 @@ REASONS: dict[str, str] = {
                              "let the server add special tokens (or append EOS to token-id input)",
     "diagnosis_prompt_applied": "'{name}' prepends the prompt '{prompt}' to the texts: send documents without the "
                                 "query prompt (input_type document) or turn the server's prompt off",
+    "diagnosis_prompt_other": "'{name}' puts the prompt '{prompt}' before the queries where the model's is "
+                              "'{expected}': set the server's query prompt to the model's, or prefix queries "
+                              "client-side and send them without input_type",
+    "diagnosis_no_query_vectors": "no server's query vectors were captured (input_type query)",
+    "diagnosis_query_template_not_prefix": "the query template has text after its query placeholder: the query "
+                                           "diagnosis tries prefixes only",
     "diagnosis_prompt_missing": "'{name}' embeds the texts without the prompt '{prompt}': apply the model's "
                                 "prompt client-side (the shim can) or on the server",
     "diagnosis_truncation": "'{name}' truncates inputs at {limit} tokens where the model reads {expected}: raise "

@@ -27,4 +27,5 @@ def decide(summary: dict[str, Any]) -> dict[str, Any]:
         "parity_matrix": parity_matrix.matrix_findings(summary),
         "parity_multimodal": parity_multimodal.multimodal_finding(summary),
         "diagnosis": diagnosis.diagnosis_decisions(summary),
+        "diagnosis_queries": diagnosis.diagnosis_query_decisions(summary),
     }

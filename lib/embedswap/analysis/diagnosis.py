@@ -37,3 +37,15 @@ def diagnosis_decisions(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
         if decided:
             out[str(row.get("backend"))] = decided
     return out
+
+
+def diagnosis_query_decisions(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{server: {code, codes, step: "queries", reasons}}`` for every server whose query vectors differ from the
+    model's with its query prompt (an ignored ``input_type`` gives ``diagnosis_prompt_missing``)."""
+    queries = (summary.get("diagnosis") or {}).get("queries") or {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, finding in (queries.get("by_target") or {}).items():
+        decided = _decision(finding or {}, name, "queries")
+        if decided:
+            out[name] = decided
+    return out

@@ -137,10 +137,19 @@ class DiagnosisFinding(_Open):
     error: str | None = None
 
 
+class QueryDiagnosis(Section):
+    """Step 03's diagnosis of every server's query vectors (input_type "query") against the model with its query
+    prompt; absent in summaries from before it."""
+    prompt: str | None = None
+    texts: int | None = None
+    by_target: dict[str, DiagnosisFinding] = {}
+
+
 class Diagnosis(Section):
     """Step 03's diagnosis of every server's document vectors (captures/diagnosis/vectors.json)."""
     by_target: dict[str, DiagnosisFinding] = {}
     limits: list[int] = []
+    queries: QueryDiagnosis | None = None
 
 
 class DiagnosisDecision(BaseModel):
@@ -148,7 +157,7 @@ class DiagnosisDecision(BaseModel):
     finding counts (``parity``: the gate failed it against the golden reference; ``vectors``: step 03)."""
     code: str
     codes: list[str]
-    step: Literal["vectors", "parity"]
+    step: Literal["vectors", "parity", "queries"]
     reasons: list[dict[str, Any]] = []
 
 
@@ -342,6 +351,7 @@ class Decisions(BaseModel):
     parity_matrix: list[MatrixFinding] = []
     parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before issue 18's third round
     diagnosis: dict[str, DiagnosisDecision] = {}
+    diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)
 
 
 class Summary(_Open):

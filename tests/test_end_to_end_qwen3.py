@@ -103,6 +103,23 @@ def test_instruction_three_ways_and_v2_embed(qwen3: dict) -> None:
     assert contract["v2_embed_query"]["verdicts"]["dynamo"]["verdict"] == "loud-failure"
 
 
+def test_the_ignored_query_instruction_is_diagnosed_as_the_missing_prompt(qwen3: dict) -> None:
+    """The quiet difference with its cause: the engines answer input_type "query" with 200 and the bare query's
+    vector; step 03's query diagnosis reproduces it as the model without its query prompt."""
+    queries = qwen3["summary"]["diagnosis"]["queries"]
+    assert queries["measured"] is True and queries["prompt"].startswith("Instruct: ")
+    assert queries["by_target"]["legacy"]["cause"] is None  # the legacy server applies the prompt
+    decisions = qwen3["summary"]["decisions"]["diagnosis_queries"]
+    assert sorted(decisions) == ["dynamo", "vllm"]
+    for name in ("dynamo", "vllm"):
+        assert decisions[name]["code"] == "diagnosis_prompt_missing", name
+        assert queries["by_target"][name]["hypothesis"]["prompt"] is None
+        assert queries["by_target"][name]["hypothesis"]["cos_min"] >= 0.999
+    text = (qwen3["report"] / "report.en.md").read_text()
+    block = text[text.index("### Why the vectors differ"):text.index("### Search ranking")]
+    assert "- `vllm` (`diagnosis_prompt_missing`): 'vllm' embeds the texts without the prompt 'Instruct: " in block
+
+
 def test_latency_measured_through_aiohttp(qwen3: dict) -> None:
     latency = qwen3["summary"]["latency"]["by_target"]
     for name in ("legacy", "dynamo", "vllm"):

@@ -19,6 +19,8 @@ def diagnosis(ctx: ReportContext) -> dict[str, Any]:
     sources = ["captures/diagnosis/vectors.json"] + (["captures/parity/rows.json"]
                                                      if any(f["step"] == "parity" for f in findings) else [])
     queries = section.get("queries") if isinstance(section.get("queries"), dict) else None
+    if queries is not None and ((queries.get("reason") or {}).get("code")) == "no_queries":
+        queries = None  # a workload without queries: the ranking section already says so
     return {"state": measured, "label": ctx.label(measured), "why": ctx.why(section), "findings": findings,
             "servers": ", ".join(code(n) for n in (section.get("by_target") or {})),
             "texts": section.get("texts"), "sources": ctx.refs_for(sources),

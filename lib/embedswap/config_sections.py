@@ -165,23 +165,14 @@ class ParityConfig(_Strict):
     multimodal_threshold: float = Field(0.995, gt=0, le=1)
     # Multimodal parity (a CLIP model's text and image features); absent: not measured (the reason says why).
     multimodal: ParityMultimodal | None = None
-
-    @field_validator("multimodal", mode="before")
-    @classmethod
-    def _multimodal_switch(cls, value: Any) -> Any:
-        """``multimodal: true`` runs the tiny CLIP with the defaults, ``false`` nothing."""
-        if value is True:
-            return {}
-        if value is False:
-            return None
-        return value
     # The matrix (long context, chunked prefill, batch invariance per dtype, TP, cold start); absent: not run.
     checks: ParityChecks | None = None
 
-    @field_validator("checks", mode="before")
+    @field_validator("multimodal", "checks", mode="before")
     @classmethod
-    def _checks_switch(cls, value: Any) -> Any:
-        """``checks: true`` runs every default check, ``checks: false`` none."""
+    def _switch(cls, value: Any) -> Any:
+        """``true`` runs the part with its defaults (``multimodal``: the tiny CLIP; ``checks``: every default
+        check), ``false`` nothing."""
         if value is True:
             return {}
         if value is False:

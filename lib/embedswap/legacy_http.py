@@ -209,20 +209,26 @@ class BodySizeLimitMiddleware:
                 return
             if not message.get("more_body", False):
                 break
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay_body(receive, b"".join(chunks)), send)
 
     async def _reject(self, scope: Scope, send: Send) -> None:
         response = _error_response(413, f"request body exceeds {self.max_body_bytes} bytes", code="body_too_large")
         await response(scope, _never_receive, send)
+
+
+def replay_body(receive: Receive, body: bytes) -> Receive:
+    """A ``receive`` that hands the already-read ``body`` once, then defers to the real one (a middleware that
+    read the request passes it on unchanged)."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 async def _never_receive() -> Message:

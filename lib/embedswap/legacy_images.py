@@ -26,6 +26,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from embedswap.legacy_http import replay_body
+
 DATA_URL = "data:image/png;base64,"
 
 
@@ -141,16 +143,7 @@ class ImageMessagesMiddleware:
         except ValueError:
             body = None
         if not isinstance(body, dict) or "messages" not in body:
-            sent = False
-
-            async def replay() -> Any:
-                nonlocal sent
-                if sent:
-                    return await receive()
-                sent = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-
-            await self.app(scope, replay, send)
+            await self.app(scope, replay_body(receive, raw), send)
             return
         await self._answer(send, *await self._embed(body["messages"]))
 

@@ -38,6 +38,8 @@ from embedswap.legacy_http import (INPUT_SHAPES, OWNED_BY, BodySizeLimitMiddlewa
 from embedswap.legacy_pipeline import (ABSURD_MODEL_MAX_LENGTH, PoolingMode, SentenceTransformersConfig,  # noqa: F401
                                        UnsupportedModuleError, _load_dense, _model_max_length, _pooling_from_config,
                                        pool, read_sentence_transformers_config)
+# the kit's query prompt: one definition, experiment.yaml's default too
+from embedswap.config_base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
 from embedswap.legacy_mistakes import MISTAKES, apply_to_pipeline, drop_end_token  # noqa: F401
 from embedswap.models import local_model_folder, resolve_model_path
 
@@ -47,8 +49,6 @@ FaultMode = Literal["none", "http500", "hang", "malformed", "nan", "wrong-length
 FAULT_MODES: tuple[str, ...] = FaultMode.__args__  # type: ignore[attr-defined]
 
 DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-DEFAULT_QUERY_TEMPLATE = "Instruct: {task}\nQuery:{query}"
-DEFAULT_QUERY_TASK = "Given a web search query, retrieve relevant passages that answer the query"
 # Inputs of one request go through the model in slices of this size (sentence-transformers' default batch size):
 # it bounds activation memory for a 2048-input request without changing the vectors.
 MICRO_BATCH = 32

@@ -73,10 +73,17 @@ def known_prompts(folder: Path | None, query_template: str | None, query_task: s
     from embedswap.models import sentence_transformers_prompts
 
     prompts = [p for p in (sentence_transformers_prompts(folder) if folder else {}).values() if p]
-    template = query_template or DEFAULT_QUERY_TEMPLATE
-    if template.endswith("{query}"):
-        prompts.append(template[: -len("{query}")].format(task=query_task or DEFAULT_QUERY_TASK))
+    prefix = template_prefix(query_template or DEFAULT_QUERY_TEMPLATE, query_task or DEFAULT_QUERY_TASK)
+    if prefix is not None:
+        prompts.append(prefix)
     return list(dict.fromkeys(prompts))
+
+
+def template_prefix(template: str, task: str) -> str | None:
+    """What a query template puts before the query (None when text follows ``{query}``: not a prefix)."""
+    if not template.endswith("{query}"):
+        return None
+    return template[: -len("{query}")].format(task=task)
 
 
 class Diagnoser:

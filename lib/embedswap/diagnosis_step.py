@@ -23,7 +23,7 @@ import numpy as np
 
 from embedswap.captures import Attempt
 from embedswap.config import Experiment
-from embedswap.diagnosis import Diagnoser
+from embedswap.diagnosis import Diagnoser, template_prefix
 from embedswap.models import resolve_model_path
 from embedswap.reasons import not_measured
 
@@ -82,7 +82,7 @@ def diagnose_row(experiment: Experiment, attempt: Attempt, texts: list[str], ser
     try:
         return diagnoser(experiment, attempt, texts).diagnose(served, name, threshold)
     except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error
-        return {"cause": None, "reasons": [], "hypothesis": None, "error": f"{type(exc).__name__}: {exc}"[:500]}
+        return _error_finding(exc)
 
 
 def text_rows(experiment: Experiment, experiment_dir: Path, documents: list[Any]) -> list[int]:
@@ -119,10 +119,12 @@ def diagnose_vectors(ctx: Any) -> dict[str, Any]:
 
 def query_prompt(experiment: Experiment) -> str | None:
     """The prefix the experiment's query template puts before a query (None when text follows ``{query}``)."""
-    template = experiment.model.query_prompt_template
-    if not template.endswith("{query}"):
-        return None
-    return template[: -len("{query}")].format(task=experiment.model.query_task)
+    return template_prefix(experiment.model.query_prompt_template, experiment.model.query_task)
+
+
+def _error_finding(exc: Exception) -> dict[str, Any]:
+    """A finding the diagnosis could not make: its own error, recorded (the step goes on)."""
+    return {"cause": None, "reasons": [], "hypothesis": None, "error": f"{type(exc).__name__}: {exc}"[:500]}
 
 
 def diagnose_queries(experiment: Experiment, attempt: Attempt, workload: Any, threshold: float) -> dict[str, Any]:
@@ -143,16 +145,14 @@ def diagnose_queries(experiment: Experiment, attempt: Attempt, workload: Any, th
                           limits=stated_limits(experiment, attempt), expected_prompt=prompt,
                           query_template=experiment.model.query_prompt_template, query_task=experiment.model.query_task)
     except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error, per server
-        error = f"{type(exc).__name__}: {exc}"[:500]
-        out["by_target"] = {n: {"cause": None, "reasons": [], "hypothesis": None, "error": error} for n in names}
+        out["by_target"] = {n: _error_finding(exc) for n in names}
         return out
     for name in names:
         served = attempt.read_array(f"{name}/{QUERY_FILE}")[: len(texts)]
         try:
             out["by_target"][name] = found.diagnose(served, name, threshold)
         except Exception as exc:  # noqa: BLE001
-            out["by_target"][name] = {"cause": None, "reasons": [], "hypothesis": None,
-                                      "error": f"{type(exc).__name__}: {exc}"[:500]}
+            out["by_target"][name] = _error_finding(exc)
     return out
 
 

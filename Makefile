@@ -60,7 +60,7 @@ demo-qwen3:
 
 # multimodal parity (issue 18) as part of a kit run: the qwen3-tiny preset's step 05 serves a tiny random-weight
 # CLIP on vLLM (parity.multimodal) and gates its captions at 0.999 and its images at 0.995 against transformers fp32;
-# the report's parity table has the rows (`python -m embedswap.parity_multimodal OUT` runs that part alone)
+# the report's parity table has the rows (`python -m embedswap.parity.multimodal OUT` runs that part alone)
 demo-multimodal:
 	$(MAKE) demo DEMO_SLUG=multimodal-tiny DEMO_PRESET=qwen3-tiny
 

@@ -316,7 +316,7 @@ def run_aiperf(exe: Path, args: argparse.Namespace, hf_home: Path, tokenizer: st
 
 
 def run_embedswap(args: argparse.Namespace, batches: list[list[str]], server_pid: int | None) -> dict[str, Any]:
-    from embedswap.load import LoadSpec, closed_loop
+    from embedswap.measure.load import LoadSpec, closed_loop
 
     spec = LoadSpec(args.url, args.model, batches, timeout_s=600)
     started = time.time()

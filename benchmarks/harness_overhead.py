@@ -1,4 +1,4 @@
-"""Harness self-check: how much does embedswap's latency harness (embedswap.load) add, and how fast can it send?
+"""Harness self-check: how much does embedswap's latency harness (embedswap.measure.load) add, and how fast can it send?
 
 Run:  HF_HUB_OFFLINE=1 .venvs/kit/bin/python benchmarks/harness_overhead.py   (about a minute; exit 0 always)
 
@@ -12,7 +12,7 @@ os.sched_setaffinity; this process, which runs the harness, pins itself to the o
 the scheduler add to it, so "harness latency minus server handling time" would credit the harness with costs
 that any client pays. Instead the floor is measured: a minimal raw-socket client (blocking socket, the exact
 request bytes the harness sends, read until Content-Length is satisfied, no parsing) against the same server, on the
-same core, one request at a time. Then ``embedswap.load.closed_loop`` at concurrency 1. Both run in alternating
+same core, one request at a time. Then ``embedswap.measure.load.closed_loop`` at concurrency 1. Both run in alternating
 rounds (raw, harness, raw, harness, ...) so that drift from other load on the machine hits both alike. The
 overhead at quantile q is ``harness_q - raw_q`` (a difference of quantiles: requests are not paired).
 
@@ -227,14 +227,14 @@ def stop_server(proc: subprocess.Popen[str]) -> None:
 
 
 class CheckMeter:
-    """CPU time spent in the harness's answer check (``parse_response`` as embedswap.load calls it).
+    """CPU time spent in the harness's answer check (``parse_response`` as embedswap.measure.load calls it).
 
     Installed in this benchmark process only, so the CPU of sending and receiving can be told from the CPU of the
     check, which ``closed_loop`` runs after each run, outside the timed window.
     """
 
     def __init__(self) -> None:
-        import embedswap.load as load
+        import embedswap.measure.load as load
 
         self.load = load
         self.original = load.parse_response
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def measure(args: argparse.Namespace, scheme: str, tls: tuple[Path, Path] | None) -> str:
     """One scheme's figures, printed; returns its one-line verdict."""
-    from embedswap.load import CLIENT_NAME, LoadSpec, closed_loop
+    from embedswap.measure.load import CLIENT_NAME, LoadSpec, closed_loop
 
     cores = os.sched_getaffinity(0)
     if {args.server_core, args.harness_core} <= cores and args.server_core != args.harness_core:

@@ -25,7 +25,8 @@ experiment_dir: str = ""  # experiment folder holding experiment.yaml; empty: th
 attempt: str = ""  # attempt folder name; empty: the latest
 
 # %%
-from embedswap import diagnosis_step, steps
+from embedswap import steps
+from embedswap.diagnosis import step as diagnosis_step
 
 ctx = steps.open_step(experiment_dir, attempt)
 steps.require_captures(ctx)

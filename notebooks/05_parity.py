@@ -37,7 +37,7 @@ figures.parity_backends(summary)
 
 # %%
 # article 003's parity matrix (long context, chunked prefill, batch invariance per dtype, TP, cold start)
-from embedswap.parity_matrix import matrix_table
+from embedswap.parity.matrix import matrix_table
 
 matrix_table(summary)
 

@@ -10,8 +10,8 @@ import json
 import sys
 from pathlib import Path
 
-from embedswap import parity_matrix as pm
-from embedswap.parity import TransformersBackend
+from embedswap.parity import matrix as pm
+from embedswap.parity.backends import TransformersBackend
 
 DOCUMENTS = Path(__file__).resolve().parents[1] / "data" / "documents.jsonl"
 

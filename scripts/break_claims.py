@@ -32,7 +32,7 @@ TESTS = REPO / "tests"
 
 PLUGINS = {
     "legacy_template": """
-        import embedswap.legacy_server as legacy
+        import embedswap.legacy.server as legacy
         legacy.DEFAULT_QUERY_TEMPLATE = "Instruction: {task}\\nQuery:{query}"  # the legacy copy drifts
     """,
     "latency_format": """

@@ -1,11 +1,11 @@
 #!/usr/bin/env python
 """GPU parity check: transformers on CUDA (fp32, bf16, fp16) against an fp32 CPU reference of the same model,
-plus article 003's parity matrix on that device (embedswap.parity_checks.run_matrix).
+plus article 003's parity matrix on that device (embedswap.parity.checks.run_matrix).
 
 It joins the kit's matrix instead of repeating its code: the rows go through the kit's own backend
-(:class:`embedswap.parity_backends.TransformersBackend`: the legacy server's pooling) and gate
-(:func:`embedswap.parity_gate.gate`), and the matrix through :func:`embedswap.parity_checks.run_matrix` with
-``device``; with ``--engine`` the matrix also starts vLLM's offline runner (embedswap.parity_vllm), which picks its
+(:class:`embedswap.parity.backends.TransformersBackend`: the legacy server's pooling) and gate
+(:func:`embedswap.parity.gate.gate`), and the matrix through :func:`embedswap.parity.checks.run_matrix` with
+``device``; with ``--engine`` the matrix also starts vLLM's offline runner (embedswap.parity.vllm), which picks its
 platform itself (CUDA, TPU, CPU) and records it in each row. The same code runs on a CPU-only host: then the GPU
 rows are reported as not measured, the CPU bf16 row and the CPU matrix are measured, and the script exits 0.
 The model is a local folder (sentence-transformers layout) and nothing is downloaded; run it from a checkout
@@ -37,9 +37,9 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from embedswap.config import ParityChecks  # noqa: E402
-from embedswap.parity_backends import TransformersBackend  # noqa: E402
-from embedswap.parity_checks import run_matrix  # noqa: E402
-from embedswap.parity_gate import ParityBackendError, gate  # noqa: E402
+from embedswap.parity.backends import TransformersBackend  # noqa: E402
+from embedswap.parity.checks import run_matrix  # noqa: E402
+from embedswap.parity.gate import ParityBackendError, gate  # noqa: E402
 
 DEFAULT_TEXTS = REPO / "data" / "documents.jsonl"
 NO_CUDA = "no CUDA device: GPU rows not measured"

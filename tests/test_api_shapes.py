@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-from embedswap.api_shapes import NotApplicable, translate
+from embedswap.measure.api_shapes import NotApplicable, translate
 from embedswap.captures import new_attempt
 from embedswap.config import ConfigError, load_experiment
-from embedswap.measure import measure_target
-from embedswap.report import render_report
+from embedswap.measure.capture import measure_target
+from embedswap.report.publish import render_report
 from embedswap.summary import build_summary, write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import TargetStartError
-from embedswap.workload import load_workload
+from embedswap.measure.workload import load_workload
 from fakeservers import Behaviour, serve
 from realkit import make_experiment
 

@@ -4,7 +4,7 @@ import json
 import httpx
 import numpy as np
 
-from embedswap.client import EmbeddingClient
+from embedswap.measure.client import EmbeddingClient
 
 
 def _client(handler) -> EmbeddingClient:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from embedswap.contract import CATALOGUE, ProbeContext, build_request, classify, select_probes
+from embedswap.measure.contract import CATALOGUE, ProbeContext, build_request, classify, select_probes
 
 
 def side(status: int, vector=None, encoding="float", tokens=10, dim=None) -> dict:

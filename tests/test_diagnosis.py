@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedswap.diagnosis import diagnose
-from embedswap.tiny_zoo import ZOO, build_tiny_bert
+from embedswap.diagnosis.hypotheses import diagnose
+from embedswap.zoo.bert import ZOO, build_tiny_bert
 
 TEXTS = ["hello world", "a much longer sentence about embeddings and servers", "x", "migration 2026!",
          "the quick brown fox", "pooling decides the vector"]
@@ -106,7 +106,7 @@ def test_lower_precision_is_named_with_its_dtype(zoo: dict[str, Path], dtype: st
 
 
 def test_a_prompt_put_before_documents_is_named(zoo: dict[str, Path]) -> None:
-    from embedswap.legacy_server import DEFAULT_QUERY_TASK
+    from embedswap.config.base import DEFAULT_QUERY_TASK
 
     prefix = f"Instruct: {DEFAULT_QUERY_TASK}\nQuery:"
     served = _st_encode(zoo["tiny-bert-cls"], LONG, prompt=prefix)
@@ -118,7 +118,7 @@ def test_a_prompt_put_before_documents_is_named(zoo: dict[str, Path]) -> None:
 
 @pytest.fixture(scope="module")
 def qwen3(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from embedswap import tiny_qwen3
+    from embedswap.zoo import qwen3 as tiny_qwen3
 
     return tiny_qwen3.ensure_tiny_qwen3(tmp_path_factory.mktemp("q3") / tiny_qwen3.NAME)
 

@@ -11,12 +11,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from embedswap import diagnosis_step
+from embedswap.diagnosis import step as diagnosis_step
 from embedswap.analysis.diagnosis import diagnosis_query_decisions
 from embedswap.captures import new_attempt
-from embedswap.diagnosis import Hypothesis, explain_difference
-from embedswap.legacy_server import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
-from embedswap.tiny_zoo import ZOO, build_tiny_bert
+from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
+from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
+from embedswap.zoo.bert import ZOO, build_tiny_bert
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QUERIES = ["what is pooling", "how do I migrate an embedding server", "vLLM pooling runner", "정규화는 왜 필요한가"]
@@ -84,7 +84,7 @@ def test_another_query_prompt_is_named_with_both_prompts() -> None:
 
 def test_the_report_states_the_query_finding_in_every_language(model: Path, tmp_path: Path) -> None:
     from embedswap.analysis import decide
-    from embedswap.report import render_markdown
+    from embedswap.report.markdown import render_markdown
     from embedswap.summary.model import Decisions, Diagnosis
 
     summary = json.loads((FIXTURES / "summary_complete.json").read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from embedswap.captures import new_attempt
-from embedswap.diagnosis_step import probed_limits
+from embedswap.diagnosis.step import probed_limits
 
 
 def test_probed_limits_from_an_error_text_and_from_a_silently_truncated_input(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from embedswap.config import load_experiment
 from embedswap.models import resolve_model_path
 from embedswap.paths import engine_python
 from embedswap.scaffold import new_experiment
-from embedswap.workload import load_workload
+from embedswap.measure.workload import load_workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(4200)]  # the session fixture runs the whole demo
 REPO = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from realkit import free_ports, port_processes, run_whole_experiment
 from embedswap.config import load_experiment
 from embedswap.paths import engine_python
 from embedswap.scaffold import new_experiment
-from embedswap.workload import load_workload
+from embedswap.measure.workload import load_workload
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2400)]
 REPO = Path(__file__).resolve().parents[1]

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-import embedswap.measure as measure
+import embedswap.measure.capture as measure
 from embedswap.captures import Attempt, new_attempt, verify_attempt
 from embedswap.config import load_experiment
-from embedswap.measure import measure_target
+from embedswap.measure.capture import measure_target
 from embedswap.summary import build_summary, write_summary
-from embedswap.workload import load_workload
+from embedswap.measure.workload import load_workload
 from realkit import copy_attempt, free_ports, legacy_target, make_experiment, wait_no_processes
 
 pytestmark = pytest.mark.e2e  # every test starts a real server (~10-20 s model load on 2 shared cores)
@@ -128,7 +128,7 @@ def test_http500(base: Base, tmp_path: Path) -> None:
     plain = next(row for row in outcome.summary["contract"] if row["probe"] == "plain")
     assert plain["candidate"]["status"] == 500
     # the report renders the failed side as not measured instead of crashing on the missing numbers
-    from embedswap.report import render_report
+    from embedswap.report.publish import render_report
 
     paths = render_report(outcome.folder, outcome.attempt.name)
     assert "not measured" in Path(paths["report.en.md"]).read_text()

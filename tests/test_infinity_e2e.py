@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from embedswap.config import load_experiment
-from embedswap.contract import CATALOGUE
+from embedswap.measure.contract import CATALOGUE
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
 from embedswap.targets.base import ManagedProcess, server_env
 from realkit import EMBEDSWAP, REPO, free_ports, legacy_target, make_experiment, wait_no_processes

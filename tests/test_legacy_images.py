@@ -1,4 +1,4 @@
-"""The legacy server's image input for CLIP models (embedswap.legacy_images): vLLM's `messages` shape with a
+"""The legacy server's image input for CLIP models (embedswap.legacy.images): vLLM's `messages` shape with a
 data:image/png image, text through `input`, both equal to transformers' features; the mixed request and a URL that
 is not a data URL are refused with 400 naming `messages`. In-process app (the real server runs in the qwen3 e2e)."""
 
@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from embedswap import legacy_images, tiny_clip
-from embedswap.legacy_server import LegacySettings, create_app
-from embedswap.parity_multimodal import image_message
+from embedswap.legacy import images as legacy_images
+from embedswap.zoo import clip as tiny_clip
+from embedswap.legacy.server import LegacySettings, create_app
+from embedswap.parity.multimodal import image_message
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +73,8 @@ def test_startup_line_attributes(clip: tuple[Path, TestClient]) -> None:
 
 
 def test_fault_emulation_is_refused_for_a_clip_model(clip) -> None:
-    from embedswap.legacy_images import embedder_for
-    from embedswap.legacy_server import Embedder, LegacySettings
+    from embedswap.legacy.images import embedder_for
+    from embedswap.legacy.server import Embedder, LegacySettings
 
     folder, _ = clip
     with pytest.raises(ValueError, match="emulate_mistake 'skip-normalize': not available for a CLIP model"):

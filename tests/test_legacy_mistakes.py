@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedswap.legacy_cli import parse_args
-from embedswap.legacy_mistakes import MISTAKES
-from embedswap.legacy_server import Embedder, LegacySettings
-from embedswap.tiny_zoo import ZOO, build_tiny_bert
+from embedswap.legacy.cli import parse_args
+from embedswap.legacy.mistakes import MISTAKES
+from embedswap.legacy.server import Embedder, LegacySettings
+from embedswap.zoo.bert import ZOO, build_tiny_bert
 
 TEXTS = ["a short text", "another, somewhat longer text about servers", "x"]
 

@@ -23,7 +23,8 @@ import torch
 from fastapi.testclient import TestClient
 
 from wordpiece import count_tokens, load_vocab
-from embedswap.legacy_server import Embedder, LegacySettings, create_app, pool
+from embedswap.legacy.server import Embedder, LegacySettings, create_app
+from embedswap.legacy.pipeline import pool
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
 
 MODEL = EMBEDDED_DEFAULT

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from embedswap import load
-from embedswap.load import LoadSpec, RequestRecord, closed_loop, open_loop, point_stats, run_stats
+from embedswap.measure import load
+from embedswap.measure.load import LoadSpec, RequestRecord, closed_loop, open_loop, point_stats, run_stats
 
 
 def _records(latencies: list[float], status: int = 200) -> list[RequestRecord]:

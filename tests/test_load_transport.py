@@ -1,4 +1,4 @@
-"""The latency harness's transport (aiohttp, through ``embedswap.load.Client``) against small asyncio servers on
+"""The latency harness's transport (aiohttp, through ``embedswap.measure.load.Client``) against small asyncio servers on
 real sockets, plain and TLS: what it sends, how it frames answers, keep-alive, and how each failure is named."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from embedswap.load import Client, LoadSpec, _fetch, closed_loop
+from embedswap.measure.load import Client, LoadSpec, _fetch, closed_loop
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, dict], Awaitable[None]]
 BODY = json.dumps({"data": [{"index": 0, "embedding": [0.6, 0.8]}], "usage": {"prompt_tokens": 4}}).encode()

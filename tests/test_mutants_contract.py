@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from embedswap.config import ProbeSpec
-from embedswap.contract import (NORM_TOLERANCE, ProbeContext, build_request, catalogue_specs, classify, cosine,
+from embedswap.measure.contract import (NORM_TOLERANCE, ProbeContext, build_request, catalogue_specs, classify, cosine,
                                 describe_body, norm_ratio, select_probes)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from embedswap.contract import classify, describe_body
+from embedswap.measure.contract import classify, describe_body
 
 V = [1.0, 0.0, 0.0]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from embedswap.load import RequestRecord, RunStats, percentile, point_stats, run_stats
+from embedswap.measure.load import RequestRecord, RunStats, percentile, point_stats, run_stats
 
 
 def rec(ms: float, status: int = 200, docs: int = 8, tokens: int | None = 100, error: str | None = None):

@@ -9,8 +9,9 @@ import math
 import numpy as np
 import pytest
 
-from embedswap.parity import (NORM_RELATIVE_TOLERANCE, _finite_or_none, gate, gate_by_modality, threshold_for,
-                              thresholds_from)
+from embedswap.parity.gate import (
+    NORM_RELATIVE_TOLERANCE, _finite_or_none, gate, gate_by_modality, threshold_for, thresholds_from,
+)
 
 THRESHOLDS = {"text": 0.999, "text+image": 0.995}
 

@@ -7,8 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from embedswap.ranking import (_deltas, _mean, _mean_with_interval, agreement, cosine_scores, dcg, evaluate,
-                               jaccard, ndcg_at_k, overlap_with, ranking_from, rbo, recall_at_k, top_k, top_k_overlap)
+from embedswap.summary.sections.ranking import _deltas
+from embedswap.ranking.metrics import (
+    _mean, cosine_scores, dcg, evaluate, jaccard, ndcg_at_k, overlap_with, ranking_from, recall_at_k, top_k,
+    top_k_overlap,
+)
+from embedswap.ranking.agreement import _mean_with_interval, agreement, rbo
 
 
 def _evaluated(tops: dict[str, list[str]]) -> dict:

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from embedswap.ranking import _mean_with_interval, agreement, cosine_scores, evaluate, rbo
+from embedswap.ranking.agreement import _mean_with_interval, agreement, rbo
+from embedswap.ranking.metrics import cosine_scores, evaluate
 
 
 def rankings(**tops: list[str]) -> dict:

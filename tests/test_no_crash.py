@@ -13,7 +13,7 @@ import yaml
 from embedswap import steps
 from embedswap.reasons import REASONS
 from embedswap.summary.finite import null_non_finite
-from embedswap.vectors import compare
+from embedswap.analysis.vectors import compare
 
 LANGS = ["ko", "ko", "en", "en"]
 IDS = ["a", "b", "c", "d"]

@@ -12,9 +12,9 @@ import yaml
 
 from embedswap.captures import new_attempt
 from embedswap.config import load_experiment
-from embedswap.measure import measure_target
+from embedswap.measure.capture import measure_target
 from embedswap.summary import build_summary, write_summary
-from embedswap.workload import load_workload
+from embedswap.measure.workload import load_workload
 from realkit import FEW_PROBES, free_ports, legacy_target, make_experiment, wait_no_processes
 
 pytestmark = pytest.mark.e2e

@@ -23,18 +23,11 @@ import yaml
 from embedswap import parity
 from embedswap.config import ConfigError, ParityBackendSpec, parse_experiment
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
-from embedswap.parity import (
-    OpenAIBackend,
-    ParityBackend,
-    ParityBackendError,
-    TransformersBackend,
-    VllmOfflineBackend,
-    gate,
-    gate_by_modality,
-    golden_reference,
-    record_modalities,
-    threshold_for,
+from embedswap.parity.backends import OpenAIBackend, ParityBackend, TransformersBackend
+from embedswap.parity.gate import (
+    ParityBackendError, gate, gate_by_modality, golden_reference, record_modalities, threshold_for,
 )
+from embedswap.parity.vllm import VllmOfflineBackend
 from realkit import JsonHandler
 
 REPO = Path(__file__).resolve().parents[1]
@@ -394,7 +387,7 @@ def test_gpu_parity_script_runs_on_cpu(model_path: str, tmp_path: Path) -> None:
         assert result["gpu_measured"] is False and len(result["not_measured"]) == 3
     # issue 18: the script joins the kit's matrix instead of repeating its pooling code
     source = (REPO / "scripts" / "gpu_parity.py").read_text()
-    assert "from embedswap.parity_checks import run_matrix" in source and "def pool(" not in source
+    assert "from embedswap.parity.checks import run_matrix" in source and "def pool(" not in source
     matrix = result["matrix"]
     assert matrix["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
     batch = {(r["setting_params"]["dtype"], r["setting_params"]["size"]): r for r in matrix["rows"]

@@ -1,4 +1,4 @@
-"""Step 05's parity matrix (embedswap.parity_checks): the config key, the rows per check with a fake engine and the
+"""Step 05's parity matrix (embedswap.parity.checks): the config key, the rows per check with a fake engine and the
 real legacy padding (transformers on MiniLM), cold start from captures, the decisions, and the report section."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from embedswap import parity_checks as pc
+from embedswap.parity import checks as pc
 from embedswap.analysis.parity_matrix import matrix_findings
 from embedswap.config import ConfigError, ParityChecks, parse_experiment
 from embedswap.models import EMBEDDED_DEFAULT
-from embedswap.parity_backends import TransformersBackend
-from embedswap.parity_gate import ParityBackendError
-from embedswap.report import render_markdown
+from embedswap.parity.backends import TransformersBackend
+from embedswap.parity.gate import ParityBackendError
+from embedswap.report.markdown import render_markdown
 from embedswap.report.format import esc
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.summary.model import validate_summary
@@ -144,7 +144,7 @@ def test_cold_start_rows_from_captures() -> None:
 
 def _matrix_summary(complete: dict[str, Any]) -> dict[str, Any]:
     from embedswap.analysis import decide
-    from embedswap.parity_matrix import MatrixRow, not_run
+    from embedswap.parity.matrix import MatrixRow, not_run
 
     rows = [
         MatrixRow("long_context", "vllm-offline", "chunked prefill off, 3 inputs", "cpu", 3, 1 - 3.6e-12,
@@ -205,7 +205,7 @@ def complete() -> dict[str, Any]:
 def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, Any]) -> None:
     """Round 3: a row's setting is a code + parameters (rendered through the catalogue); an older summary whose
     rows carry only the English text still renders it."""
-    from embedswap.parity_matrix import MatrixRow, setting
+    from embedswap.parity.matrix import MatrixRow, setting
     from embedswap.report.catalogue import catalogue
 
     summary = _matrix_summary(complete)

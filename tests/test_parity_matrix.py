@@ -1,11 +1,11 @@
-"""The parity matrix's batch-invariance rows and the chunked-prefill rule (embedswap.parity_matrix)."""
+"""The parity matrix's batch-invariance rows and the chunked-prefill rule (embedswap.parity.matrix)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from embedswap import parity_matrix as pm
+from embedswap.parity import matrix as pm
 from embedswap.reasons import REASONS
 
 

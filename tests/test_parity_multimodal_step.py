@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 
-from embedswap import parity_multimodal, parity_multimodal_step
+from embedswap.parity import multimodal as parity_multimodal
+from embedswap.parity import multimodal_step as parity_multimodal_step
 from embedswap.analysis import decide
 from embedswap.analysis.parity_multimodal import multimodal_finding
 from embedswap.captures import new_attempt
 from embedswap.config import ConfigError, ParityMultimodal, parse_experiment
-from embedswap.parity_gate import TEXT, TEXT_IMAGE, gate
-from embedswap.report import render_markdown
+from embedswap.parity.gate import TEXT, TEXT_IMAGE, gate
+from embedswap.report.markdown import render_markdown
 from embedswap.report.catalogue import LANGUAGES, catalogue
 from embedswap.report.format import esc
 from embedswap.summary.model import validate_summary
@@ -141,7 +142,7 @@ def test_one_dead_server_keeps_the_others_rows(tmp_path: Path, monkeypatch: pyte
                                                complete: dict[str, Any]) -> None:
     """parity_multimodal.run: a server that does not start is a not-run entry with its reason (the gate fails);
     the other server's rows stay; the report lists it with the reason in its words."""
-    from embedswap import tiny_clip
+    from embedswap.zoo import clip as tiny_clip
 
     class Dead:
         base_url = "http://127.0.0.1:9"

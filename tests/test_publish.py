@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from embedswap.config import ConfigError, parse_experiment
-from embedswap.report import render_report
+from embedswap.report.publish import render_report
 from embedswap.report.front_matter import description, split
 from embedswap.report.publish import headline
 from synthetic_experiment import experiment_yaml

@@ -6,16 +6,9 @@ import numpy as np
 import pytest
 
 from embedswap.captures import json_bytes, new_attempt
-from embedswap.ranking import (
-    evaluate,
-    jaccard,
-    ndcg_at_k,
-    ranking_from,
-    ranking_section,
-    recall_at_k,
-    top_k_overlap,
-)
-from embedswap.workload import Document, Query, Workload
+from embedswap.ranking.metrics import evaluate, jaccard, ndcg_at_k, ranking_from, recall_at_k, top_k_overlap
+from embedswap.summary.sections.ranking import ranking_section
+from embedswap.measure.workload import Document, Query, Workload
 
 
 # --- nDCG ------------------------------------------------------------------------------------------------------------
@@ -197,7 +190,7 @@ def test_ranking_section_rejects_mismatched_shapes(tmp_path) -> None:
 
 
 def test_rbo_by_hand() -> None:
-    from embedswap.ranking import rbo
+    from embedswap.ranking.agreement import rbo
 
     assert rbo(list("abcde"), list("abcde")) == pytest.approx(1.0)
     assert rbo(list("abc"), list("xyz")) == pytest.approx(0.0)

@@ -18,8 +18,14 @@ from typing import Any
 import pytest
 
 from embedswap.analysis.client_changes import client_changes as change_rules
-from embedswap.report import (LANGUAGES, ReportError, figures, fmt, label, markdown_to_html, not_measured_items,
-                              render_index, render_markdown, render_report)
+from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.errors import ReportError
+from embedswap.report import figures
+from embedswap.report.format import fmt, label
+from embedswap.report.html import markdown_to_html
+from embedswap.report.sections.gaps import not_measured_items
+from embedswap.report.publish import render_index, render_report
+from embedswap.report.markdown import render_markdown
 from embedswap.report.catalogue import catalogue
 from synthetic_experiment import experiment_yaml
 
@@ -564,7 +570,7 @@ def test_sweep_table_and_peak_memory(complete: dict[str, Any]) -> None:
 
 
 def test_sweep_shape_from_capture_latency(complete: dict[str, Any]) -> None:
-    """latency_stats.json as embedswap.measure.capture_latency writes it: 'sweep' is a list of point_stats dicts."""
+    """latency_stats.json as embedswap.measure.capture.capture_latency writes it: 'sweep' is a list of point_stats dicts."""
     info = complete["latency"]["by_target"]["legacy"]
     assert isinstance(info["sweep"], list) and info["sweep"][0]["run"] == "sweep_c1"
     points = list(figures.sweep_points_of(info))
@@ -722,7 +728,7 @@ def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[st
     """Issue 24: a backend ignoring 2_Dense fails the gate, and the report says why, in every language."""
     import numpy as np
 
-    from embedswap.parity import gate
+    from embedswap.parity.gate import gate
 
     ref = np.eye(4, 8, dtype=np.float32)
     row = gate("legacy", "float32", "cpu", "text", ref, np.eye(4, 6, dtype=np.float32), list("abcd"), 0.999)
@@ -737,9 +743,9 @@ def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[st
 
 
 def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -> None:
-    """A failed row's diagnosis (embedswap.diagnosis) is one sentence with the fix, worded per catalogue (in the
+    """A failed row's diagnosis (embedswap.diagnosis.hypotheses) is one sentence with the fix, worded per catalogue (in the
     diagnosis block, which a parity row's diagnosis reaches through decisions.diagnosis)."""
-    from embedswap.diagnosis import Hypothesis, explain_difference
+    from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
 
     reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
     summary = copy.deepcopy(complete)
@@ -756,7 +762,7 @@ def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: 
     """Step 03's diagnosis (captures/diagnosis/vectors.json) -> decisions.diagnosis -> one sentence per differing
     server with the fix, in the vectors section of every language, and in the HTML page."""
     from embedswap.analysis import decide
-    from embedswap.diagnosis import Hypothesis, explain_difference
+    from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
 
     truth = Hypothesis("mean", True, True)
     reasons = explain_difference(truth, Hypothesis("mean", True, True, max_tokens=8), "legacy", 128)
@@ -795,7 +801,7 @@ def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_
         complete: dict[str, Any]) -> None:
     """Issue 24: the diagnosis block states the cause with its fix; the parity row it fails only refers to it."""
     from embedswap.analysis import decide
-    from embedswap.diagnosis import Hypothesis, explain_difference
+    from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
 
     reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
     summary = copy.deepcopy(complete)
@@ -819,7 +825,7 @@ def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_
 
 def test_the_end_token_sentence_names_the_token_in_every_language(complete: dict[str, Any]) -> None:
     from embedswap.analysis import decide
-    from embedswap.diagnosis import Hypothesis, explain_difference
+    from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
 
     truth = Hypothesis("lasttoken", False, True)
     reasons = explain_difference(truth, Hypothesis("lasttoken", False, True, eos=False), "vllm", 128,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from embedswap.report import render_report
+from embedswap.report.publish import render_report
 from test_report import load, make_experiment
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

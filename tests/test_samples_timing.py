@@ -39,7 +39,7 @@ def _unit(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
 def test_the_parity_gate_runs_on_the_stratified_sample_and_the_summary_says_so(tmp_path: Path) -> None:
     ctx = steps.open_step(_experiment(tmp_path, parity_sample=5, latency_sample=4), create=True)
     corpus = _unit(len(LANGS))
-    from embedswap.workload import stratified_sample
+    from embedswap.measure.workload import stratified_sample
 
     sample = stratified_sample(LANGS, 5)
     assert sorted({LANGS[i] for i in sample}) == ["en", "ja", "ko"]  # the one ja document is kept

@@ -8,12 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedswap import measure
+from embedswap.measure import capture as measure
 from embedswap.captures import CaptureExistsError, new_attempt, verify_attempt
-from embedswap.client import EmbeddingResponse
-from embedswap.measure import StepFailed, capture_queries, capture_workload
-from embedswap.ranking import evaluate, ranking_from, top_rankings
-from embedswap.workload import Document, Query, Workload, WorkloadError, load_documents, stratified_sample
+from embedswap.measure.client import EmbeddingResponse
+from embedswap.measure.errors import StepFailed
+from embedswap.measure.capture import capture_queries, capture_workload
+from embedswap.ranking.metrics import evaluate, ranking_from, top_rankings
+from embedswap.measure.workload import Document, Query, Workload, WorkloadError, load_documents, stratified_sample
 
 DIM = 6
 
@@ -158,7 +159,7 @@ def test_latency_sample_cuts_the_request_batches() -> None:
 
 
 def test_chunked_top_k_equals_the_full_stable_sort(monkeypatch: pytest.MonkeyPatch) -> None:
-    import embedswap.ranking as ranking
+    import embedswap.ranking.metrics as ranking
 
     rng = np.random.default_rng(3)
     docs = rng.standard_normal((300, 8)).astype(np.float32)

@@ -24,11 +24,11 @@ import yaml
 
 from embedswap.captures import new_attempt, verify_attempt
 from embedswap.config import load_experiment
-from embedswap.measure import measure_target
+from embedswap.measure.capture import measure_target
 from embedswap.redact import REDACTED, redact_tree
 from embedswap.summary import build_summary, write_summary
 from embedswap.targets.base import ManagedProcess, Target, server_env
-from embedswap.workload import load_workload
+from embedswap.measure.workload import load_workload
 from realkit import JsonHandler, files_containing, free_ports, make_experiment
 
 KEY_ENV = "EMBEDSWAP_PLANT_API_KEY"
@@ -142,7 +142,7 @@ def test_no_planted_secret_in_any_file_the_kit_writes(tmp_path: Path, planted: t
     nbformat.write(notebook, attempt.notebooks / "02_swap_deploy.ipynb")
     redact_tree(attempt.notebooks)
     redact_tree(attempt.logs)
-    from embedswap.report import render_report
+    from embedswap.report.publish import render_report
 
     render_report(folder, attempt.name)
 

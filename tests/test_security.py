@@ -20,16 +20,16 @@ import psutil
 import pytest
 
 from embedswap.captures import new_attempt, verify_attempt
-from embedswap.client import auth_headers
+from embedswap.measure.client import auth_headers
 from embedswap.config import load_experiment
-from embedswap.legacy_server import parse_args
-from embedswap.measure import measure_target
+from embedswap.legacy.cli import parse_args
+from embedswap.measure.capture import measure_target
 from embedswap.redact import REDACTED, redact
 from embedswap.scaffold import new_experiment
 from embedswap.summary import build_summary, write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import ManagedProcess
-from embedswap.workload import load_workload
+from embedswap.measure.workload import load_workload
 from realkit import (DATA, EMBEDSWAP, JsonHandler, files_containing, free_ports, legacy_target, make_experiment,
                      wait_no_processes)
 
@@ -139,7 +139,7 @@ def test_key_never_reaches_captures_summary_or_report(tmp_path: Path, api_key: s
         measure_target(experiment, folder, attempt, name, f"capture:{name}")
     summary = build_summary(experiment, folder, attempt, load_workload(experiment, folder))
     write_summary(summary, attempt)
-    from embedswap.report import render_report
+    from embedswap.report.publish import render_report
 
     render_report(folder, attempt.name)
     # the key was sent (the server echoed it) and every echo was redacted before anything was written

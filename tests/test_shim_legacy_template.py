@@ -16,10 +16,12 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from embedswap import config, legacy_server
-from embedswap.legacy_server import LegacySettings, create_app
+from embedswap.config import experiment as config
+from embedswap.legacy import server as legacy_server
+from embedswap.legacy.server import LegacySettings, create_app
 from embedswap.models import EMBEDDED_DEFAULT
-from embedswap.shim import EmbeddingShim, ShimConfig
+from embedswap.shim.client import EmbeddingShim
+from embedswap.shim.settings import ShimConfig
 
 QUERIES = ["how do I read a p99 latency?", "임베딩 서버를 옮기면 무엇이 바뀌나요?"]
 

@@ -10,8 +10,9 @@ import httpx
 import numpy as np
 import pytest
 
-from embedswap.client import EmbeddingClient
-from embedswap.shim import ShimConfig, ShimTransport
+from embedswap.measure.client import EmbeddingClient
+from embedswap.shim.settings import ShimConfig
+from embedswap.shim.transport import ShimTransport
 from fakeservers import Behaviour, serve, unit_vector
 
 TEXTS = ["first document", "second one", "a third, longer document"]

@@ -23,7 +23,8 @@ import pytest
 from embedswap.cli import main
 from embedswap.report.catalogue import catalogue
 from embedswap.report.front_matter import split
-from embedswap.sites import PublishError, publish
+from embedswap.sites.post import PublishError
+from embedswap.sites import publish
 from embedswap.sites.post import LANGUAGE_NAMES
 from test_publish import executed_notebook
 from test_report import ATTEMPT, load, make_experiment

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from embedswap.report import LANGUAGES, render_markdown
+from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.markdown import render_markdown
 from embedswap.report.catalogue import catalogue
 from embedswap.summary.model import Summary, validate_summary
 from embedswap.report.format import esc
@@ -161,7 +162,7 @@ def test_no_reason_is_left_in_english(lang: str) -> None:
 def test_vectors_of_two_lengths_are_a_verdict_not_a_nan() -> None:
     # a legacy server that ignores `dimensions` (384 values back) against a shim that cut the answer to 256
     from embedswap.captures import json_bytes
-    from embedswap.contract import classify
+    from embedswap.measure.contract import classify
 
     legacy = {"status": 200, "dim": 384, "n_vectors": 1, "prompt_tokens": 9, "vector": [0.05] * 384}
     candidate = {"status": 200, "dim": 256, "n_vectors": 1, "prompt_tokens": 9, "vector": [0.0625] * 256}
@@ -189,7 +190,7 @@ def test_a_nan_figure_is_null_with_its_place_recorded_and_listed() -> None:
     assert "`rows.2.cosine`" in ko and "유한한 수가 아님" in ko
 
 
-@pytest.mark.parametrize("module", ["embedswap.shim_report", "embedswap.ranking", "embedswap.instruction",
+@pytest.mark.parametrize("module", ["embedswap.summary.sections.shim", "embedswap.ranking.metrics", "embedswap.summary.sections.instruction",
                                     "embedswap.shim", "embedswap.reasons", "embedswap.summary", "embedswap.report"])
 def test_each_module_that_writes_reasons_imports_first(module: str) -> None:
     # the section builders and the summary package import each other's neighbours: no import cycle, whichever

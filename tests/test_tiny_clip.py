@@ -1,4 +1,4 @@
-"""The tiny random-weight CLIP (embedswap.tiny_clip): deterministic files, a working CLIP-format BPE tokenizer, and
+"""The tiny random-weight CLIP (embedswap.zoo.clip): deterministic files, a working CLIP-format BPE tokenizer, and
 reference features that tell texts and images apart (else a parity gate on them could not fail)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from realkit import JsonHandler
 
-from embedswap import tiny_clip as tc
+from embedswap.zoo import clip as tc
 
 
 def _digests(folder: Path) -> dict[str, str]:
@@ -75,7 +75,7 @@ def test_server_requests_take_the_shapes_vllm_serves() -> None:
     import threading
     from http.server import ThreadingHTTPServer
 
-    from embedswap.parity_multimodal import embed_through_server
+    from embedswap.parity.multimodal import embed_through_server
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeClipServer)
     threading.Thread(target=server.serve_forever, daemon=True).start()

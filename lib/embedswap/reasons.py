@@ -62,7 +62,7 @@ REASONS: dict[str, str] = {
     "vectors_non_finite": "{n} of {total} documents have no finite cosine (NaN/inf values or a zero vector)",
     "no_vectors": "no vectors",
     "vector_shapes_differ": "cannot compare vectors of shapes {a} and {b}",
-    # what a server does differently from the model (embedswap.diagnosis), with the fix
+    # what a server does differently from the model (embedswap.diagnosis.hypotheses), with the fix
     "diagnosis_pooling": "'{name}' pools with {pooling} where the model pools with {expected}: set the server's "
                          "pooling to the model's (vLLM: --pooler-config)",
     "diagnosis_dense_ignored": "'{name}' ignores the Dense module in modules.json: load the full sentence-"

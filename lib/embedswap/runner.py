@@ -17,7 +17,9 @@ from types import FrameType
 from typing import Any
 
 from embedswap.captures import Attempt, AttemptNotFoundError, capture_complete, open_attempt
-from embedswap.config import ConfigError, Experiment, ExternalTarget, load_experiment
+from embedswap.config.base import ConfigError
+from embedswap.config.experiment import Experiment, load_experiment
+from embedswap.config.targets import ExternalTarget
 from embedswap.paths import notebook_folder, packaged_notebooks, project_root
 from embedswap.redact import redact, redact_tree
 from embedswap.targets.base import port_in_use, sweep_process_groups
@@ -121,9 +123,9 @@ def _model_problem(spec: str) -> str | None:
 def _external_problem(name: str, config: ExternalTarget) -> str | None:
     import httpx
 
-    from embedswap.client import auth_headers
+    from embedswap.measure.client import auth_headers
 
-    from embedswap.api_shapes import HEALTH_PATHS
+    from embedswap.measure.api_shapes import HEALTH_PATHS
 
     try:
         headers = auth_headers(config.api_key_env, config.headers)
@@ -150,8 +152,8 @@ def _external_problem(name: str, config: ExternalTarget) -> str | None:
 def preflight(experiment: Experiment, experiment_dir: Path, targets: list[str]) -> None:
     """What can be checked before anything starts: the model can be found, the workload reads, the ports of the
     servers to start are free, the external servers answer. Raises one PreflightError listing every problem."""
-    from embedswap.contract import select_probes
-    from embedswap.workload import WorkloadError, load_workload
+    from embedswap.measure.contract import select_probes
+    from embedswap.measure.workload import WorkloadError, load_workload
 
     problems = [p for p in [_model_problem(experiment.model.path)] if p]
     folder = notebook_folder(experiment_dir, experiment.notebooks)
@@ -264,7 +266,8 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
         gate = attempt.read_json("parity/rows.json").get("pass")
         result.parity_pass = None if gate is None else bool(gate)  # None: nothing was gated (no document vectors asked)
     if render:
-        from embedswap.report import ReportError, render_report
+        from embedswap.report.errors import ReportError
+        from embedswap.report.publish import render_report
 
         try:
             result.report = render_report(experiment_dir, attempt.name)
@@ -275,7 +278,7 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
 
 def _refresh_summary(experiment_dir: Path, attempt: Attempt) -> None:
     """Recompute summary.json from the captures after the notebooks (a failure keeps the notebooks' summary)."""
-    from embedswap.steps import open_step
+    from embedswap.steps.context import open_step
 
     try:
         open_step(experiment_dir, attempt.name).summary()
@@ -305,7 +308,7 @@ def _ms(value: Any) -> str:
 
 def headline(summary: dict[str, Any]) -> list[str]:
     """A few lines for the console: the same headline figures the report index shows (report.headline)."""
-    from embedswap.report import headline as headline_figures
+    from embedswap.report.publish import headline as headline_figures
     from embedswap.summary.upgrade import upgrade_summary
 
     summary = upgrade_summary(summary)

@@ -1,7 +1,7 @@
 """`embedswap new`: a dated experiment folder with an experiment.yaml, from a preset.
 
 Presets: ``minilm`` (the default: the embedded all-MiniLM-L6-v2) and ``qwen3-tiny`` (the article's model family on
-a CPU: a tiny random-weight Qwen3 embedding model built locally, see embedswap.tiny_qwen3). With ``external``
+a CPU: a tiny random-weight Qwen3 embedding model built locally, see embedswap.zoo.qwen3). With ``external``
 URLs the targets are servers the user already runs (nothing is started). The workload is the packaged sample
 (``sample:documents.jsonl``) unless the project has its own ``data/`` next to ``experiments/``; the notebooks are
 the packaged ones unless copied into the experiment to be edited (``copy_notebooks``).
@@ -14,7 +14,8 @@ import shutil
 from datetime import date
 from pathlib import Path
 
-from embedswap.config import CONFIG_FILENAME, load_experiment
+from embedswap.config.base import CONFIG_FILENAME
+from embedswap.config.experiment import load_experiment
 from embedswap.paths import SAMPLE_PREFIX, packaged_notebooks, sample_data
 
 HEAD = """\
@@ -115,7 +116,7 @@ LEAN_BACKENDS = """\
 # step 05's multimodal part (issue 18): the qwen3-tiny preset serves a tiny CLIP on vLLM beside the text gate
 MULTIMODAL_ON = """\
   multimodal:                         # a CLIP model on vLLM: captions (text gate) and images (multimodal gate)
-    model: build:tiny-clip            # random weights, built offline (embedswap.tiny_clip); or a CLIP folder
+    model: build:tiny-clip            # random weights, built offline (embedswap.zoo.clip); or a CLIP folder
     images: generated                 # 16 shapes drawn with Pillow from a fixed recipe, byte-identical everywhere
 """
 MULTIMODAL_OFF = "  # multimodal: true                  # a tiny CLIP on vLLM and legacy: captions, images (+~75 s)\n"
@@ -200,7 +201,7 @@ PRESETS: dict[str, dict[str, str]] = {
             "  (last-token pooling, left padding, <|endoftext|> appended). Its vectors carry no meaning; parity does."
         ),
         "model": (
-            "  path: build:tiny-qwen3              # built on first use into the project cache (embedswap.tiny_qwen3)\n"
+            "  path: build:tiny-qwen3              # built on first use into the project cache (embedswap.zoo.qwen3)\n"
             "  served_name: qwen3-tiny"
         ),
         "engine": (

@@ -14,7 +14,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.ranking_tests import ALPHA, variant_tests
 
-# Model specs whose weights are random (embedswap.tiny_qwen3): their vectors carry no meaning, so ranking is noise.
+# Model specs whose weights are random (embedswap.zoo.qwen3): their vectors carry no meaning, so ranking is noise.
 RANDOM_WEIGHT_SPECS = ("build:tiny-qwen3",)
 RANK_OVERLAP_MIN = 0.95
 RANK_DELTA_MAX = 0.01

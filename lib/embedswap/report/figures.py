@@ -46,7 +46,7 @@ _show_figures_in_notebooks()
 
 # Operating points of a latency capture, in display order: the article's two, then the concurrency sweep, a list of
 # points under "sweep" (each with the fields of a point: run "sweep_c<C>", concurrency, p50_ms, p99_ms, docs_per_s,
-# errors, spread, ...), as embedswap.measure.capture_latency writes them.
+# errors, spread, ...), as embedswap.measure.capture.capture_latency writes them.
 from embedswap.analysis.latency_points import (  # noqa: E402, F401  (re-exported for notebooks and tests)
     FIXED_POINTS, SWEEP_KEY, fixed_points_of, latency_points_of, point_label, sweep_points_of)
 from embedswap.analysis.common import is_measured as _measured  # noqa: E402

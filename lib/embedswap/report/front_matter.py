@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from embedswap.config import PublishConfig
+from embedswap.config.sections import PublishConfig
 from embedswap.report.catalogue import catalogue
 from embedswap.report.format import fmt
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from embedswap.report.files import write_file
 from embedswap.redact import redact
 from embedswap.report.portable import Locality, scrub
 
@@ -48,7 +49,6 @@ def export_notebooks(attempt_dir: Path, out: Path, where: Locality) -> dict[str,
     import nbformat
     from nbconvert import HTMLExporter
 
-    from embedswap.report.publish import write_file
 
     names = executed(attempt_dir)
     folder = out / "notebooks"

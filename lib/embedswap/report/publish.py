@@ -10,11 +10,14 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_ratios import latency_state
-from embedswap.captures import atomic_write_bytes, json_bytes, open_attempt
-from embedswap.config import ConfigError, ReportConfig, load_experiment
+from embedswap.captures import json_bytes, open_attempt
+from embedswap.config.base import ConfigError
+from embedswap.config.sections import ReportConfig
+from embedswap.config.experiment import load_experiment
 from embedswap.paths import report_dir
 from embedswap.report import figures as figures_mod
 from embedswap.report.errors import ReportError
+from embedswap.report.files import write_file
 from embedswap.report.format import code, esc, fmt, label, md_table
 from embedswap.report.front_matter import dump, front_matter, slug_of
 from embedswap.report.html import markdown_to_html, page_title
@@ -40,13 +43,6 @@ def draw_figures(summary: dict[str, Any]) -> dict[str, bytes]:
         if fig is not None:
             out[name] = _png(fig)
     return out
-
-
-def write_file(path: Path, data: bytes | str) -> Path:
-    """Write atomically, readable by all (a report is for reading; the atomic writer's temp file is private)."""
-    atomic_write_bytes(path, data.encode("utf-8") if isinstance(data, str) else data, overwrite=True)
-    path.chmod(0o644)
-    return path
 
 
 def headline(summary: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from embedswap.config import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
+from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
 
 # Statuses that mean "try again later": overloaded (503), rate limited (429), Anthropic-style overloaded (529).
 RETRY_STATUSES = frozenset({429, 503, 529})
@@ -114,13 +114,13 @@ class ShimConfig:
         """Settings derived from a candidate's probe captures (records of ``probes.jsonl``).
 
         ``legacy_records``: the legacy server's probe captures; with them the query-prompt decision uses the
-        verdict rules of ``embedswap.contract.classify`` (silent divergence = the field was ignored). Without
+        verdict rules of ``embedswap.measure.contract.classify`` (silent divergence = the field was ignored). Without
         them the shim applies the prompt itself, which is right whether or not the server would have.
         ``max_input_tokens``: the limit to truncate to when the over-long probe failed without stating one
         (Dynamo's frontend answers a bare 500); else the limit comes from the error text.
         ``overrides``: any ShimConfig field, taking precedence over what was derived.
         """
-        from embedswap.contract import classify
+        from embedswap.measure.contract import classify
 
         candidate = {r["probe"]: r for r in probe_records}
         legacy = {r["probe"]: r for r in legacy_records} if legacy_records is not None else None

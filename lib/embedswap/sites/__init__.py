@@ -18,7 +18,7 @@ EXPORTERS = {"hugo": hugo.export, "jekyll": jekyll.export, "mkdocs-blog": mkdocs
 
 def publish(experiment_dir: Path, to: str, into: Path, force: bool = False, attempt: str = "") -> list[Path]:
     """Render the report of one attempt (default: the newest), then write it into the site at ``into``."""
-    from embedswap.report import render_report
+    from embedswap.report.publish import render_report
 
     if to not in EXPORTERS:
         raise PublishError(f"--to '{to}': unknown site generator (known: {', '.join(EXPORTERS)})")

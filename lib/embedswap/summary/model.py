@@ -89,7 +89,7 @@ class NotRun(_Open):
 
 
 class MatrixRow(_Open):
-    """One row of article 003's parity matrix (embedswap.parity_matrix.MatrixRow): figures, or a reason code."""
+    """One row of article 003's parity matrix (embedswap.parity.matrix.MatrixRow): figures, or a reason code."""
     check: Literal["batch_invariance", "long_context", "tensor_parallel", "cold_start"]
     backend: str
     setting: str  # English text; the report words ``setting_code`` + ``setting_params`` (absent before round 3)
@@ -113,7 +113,7 @@ class ParityMatrix(Section):
 
 class MultimodalParity(Section):
     """Step 05's multimodal part: a CLIP model's caption (``part: text``) and image (``part: image``) rows, or why
-    it was not measured (embedswap.parity_multimodal_step)."""
+    it was not measured (embedswap.parity.multimodal_step)."""
     rows: list[dict[str, Any]] = []
     passed: bool | None = Field(default=None, alias="pass")
     records: int = 0
@@ -129,7 +129,7 @@ class Parity(Section):
 
 
 class DiagnosisFinding(_Open):
-    """One server's diagnosis (embedswap.diagnosis): the first cause's code (None: the model's own pipeline
+    """One server's diagnosis (embedswap.diagnosis.hypotheses): the first cause's code (None: the model's own pipeline
     reproduces its vectors), every reason with its fix, the hypothesis that matched, or the diagnosis' own error."""
     cause: str | None = None
     reasons: list[dict[str, Any]] = []

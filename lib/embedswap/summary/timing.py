@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.captures import Attempt
-from embedswap.config import Experiment
+from embedswap.config.experiment import Experiment
 from embedswap.reasons import not_measured
 
 PARTS = ("workload", "queries", "probes", "latency")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embedswap.config import DynamoTarget, Experiment, ExternalTarget, KubernetesTarget, LegacyTarget, VllmTarget
+from embedswap.config.targets import DynamoTarget, ExternalTarget, KubernetesTarget, LegacyTarget, VllmTarget
+from embedswap.config.experiment import Experiment
 from embedswap.models import resolve_model_path
 from embedswap.targets.base import Target, TargetStartError
 from embedswap.targets.dynamo import DynamoServerTarget

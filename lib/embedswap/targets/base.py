@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import psutil
 
-from embedswap.config import ModelConfig
+from embedswap.config.sections import ModelConfig
 from embedswap.redact import redact, redact_file, register_secret_env
 
 LOG_TAIL_LINES = 40
@@ -199,7 +199,7 @@ class Target(ABC):
     def verify_tls(self) -> bool:
         return True
 
-    # the routes and request shape of the server (embedswap.api_shapes); an external target may have others
+    # the routes and request shape of the server (embedswap.measure.api_shapes); an external target may have others
     def api_shape(self) -> str:
         return "openai"
 

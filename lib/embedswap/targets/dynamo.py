@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from embedswap.config import DynamoTarget
+from embedswap.config.targets import DynamoTarget
 from embedswap.paths import cache_dir, engine_python
 from embedswap.targets.base import ManagedProcess, Target, TargetStartError, _signal_group, server_env
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from embedswap.config import KubernetesTarget
+from embedswap.config.targets import KubernetesTarget
 from embedswap.redact import is_secret_name
 
 

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 import yaml
 
-from embedswap.config import KubernetesTarget
+from embedswap.config.targets import KubernetesTarget
 from embedswap.redact import is_secret_name, redact, register_secret_env
 from embedswap.targets.base import Target, TargetStartError
 from embedswap.targets.k8s_secrets import create_secret_command, deployment_name, secret_name

@@ -1,4 +1,4 @@
-"""The reference home-made server (embedswap.legacy_server) as a target."""
+"""The reference home-made server (embedswap.legacy.server) as a target."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import embedswap
 
-from embedswap.config import LegacyTarget
+from embedswap.config.targets import LegacyTarget
 from embedswap.targets.base import ManagedProcess, Target, server_env
 
 
@@ -48,4 +48,4 @@ class LegacyServerTarget(Target):
     def version(self) -> str | None:
         from embedswap import __version__
 
-        return f"embedswap.legacy_server {__version__}"
+        return f"embedswap.legacy.server {__version__}"

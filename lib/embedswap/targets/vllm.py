@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from embedswap.config import VllmTarget
+from embedswap.config.targets import VllmTarget
 from embedswap.paths import cache_dir, engine_python
 from embedswap.targets.base import ManagedProcess, Target, TargetStartError, server_env
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured, roles, shim_rows, shimmed
 from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
-from embedswap.contract import CATALOGUE
+from embedswap.measure.contract import CATALOGUE
 from embedswap.report.catalogue import catalogue
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS

@@ -1,0 +1,182 @@
+"""The diagnosis inside a run: step 03 diagnoses every server's captured document vectors, step 05 every row the
+parity gate fails; the findings go to ``captures/diagnosis/vectors.json`` and into the parity rows.
+
+Step 03 also diagnoses every server's *query* vectors (those asked for with ``input_type: "query"``) against the
+model with its query prompt: a server that ignores the field answers 200 with another vector, the article's quiet
+difference, and is found here as ``diagnosis_prompt_missing``.
+
+The hypotheses' inputs come from the experiment and the captures: the truncation limits a server states (the
+experiment's ``max_input_tokens``, a target's ``max_model_len``) or shows when probed (the limit in an over-long
+probe's error text, the token count of an over-long input a server truncated silently), the kit's query template
+and task. One :class:`~embedswap.diagnosis.hypotheses.Diagnoser` serves every server of an attempt (one forward pass when
+every server reproduces the model; the other hypotheses are computed only when one does not).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embedswap.captures import Attempt
+from embedswap.config.experiment import Experiment
+from embedswap.diagnosis.hypotheses import Diagnoser, template_prefix
+from embedswap.models import resolve_model_path
+from embedswap.reasons import not_measured
+
+CAPTURE = "diagnosis/vectors.json"
+QUERY_FILE = "query_vectors_server_instruction.npy"  # measure.capture_queries: input_type "query"
+# The first queries diagnosed (every hypothesis is a forward pass over them): enough for a cosine gate's minimum,
+# bounded at corpus scale (thousands of queries).
+QUERY_SAMPLE = 256
+# vLLM: "This model's maximum context length is 256 tokens. However, ..." (the shim reads the same sentence)
+_STATED_LIMIT = re.compile(r"maximum (?:context|input) length is (\d+) tokens", re.IGNORECASE)
+_CACHE: dict[tuple[str, tuple[str, ...], tuple[int, ...]], Diagnoser] = {}
+
+
+def probed_limits(attempt: Attempt, name: str) -> list[int]:
+    """Token limits a server showed in its probe answers: stated in an error, or the count of a truncated input."""
+    if not attempt.has(f"{name}/probes.jsonl"):
+        return []
+    found: list[int] = []
+    for record in attempt.read_jsonl(f"{name}/probes.jsonl"):
+        found += [int(n) for n in _STATED_LIMIT.findall(json.dumps(record.get("error") or ""))]
+        if record.get("probe") == "over_long_input" and record.get("status") == 200 and record.get("prompt_tokens"):
+            found.append(int(record["prompt_tokens"]))  # answered: truncated at this many tokens
+    return found
+
+
+def stated_limits(experiment: Experiment, attempt: Attempt) -> list[int]:
+    """Every limit the experiment or its servers state or show (the hypotheses of truncation)."""
+    limits = [experiment.model.max_input_tokens]
+    for name, target in experiment.targets.items():
+        limits.append(getattr(target, "max_model_len", None))
+        limits += probed_limits(attempt, name)
+    return sorted({int(n) for n in limits if n})
+
+
+def diagnoser(experiment: Experiment, attempt: Attempt, texts: list[str]) -> Diagnoser:
+    """The attempt's Diagnoser for ``texts`` (built once per process)."""
+    path = resolve_model_path(experiment.model.path)
+    limits = stated_limits(experiment, attempt)
+    key = (path, tuple(texts), tuple(limits))
+    if key not in _CACHE:
+        _CACHE.clear()  # one attempt at a time: do not keep an earlier model's vectors in memory
+        _CACHE[key] = Diagnoser(path, texts, limits=limits, query_template=experiment.model.query_prompt_template,
+                                query_task=experiment.model.query_task)
+    return _CACHE[key]
+
+
+def diagnose_row(experiment: Experiment, attempt: Attempt, texts: list[str], served: np.ndarray, name: str,
+                 threshold: float) -> dict[str, Any]:
+    """One server's finding; a failure of the diagnosis itself is recorded, never raised (the gate has already
+    decided)."""
+    if attempt.has(CAPTURE):  # step 03 diagnosed this target's captured vectors already: the same finding
+        done = attempt.read_json(CAPTURE)
+        finding = (done.get("by_target") or {}).get(name)
+        if finding is not None and done.get("threshold") == threshold and done.get("texts") == len(texts):
+            return finding
+    try:
+        return diagnoser(experiment, attempt, texts).diagnose(served, name, threshold)
+    except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error
+        return _error_finding(exc)
+
+
+def text_rows(experiment: Experiment, experiment_dir: Path, documents: list[Any]) -> list[int]:
+    """Indices of the workload's text documents (an image record is not diagnosed: no backend here embeds it)."""
+    from embedswap.config.experiment import resolve_path
+    from embedswap.parity.gate import record_modalities
+
+    by_id = record_modalities(resolve_path(experiment_dir, experiment.workload.documents))
+    return [i for i, d in enumerate(documents) if by_id.get(d.id, "text") == "text"]
+
+
+def diagnose_vectors(ctx: Any) -> dict[str, Any]:
+    """Step 03: every target's captured document vectors against the model's own pipeline, written once to
+    ``captures/diagnosis/vectors.json`` (a later call reads it back: captures are never overwritten). ``ctx`` is
+    a :class:`embedswap.steps.StepContext`."""
+    experiment, attempt = ctx.experiment, ctx.attempt
+    if attempt.has(CAPTURE):
+        return attempt.read_json(CAPTURE)
+    names = [n for n in experiment.target_order() if attempt.has(f"{n}/doc_vectors.npy")]
+    if not names:
+        return not_measured("no_document_vectors_captured")
+    rows = text_rows(experiment, ctx.experiment_dir, ctx.workload.documents)
+    texts = [ctx.workload.documents[i].text for i in rows]
+    threshold = experiment.parity.text_threshold
+    by_target = {name: diagnose_row(experiment, attempt, texts,
+                                    attempt.read_array(f"{name}/doc_vectors.npy")[0][rows], name, threshold)
+                 for name in names}
+    result = {"measured": True, "threshold": threshold, "limits": stated_limits(experiment, attempt),
+              "texts": len(texts), "by_target": by_target,
+              "queries": diagnose_queries(experiment, attempt, ctx.workload, threshold)}
+    attempt.write_json(CAPTURE, result)
+    return result
+
+
+def query_prompt(experiment: Experiment) -> str | None:
+    """The prefix the experiment's query template puts before a query (None when text follows ``{query}``)."""
+    return template_prefix(experiment.model.query_prompt_template, experiment.model.query_task)
+
+
+def _error_finding(exc: Exception) -> dict[str, Any]:
+    """A finding the diagnosis could not make: its own error, recorded (the step goes on)."""
+    return {"cause": None, "reasons": [], "hypothesis": None, "error": f"{type(exc).__name__}: {exc}"[:500]}
+
+
+def diagnose_queries(experiment: Experiment, attempt: Attempt, workload: Any, threshold: float) -> dict[str, Any]:
+    """Every server's query vectors (input_type "query") against the model with its query prompt, on the first
+    :data:`QUERY_SAMPLE` queries; a failure of the diagnosis is recorded, never raised."""
+    if not workload.queries:
+        return not_measured("no_queries")
+    names = [n for n in experiment.target_order() if attempt.has(f"{n}/{QUERY_FILE}")]
+    if not names:
+        return not_measured("diagnosis_no_query_vectors")
+    prompt = query_prompt(experiment)
+    if prompt is None:
+        return not_measured("diagnosis_query_template_not_prefix")
+    texts = [q.text for q in workload.queries[:QUERY_SAMPLE]]
+    out: dict[str, Any] = {"measured": True, "prompt": prompt, "texts": len(texts), "by_target": {}}
+    try:
+        found = Diagnoser(resolve_model_path(experiment.model.path), texts,
+                          limits=stated_limits(experiment, attempt), expected_prompt=prompt,
+                          query_template=experiment.model.query_prompt_template, query_task=experiment.model.query_task)
+    except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error, per server
+        out["by_target"] = {n: _error_finding(exc) for n in names}
+        return out
+    for name in names:
+        served = attempt.read_array(f"{name}/{QUERY_FILE}")[: len(texts)]
+        try:
+            out["by_target"][name] = found.diagnose(served, name, threshold)
+        except Exception as exc:  # noqa: BLE001
+            out["by_target"][name] = _error_finding(exc)
+    return out
+
+
+def diagnosis_section(attempt: Attempt) -> dict[str, Any]:
+    """The summary's ``diagnosis`` section, from the step 03 capture."""
+    if not attempt.has(CAPTURE):
+        return not_measured("diagnosis_not_run")
+    return attempt.read_json(CAPTURE)
+
+
+def diagnosis_table(summary: dict[str, Any]) -> Any:
+    """Notebook 03's table: one row per diagnosed server (its cause, the step, the sentence with the fix)."""
+    import pandas as pd
+
+    section = summary.get("diagnosis") or {}
+    decisions = (summary.get("decisions") or {}).get("diagnosis") or {}
+    if not section.get("measured") and not decisions:
+        return pd.DataFrame([{"diagnosis": section.get("why")}])
+    rows = [{"server": name, "cause": (decisions.get(name) or {}).get("code"),
+             "step": (decisions.get(name) or {}).get("step"),
+             "why": "; ".join(r.get("why") or "" for r in (decisions.get(name) or {}).get("reasons") or [])
+                    or "reproduces the model's own pipeline"}
+            for name in dict.fromkeys([*(section.get("by_target") or {}), *decisions])]
+    for name, decided in ((summary.get("decisions") or {}).get("diagnosis_queries") or {}).items():
+        rows.append({"server": name, "cause": decided.get("code"), "step": "queries",
+                     "why": "; ".join(r.get("why") or "" for r in decided.get("reasons") or [])})
+    return pd.DataFrame(rows)

@@ -1,0 +1,5 @@
+"""``python -m embedswap.legacy``: the reference legacy server."""
+
+from embedswap.legacy.cli import main
+
+main()

@@ -1,0 +1,157 @@
+"""The legacy server's model pipeline as sentence-transformers writes it: ``modules.json`` read into pooling, Dense
+projections and normalisation, and the pooling itself (the diagnosis and the parity backend reuse both).
+
+A module the server cannot run faithfully (anything but Transformer, Pooling, Dense, Normalize) is refused at start
+(:class:`UnsupportedModuleError`), never skipped: skipping it would serve vectors that differ from the model's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from embedswap.models import sentence_transformers_prompts
+
+PoolingMode = Literal["mean", "cls", "lasttoken", "max"]
+
+# tokenizer.model_max_length is set to ~1e30 when a tokenizer has no limit; beyond this we trust the model config.
+ABSURD_MODEL_MAX_LENGTH = 1_000_000
+
+
+@dataclass(frozen=True)
+class SentenceTransformersConfig:
+    """What the sentence-transformers files of a model folder say about turning token states into one vector."""
+
+    pooling: PoolingMode
+    normalize: bool
+    max_seq_length: int | None
+    query_prefix: str | None
+    # sub-folders of the model's Dense modules, in modules.json order (applied after pooling, before Normalize)
+    dense: tuple[str, ...] = ()
+
+
+class UnsupportedModuleError(ValueError):
+    """modules.json names a module the legacy server cannot run faithfully: it refuses to start."""
+
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Pooling and model configuration
+
+
+def pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, padding_side: str) -> torch.Tensor:
+    """Reduce token states ``(batch, seq, hidden)`` to one vector per row ``(batch, hidden)``, in float32.
+
+    ``attention_mask`` is 1 on real tokens. ``padding_side`` tells where the padding sits, which decides where the
+    first (cls) and last (lasttoken) real token are.
+    """
+    hidden = last_hidden.float()  # accumulate in fp32 even for bf16/fp16 models
+    mask = attention_mask.to(hidden.dtype).unsqueeze(-1)
+    if mode == "mean":
+        return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+    if mode == "max":
+        return hidden.masked_fill(mask == 0, float("-inf")).max(dim=1).values
+    lengths = attention_mask.sum(dim=1).long()
+    seq_len = attention_mask.shape[1]
+    rows = torch.arange(hidden.shape[0], device=hidden.device)
+    if mode == "cls":
+        first = seq_len - lengths if padding_side == "left" else torch.zeros_like(lengths)
+        return hidden[rows, first]
+    if mode == "lasttoken":
+        last = torch.full_like(lengths, seq_len - 1) if padding_side == "left" else lengths - 1
+        return hidden[rows, last]
+    raise ValueError(f"unsupported pooling mode '{mode}'")
+
+
+# sentence-transformers < 6 stores one boolean per mode; 6+ stores a single "pooling_mode" string.
+_LEGACY_POOLING_KEYS: dict[str, str] = {
+    "pooling_mode_mean_tokens": "mean",
+    "pooling_mode_cls_token": "cls",
+    "pooling_mode_lasttoken": "lasttoken",
+    "pooling_mode_max_tokens": "max",
+    "pooling_mode_mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+    "pooling_mode_weightedmean_tokens": "weightedmean",
+}
+
+
+def _pooling_from_config(config: dict[str, Any]) -> PoolingMode:
+    mode = config.get("pooling_mode")
+    if isinstance(mode, list) and len(mode) == 1:
+        mode = mode[0]
+    if mode is None:
+        active = [name for key, name in _LEGACY_POOLING_KEYS.items() if config.get(key)]
+        mode = active[0] if len(active) == 1 else active
+    if mode not in PoolingMode.__args__:  # type: ignore[attr-defined]
+        raise ValueError(f"pooling {mode!r} is not supported by the legacy server (mean, cls, lasttoken, max)")
+    return mode  # type: ignore[return-value]
+
+
+# modules.json types (last dotted part) the server runs itself: the transformer, then pool, project, normalise
+_SERVED_MODULES: tuple[str, ...] = ("Transformer", "Pooling", "Dense", "Normalize")
+
+
+def read_sentence_transformers_config(folder: Path | None) -> SentenceTransformersConfig:
+    """Pooling, normalisation, max length and query prompt from a model folder; mean + normalize without files."""
+    if folder is None or not (folder / "modules.json").is_file():
+        return SentenceTransformersConfig(pooling="mean", normalize=True, max_seq_length=None, query_prefix=None)
+    modules = json.loads((folder / "modules.json").read_text())
+    normalize = False
+    pooling: PoolingMode = "mean"
+    dense: list[str] = []
+    for module in modules:
+        kind = str(module.get("type", "")).rsplit(".", 1)[-1]
+        if kind not in _SERVED_MODULES:
+            raise UnsupportedModuleError(
+                f"modules.json: module {module.get('type')!r} ({module.get('path') or module.get('name')}) is not "
+                f"served by the legacy server (it runs {', '.join(_SERVED_MODULES)}); refusing to serve vectors "
+                "that would differ from the model's"
+            )
+        if normalize and kind != "Normalize":
+            raise UnsupportedModuleError(f"modules.json: module {module.get('type')!r} after Normalize is not served")
+        if kind == "Pooling":
+            config_file = folder / module.get("path", "") / "config.json"
+            if config_file.is_file():
+                pooling = _pooling_from_config(json.loads(config_file.read_text()))
+        elif kind == "Dense":
+            dense.append(str(module.get("path", "")))
+        elif kind == "Normalize":
+            normalize = True
+    max_seq_length = None
+    bert_config = folder / "sentence_bert_config.json"
+    if bert_config.is_file():
+        max_seq_length = json.loads(bert_config.read_text()).get("max_seq_length")
+    query_prefix = sentence_transformers_prompts(folder).get("query") or None
+    return SentenceTransformersConfig(pooling, normalize, max_seq_length, query_prefix, tuple(dense))
+
+
+def _model_max_length(st_max: int | None, tokenizer: PreTrainedTokenizerBase, model: torch.nn.Module) -> int:
+    if st_max:
+        return int(st_max)
+    if tokenizer.model_max_length and tokenizer.model_max_length < ABSURD_MODEL_MAX_LENGTH:
+        return int(tokenizer.model_max_length)
+    return int(model.config.max_position_embeddings)
+
+
+def _load_dense(folder: Path | None, paths: tuple[str, ...], device: str) -> list[torch.nn.Module]:
+    """The model's Dense projections, loaded by sentence-transformers itself (weights and activation as it runs)."""
+    if not paths:
+        return []
+    from sentence_transformers.sentence_transformer.modules import Dense
+
+    assert folder is not None  # paths come from the folder's modules.json
+    return [Dense.load(str(folder), subfolder=sub).to(device).eval() for sub in paths]
+
+
+# the dtypes the server accepts (--dtype) and what one request's embedding returns
+DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass(frozen=True)
+class EmbedResult:
+    vectors: torch.Tensor  # (n, dim) float32 on CPU
+    tokens: int

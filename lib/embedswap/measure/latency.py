@@ -1,0 +1,138 @@
+"""Step 01/02's latency runs against one server: sequential, concurrent, the sweep, its resident memory."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict
+from typing import Any
+
+from tqdm import tqdm  # text bars: they show both in JupyterLab and in the papermill console log
+
+from embedswap.captures import Attempt
+from embedswap.config.experiment import Experiment
+from embedswap.measure.load import LoadSpec, client_name, closed_loop, point_stats, run_stats, run_sync
+from embedswap.targets.base import Target
+from embedswap.measure.workload import Workload
+
+from embedswap.measure.errors import StepFailed
+
+
+class _RssSampler:
+    """The server's resident memory (all its processes), sampled in a thread while the latency runs go.
+
+    ``target.rss_bytes()`` reads /proc through psutil: well under a millisecond, once a second, so the sampling
+    does not disturb the runs. It is also sampled at the start, after every run and at the end.
+    """
+
+    def __init__(self, target: Target, interval_s: float = 1.0) -> None:
+        self.target = target
+        self.interval_s = interval_s
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
+
+    def sample(self) -> None:
+        try:
+            value = self.target.rss_bytes()
+        except Exception:  # a dying server must not break the latency capture
+            value = None
+        if value:
+            self.samples.append(int(value))
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    @property
+    def peak(self) -> int | None:
+        return max(self.samples) if self.samples else None
+
+    def __enter__(self) -> _RssSampler:
+        self.sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.sample()
+
+
+def capture_latency(target: Target, experiment: Experiment, workload: Workload, attempt: Attempt,
+                    prefix: str) -> None:
+    """The article's two operating points: N sequential, and M at concurrency C; each repeated. Then the
+    concurrency sweep (``latency.sweep``; run names ``sweep_c<C>``), and the server's peak resident memory.
+
+    The two article points are written as before (``latency_requests.jsonl``, ``sequential`` / ``concurrent`` in
+    ``latency_stats.json``); the sweep's requests go to ``latency_sweep_requests.jsonl`` and its points to the list
+    ``sweep`` in ``latency_stats.json``, with ``rss_peak_bytes`` (None where the server's memory cannot be read,
+    e.g. an external target). The sweep is skipped when the server is gone or answered none of the article
+    points' requests: it would only measure the failure again.
+    """
+    cfg = experiment.latency
+    spec = LoadSpec(
+        base_url=target.base_url,
+        model=experiment.model.served_name,
+        batches=[[d.text for d in batch] for batch in workload.latency_batches(cfg.sample)],
+        timeout_s=cfg.timeout_s,
+        headers=target.headers(),
+        verify_tls=target.verify_tls(),
+        embeddings_path=target.embeddings_path(),
+        api_shape=target.api_shape(),
+    )
+    points = [("sequential", cfg.sequential_requests, 1), ("concurrent", cfg.concurrent_requests, cfg.concurrency)]
+    sweep = [(f"sweep_c{c}", cfg.sweep_requests, c) for c in dict.fromkeys(cfg.sweep)]  # duplicates dropped
+    records: list[dict[str, Any]] = []
+    sweep_records: list[dict[str, Any]] = []
+    stats: dict[str, Any] = {}
+    errors = 0
+    sweep_errors = 0
+    sweep_note = None
+    total = sum(n for _, n, _ in points) * cfg.repeats + sum(n for _, n, _ in sweep) * cfg.sweep_repeats
+    with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress, \
+            _RssSampler(target) as rss:
+        for run, requests, concurrency in points:
+            per_repeat = []
+            for repeat in range(cfg.repeats):
+                recs, wall = run_sync(closed_loop(spec, run, repeat, requests, concurrency, cfg.warmup_requests,
+                                                  progress))
+                rss.sample()
+                records.extend(asdict(r) for r in recs)
+                per_repeat.append(run_stats(recs, wall))
+                errors += sum(1 for r in recs if not r.ok)
+            stats[run] = point_stats(run, concurrency, per_repeat).as_dict()
+        if sweep:
+            answered = len(records) - errors
+            if not target.alive():
+                sweep_note = "skipped: the server process had exited"
+            elif answered == 0:
+                sweep_note = "skipped: the server answered none of the article points' requests"
+            else:
+                stats["sweep"] = []
+                for run, requests, concurrency in sweep:
+                    per_repeat = []
+                    for repeat in range(cfg.sweep_repeats):
+                        recs, wall = run_sync(closed_loop(spec, run, repeat, requests, concurrency,
+                                                          cfg.warmup_requests, progress))
+                        rss.sample()
+                        sweep_records.extend(asdict(r) for r in recs)
+                        per_repeat.append(run_stats(recs, wall))
+                        sweep_errors += sum(1 for r in recs if not r.ok)
+                    stats["sweep"].append(point_stats(run, concurrency, per_repeat).as_dict())
+    if sweep_note:
+        stats["sweep_note"] = sweep_note
+    stats["client"] = client_name(spec.base_url)
+    stats["rss_peak_bytes"] = rss.peak
+    stats["rss_samples"] = len(rss.samples)
+    attempt.write_jsonl(f"{prefix}/latency_requests.jsonl", records)
+    if sweep_records:
+        attempt.write_jsonl(f"{prefix}/latency_sweep_requests.jsonl", sweep_records)
+    attempt.write_json(f"{prefix}/latency_stats.json", stats)
+    problems = []
+    if errors:
+        problems.append(f"{errors} latency request(s) failed; see {prefix}/latency_requests.jsonl")
+    if sweep_errors:
+        problems.append(f"sweep: {sweep_errors} of {len(sweep_records)} latency request(s) failed; see "
+                        f"{prefix}/latency_sweep_requests.jsonl")
+    if problems:
+        raise StepFailed("; ".join(problems))

@@ -1,0 +1,332 @@
+"""Step 05's parity matrix: article 003's engineering points, measured on whatever this run has.
+
+- **batch invariance** per dtype: each text alone vs inside batches of 8 and 32, for the legacy server's way
+  (plain transformers padding a batch to its longest text, :class:`~embedswap.parity.backends.TransformersBackend`)
+  and for the engine (vLLM's offline pooling runner, which schedules each sequence on its own);
+- **long context**: inputs near ``max_model_len`` through the engine with chunked prefill off and on, each against
+  plain transformers fp32. vLLM keeps chunked prefill only for causal models pooled on the last token: for
+  mean/CLS pooling and encoders the row says so (a finding, not a failure);
+- **tensor parallel** 2 vs 1 (opt-in): vLLM's CPU workers need ``VLLM_CPU_OMP_THREADS_BIND`` set on a one-NUMA-node
+  host; the kit sets ``0|1`` and records it in the row;
+- **cold start**: start to healthy and the first workload request against the steady median, from the captures
+  of every server the run started.
+
+One engine start per setting (:func:`embedswap.parity.vllm.run_vllm_jobs` runs all its jobs in it). The rows are
+captured once per attempt (``parity/matrix.json``); cold start is read from captures and needs no engine.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embedswap.parity.backends import TransformersBackend
+from embedswap.parity.gate import ParityBackendError
+from embedswap.parity.matrix import setting as matrix_setting
+from embedswap.parity.matrix import (
+    BATCH_INVARIANCE,
+    COLD_START,
+    DEFAULT_BATCH_SIZES,
+    LONG_CONTEXT,
+    TENSOR_PARALLEL,
+    MatrixRow,
+    batch_invariance,
+    chunked_prefill_refusal,
+    compare,
+    not_run,
+)
+from embedswap.parity.vllm import run_vllm_jobs
+
+LEGACY_PADDING = "transformers (legacy padding)"
+ENGINE = "vllm-offline"
+# the article's long inputs were 4K+ tokens; three lengths up to near the limit (1k/3k/7k of 8192)
+LONG_FRACTIONS: tuple[float, ...] = (0.125, 0.375, 0.85)
+LONG_CONTEXT_CAP = 8192
+TP_BIND = "0|1"  # one OpenMP thread group per CPU worker (vLLM finds one NUMA node here and refuses two workers)
+
+
+@dataclass
+class ModelFacts:
+    pooling: str
+    causal: bool
+    limit: int
+
+
+def model_facts(model_path: str) -> ModelFacts:
+    """Pooling (from the sentence-transformers files), whether the model is causal, and its token limit."""
+    from transformers import AutoConfig
+
+    from embedswap.legacy.pipeline import read_sentence_transformers_config
+    from embedswap.models import local_model_folder, resolve_model_path
+
+    path = resolve_model_path(model_path)
+    st = read_sentence_transformers_config(local_model_folder(path))
+    config = AutoConfig.from_pretrained(path)
+    causal = bool(getattr(config, "is_decoder", False)) or any(
+        a.endswith("ForCausalLM") for a in getattr(config, "architectures", None) or [])
+    limit = int(st.max_seq_length or getattr(config, "max_position_embeddings", 0) or 512)
+    return ModelFacts(st.pooling, causal, limit)
+
+
+def long_inputs(model_path: str, texts: list[str], max_model_len: int,
+                fractions: tuple[float, ...] = LONG_FRACTIONS) -> tuple[list[str], list[int]]:
+    """Texts of about ``fraction * max_model_len`` tokens each (the workload's texts joined and cut on tokens),
+    and their token counts with the tokenizer's special tokens. Every one fits ``max_model_len``."""
+    from transformers import AutoTokenizer
+
+    from embedswap.models import resolve_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+    special = len(tokenizer("")["input_ids"])
+    ids: list[int] = []
+    while len(ids) < max_model_len:
+        ids += tokenizer(" ".join(texts), add_special_tokens=False)["input_ids"]
+    out, counts = [], []
+    for fraction in fractions:
+        want = max(1, int(fraction * max_model_len) - special)
+        text = tokenizer.decode(ids[:want])
+        count = len(tokenizer(text)["input_ids"])
+        while count > max_model_len and want > 1:  # decode/encode may merge or split a few tokens
+            want -= count - max_model_len
+            text = tokenizer.decode(ids[:want])
+            count = len(tokenizer(text)["input_ids"])
+        out.append(text)
+        counts.append(count)
+    return out, counts
+
+
+def _engine_setting(meta: dict[str, Any]) -> dict[str, Any]:
+    keys = ("vllm", "dtype", "chunked_prefill", "max_num_batched_tokens", "max_model_len", "tensor_parallel_size",
+            "load_s", "job_s")
+    return {k: meta.get(k) for k in keys if k in meta}
+
+
+class _Engine:
+    """The engine runs of one matrix: each setting started once; a failure becomes the rows' reason."""
+
+    def __init__(self, model_path: str, timeout_s: float, log_dir: Path | None) -> None:
+        self.model_path, self.timeout_s, self.log_dir = model_path, timeout_s, log_dir
+
+    def run(self, label: str, dtype: str, jobs: list[tuple[list[str], int]], kwargs: dict[str, Any],
+            env: dict[str, str] | None = None) -> tuple[list[np.ndarray] | None, dict[str, Any], str | None]:
+        log = self.log_dir / f"parity-matrix-{label}.log" if self.log_dir is not None else None
+        try:
+            vectors, meta = run_vllm_jobs(self.model_path, dtype, jobs, {"enforce_eager": True, **kwargs},
+                                          name=f"matrix-{label}", env=env, timeout_s=self.timeout_s, log_path=log)
+        except ParityBackendError as exc:
+            return None, {}, str(exc).splitlines()[0][:300]
+        return vectors, meta, None
+
+
+def _engine_missing() -> str | None:
+    from embedswap.paths import engine_python
+
+    python = engine_python()
+    return None if Path(python).exists() else python
+
+
+def _batch_rows_engine(vectors: list[np.ndarray] | None, meta: dict[str, Any], error: str | None, dtype: str,
+                       texts: list[str], gate: float) -> list[MatrixRow]:
+    rows = []
+    for number, size in enumerate(DEFAULT_BATCH_SIZES, start=1):
+        setting = matrix_setting("batch", dtype=dtype, size=size)
+        if len(texts) < size:
+            rows.append(not_run(BATCH_INVARIANCE, ENGINE, setting, "cpu", gate, "parity_matrix_too_few_texts"))
+        elif vectors is None:
+            rows.append(not_run(BATCH_INVARIANCE, ENGINE, setting, "cpu", gate, "parity_matrix_engine_failed",
+                                error=error))
+        else:
+            row = compare(BATCH_INVARIANCE, ENGINE, setting, str(meta.get("device") or "cpu"), vectors[0],
+                          vectors[number], gate)
+            row.figures.update(_engine_setting(meta))
+            rows.append(row)
+    return rows
+
+
+def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targets: list[dict[str, Any]],
+               log_dir: Path | None = None, device: str = "cpu") -> dict[str, Any]:
+    """Every row of the matrix ``checks`` (embedswap.config.ParityChecks) asks for. ``texts`` are the workload's
+    documents (the first ``checks.texts`` are used); ``targets`` are the cold-start inputs of
+    :func:`cold_start_inputs`. ``device`` is where the legacy-padding rows run (``scripts/gpu_parity.py``: cuda);
+    the engine rows record the platform vLLM picked. Returns ``{"rows": [...], "settings": {...}}``."""
+    sample = list(texts[: checks.texts])
+    facts = model_facts(model_path)
+    max_model_len = min(checks.max_model_len or min(facts.limit, LONG_CONTEXT_CAP), facts.limit)
+    rows: list[MatrixRow] = []
+    engine = _Engine(model_path, checks.timeout_s, log_dir)
+    missing = _engine_missing() if checks.engine else None
+    long_texts, long_counts = (long_inputs(model_path, texts, max_model_len) if checks.long_context
+                               else ([], []))
+    long_setting = {"inputs": len(long_counts), "tokens": "/".join(map(str, long_counts)),
+                    "max_model_len": max_model_len}
+    fp32_engine: tuple[list[np.ndarray] | None, dict[str, Any], str | None] = (None, {}, None)
+
+    for dtype in checks.dtypes:
+        if checks.batch_invariance:
+            rows += batch_invariance(TransformersBackend(model_path, device=device, dtype=dtype, name=LEGACY_PADDING),
+                                     sample, gate, platform=device)
+        if not checks.engine or missing:
+            continue
+        jobs = [(sample, 1)] + [(sample, size) for size in DEFAULT_BATCH_SIZES if len(sample) >= size] \
+            if checks.batch_invariance else []
+        long_job = dtype == "float32" and checks.long_context
+        if long_job:  # chunked prefill off: the whole input in one step
+            jobs = jobs + [(long_texts, 1)]
+        if not jobs:
+            continue
+        kwargs = {"max_model_len": max_model_len}
+        if facts.causal and facts.pooling == "lasttoken":
+            kwargs.update(enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 8192))
+        run = engine.run(f"{dtype}", dtype, jobs, kwargs)
+        if checks.batch_invariance:
+            vectors = run[0][: 1 + len(DEFAULT_BATCH_SIZES)] if run[0] is not None else None
+            rows += _batch_rows_engine(vectors, run[1], run[2], dtype, sample, gate)
+        if long_job:
+            fp32_engine = run
+
+    if checks.long_context:
+        rows += _long_rows(checks, engine, facts, model_path, long_texts, long_setting, max_model_len, gate,
+                           fp32_engine, missing)
+    rows += _tensor_parallel_rows(checks, engine, sample, max_model_len, gate, missing)
+    if checks.cold_start:
+        rows += cold_start_rows(targets)
+    return {"rows": [r.as_dict() for r in rows],
+            "settings": {"texts": len(sample), "dtypes": list(checks.dtypes), "max_model_len": max_model_len,
+                         "long_tokens": long_counts, "pooling": facts.pooling, "causal": facts.causal,
+                         "chunk_tokens": checks.chunk_tokens, "tp_bind": TP_BIND if checks.tensor_parallel else None}}
+
+
+def _long_rows(checks: Any, engine: _Engine, facts: ModelFacts, model_path: str, long_texts: list[str],
+               setting: dict[str, Any], max_model_len: int, gate: float,
+               fp32_engine: tuple[list[np.ndarray] | None, dict[str, Any], str | None],
+               missing: str | None) -> list[MatrixRow]:
+    off = matrix_setting("chunked_off", **setting)
+    on = matrix_setting("chunked_on", chunk_tokens=checks.chunk_tokens, **setting)
+    if not checks.engine:
+        return [not_run(LONG_CONTEXT, ENGINE, s, "cpu", gate, "parity_matrix_off", key="engine") for s in (off, on)]
+    if missing:
+        return [not_run(LONG_CONTEXT, ENGINE, s, "cpu", gate, "parity_matrix_no_engine", python=missing)
+                for s in (off, on)]
+    reference = TransformersBackend(model_path, dtype="float32", batch_size=1).embed(long_texts)
+    rows = []
+    vectors, meta, error = fp32_engine
+    if vectors is None:
+        rows.append(not_run(LONG_CONTEXT, ENGINE, off, "cpu", gate, "parity_matrix_engine_failed",
+                            error=error or "no float32 run"))
+    else:
+        row = compare(LONG_CONTEXT, ENGINE, off, str(meta.get("device") or "cpu"), reference, vectors[-1], gate)
+        row.figures.update(_engine_setting(meta))
+        rows.append(row)
+    refusal = chunked_prefill_refusal(facts.pooling, facts.causal)
+    if refusal:
+        rows.append(not_run(LONG_CONTEXT, ENGINE, on, "cpu", gate, refusal))
+        return rows
+    got, meta, error = engine.run("chunked", "float32", [(long_texts, 1)],
+                                  {"max_model_len": max_model_len, "enable_chunked_prefill": True,
+                                   "max_num_batched_tokens": checks.chunk_tokens})
+    if got is None:
+        rows.append(not_run(LONG_CONTEXT, ENGINE, on, "cpu", gate, "parity_matrix_engine_failed", error=error))
+    elif meta.get("chunked_prefill") is False:  # vLLM turned it off itself: what ran is not what was asked
+        rows.append(not_run(LONG_CONTEXT, ENGINE, on, "cpu", gate, "parity_chunked_prefill_refused"))
+    else:
+        row = compare(LONG_CONTEXT, ENGINE, on, str(meta.get("device") or "cpu"), reference, got[0], gate)
+        row.figures.update(_engine_setting(meta))
+        rows.append(row)
+    return rows
+
+
+def _tensor_parallel_rows(checks: Any, engine: _Engine, texts: list[str], max_model_len: int, gate: float,
+                          missing: str | None) -> list[MatrixRow]:
+    setting = matrix_setting("tp", bind=TP_BIND)
+    if not checks.tensor_parallel:
+        return [not_run(TENSOR_PARALLEL, ENGINE, setting, "cpu", gate, "parity_tp_opt_in")]
+    if not checks.engine:
+        return [not_run(TENSOR_PARALLEL, ENGINE, setting, "cpu", gate, "parity_matrix_off", key="engine")]
+    if missing:
+        return [not_run(TENSOR_PARALLEL, ENGINE, setting, "cpu", gate, "parity_matrix_no_engine", python=missing)]
+    cpus = os.cpu_count() or 1
+    if cpus < 2:
+        return [not_run(TENSOR_PARALLEL, ENGINE, setting, "cpu", gate, "parity_tp_cpus", n=cpus)]
+    kwargs = {"max_model_len": max_model_len}
+    one, meta_one, error = engine.run("tp1", "float32", [(texts, 8)], kwargs)
+    two, meta, error_two = (None, {}, error) if one is None else engine.run(
+        "tp2", "float32", [(texts, 8)], {**kwargs, "tensor_parallel_size": 2},
+        env={"VLLM_CPU_OMP_THREADS_BIND": TP_BIND, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"})
+    if one is None or two is None:
+        return [not_run(TENSOR_PARALLEL, ENGINE, setting, "cpu", gate, "parity_matrix_engine_failed",
+                        error=error_two or error)]
+    row = compare(TENSOR_PARALLEL, ENGINE, setting, str(meta.get("device") or "cpu"), one[0], two[0], gate)
+    row.figures.update({**_engine_setting(meta), "VLLM_CPU_OMP_THREADS_BIND": TP_BIND,
+                        "tp1_load_s": meta_one.get("load_s")})
+    return [row]
+
+
+# --- cold start, from the captures of the servers this run started ----------------------------------------------
+def cold_start_inputs(experiment: Any, attempt: Any) -> list[dict[str, Any]]:
+    """Per target: its kind, target.json (start_seconds) and the latencies of its workload requests in order."""
+    out = []
+    # every server the run started: the roles first, then variants measured for one aspect (matryoshka, ...)
+    names = list(dict.fromkeys([*experiment.target_order(), *experiment.targets]))
+    for name in names:
+        info = attempt.read_json(f"{name}/target.json") if attempt.has(f"{name}/target.json") else None
+        requests = attempt.read_jsonl(f"{name}/workload_requests.jsonl") \
+            if attempt.has(f"{name}/workload_requests.jsonl") else []
+        out.append({"name": name, "kind": experiment.targets[name].kind, "target": info,
+                    "latencies_ms": [r.get("latency_ms") for r in requests if r.get("status") == 200]})
+    return out
+
+
+def cold_start_rows(targets: list[dict[str, Any]]) -> list[MatrixRow]:
+    """Start to healthy, the first workload request, and the median of the later ones (same batch size)."""
+    rows = []
+    for target in targets:
+        name, info = target["name"], target.get("target") or {}
+        if not info:
+            continue  # not captured in this attempt: the status section says so
+        if target.get("kind") == "external":
+            rows.append(not_run(COLD_START, name, matrix_setting("cold_start_first"), "cpu", None,
+                                "parity_cold_start_external", name=name))
+            continue
+        latencies = [float(v) for v in target.get("latencies_ms") or [] if v is not None]
+        if len(latencies) < 2 or info.get("start_seconds") is None:
+            row = not_run(COLD_START, name, matrix_setting("cold_start_first"), "cpu", None,
+                          "parity_cold_start_no_requests", name=name)
+            if info.get("start_seconds") is not None:  # started (e.g. probes only): its start is still measured
+                row.figures = {"start_s": round(float(info["start_seconds"]), 2)}
+            rows.append(row)
+            continue
+        steady = statistics.median(latencies[1:])
+        rows.append(MatrixRow(COLD_START, name, matrix_setting("cold_start"), "cpu",
+                              len(latencies), None, None, None, None,
+                              figures={"start_s": round(float(info["start_seconds"]), 2),
+                                       "first_ms": round(latencies[0], 1), "steady_median_ms": round(steady, 1),
+                                       "first_over_steady": round(latencies[0] / steady, 3) if steady else None,
+                                       "steady_n": len(latencies) - 1}))
+    return rows
+
+
+MATRIX_FILE = "parity/matrix.json"
+
+
+def captured_matrix(experiment: Any, attempt: Any, texts: list[str]) -> dict[str, Any]:
+    """The attempt's matrix: read when captured, else run and captured (never overwritten). Not configured
+    (no ``parity.checks``): a not-measured entry with its reason, nothing run."""
+    from embedswap.models import resolve_model_path
+    from embedswap.reasons import not_measured
+
+    checks = experiment.parity.checks
+    if checks is None:
+        return not_measured("parity_matrix_not_configured")
+    if attempt.has(MATRIX_FILE):
+        return attempt.read_json(MATRIX_FILE)
+    matrix = run_matrix(checks, resolve_model_path(experiment.model.path), texts,
+                        float(experiment.parity.text_threshold), cold_start_inputs(experiment, attempt),
+                        log_dir=attempt.logs)
+    result = {"measured": True, "source": f"captures/{MATRIX_FILE}", **matrix}
+    attempt.write_json(MATRIX_FILE, result)
+    return result

@@ -1,0 +1,271 @@
+"""vLLM's offline pooling runner in the engine environment (vLLM does not live in the kit's environment).
+
+:class:`VllmOfflineBackend` embeds texts with ``LLM(model, runner="pooling", dtype).embed`` in a subprocess of the
+engine's interpreter; texts and vectors travel through temp files. :func:`run_vllm_jobs` does the same for several
+named jobs (texts + batch size) in one engine start, so the parity matrix pays vLLM's start-up once per setting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embedswap.parity.gate import DEFAULT_BATCH_SIZE, TEXT, ParityBackendError, threshold_for
+
+# Runs in the engine environment's interpreter (which has vLLM but not embedswap): argv = model dtype
+# texts.json out.npy meta.json kwargs.json batch_size
+_VLLM_SCRIPT = r"""
+import json, sys, time
+
+
+def main():
+    started = time.monotonic()
+    import numpy as np
+    import vllm
+    from vllm import LLM
+
+    model, dtype, texts_path, out_path, meta_path, kwargs_path, batch_size = sys.argv[1:8]
+    texts = json.load(open(texts_path, encoding="utf-8"))
+    kwargs = json.load(open(kwargs_path, encoding="utf-8"))
+    llm = LLM(model=model, runner="pooling", dtype=dtype, **kwargs)
+    loaded = time.monotonic()
+    size = int(batch_size)
+    vectors = []
+    for start in range(0, len(texts), size):
+        for output in llm.embed(texts[start:start + size], use_tqdm=False):
+            vectors.append(output.outputs.embedding)
+    embedded = time.monotonic()
+    np.save(out_path, np.asarray(vectors, dtype=np.float32), allow_pickle=False)
+    actual = None
+    for getter in (lambda: llm.llm_engine.model_config.dtype, lambda: llm.model_config.dtype,
+                   lambda: llm.llm_engine.vllm_config.model_config.dtype):
+        try:
+            actual = str(getter()).replace("torch.", "")
+            break
+        except Exception:
+            pass
+    try:
+        from vllm.platforms import current_platform
+        device = str(current_platform.device_type)
+    except Exception:
+        device = None
+    meta = {"vllm": vllm.__version__, "dtype": actual, "device": device, "load_s": round(loaded - started, 1),
+            "embed_s": round(embedded - loaded, 2), "texts": len(texts), "batch_size": size}
+    with open(meta_path, "w") as handle:
+        json.dump(meta, handle)
+
+
+if __name__ == "__main__":  # vLLM may spawn processes, which re-import this file
+    main()
+"""
+
+
+class VllmOfflineBackend:
+    """vLLM's offline pooling runner, ``LLM(model, runner="pooling", dtype).embed(texts)``, in a subprocess.
+
+    vLLM lives in the engine environment, so the engine's interpreter (``embedswap.paths.engine_python()``) runs
+    a small script; texts go in and vectors come back as temp files. ``dtype="auto"`` is vLLM's own default
+    (fp16 for an fp32 pooling checkpoint); after ``embed`` the dtype vLLM actually ran is in ``meta["dtype"]``
+    and in ``dtype`` ("auto -> float16"). The subprocess runs in its own process group (killed on timeout and
+    when this process dies); its log goes to ``log_path`` (default: a temp file, kept in ``last_log``).
+    """
+
+    def __init__(self, model_path: str, dtype: str = "float32", name: str | None = None, python: str | None = None,
+                 device: str = "cpu", modality: str = TEXT, batch_size: int = DEFAULT_BATCH_SIZE,
+                 enforce_eager: bool = True, max_model_len: int | None = None,
+                 engine_kwargs: dict[str, Any] | None = None, timeout_s: float = 1800.0,
+                 log_path: str | Path | None = None, env: dict[str, str] | None = None) -> None:
+        threshold_for(modality)
+        self.model_path = model_path
+        self.requested_dtype = dtype
+        self.name = name or f"vllm-offline-{dtype}"
+        self.python = python
+        self.device = device
+        self.modality = modality
+        self.batch_size = batch_size
+        self.kwargs: dict[str, Any] = {"enforce_eager": enforce_eager, "seed": 0, **(engine_kwargs or {})}
+        if max_model_len:
+            self.kwargs["max_model_len"] = max_model_len
+        self.timeout_s = timeout_s
+        self.log_path = Path(log_path) if log_path else None
+        self.env = dict(env or {})
+        self.meta: dict[str, Any] = {}
+        self.last_log: str = ""
+
+    @property
+    def dtype(self) -> str:
+        actual = self.meta.get("dtype")
+        if actual and actual != self.requested_dtype:
+            return f"{self.requested_dtype} -> {actual}"
+        return self.requested_dtype
+
+    def command(self, work: Path, model: str) -> list[str]:
+        from embedswap.paths import engine_python
+
+        return [self.python or engine_python(), str(work / "vllm_embed.py"), model, self.requested_dtype,
+                str(work / "texts.json"), str(work / "vectors.npy"), str(work / "meta.json"),
+                str(work / "kwargs.json"), str(self.batch_size)]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        from embedswap.models import resolve_model_path
+        from embedswap.paths import cache_dir, engine_python
+        from embedswap.targets.base import ManagedProcess, log_tail
+
+        python = self.python or engine_python()
+        if not Path(python).exists():
+            raise ParityBackendError(f"{self.name}: the engine interpreter {python} does not exist (build it with "
+                                     "`make engine`, or set $EMBEDSWAP_ENGINE_PYTHON)")
+        model = resolve_model_path(self.model_path)
+        with tempfile.TemporaryDirectory(prefix="embedswap-vllm-offline-") as tmp:
+            work = Path(tmp)
+            (work / "vllm_embed.py").write_text(_VLLM_SCRIPT, encoding="utf-8")
+            (work / "texts.json").write_text(json.dumps(texts, ensure_ascii=False), encoding="utf-8")
+            (work / "kwargs.json").write_text(json.dumps(self.kwargs), encoding="utf-8")
+            cache = cache_dir()
+            # the engine core runs in-process: one interpreter less to start (the vectors do not depend on it)
+            env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+                   "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+                   "VLLM_CACHE_ROOT": str(cache / "vllm"), "XDG_CACHE_HOME": str(cache / "xdg"),
+                   "PYTHONUNBUFFERED": "1", **self.env}
+            log_path = self.log_path or work / "engine.log"
+            process = ManagedProcess(self.name, self.command(work, model), env, log_path)
+            process.start()
+            timed_out = False
+            try:
+                assert process.process is not None
+                process.process.wait(timeout=self.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:  # also on Ctrl-C: the engine (and its EngineCore child) never outlives the call
+                code = process.stop(grace_s=5)
+                self.last_log = log_path.read_text(encoding="utf-8", errors="replace")
+            if timed_out:
+                raise ParityBackendError(f"{self.name}: vLLM did not finish in {self.timeout_s:.0f} s; log tail:\n"
+                                         f"{log_tail(log_path, 20)}")
+            if code != 0 or not (work / "vectors.npy").exists():
+                raise ParityBackendError(f"{self.name}: vLLM exited with code {code}; log tail:\n"
+                                         f"{log_tail(log_path, 20)}")
+            self.meta = json.loads((work / "meta.json").read_text())
+            if self.meta.get("device"):
+                self.device = str(self.meta["device"])
+            vectors = np.load(work / "vectors.npy", allow_pickle=False)
+        if vectors.shape[0] != len(texts):
+            raise ParityBackendError(f"{self.name}: {vectors.shape[0]} vectors for {len(texts)} texts")
+        return vectors.astype(np.float32)
+
+
+# Several jobs in one engine start (the matrix): argv = spec.json out.npz meta.json. spec = {model, dtype, kwargs,
+# jobs: [{texts, batch_size}]}; the vectors of job i are out.npz["job<i>"]. The meta records what the engine
+# actually ran (dtype, platform, chunked prefill on or off, the token budget per step): a setting vLLM refused
+# shows there.
+_JOBS_SCRIPT = r"""
+import json, sys, time
+
+
+def _get(obj, *names):
+    for name in names:
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def main():
+    started = time.monotonic()
+    import numpy as np
+    import vllm
+    from vllm import LLM
+
+    spec_path, out_path, meta_path = sys.argv[1:4]
+    spec = json.load(open(spec_path, encoding="utf-8"))
+    llm = LLM(model=spec["model"], runner="pooling", dtype=spec["dtype"], **spec["kwargs"])
+    loaded = time.monotonic()
+    arrays, seconds = {}, []
+    for number, job in enumerate(spec["jobs"]):
+        t0 = time.monotonic()
+        texts, size, vectors = job["texts"], int(job["batch_size"]), []
+        for start in range(0, len(texts), size):
+            for output in llm.embed(texts[start:start + size], use_tqdm=False):
+                vectors.append(output.outputs.embedding)
+        arrays[f"job{number}"] = np.asarray(vectors, dtype=np.float32)
+        seconds.append(round(time.monotonic() - t0, 3))
+    np.savez(out_path, **arrays)
+    config = _get(llm, "llm_engine", "vllm_config")
+    try:
+        from vllm.platforms import current_platform
+        device = str(current_platform.device_type)
+    except Exception:
+        device = None
+    meta = {"vllm": vllm.__version__, "device": device, "load_s": round(loaded - started, 2), "job_s": seconds,
+            "dtype": str(_get(config, "model_config", "dtype")).replace("torch.", ""),
+            "chunked_prefill": _get(config, "scheduler_config", "enable_chunked_prefill"),
+            "max_num_batched_tokens": _get(config, "scheduler_config", "max_num_batched_tokens"),
+            "max_model_len": _get(config, "model_config", "max_model_len"),
+            "tensor_parallel_size": _get(config, "parallel_config", "tensor_parallel_size")}
+    with open(meta_path, "w") as handle:
+        json.dump(meta, handle, default=str)
+
+
+if __name__ == "__main__":  # vLLM may spawn processes (tensor parallel), which re-import this file
+    main()
+"""
+
+
+def run_vllm_jobs(model_path: str, dtype: str, jobs: list[tuple[list[str], int]], engine_kwargs: dict[str, Any],
+                  name: str = "vllm-matrix", python: str | None = None, env: dict[str, str] | None = None,
+                  timeout_s: float = 1800.0, log_path: str | Path | None = None) -> tuple[list[np.ndarray],
+                                                                                          dict[str, Any]]:
+    """One vLLM engine start (``LLM(model, runner="pooling", dtype, **engine_kwargs)``) embedding each job's texts
+    in batches of the job's size. Returns the vectors per job and what the engine ran (``meta``).
+
+    Runs like :class:`VllmOfflineBackend` (engine interpreter, own process group, killed on timeout); ``env``
+    adds to the engine's environment (e.g. ``VLLM_CPU_OMP_THREADS_BIND`` for tensor parallel).
+    """
+    from embedswap.models import resolve_model_path
+    from embedswap.paths import cache_dir, engine_python
+    from embedswap.targets.base import ManagedProcess, log_tail
+
+    python = python or engine_python()
+    if not Path(python).exists():
+        raise ParityBackendError(f"{name}: the engine interpreter {python} does not exist (build it with "
+                                 "`make engine`, or set $EMBEDSWAP_ENGINE_PYTHON)")
+    spec = {"model": resolve_model_path(model_path), "dtype": dtype, "kwargs": {"seed": 0, **engine_kwargs},
+            "jobs": [{"texts": list(texts), "batch_size": int(size)} for texts, size in jobs]}
+    with tempfile.TemporaryDirectory(prefix="embedswap-vllm-matrix-") as tmp:
+        work = Path(tmp)
+        (work / "vllm_jobs.py").write_text(_JOBS_SCRIPT, encoding="utf-8")
+        (work / "spec.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+        cache = cache_dir()
+        full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+                    "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CACHE_ROOT": str(cache / "vllm"),
+                    "XDG_CACHE_HOME": str(cache / "xdg"), "PYTHONUNBUFFERED": "1", **(env or {})}
+        log = Path(log_path) if log_path else work / "engine.log"
+        process = ManagedProcess(name, [python, str(work / "vllm_jobs.py"), str(work / "spec.json"),
+                                        str(work / "out.npz"), str(work / "meta.json")], full_env, log)
+        process.start()
+        timed_out = False
+        try:
+            assert process.process is not None
+            process.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:  # also on Ctrl-C: the engine never outlives the call
+            code = process.stop(grace_s=5)
+        if timed_out:
+            raise ParityBackendError(f"{name}: vLLM did not finish in {timeout_s:.0f} s; log tail:\n"
+                                     f"{log_tail(log, 20)}")
+        if code != 0 or not (work / "out.npz").exists():
+            raise ParityBackendError(f"{name}: vLLM exited with code {code}; log tail:\n{log_tail(log, 20)}")
+        meta = json.loads((work / "meta.json").read_text())
+        with np.load(work / "out.npz", allow_pickle=False) as data:
+            vectors = [np.asarray(data[f"job{i}"], dtype=np.float32) for i in range(len(jobs))]
+    for (texts, _), got in zip(jobs, vectors):
+        if len(got) != len(texts):
+            raise ParityBackendError(f"{name}: {len(got)} vectors for {len(texts)} texts")
+    return vectors, meta

@@ -1,0 +1,133 @@
+"""The tables the notebooks show (pandas): targets, vectors, contract, instruction, latency, parity.
+
+Read from summary.json's dict only (the decisions are already in it); split out of ``embedswap.steps``, which
+re-exports every function here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from embedswap.steps.context import StepContext, StepError
+from embedswap.measure.tokens import ensure_tokenizer_counts
+
+
+def targets_table(ctx: StepContext) -> pd.DataFrame:
+    rows = []
+    for name, info in ctx.summary()["targets"].items():
+        rows.append({
+            "target": name,
+            "kind": info["config"]["kind"],
+            "version": info.get("version"),
+            "start_s": info.get("start_seconds"),
+            "rss_MiB": round(info["rss_bytes"] / 2**20) if info.get("rss_bytes") else None,
+            "status": ctx.attempt.step_status(f"capture:{name}"),
+            "problems": "; ".join(info.get("problems") or []) or info.get("error"),
+        })
+    return pd.DataFrame(rows).set_index("target")
+
+
+# --- 03: vectors and contract ------------------------------------------------------------------------------------
+def require_captures(ctx: StepContext) -> None:
+    missing = [n for n in ctx.experiment.target_order() if not ctx.attempt.has(f"{n}/target.json")]
+    if missing:
+        raise StepError(f"attempt {ctx.attempt.name} has no captures for {missing}: run steps 01 and 02 first")
+    ensure_tokenizer_counts(ctx.experiment, ctx.workload, ctx.attempt)  # attempts made before it was captured
+
+
+def vector_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """The article's vector table, one column per server."""
+    vectors = summary["vectors"]
+    rows: dict[str, dict[str, Any]] = {}
+    for name, info in vectors["by_target"].items():
+        if not info.get("measured"):
+            rows[name] = {"dimension": None, "first L2 norm": None, "token total": None, "note": info.get("why")}
+            continue
+        rows[name] = {
+            "dimension": info["dimension"],
+            "first L2 norm": round(info["norm"]["first"], 6),
+            "token total": info["token_total"],
+            "index order ok": info["index_order_ok"],
+            "repeat min cosine": info["repeat_min_cosine"],
+            "= tokenizer's count": info.get("token_total_matches_tokenizer"),
+        }
+    for name, comparison in vectors["comparisons"].items():
+        if comparison.get("measured"):
+            c = comparison["cosine"]
+            rows[name]["cosine vs legacy (min/median/max)"] = f"{c['min']:.6f} / {c['median']:.6f} / {c['max']:.6f}"
+    return pd.DataFrame(rows)
+
+
+def contract_table(summary: dict[str, Any]) -> pd.DataFrame:
+    contract = summary["contract"]
+    if isinstance(contract, dict):
+        return pd.DataFrame([{"contract": contract.get("why")}])
+    rows = []
+    for row in contract:
+        entry: dict[str, Any] = {"probe": row["probe"]}
+        for name, side in row["by_target"].items():
+            entry[name] = side["status"]
+        for name, verdict in row["verdicts"].items():
+            entry[f"verdict ({name})"] = verdict["verdict"]
+            entry[f"cosine ({name})"] = None if verdict["cosine"] is None else round(verdict["cosine"], 4)
+        rows.append(entry)
+    return pd.DataFrame(rows).set_index("probe")
+
+
+def instruction_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """The query instruction three ways per server (applied / ignored / another vector), then /v2/embed."""
+    section = summary.get("instruction") or {}
+    if not section.get("measured"):
+        return pd.DataFrame([{"instruction": section.get("why", "not in this summary")}])
+    rows = []
+    for row in section["rows"] + [{**r, "variant": "/v2/embed input_type"} for r in section.get("v2_embed", [])]:
+        cos = row.get("cosine_to_reference")
+        rows.append({"server": row["target"], "request": row.get("variant"), "status": row.get("status"),
+                     "prompt tokens": row.get("prompt_tokens"), "tokenizer's count": row.get("tokenizer_tokens"),
+                     "cosine to reference (min)": (cos or {}).get("min") if isinstance(cos, dict) else cos,
+                     "reading": row.get("reading") or row.get("error")})
+    return pd.DataFrame(rows).set_index(["server", "request"])
+
+
+# --- 04: latency -------------------------------------------------------------------------------------------------
+def latency_table(summary: dict[str, Any], section: str = "latency") -> pd.DataFrame:
+    """One row per server; ``section="ablation"`` gives the legacy server against its variants."""
+    rows = []
+    if not summary[section].get("by_target"):
+        return pd.DataFrame([{section: summary[section].get("why")}])
+    for name, info in summary[section]["by_target"].items():
+        if not info.get("measured"):
+            rows.append({"target": name, "note": info.get("why")})
+            continue
+        seq, conc = info["sequential"], info["concurrent"]
+        rows.append({
+            "target": name,
+            "seq p50 ms": seq["p50_ms"], "seq p99 ms": seq["p99_ms"],
+            f"c{conc['concurrency']} p50 ms": conc["p50_ms"], f"c{conc['concurrency']} p99 ms": conc["p99_ms"],
+            f"c{conc['concurrency']} docs/s": conc["docs_per_s"],
+            "docs/s per repeat": conc["spread"]["docs_per_s"],
+            "errors": seq["errors"] + conc["errors"],
+        })
+    return pd.DataFrame(rows).set_index("target").round(1)
+
+
+def parity_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """One line per backend and modality; backends that were not measured, and the text+image gate when it was
+    not measured, are lines with a note instead of figures."""
+    parity = summary["parity"]
+    rows = [{k: v for k, v in row.items() if k not in ("worst", "source")} for row in parity.get("rows") or []]
+    for missing in parity.get("not_run") or []:
+        rows.append({"backend": missing["backend"], "pass": False, "note": f"not measured: {missing['why']}"})
+    multimodal = parity.get("multimodal") or {}
+    for row in multimodal.get("rows") or []:  # parity.multimodal (issue 18): a CLIP model's captions and images
+        rows.append({**{k: v for k, v in row.items() if k not in ("worst", "part", "request")},
+                     "backend": f"{row['backend']} (CLIP {row.get('part')}, {row.get('request')})"})
+    if rows and multimodal and not multimodal.get("measured"):
+        rows.append({"backend": "(text+image)", "modality": "text+image",
+                     "threshold": (parity.get("thresholds") or {}).get("multimodal"),
+                     "note": f"not measured: {multimodal.get('why')}"})
+    if not rows:
+        return pd.DataFrame([{"parity": parity.get("why")}])
+    return pd.DataFrame(rows).set_index("backend")

@@ -1,0 +1,133 @@
+"""The package's shape: no import cycle between the kit's modules, every module importable on its own in a fresh
+interpreter (so no module works only because another happened to be imported first), and a small package root."""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import embedswap
+
+LIB = Path(embedswap.__file__).parent
+MODULES = sorted(m.name for m in pkgutil.walk_packages(embedswap.__path__, "embedswap.")
+                 if not m.name.endswith("__main__"))
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(LIB.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the kit's modules it imports when it is loaded (module-level imports, not those inside functions)."""
+    known = set(MODULES)
+    graph: dict[str, set[str]] = {}
+    for path in LIB.rglob("*.py"):
+        name = _module_of(path)
+        if name not in known:
+            continue
+        edges: set[str] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            imports = [node] if isinstance(node, (ast.Import, ast.ImportFrom)) else [
+                n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))
+            ] if isinstance(node, (ast.If, ast.Try)) else []
+            for imp in imports:
+                if isinstance(imp, ast.Import):
+                    edges.update(a.name for a in imp.names if a.name in known)
+                elif imp.module and imp.level == 0 and imp.module.startswith("embedswap"):
+                    for alias in imp.names:
+                        sub = f"{imp.module}.{alias.name}"
+                        edges.add(sub if sub in known else imp.module)
+        graph[name] = {e for e in edges if e != name and e in known}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# run in a fresh interpreter: the heavy third-party libraries are loaded once, then each forked child imports one
+# kit module first, which is what an import cycle between kit modules breaks
+IMPORT_EACH_FIRST = """
+import importlib, multiprocessing, sys
+import numpy, pandas, pydantic, scipy.stats, torch, transformers
+names = sys.argv[1:]
+def alone(name):
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        return f"{name}: {type(exc).__name__}: {exc}"
+    return None
+if __name__ == "__main__":
+    assert not [m for m in sys.modules if m.startswith("embedswap")]
+    with multiprocessing.get_context("fork").Pool(2, maxtasksperchild=1) as pool:
+        failures = [f for f in pool.map(alone, names, chunksize=1) if f]
+    print("\\n".join(failures))
+    sys.exit(1 if failures else 0)
+"""
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter(tmp_path):
+    script = tmp_path / "import_each_first.py"
+    script.write_text(IMPORT_EACH_FIRST, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), *MODULES], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+
+
+def test_package_root_is_small():
+    root = sorted(p.name for p in LIB.glob("*.py"))
+    assert len(root) <= 15, root
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_no_module_getattr(name):
+    path = LIB.parent.joinpath(*name.split("."))
+    source = (path.with_suffix(".py") if path.with_suffix(".py").exists() else path / "__init__.py").read_text(
+        encoding="utf-8")
+    tree = ast.parse(source)
+    assert not any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body)

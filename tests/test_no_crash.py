@@ -62,7 +62,7 @@ def test_all_nan_is_a_verdict() -> None:
 def test_new_codes_are_in_every_catalogue() -> None:
     import tomllib
 
-    catalogues = Path(steps.__file__).parent / "report" / "catalogue"
+    catalogues = Path(steps.__file__).parent.parent / "report" / "catalogue"
     for code in ("parity_nothing_gated", "vectors_empty", "vectors_non_finite"):
         assert code in REASONS
         for lang in ("en", "ko", "ja", "zh"):

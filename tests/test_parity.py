@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import yaml
 
-from embedswap import parity
+from embedswap.parity.backends import measure_backend
+from embedswap.parity.gate import thresholds_from
 from embedswap.config import ConfigError, ParityBackendSpec, parse_experiment
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
 from embedswap.parity.backends import OpenAIBackend, ParityBackend, TransformersBackend
@@ -142,9 +143,9 @@ def test_thresholds_per_modality() -> None:
         "targets": {"legacy": {"kind": "legacy", "port": 18701}, "vllm": {"kind": "vllm", "port": 18702}},
         "candidates": ["vllm"], "parity": {"text_threshold": 0.99, "multimodal_threshold": 0.98},
     })
-    assert parity.thresholds_from(experiment.parity) == {"text": 0.99, "text+image": 0.98}
+    assert thresholds_from(experiment.parity) == {"text": 0.99, "text+image": 0.98}
     row = gate("b", "float32", "cpu", "text+image", unit_rows(2), unit_rows(2), ["a", "b"],
-               thresholds=parity.thresholds_from(experiment.parity))
+               thresholds=thresholds_from(experiment.parity))
     assert row.threshold == 0.98
 
 
@@ -220,7 +221,7 @@ def test_transformers_fp32_matches_golden_reference(model_path: str, reference: 
 
 def test_transformers_bf16_row_is_present_and_below_one(model_path: str, reference: np.ndarray) -> None:
     backend = TransformersBackend(model_path, device="cpu", dtype="bfloat16", name="transformers-bf16")
-    result = parity.measure_backend(backend, TEXTS)
+    result = measure_backend(backend, TEXTS)
     assert result.error is None and result.vectors is not None
     row = gate(result.name, result.dtype, result.device, "text", reference, result.vectors, IDS, 0.999).as_dict()
     assert row["backend"] == "transformers-bf16" and row["dtype"] == "bfloat16" and row["n"] == len(TEXTS)
@@ -232,7 +233,7 @@ def test_transformers_backend_without_cuda_is_an_error_not_a_crash(model_path: s
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    result = parity.measure_backend(TransformersBackend(model_path, device="cuda", dtype="bfloat16"), TEXTS)
+    result = measure_backend(TransformersBackend(model_path, device="cuda", dtype="bfloat16"), TEXTS)
     assert result.vectors is None and "CUDA" in (result.error or "")
     with pytest.raises(ValueError, match="dtype"):
         TransformersBackend(model_path, dtype="int8")
@@ -288,7 +289,7 @@ def test_openai_backend_batches_of_eight(fake_server: str) -> None:
 
 def test_vllm_offline_backend_reports_a_missing_engine(model_path: str, tmp_path: Path) -> None:
     backend = VllmOfflineBackend(model_path, dtype="float32", python=str(tmp_path / "no-python"))
-    result = parity.measure_backend(backend, TEXTS)
+    result = measure_backend(backend, TEXTS)
     assert result.vectors is None and "does not exist" in (result.error or "")
 
 

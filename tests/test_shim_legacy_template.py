@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from embedswap.config import experiment as config
+from embedswap.config import base as config
 from embedswap.legacy import server as legacy_server
 from embedswap.legacy.server import LegacySettings, create_app
 from embedswap.models import EMBEDDED_DEFAULT

@@ -85,7 +85,8 @@ def test_another_query_prompt_is_named_with_both_prompts() -> None:
 def test_the_report_states_the_query_finding_in_every_language(model: Path, tmp_path: Path) -> None:
     from embedswap.analysis import decide
     from embedswap.report.markdown import render_markdown
-    from embedswap.summary.model import Decisions, Diagnosis
+    from embedswap.summary.types_decisions import Decisions
+    from embedswap.summary.types_sections import Diagnosis
 
     summary = json.loads((FIXTURES / "summary_complete.json").read_text(encoding="utf-8"))
     prompt = DEFAULT_QUERY_TEMPLATE.removesuffix("{query}").format(task=DEFAULT_QUERY_TASK)

@@ -99,7 +99,8 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     if not chosen.summary_path.exists():
         raise ReportError(f"{chosen.summary_path} does not exist: attempt {chosen.name} has no summary yet. Run a "
                           "step of the experiment (any step ends by writing summary.json), then render again.")
-    summary = load_summary(chosen.summary_path)
+    # dict until the report reads the typed model
+    summary = load_summary(chosen.summary_path).model_dump(mode="json", by_alias=True, exclude_unset=True)
     manifest_path = chosen.path / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
     config = _report_config(experiment_dir)

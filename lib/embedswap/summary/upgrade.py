@@ -12,10 +12,13 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from embedswap.analysis import decide
 from embedswap.reasons import attach_reasons, not_measured
+
+if TYPE_CHECKING:  # the model imports pydantic; loaded only when a summary is read
+    from embedswap.summary.model import Summary
 
 SCHEMA_VERSION = 2
 # sections a version-1 summary may lack
@@ -45,14 +48,18 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_summary(path: Path) -> dict[str, Any]:
-    """summary.json from disk, upgraded and checked against the typed model (:mod:`embedswap.summary.model`)."""
+def read_summary(data: dict[str, Any], source: str = "summary.json") -> Summary:
+    """The typed summary of an in-memory summary.json of any version: upgraded once, validated once."""
     from embedswap.summary.model import validate_summary  # the model imports pydantic; keep this module light
 
+    return validate_summary(upgrade_summary(data), source=source)
+
+
+def load_summary(path: Path) -> Summary:
+    """summary.json from disk as the typed :class:`~embedswap.summary.model.Summary` (upgraded, then validated: a
+    file of another shape raises SummaryError naming the field's path)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except ValueError as exc:
         raise SummaryError(f"{path}: not valid JSON ({exc})") from None
-    summary = upgrade_summary(data)
-    validate_summary(summary, source=str(path))
-    return summary
+    return read_summary(data, source=str(path))

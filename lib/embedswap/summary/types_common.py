@@ -1,0 +1,38 @@
+"""Building blocks of the summary model: the strict base, a reason code, a section's measured/not-measured head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Strict(BaseModel):
+    """A typed part of summary.json: an unknown or renamed key fails at load, with its path."""
+    model_config = ConfigDict(extra="forbid")
+
+
+# JSON has one number type; ``int | float`` keeps a stored 1 as 1 (a bare ``float`` would make it 1.0 and change
+# how the report prints it)
+Number = int | float
+
+
+class Reason(Strict):
+    """Why a part was not measured (or what a finding is): a code the report catalogue words, and its parameters."""
+    code: str
+    params: dict[str, Any] = {}  # open: each code has its own parameters (embedswap.reasons' catalogue)
+
+
+class Section(Strict):
+    """A part of the summary: measured, or not measured with a reason (``why`` is the English sentence); the
+    figures of a section that was not measured are absent (their defaults)."""
+    measured: bool
+    why: str | None = None
+    reason: Reason | None = None
+
+
+class Spread(Strict):
+    """min / median / max of a figure over documents (None when nothing was measured)."""
+    min: Number | None = None
+    median: Number | None = None
+    max: Number | None = None

@@ -1,0 +1,210 @@
+"""The ``decisions`` of summary.json: what the report states, computed from the measured sections
+(embedswap.analysis)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from embedswap.summary.types_common import Strict
+
+
+class DiagnosisDecision(Strict):
+    """Why one server's vectors differ, as the report states it: its codes (first = ``code``), from the step whose
+    finding counts (``parity``: the gate failed it against the golden reference; ``vectors``: step 03)."""
+    code: str
+    codes: list[str]
+    step: Literal["vectors", "parity", "queries"]
+    reasons: list[dict[str, Any]] = []
+
+
+class ChangeHit(Strict):
+    probe: str
+    candidate: str
+    verdict: str
+    aspects: list[str] = []  # what differs on that probe (contract.classify), for the advice's wording
+
+
+class ShimLeft(Strict):
+    probe: str
+    candidate: str
+    verdict: str
+    legacy_status: int | None = None
+
+
+class ShimStatus(Strict):
+    probed: bool
+    done: bool
+    left: list[ShimLeft] = []
+
+
+class ClientChange(Strict):
+    """One change the client needs before the swap (rule codes: embedswap.analysis.client_changes)."""
+    rule: str
+    probes: list[ChangeHit]
+    params: dict[str, Any] = {}
+    shim: ShimStatus
+
+
+class PairedTest(Strict):
+    """Per-query deltas of one metric (variant - legacy): mean, 95 % interval, paired randomization p-value,
+    n queries, verdict, and the mean difference n queries would detect (80 % power)."""
+    delta: float | None
+    low: float | None
+    high: float | None
+    p_value: float | None
+    n: int
+    verdict: Literal["differs", "no_difference", "missing"]
+    detectable: float | None
+    sd: float | None
+
+
+class RankingVariant(Strict):
+    unchanged: bool | None
+    changed_queries: int | None = None
+    queries: int | None = None
+    tests: dict[str, PairedTest] = {}
+
+
+class RankingCandidate(Strict):
+    naive: RankingVariant
+    shim: RankingVariant
+    decision: Literal["reindex", "client", "shim_only", "none", "shim_missing"]
+
+
+class RankingDecision(Strict):
+    meaningful: bool
+    tolerance: dict[str, float]
+    by_candidate: dict[str, RankingCandidate] = {}
+
+
+class Interval(Strict):
+    """One figure of one operating point: the value, its 95 % interval (None when n is below ``n_min``), n."""
+    value: float | None
+    low: float | None
+    high: float | None
+    n: int
+    n_min: int
+    estimable: bool
+    near_max: bool
+
+
+class PointIntervals(Strict):
+    """p50/p90/p99 (answered requests pooled over repeats) and docs/s of one point (analysis.intervals)."""
+    n: int
+    requests: int
+    repeats: int
+    per_repeat: dict[str, list[float]] = {}
+    p50: Interval
+    p90: Interval
+    p99: Interval
+    docs_per_s: Interval
+
+
+LatencyVerdict = Literal["faster", "slower", "no_difference", "too_few", "missing"]
+
+
+class RatioInterval(Strict):
+    """Candidate / reference with its 95 % interval and the verdict (``no_difference``: the interval covers 1)."""
+    value: float | None
+    low: float | None
+    high: float | None
+    verdict: LatencyVerdict
+    n: list[int | None]
+    repeats_overlap: bool | None = None
+
+
+class PointRatio(Strict):
+    p50: RatioInterval
+    p99: RatioInterval
+    docs_per_s: RatioInterval
+
+
+class LatencyRatio(Strict):
+    seq_p50: float | None
+    conc_docs_per_s: float | None
+    conc_p50: float | None
+    complete: bool
+    intervals: dict[str, PointRatio] = {}
+
+
+class LockShare(Strict):
+    candidate: str
+    case: Literal["missing", "no_advantage", "all", "part", "none"]
+    share: float | None
+
+
+class LockVariant(Strict):
+    variant: str
+    rate_ratio: float | None
+    p50_ratio: float | None
+    shares: list[LockShare]
+    intervals: dict[str, PointRatio] = {}
+
+
+class LockReading(Strict):
+    """Measured (the lock ablation ran) with per-variant shares, or the article's estimate (``factor``)."""
+    measured: bool
+    factor: float | None = None
+    variants: list[LockVariant] = []
+
+
+class LatencyDecisions(Strict):
+    ratios: dict[str, LatencyRatio] = {}
+    points: dict[str, dict[str, PointIntervals]] = {}
+    lock: LockReading | None = None
+
+
+class ShimClosed(Strict):
+    probe: str
+    before: str
+
+
+class ShimRemaining(Strict):
+    probe: str
+    verdict: str
+    legacy_status: int | None = None  # set when only the legacy server's failure makes the difference
+
+
+class ShimOutcome(Strict):
+    compared: int
+    differ_before: int
+    differ_after: int
+    closed: list[ShimClosed] = []
+    remaining: list[ShimRemaining] = []
+    opened: list[str] = []
+
+
+class MatrixFinding(Strict):
+    """What the parity matrix found per check (embedswap.analysis.parity_matrix)."""
+    check: str
+    rows: int
+    measured: int
+    failed: int
+    not_run: int
+    # the largest 1 - cos_min of the measured rows, and where (backend, setting); None when nothing was measured
+    worst_drift: float | None = None
+    worst_backend: str | None = None
+    worst_setting: str | None = None
+    worst_setting_code: str | None = None
+    worst_setting_params: dict[str, Any] = {}
+    # batch invariance: '<backend> <dtype>' whose vectors were bit-identical alone and in every batch
+    invariant: list[str] = []
+
+
+class MultimodalFinding(Strict):
+    """What the multimodal part found (embedswap.analysis.parity_multimodal): its code, the lowest cosine per part
+    (text, image) and the status of the text+image request CLIP cannot embed."""
+    code: Literal["multimodal_passed", "multimodal_failed", "multimodal_not_measured"]
+    worst: dict[str, float | None] = {}
+    mixed_status: int | None = None
+
+
+class Decisions(Strict):
+    client_changes: list[ClientChange] = []
+    ranking: RankingDecision
+    latency: LatencyDecisions
+    shim: dict[str, ShimOutcome] = {}
+    parity_matrix: list[MatrixFinding] = []
+    parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before issue 18's third round
+    diagnosis: dict[str, DiagnosisDecision] = {}
+    diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)

@@ -1,0 +1,91 @@
+"""The latency, ablation and timing sections of summary.json (embedswap.measure.load's statistics per run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.summary.types_common import Number, Section, Strict
+
+
+class RunRequests(Strict):
+    """Per-request data of one run, grouped by repeat (what the intervals resample)."""
+    latency_ms: list[list[Number]] = []
+    docs: list[list[int]] = []  # documents answered per request, 0 for a failed one
+    wall_s: list[Number] = []  # per repeat: when its last answer arrived
+
+
+class PointSpread(Strict):
+    """Each figure of a point per repeat (None where a repeat had no answered request)."""
+    p50_ms: list[Number | None] = []
+    p90_ms: list[Number | None] = []
+    p99_ms: list[Number | None] = []
+    mean_ms: list[Number | None] = []
+    docs_per_s: list[Number | None] = []
+    tokens_per_s: list[Number | None] = []
+
+
+class LatencyPoint(Strict):
+    """One operating point (a run at one concurrency): latency percentiles over answered requests, throughput,
+    errors, pooled over repeats."""
+    run: str  # sequential | concurrent | sweep_c<N>
+    concurrency: int
+    repeats: int
+    requests_per_repeat: int | None = None
+    p50_ms: Number | None = None
+    p90_ms: Number | None = None
+    p99_ms: Number | None = None
+    mean_ms: Number | None = None
+    docs_per_s: Number | None = None
+    tokens_per_s: Number | None = None
+    errors: int = 0
+    error_rate: Number = 0
+    spread: PointSpread | None = None
+    requests: RunRequests | None = None
+
+
+class LatencyTarget(Section):
+    """One server's latency_stats.json with its per-request data, or why it has none."""
+    client: str | None = None  # the HTTP client that measured it
+    sequential: LatencyPoint | None = None
+    concurrent: LatencyPoint | None = None
+    sweep: list[LatencyPoint] = []
+    rss_peak_bytes: int | None = None
+    rss_samples: int | None = None
+    source: str | None = None
+    lock: bool | None = None  # ablation only: whether the legacy variant holds its global lock
+
+
+class Latency(Strict):
+    """Latency per server (``legacy`` and ``candidate`` repeat the role's entry of ``by_target``)."""
+    legacy: LatencyTarget | None = None
+    candidate: LatencyTarget | None = None
+    by_target: dict[str, LatencyTarget] = {}
+    config: dict[str, Any] = {}  # open: the experiment's latency configuration as the user wrote it
+
+
+class Ablation(Section):
+    """The legacy server against its variants (e.g. without the global lock)."""
+    by_target: dict[str, LatencyTarget] = {}
+
+
+class StepTime(Strict):
+    """How long one notebook took, and its share of the total."""
+    step: str
+    status: str | None = None
+    seconds: Number
+    share: Number | None = None
+
+
+class ServerTime(Strict):
+    """How long one server took to start and each capture part took (None: not recorded)."""
+    start_seconds: Number | None = None
+    parts: dict[str, Number | None] = {}  # workload, queries, probes, latency
+    measured_seconds: Number | None = None
+
+
+class Timing(Section):
+    """How long each step of the attempt and each part of each server's capture took."""
+    steps: list[StepTime] = []
+    total_seconds: Number | None = None
+    servers: dict[str, ServerTime] = {}
+    source: str | None = None

@@ -1,0 +1,226 @@
+"""The instruction, matryoshka, restore, ranking, shim and diagnosis sections of summary.json."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from embedswap.summary.types_common import Number, Reason, Section, Strict
+from embedswap.summary.types_vectors import ProbeSide, ProbeVerdict, Verdict
+
+
+class CosineSpread(Strict):
+    """Lowest and median cosine over the queries (None: not measured)."""
+    min: Number | None = None
+    median: Number | None = None
+
+
+class InstructionRow(Section):
+    """One server's query vectors in one variant, against the reference and its own plain queries."""
+    target: str
+    variant: Literal["plain", "client_prefixed", "server_instruction"] | None = None
+    status: int | None = None
+    error: str | None = None
+    prompt_tokens: int | None = None
+    tokenizer_tokens: int | None = None
+    cosine_to_reference: CosineSpread | None = None
+    cosine_to_own_plain: CosineSpread | None = None
+    reading: str | None = None  # instruction.reading: applied | ignored | no-instruction | differs
+    source: str | None = None
+
+
+class V2EmbedRow(Strict):
+    """One server's answer to the /v2/embed probe with an instruction."""
+    target: str
+    status: int | None = None
+    error: str | None = None
+    prompt_tokens: int | None = None
+    tokenizer_tokens: int | None = None
+    cosine_to_reference: Number | None = None
+    cosine_to_plain: Number | None = None
+    reading: str | None = None
+    source: str | None = None
+
+
+class InstructionReference(Strict):
+    """The vectors every variant is compared to: a server's queries in one variant, with the model's prompt."""
+    target: str
+    variant: str
+    template: str | None = None
+    task: str | None = None
+
+
+class Instruction(Section):
+    """Does each server apply the model's query instruction?"""
+    reference: InstructionReference | None = None
+    threshold: Number | None = None
+    queries: int | None = None
+    tokenizer: dict[str, int | None] = {}  # token totals per variant, from the model's own tokenizer
+    chat_template: bool | None = None
+    sentence_transformers_prompts: dict[str, str] | None = None  # the model's prompts by name
+    rows: list[InstructionRow] = []
+    v2_embed: list[V2EmbedRow] = []
+
+
+class DimAnswer(Strict):
+    """A server's status, dimension and error on a `dimensions` probe."""
+    status: int | None = None
+    dim: int | None = None
+    error: str | None = None
+
+
+class MatryoshkaRow(Strict):
+    probe: str
+    sent: dict[str, Any] | None = None  # open: the request body as sent
+    legacy: DimAnswer
+    without_override: DimAnswer
+    with_override: DimAnswer
+    cosine_to_legacy_cut: Number | None = None
+
+
+class Matryoshka(Section):
+    """`dimensions` probes on the base engine and on the variant with the Matryoshka override."""
+    base: str | None = None
+    variant: str | None = None
+    override_works: bool | None = None
+    rows: list[MatryoshkaRow] = []
+    command: list[str] | None = None
+
+
+class Restore(Section):
+    """The legacy server started again after the swap: does it answer the first batch as in step 01?"""
+    target: str | None = None
+    start_seconds: Number | None = None
+    status: int | None = None
+    error: str | None = None
+    cosine_to_step01_min: Number | None = None
+    restored: bool | None = None
+    source: str | None = None
+
+
+class QueryRanking(Strict):
+    """One query's ranking figures."""
+    ndcg_at_10: Number | None = None
+    recall_at_5: Number | None = None
+    top1_score: Number | None = None
+    top5: list[str] = []
+    top10: list[str] | None = None
+    top5_overlap: Number | None = None
+
+
+class RankingSource(Strict):
+    documents: str
+    queries: str
+
+
+class RankingRun(Section):
+    """One ranking (documents + queries of one server and variant) and its figures."""
+    judged: bool | None = None
+    # open: agreement metrics are keyed by their k (overlap_at_<k>) and carry per-query rows (ranking.agreement)
+    agreement: dict[str, Any] | None = None
+    ndcg_at_10: Number | None = None
+    recall_at_5: Number | None = None
+    top5_overlap: Number | None = None
+    queries: int | None = None
+    judged_queries: int | None = None
+    per_query: dict[str, QueryRanking] = {}
+    source: RankingSource | None = None
+
+
+class MetricDeltas(Strict):
+    """variant - legacy (None: one side not measured)."""
+    ndcg_at_10: Number | None = None
+    recall_at_5: Number | None = None
+
+
+class CandidateRanking(Strict):
+    measured: bool
+    naive: RankingRun
+    shim: RankingRun
+    deltas: dict[str, MetricDeltas] = {}  # naive, shim
+
+
+class Ranking(Section):
+    """Does the swap change what search returns (primary candidate on top, every candidate in by_candidate)?"""
+    judged: bool | None = None
+    judged_why: Section | None = None  # why nDCG/recall are absent (no qrels)
+    legacy: RankingRun | None = None
+    candidate_naive: RankingRun | None = None
+    candidate_shim: RankingRun | None = None
+    deltas: dict[str, MetricDeltas] = {}  # candidate_naive, candidate_shim
+    by_candidate: dict[str, CandidateRanking] = {}
+    definitions: dict[str, str] = {}  # each metric in words
+
+
+class ShimRewrite(Strict):
+    """What the shim did to one probe on its way to one candidate."""
+    rewrites: list[str] | None = None
+    rewrite_reasons: list[Reason] | None = None
+    attempts: int | None = None
+    local: bool | None = None  # answered by the shim itself, not sent upstream
+    sent_upstream: dict[str, Any] | None = None  # open: the request body the shim forwarded
+
+
+class ShimRow(Strict):
+    """One probe through the shim: each server's answer and the verdicts before (naive) and after (shim)."""
+    probe: str
+    description: str = ""
+    sent: dict[str, Any] | None = None  # open: the request body as sent
+    legacy: ProbeSide | None = None
+    candidate: ProbeSide | None = None
+    by_target: dict[str, ProbeSide] = {}
+    verdicts: dict[str, Verdict] = {}
+    naive_verdicts: dict[str, Verdict] = {}
+    shim: dict[str, ShimRewrite] = {}
+    verdict: ProbeVerdict | None = None
+    naive_verdict: ProbeVerdict | None = None
+    detail: str | None = None
+    cosine: Number | None = None
+    aspects: list[str] = []
+    detail_reason: Reason | None = None
+
+
+class Shim(Section):
+    """The contract probes sent through the shim to each candidate."""
+    rows: list[ShimRow] = []
+    counts: dict[str, dict[str, dict[str, int]]] = {}  # per candidate, naive/shim, verdict -> probes
+    # open: each candidate's shim_config.json as the shim wrote it (its options grow with the shim)
+    config: dict[str, dict[str, Any] | None] = {}
+    sources: dict[str, str] = {}
+
+
+class Hypothesis(Strict):
+    """The pipeline that reproduces a server's vectors (diagnosis.hypotheses.Hypothesis), and its lowest cosine."""
+    pooling: str
+    dense: bool
+    normalize: bool
+    eos: bool | None = None
+    prompt: str | None = None
+    max_tokens: int | None = None
+    dtype: str = "float32"
+    cos_min: Number | None = None
+
+
+class DiagnosisFinding(Strict):
+    """One server's diagnosis (embedswap.diagnosis.hypotheses): the first cause's code (None: the model's own
+    pipeline reproduces its vectors), every reason with its fix, the hypothesis that matched, or the diagnosis' own
+    error."""
+    cause: str | None = None
+    reasons: list[dict[str, Any]] = []  # open: each hypothesis records its own evidence beside why/reason
+    hypothesis: Hypothesis | None = None
+    error: str | None = None
+
+
+class QueryDiagnosis(Section):
+    """Step 03's diagnosis of every server's query vectors against the model with its query prompt."""
+    prompt: str | None = None
+    texts: int | None = None
+    by_target: dict[str, DiagnosisFinding] = {}
+
+
+class Diagnosis(Section):
+    """Step 03's diagnosis of every server's document vectors (captures/diagnosis/vectors.json)."""
+    threshold: Number | None = None
+    texts: int | None = None
+    by_target: dict[str, DiagnosisFinding] = {}
+    limits: list[int] = []
+    queries: QueryDiagnosis | None = None

@@ -1,0 +1,130 @@
+"""The vectors and contract sections of summary.json: what the servers' document vectors and probe answers are."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from embedswap.summary.types_common import Number, Reason, Section, Spread, Strict
+
+# contract.classify's verdicts
+ProbeVerdict = Literal["same", "format-difference", "loud-failure", "retry-hazard", "silent-divergence"]
+
+
+class LanguageSpread(Spread):
+    """The cosine spread over one language's documents, and how many there are."""
+    n: int
+
+
+class DocumentCosine(Strict):
+    """One document's cosine, candidate against legacy (None: a non-finite vector)."""
+    doc_id: str
+    lang: str
+    cosine: Number | None = None
+
+
+class NormSpread(Strict):
+    """L2 lengths of one server's document vectors, and the documents not of unit length."""
+    first: Number | None = None
+    min: Number | None = None
+    median: Number | None = None
+    max: Number | None = None
+    not_unit_length: list[Any] = []  # as analysis.vectors.norms lists them
+
+
+class NormRatio(Spread):
+    """Per document, candidate / legacy L2 length, and whether any is off 1 beyond rounding."""
+    differs: bool = False
+
+
+class TargetVectors(Section):
+    """One server's document vectors."""
+    dimension: int | None = None
+    norm: NormSpread | None = None
+    token_total: int | None = None
+    index_order_ok: bool | None = None
+    repeat_min_cosine: Number | None = None
+    repeats: int | None = None
+    source: str | None = None
+    token_total_matches_tokenizer: bool | None = None
+
+
+class Comparison(Section):
+    """One candidate's document vectors against the legacy server's."""
+    cosine: Spread | None = None
+    by_language: dict[str, LanguageSpread] | None = None
+    per_document: list[DocumentCosine] = []
+    worst: list[DocumentCosine] | None = None
+    non_finite: Any = None  # documents with a non-finite vector, as analysis.vectors.compare records them
+    norm_ratio: NormRatio | None = None
+
+
+class RolePair(Strict):
+    """One figure for the legacy server and the primary candidate."""
+    legacy: Any = None
+    candidate: Any = None
+
+
+class TokenizerInfo(Strict):
+    """The model's own tokenizer, offline: the yardstick of the token totals."""
+    implementation: str | None = None
+    max_length: int | None = None
+    error: str | None = None
+
+
+class Vectors(Section):
+    """Document vectors per server, and each candidate against the legacy server (primary one repeated on top)."""
+    dimension: RolePair | None = None
+    token_total: RolePair | None = None
+    norm_first: RolePair | None = None
+    cosine: Spread | None = None
+    by_language: dict[str, LanguageSpread] | None = None
+    worst: list[DocumentCosine] | None = None
+    by_target: dict[str, TargetVectors] = {}
+    comparisons: dict[str, Comparison] = {}
+    tokenizer_token_total: int | None = None
+    tokenizer: TokenizerInfo | None = None
+
+
+class ProbeSide(Strict):
+    """One server's answer to one probe (None where the server did not answer)."""
+    measured: bool
+    status: int | None = None
+    error: str | None = None
+    encoding: str | None = None
+    dim: int | None = None
+    n_vectors: int | None = None
+    prompt_tokens: int | None = None
+    latency_ms: Number | None = None
+    tokenizer_tokens: int | None = None
+    norm: Number | None = None  # the first vector's L2 length
+    not_applicable: bool | None = None  # the target's API shape cannot say this probe: nothing was sent
+    api_shape: str | None = None
+    not_applicable_field: str | None = None
+
+
+class Verdict(Strict):
+    """contract.classify's reading of one candidate's answer against the legacy server's."""
+    verdict: ProbeVerdict | None = None
+    detail: str
+    cosine: Number | None = None
+    aspects: list[str] = []  # what differs (contract.ASPECTS)
+    detail_reason: Reason | None = None
+
+
+class ProbeRow(Strict):
+    """One probe: what was sent, each server's answer and each candidate's verdict (primary's on top)."""
+    probe: str
+    description: str = ""
+    # open: the request body as sent, which a probe may make deliberately malformed
+    sent: dict[str, Any] | None = None
+    path: str | None = None
+    compare_to: str | None = None
+    legacy: ProbeSide | None = None
+    candidate: ProbeSide | None = None
+    by_target: dict[str, ProbeSide] = {}
+    verdicts: dict[str, Verdict] = {}
+    verdict: ProbeVerdict | None = None
+    detail: str | None = None
+    cosine: Number | None = None
+    aspects: list[str] = []
+    detail_reason: Reason | None = None

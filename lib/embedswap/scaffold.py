@@ -20,7 +20,7 @@ from embedswap.paths import SAMPLE_PREFIX, packaged_notebooks, sample_data
 
 HEAD = """\
 # experiment.yaml: everything this experiment needs. Relative paths are relative to this folder.
-# Reference of every key: README.md ("experiment.yaml"). A wrong key is reported by name.
+# Reference of every key: docs/experiment-yaml.md. A wrong key is reported by name.
 name: {slug}
 date: {day}
 description: >-
@@ -164,7 +164,7 @@ EXTERNAL_TARGET = """\
     # api_key_env: {env}        # the key is read from this environment variable, never from this file
     # headers: {{X-Team: search}}
     # verify_tls: true
-    # api_shape: openai               # or cohere-v2, tei, ollama (README "Bring your own servers")
+    # api_shape: openai               # or cohere-v2, tei, ollama (docs/own-servers.md)
     # embeddings_path: /v1/embeddings # the server's own routes, from its root (default: the shape's)
     # health_path: /v1/models         # or health_check: false for a server without one
 """

@@ -8,7 +8,8 @@ A migration needs *no worse than a stated margin* (``decisions.margins`` in expe
 ``equivalent``     the (1 - 2 alpha) interval of the change lies inside ``(-margin, +margin)`` (90 % at
                    alpha 0.05: both one-sided tests reject at alpha).
 ``non_inferior``   only the harmful side is bounded by the margin, where the other direction is harmless
-                   (a faster server, fewer errors, a higher nDCG when the caller says so).
+                   (a faster server, fewer errors, a higher nDCG when the caller says so); with a
+                   ``direction`` (``faster``/``better``) when it is significantly better beyond the margin.
 ``different``      with a ``direction`` (``worse``/``better`` for quality, ``slower``/``faster`` for latency and
                    throughput): the estimate lies outside the margin *and* the (1 - 2 alpha) interval excludes
                    no change (a one-sided test at alpha that it moved at all in that direction).
@@ -173,6 +174,9 @@ def _decide(est: float, low: float, high: float, margin: float, *, n: int, sd_un
     excludes_zero = low > 0 or high < 0
     if abs(est) >= margin and excludes_zero:
         harmful = (est < 0) == higher_is_better
+        if not harmful and better_is_harmless:  # better beyond the margin, where better is harmless
+            out.update(code="non_inferior", direction=names[1], reason="better_beyond_margin", p_equivalence=p_harm)
+            return out
         out.update(code="different", direction=names[0] if harmful else names[1],
                    reason="outside_margin_and_significant", p_equivalence=max(p_harm, p_other))
         return out

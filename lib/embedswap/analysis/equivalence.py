@@ -11,8 +11,8 @@ A migration needs *no worse than a stated margin* (``decisions.margins`` in expe
                    (a faster server, fewer errors, a higher nDCG when the caller says so); with a
                    ``direction`` (``faster``/``better``) when it is significantly better beyond the margin.
 ``different``      with a ``direction`` (``worse``/``better`` for quality, ``slower``/``faster`` for latency and
-                   throughput): the estimate lies outside the margin *and* the (1 - 2 alpha) interval excludes
-                   no change (a one-sided test at alpha that it moved at all in that direction).
+                   throughput): the estimate lies outside the margin *and* the change is significant (two-sided
+                   test of no change at alpha, ``p_difference``; the same level as the kit's paired tests).
 ``inconclusive``   neither: ``n_needed`` carries the n that would decide it at 80 % power if the true change is
                    the observed one (TOST when the estimate is inside the margin, a one-sided test for a
                    difference when it is outside), and ``params["n_if_identical"]`` the n that shows equivalence
@@ -76,7 +76,7 @@ class Verdict:
     n: int | None = None
     n_needed: int | None = None
     p_equivalence: float | None = None  # TOST: the larger one-sided p (only the harmful one for non-inferiority)
-    p_difference: float | None = None  # one-sided p that the change is in the estimate's direction at all
+    p_difference: float | None = None  # two-sided p of "no change at all" (Holm-adjusted across slices)
     scale: Scale = "difference"
     reason: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -144,7 +144,8 @@ def n_needed(sd: float, margin: float, delta_observed: float = 0.0, alpha: float
 
 
 def n_to_detect(sd: float, delta: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
-    """The n at which a one-sided t test at ``alpha`` detects a mean change ``delta`` with ``power``."""
+    """The n at which a one-sided t test at ``alpha`` detects a mean change ``delta`` with ``power`` (the verdicts
+    pass alpha / 2: ``different`` is a two-sided test)."""
     from scipy import stats
 
     if delta == 0:
@@ -171,8 +172,7 @@ def _decide(est: float, low: float, high: float, margin: float, *, n: int, sd_un
     if harm_ok and other_ok:
         out.update(code="equivalent", reason="interval_inside_margin", p_equivalence=max(p_harm, p_other))
         return out
-    excludes_zero = low > 0 or high < 0
-    if abs(est) >= margin and excludes_zero:
+    if abs(est) >= margin and p_diff < alpha:
         harmful = (est < 0) == higher_is_better
         if not harmful and better_is_harmless:  # better beyond the margin, where better is harmless
             out.update(code="non_inferior", direction=names[1], reason="better_beyond_margin", p_equivalence=p_harm)
@@ -190,7 +190,7 @@ def _decide(est: float, low: float, high: float, margin: float, *, n: int, sd_un
         else:
             need = n_needed(sd_unit, margin, est, alpha, power)
         if need is None:  # the observed change is at/beyond the margin: the n that would show it differs
-            need = n_to_detect(sd_unit, est, alpha, power)
+            need = n_to_detect(sd_unit, est, alpha / 2, power)  # the two-sided test of ``different``
         out["n_needed"] = need
         out["params"] = {"n_if_identical": n_needed(sd_unit, margin, 0.0, alpha, power,
                                                     one_sided=better_is_harmless), "sd": sd_unit}
@@ -227,7 +227,7 @@ def paired_verdict(deltas: Sequence[float] | np.ndarray, margin: float, *, highe
         low, high = est - tc * se, est + tc * se
         p_low = float(stats.t.sf((est + margin) / se, n - 1))
         p_up = float(stats.t.cdf((est - margin) / se, n - 1))
-        p_diff = float(stats.t.sf(abs(est) / se, n - 1))
+        p_diff = float(2 * stats.t.sf(abs(est) / se, n - 1))
         sd_unit = sd
     got = _decide(est, low, high, margin, n=n, sd_unit=sd_unit, p_low=p_low, p_up=p_up, p_diff=p_diff,
                   higher_is_better=higher_is_better, better_is_harmless=better_is_harmless,
@@ -289,7 +289,7 @@ def ratio_verdict(estimate: float | None, low: float | None, high: float | None,
     se = (lh - ll) / (2 * z_want)
     if se > 0:
         p_low, p_up = float(stats.norm.sf((le + m) / se)), float(stats.norm.cdf((le - m) / se))
-        p_diff = float(stats.norm.sf(abs(le) / se))
+        p_diff = float(2 * stats.norm.sf(abs(le) / se))
     else:
         p_low, p_up, p_diff = float(le <= -m), float(le >= m), 0.0 if le != 0 else 1.0
     sd_unit = se * math.sqrt(n) if n and n >= 2 else None

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from embedswap.config.base import CONFIG_FILENAME, ConfigError, _Strict
+from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.sections import (ContractConfig, LatencyConfig, MatryoshkaConfig, ModelConfig,
                                        ParityConfig, ReportConfig, SequencingConfig, WorkloadConfig)
 from embedswap.config.targets import (Target, _TARGET_KINDS)
@@ -42,6 +43,8 @@ class Experiment(_Strict):
     contract: ContractConfig = Field(default_factory=ContractConfig)
     parity: ParityConfig = Field(default_factory=ParityConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)
+    # margins the comparisons decide against (equivalence / non-inferiority): embedswap.config.decisions
+    decisions: DecisionsConfig = Field(default_factory=DecisionsConfig)
 
     @field_validator("workload", mode="before")
     @classmethod

@@ -34,9 +34,9 @@ def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     """The client changes as the report words them (the rules are decided in embedswap.analysis)."""
     from embedswap.report.sections.context import ReportContext
     from embedswap.report.sections.contract import change_items
-    from embedswap.summary.upgrade import upgrade_summary
+    from embedswap.summary.upgrade import read_summary
 
-    return change_items(ReportContext(upgrade_summary(summary), lang, {}, {}, None, None, None))
+    return change_items(ReportContext(read_summary(summary), lang, {}, {}, None, None, None))
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ATTEMPT = "2026-11-30T09-00-00"

@@ -12,7 +12,8 @@ from embedswap.report.catalogue import LANGUAGES, environment
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt
 from embedswap.report.sections import build_context
-from embedswap.summary.upgrade import upgrade_summary
+from embedswap.summary.model import Summary
+from embedswap.summary.upgrade import read_summary
 
 TEMPLATE = "report.md.j2"
 
@@ -23,14 +24,15 @@ def load_article() -> dict[str, Any]:
     return json.loads(text)
 
 
-def render_markdown(summary: dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,
+def render_markdown(summary: Summary | dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,
                     manifest: dict[str, Any] | None = None, attempt_dir: Path | None = None,
                     title: str | None = None, article: dict[str, Any] | None = None) -> str:
     """The report of one summary (any schema version: older ones are upgraded) in one language, as markdown
     (figures referenced as figures/<name>.png)."""
     if lang not in LANGUAGES:
         raise ReportError(f"no report catalogue for language '{lang}' (known: {', '.join(LANGUAGES)})")
-    summary = upgrade_summary(summary)
+    if not isinstance(summary, Summary):
+        summary = read_summary(summary)
     context = build_context(summary, lang, figures if figures is not None else {},
                             article if article is not None else load_article(), manifest, attempt_dir, title)
     env = environment(lang, {"fmt": fmt, "code": code, "esc": esc})

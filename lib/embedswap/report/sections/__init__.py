@@ -9,9 +9,10 @@ from embedswap.report.format import code, esc
 from embedswap.report.sections import (article, contract, diagnosis, gaps, instruction, latency, parity,
                                        parity_matrix, ranking, shim, status, vectors)
 from embedswap.report.sections.context import ReportContext
+from embedswap.summary.model import Summary
 
 
-def build_context(summary: dict[str, Any], lang: str, figures: dict[str, bool], article_data: dict[str, Any],
+def build_context(summary: Summary, lang: str, figures: dict[str, bool], article_data: dict[str, Any],
                   manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None) -> dict[str, Any]:
     """The template values of one report language. ``summary`` is an upgraded (current-schema) summary."""
     ctx = ReportContext(summary, lang, figures, article_data, manifest, attempt_dir, title)
@@ -32,8 +33,8 @@ def build_context(summary: dict[str, Any], lang: str, figures: dict[str, bool], 
                             "unconfirmed": ctx.label(None), "not_meaningful": ctx.terms["not_meaningful"]},
         "title": title,
         "experiment": {**dict.fromkeys(("name", "date", "description", "folder", "attempt"), ""),
-                       **(summary.get("experiment") or {})},
-        "generated": summary.get("generated"),
+                       **ctx.raw["experiment"]},
+        "generated": summary.generated,
         "legacy": ctx.legacy, "candidate": ctx.candidate, "candidates": ctx.candidates, "names": ctx.names,
         **parts,
         "references": ctx.refs, "figures": figures, "code": code, "esc": esc,

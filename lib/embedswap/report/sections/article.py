@@ -19,7 +19,7 @@ def _vectors_table(ctx: ReportContext) -> str:
     """The article's vector figures beside this run's legacy server and primary candidate."""
     a = ctx.article
     t = ctx.terms
-    vectors = ctx.summary.get("vectors") or {}
+    vectors = ctx.raw.get("vectors") or {}
     by_target = vectors.get("by_target") or {}
     cand = ctx.candidate
     comparison = (vectors.get("comparisons") or {}).get(cand) or {}
@@ -39,7 +39,7 @@ def _vectors_table(ctx: ReportContext) -> str:
         [t["first_l2"], fmt(av["legacy"]["first_l2"], "norm"), fmt(av["candidate"]["first_l2"], "norm"),
          mine(ctx.legacy, "first_l2", "norm"), mine(cand, "first_l2", "norm")],
         [t["token_total"].format(n=f"{fmt(a['workload']['documents'], 'int')} / "
-                                   f"{fmt((ctx.summary.get('workload') or {}).get('documents'), 'int')}"),
+                                   f"{fmt((ctx.raw.get('workload') or {}).get('documents'), 'int')}"),
          fmt(av["legacy"]["token_total"], "int"), fmt(av["candidate"]["token_total"], "int"),
          mine(ctx.legacy, "token_total", "int"), mine(cand, "token_total", "int")],
         [t["cosine_mmm"], MISSING, " · ".join(fmt(av["cosine"][k], "cos4") for k in ("min", "median", "max")),
@@ -55,7 +55,7 @@ def _contract_table(ctx: ReportContext) -> str:
     """The article's four contract findings beside this run's answers to the same probes."""
     t = ctx.terms
     cand = ctx.candidate
-    contract = ctx.summary.get("contract") if isinstance(ctx.summary.get("contract"), list) else []
+    contract = ctx.raw.get("contract") if isinstance(ctx.raw.get("contract"), list) else []
     by_probe = {r.get("probe"): r for r in contract}
     contract_rows = []
     for entry in ctx.article.get("contract") or []:
@@ -128,7 +128,7 @@ def article(ctx: ReportContext) -> dict[str, Any] | None:
         "query_cos_plain": fmt(q.get("cosine_without_instruction"), "raw"),
         "ratios": {k: fmt(v, "raw") for k, v in (al.get("published_ratios") or {}).items()},
         "concurrency_differs": ac != c, "article_concurrency": ac, "concurrency": c,
-        "model_differs": (ctx.summary.get("model") or {}).get("spec") != env.get("model"),
+        "model_differs": (ctx.raw.get("model") or {}).get("spec") != env.get("model"),
         "memory": {role: gib_or_label(ctx, name) for role, name in (("legacy", ctx.legacy), ("candidate", ctx.candidate))},
         "source": esc(_in(ctx, a.get("source"))),
     }

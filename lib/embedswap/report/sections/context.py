@@ -17,6 +17,7 @@ from embedswap.measure.contract import CATALOGUE
 from embedswap.report.catalogue import catalogue
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS
+from embedswap.summary.model import Summary
 
 # the kit's own probe descriptions (English, as the summary records them), by probe name
 BUILT_IN_DESCRIPTIONS = {entry["name"]: entry["description"] for entry in CATALOGUE}
@@ -33,9 +34,11 @@ def target_names(summary: dict[str, Any]) -> list[str]:
 class ReportContext:
     """One language's view of one summary, plus the numbered references the sections collect."""
 
-    def __init__(self, summary: dict[str, Any], lang: str, figures: dict[str, bool], article: dict[str, Any],
+    def __init__(self, summary: Summary, lang: str, figures: dict[str, bool], article: dict[str, Any],
                  manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None):
         self.summary = summary
+        # the same summary as a dict, for the readers not yet moved to the typed model
+        self.raw: dict[str, Any] = summary.model_dump(mode="json", by_alias=True, exclude_unset=True)
         self.lang = lang
         self.words = catalogue(lang)
         self.terms = self.words.terms
@@ -44,10 +47,11 @@ class ReportContext:
         self.manifest = (manifest or {}).get("files") or {}
         self.attempt_dir = attempt_dir
         self.title = title
-        self.legacy, self.candidates = roles(summary)
-        self.candidate = (summary.get("roles") or {}).get("candidate")
-        self.names = target_names(summary)
-        self.decisions = summary.get("decisions") or {}
+        self.legacy, self.candidates = roles(self.raw)
+        self.candidate = summary.roles.candidate
+        self.names = target_names(self.raw)
+        self.decisions = summary.decisions
+        self.raw_decisions: dict[str, Any] = self.raw.get("decisions") or {}
         self.refs: list[dict[str, str]] = []
 
     def label(self, state: bool | None) -> str:
@@ -74,7 +78,7 @@ class ReportContext:
     # a target that failed to start: 'not measured' with the first line of its error, wherever it has a cell
     def failure(self, name: str) -> str | None:
         """The first line of a target's error (escaped, shortened), or None when it did not fail."""
-        info = (self.summary.get("targets") or {}).get(name) or {}
+        info = (self.raw.get("targets") or {}).get(name) or {}
         error = str(info.get("error") or "").strip()
         if not error:
             return None
@@ -150,18 +154,18 @@ class ReportContext:
         return None if status is None else self.terms["legacy_side"].format(status=fmt(status, "raw"))
 
     def shim_rows(self) -> list[dict[str, Any]]:
-        return shim_rows(self.summary)
+        return shim_rows(self.raw)
 
     def shimmed(self) -> list[str]:
-        return shimmed(self.summary)
+        return shimmed(self.raw)
 
     # latency readers shared by the latency, sweep, ablation, setup and article sections
     def latency_by_target(self) -> dict[str, Any]:
-        return (self.summary.get("latency") or {}).get("by_target") or {}
+        return (self.raw.get("latency") or {}).get("by_target") or {}
 
     def ablation_variants(self) -> dict[str, Any]:
         """The ablation's variants of the legacy server (its own row left out), by name."""
-        ablation = self.summary.get("ablation")
+        ablation = self.raw.get("ablation")
         rows = (ablation.get("by_target") or {}) if isinstance(ablation, dict) else {}
         return {n: r for n, r in rows.items() if n != self.legacy and isinstance(r, dict)}
 
@@ -169,7 +173,7 @@ class ReportContext:
         for info in self.latency_by_target().values():
             if is_measured(info) and isinstance(info.get("concurrent"), dict):
                 return info["concurrent"].get("concurrency")
-        return ((self.summary.get("latency") or {}).get("config") or {}).get("concurrency")
+        return ((self.raw.get("latency") or {}).get("config") or {}).get("concurrency")
 
     @staticmethod
     def errors(info: dict[str, Any], sweep: bool = False) -> tuple[int, int]:
@@ -188,7 +192,7 @@ class ReportContext:
         value = info.get("rss_peak_bytes")
         if value:
             return int(value), None
-        kind = (((self.summary.get("targets") or {}).get(name) or {}).get("config") or {}).get("kind")
+        kind = (((self.raw.get("targets") or {}).get(name) or {}).get("config") or {}).get("kind")
         if "rss_peak_bytes" not in info:
             return None, self.terms["no_section"]
         return None, self.terms["rss_unreadable_external" if kind == "external" else "rss_unreadable"]
@@ -199,7 +203,7 @@ class ReportContext:
 
     def intervals(self, name: str, run: str) -> dict[str, Any] | None:
         """The stored intervals of one operating point (``decisions.latency.points``, by run name), or None."""
-        return (((self.decisions.get("latency") or {}).get("points") or {}).get(name) or {}).get(run)
+        return (((self.raw_decisions.get("latency") or {}).get("points") or {}).get(name) or {}).get(run)
 
     def point_row(self, name: str, info: dict[str, Any], label_cell: str) -> list[str]:
         """One latency table row: seq p50/p99, concurrent p50/p99/docs/s (each with its 95 % interval when

@@ -48,7 +48,7 @@ def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
     """The summary's client changes in this language: ``{key, text, probes, shim, shim_done}``."""
     terms = ctx.terms["changes"]
     items = []
-    for change in ctx.decisions.get("client_changes") or []:
+    for change in ctx.raw_decisions.get("client_changes") or []:
         key, params = change["rule"], change.get("params") or {}
         if key == "review":
             text = terms[key].format(probe=params.get("probe"), verdict=", ".join(params.get("verdicts") or []))
@@ -119,9 +119,9 @@ def _counts(ctx: ReportContext, contract: list[dict[str, Any]]) -> list[dict[str
 
 def contract(ctx: ReportContext) -> dict[str, Any]:
     """The contract section: the table, the differences, the verdict counts and the client changes."""
-    contract = ctx.summary.get("contract")
+    contract = ctx.raw.get("contract")
     t = ctx.terms
-    answers, verdicts = contract_states(ctx.summary)
+    answers, verdicts = contract_states(ctx.raw)
     legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER]
     if not isinstance(contract, list):
         return {"state": False, "label": ctx.label(False), "why": ctx.why(contract), "legend": legend,

@@ -12,8 +12,8 @@ from embedswap.report.sections.context import ReportContext
 def diagnosis(ctx: ReportContext) -> dict[str, Any]:
     """The diagnosis block of the vectors section: per differing server its reasons joined into one sentence,
     or that every server reproduces the model's pipeline, or why the diagnosis did not run."""
-    section = ctx.summary.get("diagnosis") or {}
-    decisions = ctx.decisions.get("diagnosis") or {}
+    section = ctx.raw.get("diagnosis") or {}
+    decisions = ctx.raw_decisions.get("diagnosis") or {}
     findings = _findings(ctx, decisions)
     measured = is_measured(section) or bool(findings)
     sources = ["captures/diagnosis/vectors.json"] + (["captures/parity/rows.json"]
@@ -26,7 +26,7 @@ def diagnosis(ctx: ReportContext) -> dict[str, Any]:
             "texts": section.get("texts"), "sources": ctx.refs_for(sources),
             # the query vectors (step 03): None in summaries from before the query diagnosis
             "queries": None if queries is None else ("measured" if is_measured(queries) else "not_measured"),
-            "query_findings": _findings(ctx, ctx.decisions.get("diagnosis_queries") or {}),
+            "query_findings": _findings(ctx, ctx.raw_decisions.get("diagnosis_queries") or {}),
             "query_servers": ", ".join(code(n) for n in ((queries or {}).get("by_target") or {})),
             "query_texts": (queries or {}).get("texts"), "query_prompt": _shown((queries or {}).get("prompt")),
             "query_why": ctx.why(queries) if queries and not is_measured(queries) else None}

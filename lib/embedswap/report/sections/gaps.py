@@ -54,10 +54,10 @@ def _not_measured(ctx: ReportContext, latency: dict, parity: dict, shim: dict) -
         if error:
             out.append({"section": sections["targets"], "path": name, "why": error})
     for key in STATUS_SECTIONS:
-        if _absent(ctx.summary.get(key)):
-            out.append({"section": sections[key], "path": "", "why": ctx.why(ctx.summary[key])})
+        if _absent(ctx.raw.get(key)):
+            out.append({"section": sections[key], "path": "", "why": ctx.why(ctx.raw[key])})
     out += [{"section": sections.get(i["section"], i["section"]), "path": i["path"], "why": ctx.why(i["node"])}
-            for i in not_measured_items(ctx.summary) if (i["section"], i["path"]) != ("parity", "multimodal")]
+            for i in not_measured_items(ctx.raw) if (i["section"], i["path"]) != ("parity", "multimodal")]
     for entry in latency["sweep"]["why"]:
         out.append({"section": sections["latency"], "path": f"{entry['name']}.sweep", "why": entry["why"]})
     for entry in latency["memory"]:
@@ -78,12 +78,12 @@ def gaps(ctx: ReportContext, status: dict[str, Any], latency: dict[str, Any], co
     sections = ctx.terms["sections"]
     unconfirmed = [{"section": sections["latency"], "path": f"{entry['name']}.{entry['point']}", "why": entry["text"]}
                    for entry in latency["unconfirmed"]]
-    for path in ctx.summary.get("non_finite") or []:
+    for path in ctx.raw.get("non_finite") or []:
         section, _, rest = path.partition(".")
         unconfirmed.append({"section": sections.get(section, section), "path": rest,
                             "why": esc(ctx.words.reason("figure_not_finite"))})
     for engine in status["engines"]:
-        info = (ctx.summary.get("targets") or {}).get(engine["name"]) or {}
+        info = (ctx.raw.get("targets") or {}).get(engine["name"]) or {}
         if info.get("measured") and not info.get("version"):
             unconfirmed.append({"section": sections["targets"], "path": f"{engine['name']}.version",
                                 "why": ctx.words.labels["version"]})

@@ -51,7 +51,7 @@ def _v2_table(ctx: ReportContext, section: dict[str, Any]) -> str | None:
 
 def instruction(ctx: ReportContext) -> dict[str, Any]:
     """The query instruction section (or why it is not measured)."""
-    section = ctx.summary.get("instruction") or {}
+    section = ctx.raw.get("instruction") or {}
     if not is_measured(section):
         return {"state": False, "label": ctx.label(False), "why": ctx.why(section),
                 "table": None, "v2_table": None, "sources": MISSING}

@@ -41,7 +41,7 @@ def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
     """Legacy and candidate figures side by side with the stored ratio, formatted."""
     by_target = ctx.latency_by_target()
     legacy, info = by_target.get(ctx.legacy) or {}, by_target.get(name) or {}
-    stored = ((ctx.decisions.get("latency") or {}).get("ratios") or {}).get(name) or {}
+    stored = ((ctx.raw_decisions.get("latency") or {}).get("ratios") or {}).get(name) or {}
     out: dict[str, Any] = {"name": name}
     for key, run, field, ratio_key in (("seq", "sequential", "p50_ms", "seq_p50"),
                                        ("conc", "concurrent", "docs_per_s", "conc_docs_per_s"),
@@ -64,7 +64,7 @@ def ratio_table(ctx: ReportContext) -> str | None:
     t = ctx.terms
     rows = []
     for name in ctx.candidates:
-        stored = ((ctx.decisions.get("latency") or {}).get("ratios") or {}).get(name) or {}
+        stored = ((ctx.raw_decisions.get("latency") or {}).get("ratios") or {}).get(name) or {}
         for run, entry in (stored.get("intervals") or {}).items():
             point = {"sequential": "seq", "concurrent": f"c{ctx.concurrency()}"}.get(run, run.replace("_", " "))
             rows.append([code(name), esc(point), *(ratio_text(t, entry.get(k)) for k in ("p50", "p99", "docs_per_s")),
@@ -77,7 +77,7 @@ def ratio_table(ctx: ReportContext) -> str | None:
 
 
 def _lock_measured(ctx: ReportContext, reading: dict[str, Any]) -> dict[str, Any]:
-    rows = (ctx.summary.get("ablation") or {}).get("by_target") or {}
+    rows = (ctx.raw.get("ablation") or {}).get("by_target") or {}
     base = rows.get(ctx.legacy) or {}
     lock_conc, lock_seq = base.get("concurrent") or {}, base.get("sequential") or {}
     rates = {n: (i.get("concurrent") or {}).get("docs_per_s") if is_measured(i) else None
@@ -106,13 +106,13 @@ def _lock_measured(ctx: ReportContext, reading: dict[str, Any]) -> dict[str, Any
 def lock(ctx: ReportContext, ablation_label: str) -> dict[str, Any] | None:
     """The article's reading of the concurrent gap (one global lock): measured when the lock ablation ran, else an
     estimate that stays unconfirmed (미확인)."""
-    reading = (ctx.decisions.get("latency") or {}).get("lock")
+    reading = (ctx.raw_decisions.get("latency") or {}).get("lock")
     if not reading:
         return None
     if reading.get("measured"):
         return _lock_measured(ctx, reading)
     legacy = ctx.latency_by_target().get(ctx.legacy) or {}
-    section = ctx.summary.get("ablation") or {}
+    section = ctx.raw.get("ablation") or {}
     rows = section.get("by_target") or {}
     why = ctx.why(section) or next((ctx.why(r) for r in rows.values() if r.get("why")), "")
     return {"factor": fmt(reading["factor"], "ratio"), "seq": fmt((legacy.get("sequential") or {}).get("p50_ms"), "ms"),

@@ -66,8 +66,8 @@ def _causes(ctx: ReportContext, parity: dict[str, Any]) -> list[dict[str, Any]]:
     for row in parity.get("rows") or []:
         if row.get("why"):
             out.append({"name": row.get("backend"), "why": ctx.why(row)})
-        if row.get("backend") in (ctx.decisions.get("diagnosis") or {}):  # said once, in the diagnosis block
-            cause = (ctx.decisions["diagnosis"][row.get("backend")] or {}).get("code")
+        if row.get("backend") in (ctx.raw_decisions.get("diagnosis") or {}):  # said once, in the diagnosis block
+            cause = (ctx.raw_decisions["diagnosis"][row.get("backend")] or {}).get("code")
             entry = {"why": "", "reason": {"code": "diagnosis_see_above", "params": {"cause": cause}}}
             out.append({"name": row.get("backend"), "why": ctx.why(entry)})
             continue
@@ -79,7 +79,7 @@ def _causes(ctx: ReportContext, parity: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _multimodal_finding(ctx: ReportContext, multimodal: dict[str, Any]) -> dict[str, Any] | None:
     """The decision (analysis.parity_multimodal) as the sentence's values: lowest cosine per part, mixed status."""
-    decision = (ctx.summary.get("decisions") or {}).get("parity_multimodal") or {}
+    decision = (ctx.raw.get("decisions") or {}).get("parity_multimodal") or {}
     if not multimodal.get("rows") or decision.get("code") in (None, "multimodal_not_measured"):
         return None
     worst = decision.get("worst") or {}
@@ -95,7 +95,7 @@ def _multimodal_finding(ctx: ReportContext, multimodal: dict[str, Any]) -> dict[
 
 def parity(ctx: ReportContext) -> dict[str, Any]:
     """The parity section: the table, the gate (as stored in the summary) and the multimodal part."""
-    parity = ctx.summary.get("parity") or {}
+    parity = ctx.raw.get("parity") or {}
     t = ctx.terms
     measured = is_measured(parity)
     rows, worst, not_run = _rows(ctx, parity)

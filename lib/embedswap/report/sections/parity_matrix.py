@@ -72,12 +72,12 @@ def _finding(ctx: ReportContext, finding: dict[str, Any] | None) -> dict[str, An
 
 def parity_matrix(ctx: ReportContext) -> dict[str, Any]:
     """The matrix sub-section of the parity section: per point its table, finding and rows that did not run."""
-    matrix = (ctx.summary.get("parity") or {}).get("matrix") or {}
+    matrix = (ctx.raw.get("parity") or {}).get("matrix") or {}
     measured = bool(matrix) and is_measured(matrix)
     if not measured:
         return {"state": False, "label": ctx.label(False), "points": [],
                 "why": ctx.why(matrix) if matrix else ctx.words.reason("parity_matrix_not_configured")}
-    findings = {f.get("check"): f for f in (ctx.summary.get("decisions") or {}).get("parity_matrix") or []}
+    findings = {f.get("check"): f for f in (ctx.raw.get("decisions") or {}).get("parity_matrix") or []}
     points = []
     for check in CHECK_ORDER:
         rows = [r for r in matrix.get("rows") or [] if r.get("check") == check]

@@ -32,14 +32,14 @@ def _cells(ctx: ReportContext, variant: dict[str, Any], deltas: dict[str, Any] |
 def _rows(ctx: ReportContext, entries: dict[str, Any], state_label: str) -> tuple[list[list[str]], list[dict]]:
     """The table rows (legacy, then each candidate's two variants) and why a variant is missing."""
     t = ctx.terms
-    legacy = (ctx.summary.get("ranking") or {}).get("legacy") or {}
+    legacy = (ctx.raw.get("ranking") or {}).get("legacy") or {}
     rows = [[esc(t["variants"]["legacy"]), code(ctx.legacy), t["queries_how"]["legacy"], state_label,
              *_cells(ctx, legacy, None, True)]]
     why = []
     for name in ctx.candidates:
         entry = entries.get(name) or {"naive": {}, "shim": {}}
         deltas = entry.get("deltas") or {}
-        decided = ((ctx.decisions.get("ranking") or {}).get("by_candidate") or {}).get(name) or {}
+        decided = ((ctx.raw_decisions.get("ranking") or {}).get("by_candidate") or {}).get(name) or {}
         for kind in KINDS:
             variant = entry.get(kind) or {}
             measured = is_measured(variant)
@@ -80,7 +80,7 @@ def _line(ctx: ReportContext, entry: dict[str, Any], kind: str, verdict: dict[st
 
 def ranking_finding(ctx: ReportContext, name: str, entry: dict[str, Any]) -> dict[str, Any]:
     """One candidate's two verdicts and the decision, in this language."""
-    verdict = ((ctx.decisions.get("ranking") or {}).get("by_candidate") or {}).get(name) or {}
+    verdict = ((ctx.raw_decisions.get("ranking") or {}).get("by_candidate") or {}).get(name) or {}
     lines = {kind: _line(ctx, entry, kind, verdict.get(kind) or {}) for kind in KINDS}
     code_ = verdict.get("decision")
     decisions = ctx.terms["rank_decision"]
@@ -128,8 +128,8 @@ def agreement_table(ctx: ReportContext, entries: dict[str, Any]) -> str | None:
 def ranking(ctx: ReportContext) -> dict[str, Any]:
     """Search ranking (nDCG@10, recall@5, top-5 overlap): legacy, address swap only, through the shim."""
     t = ctx.terms
-    section = ctx.summary.get("ranking") or {}
-    decided = ctx.decisions.get("ranking") or {}
+    section = ctx.raw.get("ranking") or {}
+    decided = ctx.raw_decisions.get("ranking") or {}
     meaningless = not decided.get("meaningful", True)
     tolerance = decided.get("tolerance") or {}
     empty = {"state": False, "meaningless": meaningless, "table": None, "findings": [], "why": [],
@@ -141,7 +141,7 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     if not is_measured(section):
         return {**empty, "label": ctx.label(False), "top_why": ctx.why(section)}
     legacy = section.get("legacy") or {}
-    entries = by_candidate(ctx.summary)
+    entries = by_candidate(ctx.raw)
     state_label = t["not_meaningful"] if meaningless else ctx.label(True)
     rows, why = _rows(ctx, entries, state_label)
     findings = [] if meaningless else [ranking_finding(ctx, n, entries.get(n) or {"naive": {}, "shim": {}})

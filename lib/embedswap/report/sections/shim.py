@@ -35,7 +35,7 @@ def _table(ctx: ReportContext, rows: list[dict[str, Any]], shimmed: list[str]) -
 
 def _per_candidate(ctx: ReportContext, rows: list[dict[str, Any]], name: str, config: Any) -> dict[str, Any]:
     """What the shim closed, what remains, what only the shim opened (decisions.shim), and its settings."""
-    outcome = (ctx.decisions.get("shim") or {}).get(name) or {}
+    outcome = (ctx.raw_decisions.get("shim") or {}).get(name) or {}
     by_probe = {r.get("probe"): r for r in rows}
     closed = [{"probe": c["probe"], "before": c["before"],
                "rewrites": _rewrites(ctx, ((by_probe.get(c["probe"]) or {}).get("shim") or {}).get(name) or {})}
@@ -80,7 +80,7 @@ def shim_settings(ctx: ReportContext, config: dict[str, Any] | None) -> list[dic
 def shim(ctx: ReportContext) -> dict[str, Any]:
     """The shim section: the before/after table and one summary per candidate probed through the shim."""
     t = ctx.terms
-    section = ctx.summary.get("shim") or {}
+    section = ctx.raw.get("shim") or {}
     rows = ctx.shim_rows()
     shimmed = ctx.shimmed()
     if not rows or not shimmed:

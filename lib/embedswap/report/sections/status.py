@@ -16,20 +16,20 @@ from embedswap.report.portable import locality, portable_command
 
 def status(ctx: ReportContext) -> dict[str, Any]:
     """The opening status line: every section's label combined, the host, the engines and the model."""
-    states = [is_measured(ctx.summary.get("vectors")), *contract_states(ctx.summary),
-              is_measured(ctx.summary.get("parity"))]
+    states = [is_measured(ctx.raw.get("vectors")), *contract_states(ctx.raw),
+              is_measured(ctx.raw.get("parity"))]
     states += [latency_state(ctx.latency_by_target().get(n, {})) for n in ctx.names]
-    states += [is_measured(ctx.summary.get(key)) for key in STATUS_SECTIONS]
-    env = ctx.summary.get("environment") or {}
+    states += [is_measured(ctx.raw.get(key)) for key in STATUS_SECTIONS]
+    env = ctx.raw.get("environment") or {}
     engines = []
     for name in ctx.names:
-        info = (ctx.summary.get("targets") or {}).get(name) or {}
+        info = (ctx.raw.get("targets") or {}).get(name) or {}
         measured = bool(info.get("measured"))
         version = info.get("version")
         engines.append({"name": name, "role": ctx.role_of(name),
                         "kind": (info.get("config") or {}).get("kind") or info.get("kind") or MISSING,
                         "version": version or ctx.label(None if measured else False)})
-    model = ctx.summary.get("model") or {}
+    model = ctx.raw.get("model") or {}
     return {
         "overall": combined_label(states, ctx.lang),
         "all_measured": all(s is True for s in states),
@@ -49,9 +49,9 @@ def status(ctx: ReportContext) -> dict[str, Any]:
 
 
 def _launches(ctx: ReportContext) -> list[dict[str, Any]]:
-    targets = ctx.summary.get("targets") or {}
+    targets = ctx.raw.get("targets") or {}
     # commands as they paste from the project's root: no path of the machine that ran them (report/portable.py)
-    where = locality(ctx.summary, ctx.attempt_dir.parent.parent if ctx.attempt_dir else None)
+    where = locality(ctx.raw, ctx.attempt_dir.parent.parent if ctx.attempt_dir else None)
     launches = []
     for name in ctx.names:
         info = targets.get(name) or {}
@@ -69,7 +69,7 @@ def _launches(ctx: ReportContext) -> list[dict[str, Any]]:
 
 
 def _resources_table(ctx: ReportContext) -> str:
-    targets = ctx.summary.get("targets") or {}
+    targets = ctx.raw.get("targets") or {}
     rows = []
     for name in ctx.names:
         info = targets.get(name) or {}
@@ -99,7 +99,7 @@ def _samples(work: dict[str, Any]) -> dict[str, Any]:
 
 def _time_table(ctx: ReportContext) -> str | None:
     """Seconds per step (``timing.steps``: recorded durations only) and each one's share of their sum."""
-    timing = ctx.summary.get("timing") or {}
+    timing = ctx.raw.get("timing") or {}
     if not timing.get("measured") or not timing.get("steps"):
         return None
     t = ctx.terms
@@ -111,7 +111,7 @@ def _time_table(ctx: ReportContext) -> str | None:
 
 def _server_time_table(ctx: ReportContext) -> str | None:
     """Per server: start-up, then seconds per capture part (``timing.servers``), then the whole measurement."""
-    servers = (ctx.summary.get("timing") or {}).get("servers") or {}
+    servers = (ctx.raw.get("timing") or {}).get("servers") or {}
     if not servers:
         return None
     from embedswap.summary.timing import PARTS
@@ -126,7 +126,7 @@ def _server_time_table(ctx: ReportContext) -> str | None:
 
 def _steps_table(ctx: ReportContext) -> str | None:
     rows = []
-    for step, entry in (ctx.summary.get("steps") or {}).items():
+    for step, entry in (ctx.raw.get("steps") or {}).items():
         error = str(entry.get("error") or "").strip()
         error = error.splitlines()[0] if error else ""  # a traceback stays in steps.json
         problems = "; ".join(entry.get("problems") or []) or error or entry.get("detail") or ""
@@ -137,10 +137,10 @@ def _steps_table(ctx: ReportContext) -> str | None:
 
 def setup(ctx: ReportContext) -> dict[str, Any]:
     """How each server was launched, the workload, the servers' resources and the attempt's steps."""
-    targets = ctx.summary.get("targets") or {}
-    work = ctx.summary.get("workload") or {}
+    targets = ctx.raw.get("targets") or {}
+    work = ctx.raw.get("workload") or {}
     langs = work.get("languages") or {}
-    lat = (ctx.summary.get("latency") or {}).get("config") or {}
+    lat = (ctx.raw.get("latency") or {}).get("config") or {}
     return {
         "label": combined_label([bool((targets.get(n) or {}).get("measured")) for n in ctx.names], ctx.lang),
         "launches": _launches(ctx),

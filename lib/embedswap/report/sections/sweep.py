@@ -69,7 +69,7 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
 def ablation(ctx: ReportContext) -> dict[str, Any]:
     """The legacy server with its global lock against its variants (e.g. without it), latency only."""
     t = ctx.terms
-    section = ctx.summary.get("ablation") or {}
+    section = ctx.raw.get("ablation") or {}
     rows_in = section.get("by_target") or {}
     if not rows_in:
         return {"state": False, "label": ctx.label(False), "why": ctx.why(section), "table": None,
@@ -80,7 +80,7 @@ def ablation(ctx: ReportContext) -> dict[str, Any]:
               t["errors"], t["rss_peak"]]
     rows = []
     row_why = []
-    configs = (((ctx.summary.get("experiment") or {}).get("config") or {}).get("targets") or {})
+    configs = (((ctx.raw.get("experiment") or {}).get("config") or {}).get("targets") or {})
     for name, info in rows_in.items():
         lock = info.get("lock", (configs.get(name) or {}).get("lock"))
         lock_cell = MISSING if lock is None else t["on" if lock else "off"]

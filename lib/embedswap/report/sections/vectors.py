@@ -12,11 +12,11 @@ from embedswap.report.sections.context import ReportContext
 
 def _main_table(ctx: ReportContext) -> str:
     """One column per server: dimension, first vector's length, token totals, cosine to legacy, repeats, order."""
-    vectors = ctx.summary.get("vectors") or {}
+    vectors = ctx.raw.get("vectors") or {}
     by_target = vectors.get("by_target") or {}
     comparisons = vectors.get("comparisons") or {}
     t = ctx.terms
-    n_docs = (ctx.summary.get("workload") or {}).get("documents")
+    n_docs = (ctx.raw.get("workload") or {}).get("documents")
     header = [t["item"]] + [f"{code(n)} ({ctx.role_of(n)}, "
                             f"{ctx.label(True) if is_measured(by_target.get(n)) else ctx.not_measured_cell(n)})"
                             for n in ctx.names]
@@ -67,7 +67,7 @@ def _main_table(ctx: ReportContext) -> str:
 
 def _language_table(ctx: ReportContext) -> str | None:
     """Per-document cosine to legacy by document language, one column per candidate."""
-    comparisons = (ctx.summary.get("vectors") or {}).get("comparisons") or {}
+    comparisons = (ctx.raw.get("vectors") or {}).get("comparisons") or {}
     t = ctx.terms
     lang_table = None
     measured_comparisons = {n: c for n, c in comparisons.items() if is_measured(c)}
@@ -92,7 +92,7 @@ def _language_table(ctx: ReportContext) -> str | None:
 
 def vectors(ctx: ReportContext) -> dict[str, Any]:
     """The vectors section: the tables, the lowest cosines, and why a server's vectors are missing."""
-    vectors = ctx.summary.get("vectors") or {}
+    vectors = ctx.raw.get("vectors") or {}
     by_target = vectors.get("by_target") or {}
     comparisons = vectors.get("comparisons") or {}
     worst = []
@@ -107,8 +107,8 @@ def vectors(ctx: ReportContext) -> dict[str, Any]:
     cos = vectors.get("cosine") or {}
     sources = [i.get("source") for i in by_target.values() if is_measured(i) and i.get("source")]
     return {
-        "state": is_measured(ctx.summary.get("vectors")),
-        "label": ctx.label(is_measured(ctx.summary.get("vectors"))),
+        "state": is_measured(ctx.raw.get("vectors")),
+        "label": ctx.label(is_measured(ctx.raw.get("vectors"))),
         "table_label": combined_label([is_measured(by_target.get(n)) for n in ctx.names], ctx.lang),
         "table": _main_table(ctx),
         "lang_table": _language_table(ctx),

@@ -12,16 +12,14 @@ import numpy as np
 import pytest
 
 from embedswap.diagnosis.hypotheses import diagnose
-from embedswap.zoo.bert import ZOO, build_tiny_bert
 
 TEXTS = ["hello world", "a much longer sentence about embeddings and servers", "x", "migration 2026!",
          "the quick brown fox", "pooling decides the vector"]
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("zoo")
-    return {name: build_tiny_bert(root / name, variant) for name, variant in ZOO.items()}
+def zoo(tiny_zoo: dict[str, Path]) -> dict[str, Path]:
+    return tiny_zoo  # tests/conftest.py: built once per session
 
 
 def _served(folder: Path, pooling: str | None = None, dense: bool = True, normalize: bool | None = None) -> np.ndarray:

@@ -16,15 +16,14 @@ from embedswap.analysis.diagnosis import diagnosis_query_decisions
 from embedswap.captures import new_attempt
 from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
 from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
-from embedswap.zoo.bert import ZOO, build_tiny_bert
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 QUERIES = ["what is pooling", "how do I migrate an embedding server", "vLLM pooling runner", "정규화는 왜 필요한가"]
 
 
 @pytest.fixture(scope="module")
-def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_bert(tmp_path_factory.mktemp("zoo") / "tiny-bert-cls", ZOO["tiny-bert-cls"])
+def model(tiny_zoo: dict[str, Path]) -> Path:
+    return tiny_zoo["tiny-bert-cls"]  # tests/conftest.py: built once per session
 
 
 def _experiment(folder: Path, template: str = DEFAULT_QUERY_TEMPLATE) -> SimpleNamespace:

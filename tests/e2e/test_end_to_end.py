@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
+from ports import free_port
 from realkit import run_whole_experiment
 from wordpiece import count_tokens, load_vocab
 
@@ -31,12 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 EMBEDSWAP = str(Path(sys.executable).parent / "embedswap")
 # The demo takes ~30 min on 2 quiet cores (four server starts, 3 repeats, the sweep, the dtype sweep); CI has 90.
 RUN_TIMEOUT_S = 3600
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def server_processes(ports: list[int]) -> list[str]:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from realkit import free_ports, port_processes, run_whole_experiment
+from realkit import run_whole_experiment
+from ports import free_ports, port_processes
 
 from embedswap.config import load_experiment
 from embedswap.paths import engine_python

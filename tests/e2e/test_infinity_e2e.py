@@ -26,7 +26,8 @@ from embedswap.config import load_experiment
 from embedswap.measure.contract import CATALOGUE
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
 from embedswap.targets.base import ManagedProcess, server_env
-from realkit import EMBEDSWAP, REPO, free_ports, legacy_target, make_experiment, wait_no_processes
+from realkit import EMBEDSWAP, REPO, legacy_target, make_experiment, wait_no_processes
+from ports import free_ports
 
 pytestmark = pytest.mark.e2e
 

@@ -29,7 +29,8 @@ import httpx
 import pytest
 import yaml
 
-from realkit import FEW_PROBES, SMALL_LATENCY, free_ports, kill_tree, wait_no_processes
+from realkit import FEW_PROBES, SMALL_LATENCY, kill_tree, wait_no_processes
+from ports import free_ports
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.e2e

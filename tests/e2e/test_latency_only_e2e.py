@@ -8,7 +8,8 @@ import json
 import pytest
 import yaml
 
-from realkit import free_ports, legacy_target, make_experiment, run_whole_experiment, wait_no_processes
+from realkit import legacy_target, make_experiment, run_whole_experiment, wait_no_processes
+from ports import free_ports
 
 pytestmark = pytest.mark.e2e
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from realkit import EMBEDSWAP, free_ports, kill_tree, legacy_target, make_experiment, wait_no_processes
+from realkit import EMBEDSWAP, kill_tree, legacy_target, make_experiment, wait_no_processes
+from ports import free_ports
 
 pytestmark = pytest.mark.e2e
 

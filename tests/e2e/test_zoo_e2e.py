@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 import yaml
-from realkit import free_ports, legacy_target, make_experiment, port_processes, run_whole_experiment
+from realkit import legacy_target, make_experiment, run_whole_experiment
+from ports import free_ports, port_processes
 
 from embedswap.paths import engine_python
 from embedswap.zoo.bert import ZOO, build_tiny_bert

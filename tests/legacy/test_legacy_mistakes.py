@@ -12,15 +12,13 @@ import pytest
 from embedswap.legacy.cli import parse_args
 from embedswap.legacy.mistakes import MISTAKES
 from embedswap.legacy.server import Embedder, LegacySettings
-from embedswap.zoo.bert import ZOO, build_tiny_bert
 
 TEXTS = ["a short text", "another, somewhat longer text about servers", "x"]
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("zoo")
-    return {name: build_tiny_bert(root / name, ZOO[name]) for name in ("tiny-bert-dense", "tiny-bert-cls")}
+def zoo(tiny_zoo: dict[str, Path]) -> dict[str, Path]:
+    return tiny_zoo  # tests/conftest.py: built once per session
 
 
 def _served(model: Path, mistake: str) -> np.ndarray:

@@ -8,7 +8,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers is imported:
 
 import math
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -304,14 +303,8 @@ def test_fault_nan_is_literal_nan() -> None:
 # --- the real process ------------------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def test_subprocess_serves_and_stops_on_sigterm() -> None:
-    port = free_port()
+def test_subprocess_serves_and_stops_on_sigterm(free_port: int) -> None:
+    port = free_port
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
     command = [sys.executable, "-m", "embedswap.legacy_server", "--model", MODEL, "--port", str(port)]
     with tempfile.TemporaryFile() as log:

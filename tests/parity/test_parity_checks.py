@@ -196,11 +196,6 @@ def test_report_without_matrix_says_why(complete: dict[str, Any]) -> None:
     assert "the parity matrix is not configured" in text
 
 
-@pytest.fixture
-def complete() -> dict[str, Any]:
-    return json.loads((REPO / "tests" / "fixtures" / "summary_complete.json").read_text(encoding="utf-8"))
-
-
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, Any]) -> None:
     """Round 3: a row's setting is a code + parameters (rendered through the catalogue); an older summary whose

@@ -5,7 +5,6 @@ The server itself is faked here (tests/e2e/test_end_to_end_qwen3.py runs it for 
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from embedswap.report.format import esc
 from embedswap.summary.model import validate_summary
 from embedswap.summary.upgrade import upgrade_summary
 
-REPO = Path(__file__).resolve().parents[2]
 CONFIG = {"name": "t", "date": "2026-12-01", "workload": {"documents": "d.jsonl"},
           "targets": {"legacy": {"kind": "legacy", "port": 18801}, "vllm": {"kind": "vllm", "port": 18802}},
           "candidates": ["vllm"]}
@@ -131,11 +129,6 @@ def test_report_rows_replace_the_not_measured_line(lang: str, complete: dict[str
     verdict = {"ko": "멀티모달 게이트 실패", "en": "Multimodal gate failed", "ja": "マルチモーダルゲート不合格",
                "zh": "多模态门槛未通过"}[lang]
     assert verdict in text  # the finding, in the report's words
-
-
-@pytest.fixture
-def complete() -> dict[str, Any]:
-    return json.loads((REPO / "tests" / "fixtures" / "summary_complete.json").read_text(encoding="utf-8"))
 
 
 def test_one_dead_server_keeps_the_others_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

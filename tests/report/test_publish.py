@@ -10,7 +10,6 @@ import re
 import shlex
 import socket
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,17 +17,11 @@ from embedswap.config import ConfigError, parse_experiment
 from embedswap.report.publish import render_report
 from embedswap.report.front_matter import description, split
 from embedswap.report.publish import headline
-from synthetic_experiment import experiment_yaml
+from synthetic_experiment import ATTEMPT, executed_notebook, experiment_yaml, load_summary, synthetic_experiment
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-ATTEMPT = "2026-11-30T09-00-00"
 USER = "fakeuserq7x"
 HOST = "fakehost-zq9.internal"
 PORTS = (18981, 18982)  # the launch commands below name them
-
-
-def complete() -> dict[str, Any]:
-    return json.loads((FIXTURES / "summary_complete.json").read_text(encoding="utf-8"))
 
 
 def started(project: Path) -> dict[str, list[str]]:
@@ -47,35 +40,21 @@ def started(project: Path) -> dict[str, list[str]]:
 SECRET = "sk-" + "q" * 24  # an OpenAI-style key: redacted by its shape
 
 
-def executed_notebook(attempt: Path, name: str, cell: str, output: str) -> Path:
-    """An executed notebook as papermill leaves it in attempts/<A>/notebooks/: a code cell and its output."""
-    import nbformat
-
-    code = nbformat.v4.new_code_cell(cell, execution_count=1,
-                                     outputs=[nbformat.v4.new_output("stream", name="stdout", text=output)])
-    path = attempt / "notebooks" / f"{name}.ipynb"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nbformat.v4.new_notebook(cells=[code]), str(path))
-    return path
-
-
 def run_under_fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publish: str = "") -> tuple[Path, Path]:
     home = tmp_path / "home" / USER
     project = home / "work" / "embedswap"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setattr(socket, "gethostname", lambda: HOST)
-    summary = complete()
+    summary = load_summary("complete")
     argv = started(project)
     summary["model"]["path"] = argv["vllm"][4]
     for name, command in argv.items():
         summary["targets"][name]["commands"] = [shlex.join(command)]
     summary["targets"]["vllm"]["config"]["note"] = f"started on {HOST} by {USER}@{HOST} in {project}"
     summary["experiment"]["config"]["workload"]["documents"] = str(project / "data/documents.jsonl")
-    folder = project / "experiments" / "2026-11-30-synthetic"
+    folder = synthetic_experiment(project, summary, languages="ko, en, ja, zh", ports=PORTS, extra=publish,
+                                  probes=False)
     attempt = folder / "attempts" / ATTEMPT
-    attempt.mkdir(parents=True)
-    (folder / "experiment.yaml").write_text(experiment_yaml(ports=PORTS, extra=publish), encoding="utf-8")
-    (attempt / "summary.json").write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
     executed_notebook(attempt, "01_legacy_capture", f"capture = run_step({str(attempt)!r})  # measured-cell-01",
                       f"key {SECRET} at {project}/data on {HOST}\n")
     executed_notebook(attempt, "04_latency", "latency = run_step()  # measured-cell-04", "p50 36.9 ms\n")
@@ -86,7 +65,7 @@ def test_every_report_has_front_matter_tied_across_languages(tmp_path: Path, mon
     project, folder = run_under_fake_home(tmp_path, monkeypatch, "  publish: {series: embedding-swap, part: 3}\n")
     render_report(folder)
     out = project / "reports" / folder.name
-    head = headline(complete())
+    head = headline(load_summary("complete"))
     keys = set()
     for lang in ("ko", "en", "ja", "zh"):
         text = (out / f"report.{lang}.md").read_text(encoding="utf-8")

@@ -27,7 +27,7 @@ from embedswap.report.sections.gaps import not_measured_items
 from embedswap.report.publish import render_index, render_report
 from embedswap.report.markdown import render_markdown
 from embedswap.report.catalogue import catalogue
-from synthetic_experiment import experiment_yaml
+from synthetic_experiment import ATTEMPT, synthetic_experiment
 
 
 def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
@@ -37,33 +37,6 @@ def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     from embedswap.summary.upgrade import upgrade_summary
 
     return change_items(ReportContext(upgrade_summary(summary), lang, {}, {}, None, None, None))
-
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-ATTEMPT = "2026-11-30T09-00-00"
-
-
-def load(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / f"summary_{name}.json").read_text(encoding="utf-8"))
-
-
-@pytest.fixture
-def complete() -> dict[str, Any]:
-    return load("complete")
-
-
-@pytest.fixture
-def smoke() -> dict[str, Any]:
-    return load("smoke")
-
-
-def make_experiment(root: Path, summary: dict[str, Any], languages: str = "ko, en") -> Path:
-    folder = root / "experiments" / "2026-11-30-synthetic"
-    attempt = folder / "attempts" / ATTEMPT
-    (attempt / "captures" / "vllm").mkdir(parents=True)
-    (folder / "experiment.yaml").write_text(experiment_yaml(languages), encoding="utf-8")
-    (attempt / "summary.json").write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
-    (attempt / "captures" / "vllm" / "probes.jsonl").write_text('{"probe": "plain"}\n', encoding="utf-8")
-    return folder
 
 
 def section(text: str, number: int) -> str:
@@ -141,7 +114,7 @@ def test_every_measured_false_section_is_listed(smoke: dict[str, Any]) -> None:
 
 # --- rendering from an existing summary --------------------------------------------------------------------------
 def test_render_report_both_languages_identical_numbers(tmp_path: Path, complete: dict[str, Any]) -> None:
-    folder = make_experiment(tmp_path, complete)
+    folder = synthetic_experiment(tmp_path, complete)
     capture = folder / "attempts" / ATTEMPT / "captures" / "vllm" / "probes.jsonl"
     before = (capture.read_bytes(), capture.stat().st_mtime_ns)
     summary_before = (folder / "attempts" / ATTEMPT / "summary.json").read_bytes()
@@ -255,13 +228,13 @@ def test_every_language_renders_the_same_numbers(lang: str, complete: dict[str, 
 
 
 def test_languages_follow_experiment_yaml(tmp_path: Path, complete: dict[str, Any]) -> None:
-    folder = make_experiment(tmp_path, complete, languages="en")
+    folder = synthetic_experiment(tmp_path, complete, languages="en")
     written = render_report(folder)
     assert "report.en.md" in written and "report.ko.md" not in written
     out = tmp_path / "reports" / "2026-11-30-synthetic"
     assert (out / "report.md").read_bytes() == (out / "report.en.md").read_bytes()
 
-    folder = make_experiment(tmp_path / "cjk", complete, languages="ja, zh")
+    folder = synthetic_experiment(tmp_path / "cjk", complete, languages="ja, zh")
     written = render_report(folder)
     assert {"report.ja.md", "report.zh.md", "report.ja.html", "report.zh.html"} <= set(written)
     out = tmp_path / "cjk" / "reports" / "2026-11-30-synthetic"
@@ -271,14 +244,14 @@ def test_languages_follow_experiment_yaml(tmp_path: Path, complete: dict[str, An
 
 
 def test_missing_summary_is_a_clear_error(tmp_path: Path, complete: dict[str, Any]) -> None:
-    folder = make_experiment(tmp_path, complete)
+    folder = synthetic_experiment(tmp_path, complete)
     (folder / "attempts" / ATTEMPT / "summary.json").unlink()
     with pytest.raises(ReportError, match="summary.json"):
         render_report(folder)
 
 
 def test_smoke_renders_without_figures(tmp_path: Path, smoke: dict[str, Any]) -> None:
-    folder = make_experiment(tmp_path, smoke)
+    folder = synthetic_experiment(tmp_path, smoke)
     written = render_report(folder)
     assert not [name for name in written if name.startswith("figures/")]
     html = written["report.ko.html"].read_text(encoding="utf-8")
@@ -287,7 +260,7 @@ def test_smoke_renders_without_figures(tmp_path: Path, smoke: dict[str, Any]) ->
 
 # --- HTML --------------------------------------------------------------------------------------------------------
 def test_html_is_self_contained(tmp_path: Path, complete: dict[str, Any]) -> None:
-    folder = make_experiment(tmp_path, complete)
+    folder = synthetic_experiment(tmp_path, complete)
     written = render_report(folder)
     for lang in ("ko", "en"):
         html = written[f"report.{lang}.html"].read_text(encoding="utf-8")
@@ -398,7 +371,7 @@ def test_latency_sweep_points(complete: dict[str, Any]) -> None:
 
 
 def test_index_lists_reports(tmp_path: Path, complete: dict[str, Any], smoke: dict[str, Any]) -> None:
-    render_report(make_experiment(tmp_path / "a", complete))
+    render_report(synthetic_experiment(tmp_path / "a", complete))
     root = tmp_path / "a" / "reports"
     paths = render_index(root)
     assert paths["index.md"].exists() and paths["index.html"].exists()

@@ -12,8 +12,6 @@ import html
 import json
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +19,9 @@ import pytest
 from PIL import Image
 
 from embedswap.report.publish import render_report
-from test_report import load, make_experiment
+from browser import require_chromium, run_chromium
+from synthetic_experiment import load_summary, synthetic_experiment
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PROBE = """<script>
 window.addEventListener("load", function () {
   var images = Array.prototype.slice.call(document.images);
@@ -38,32 +35,10 @@ window.addEventListener("load", function () {
 """
 
 
-def require_chromium() -> str:
-    """Chromium's path; a missing browser FAILS the test (CI installs it), it is not skipped."""
-    path = shutil.which("chromium")
-    if not path:
-        pytest.fail("chromium is not installed: run `make browser` (as root it installs the Debian package "
-                    "`chromium`; `make test` does it for you)", pytrace=False)
-    return path
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("browser")
-    return render_report(make_experiment(root, load("complete")))
-
-
-def run_chromium(chromium: str, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """One headless Chromium run with its own profile; fails the test with Chromium's stderr if it does."""
-    profile = tmp / "profile"
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp / "xdg-config"), "XDG_CACHE_HOME": str(tmp / "xdg-cache")}
-    cmd = [chromium, *FLAGS, f"--user-data-dir={profile}", *args]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"chromium did not finish within 120 s: {' '.join(cmd)}\n{exc.stderr}")
-    assert done.returncode == 0, f"chromium exited {done.returncode}: {' '.join(cmd)}\n{done.stderr[-4000:]}"
-    return done
+    return render_report(synthetic_experiment(root, load_summary("complete")))
 
 
 def test_screenshot_is_not_blank(report: dict[str, Path], tmp_path: Path) -> None:

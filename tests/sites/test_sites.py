@@ -26,9 +26,8 @@ from embedswap.report.front_matter import split
 from embedswap.sites.post import PublishError
 from embedswap.sites import publish
 from embedswap.sites.post import LANGUAGE_NAMES
-from test_publish import executed_notebook
-from test_report import ATTEMPT, load, make_experiment
-from test_report_browser import require_chromium, run_chromium
+from browser import require_chromium, run_chromium
+from synthetic_experiment import ATTEMPT, executed_notebook, load_summary, synthetic_experiment
 
 LANGS = ["ko", "en"]
 FIGURES = 4
@@ -68,7 +67,7 @@ extra_javascript: [probe.js]
 
 @pytest.fixture(scope="module")
 def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = make_experiment(tmp_path_factory.mktemp("publish"), load("complete"))
+    folder = synthetic_experiment(tmp_path_factory.mktemp("publish"), load_summary("complete"))
     executed_notebook(folder / "attempts" / ATTEMPT, "03_diff", "diff = run_step()  # measured-cell-03", "ok\n")
     return folder
 

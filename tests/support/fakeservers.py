@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from realkit import JsonHandler, free_ports
+from realkit import JsonHandler
+from ports import free_ports
 
 DIM = 16
 

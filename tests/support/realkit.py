@@ -1,7 +1,7 @@
 """Helpers for the tests that run real processes (fault injection, resume, preflight, orphans, security).
 
 Small experiments in tmp folders whose targets are all the reference legacy server (kind: legacy), with the
-latency runs shrunk so a whole capture takes seconds after the ~10 s model load. Ports come from 18800-18899.
+latency runs shrunk so a whole capture takes seconds after the ~10 s model load. Ports come from ports.free_ports.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,11 +22,11 @@ import yaml
 
 from embedswap.captures import Attempt
 from embedswap.scaffold import new_experiment
+from ports import port_processes
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data"
 EMBEDSWAP = str(Path(sys.executable).parent / "embedswap")
-PORT_RANGE = range(18800, 18900)
 
 SMALL_LATENCY = {
     "sequential_requests": 6,
@@ -40,51 +39,6 @@ SMALL_LATENCY = {
 }
 # a few probes of the catalogue: enough to exercise the contract capture without 20 extra requests per server
 FEW_PROBES = ["plain", "empty_string", "batch8_member"]
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return not port_processes([port])
-
-
-_handed_out: set[int] = set()
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` ports of 18800-18899 that nothing listens on (never the same one twice in a test session)."""
-    ports = []
-    for port in PORT_RANGE:
-        if port in _handed_out or not port_free(port):
-            continue
-        _handed_out.add(port)
-        ports.append(port)
-        if len(ports) == n:
-            return ports
-    raise RuntimeError("no free port left in 18800-18899")
-
-
-def port_processes(ports: list[int]) -> list[str]:
-    """Processes whose command line names one of the ports, and sockets listening on them."""
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            cmdline = " ".join(proc.info["cmdline"] or [])
-        except psutil.Error:
-            continue
-        if any(f"--port {p}" in cmdline or f":{p}" in cmdline for p in ports) and proc.pid != os.getpid():
-            found.append(f"pid {proc.info['pid']}: {cmdline[:160]}")
-    try:
-        for conn in psutil.net_connections(kind="tcp"):
-            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port in ports:
-                found.append(f"listening on {conn.laddr.ip}:{conn.laddr.port} (pid {conn.pid})")
-    except psutil.AccessDenied:
-        pass
-    return found
 
 
 def wait_no_processes(ports: list[int], timeout_s: float = 20.0) -> list[str]:

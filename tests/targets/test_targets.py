@@ -18,10 +18,11 @@ import httpx
 import psutil
 import pytest
 import yaml
+from ports import free_port
 
 from embedswap.config import ConfigError, DynamoTarget, KubernetesTarget, ModelConfig, parse_experiment
 from embedswap.targets import build_target
-from embedswap.targets.base import ManagedProcess, Target, TargetStartError, port_in_use, server_env
+from embedswap.targets.base import ManagedProcess, Target, TargetStartError, server_env
 from embedswap.targets.dynamo import DynamoServerTarget
 from embedswap.targets.kubernetes import (
     FRONTEND_SERVICE,
@@ -40,13 +41,6 @@ def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path / "cache"
     monkeypatch.setenv("EMBEDSWAP_CACHE", str(cache))
     return cache
-
-
-def free_port() -> int:
-    for port in range(18300, 18400):
-        if not port_in_use("127.0.0.1", port):
-            return port
-    raise RuntimeError("no free port in 18300-18399")
 
 
 def group_gone(pgid: int | None, wait_s: float = 15.0) -> bool:

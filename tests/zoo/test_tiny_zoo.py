@@ -16,9 +16,8 @@ TEXTS = ["hello world", "a much longer sentence about embeddings and servers", "
 
 
 @pytest.fixture(scope="module")
-def zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("zoo")
-    return {name: build_tiny_bert(root / name, variant) for name, variant in ZOO.items()}
+def zoo(tiny_zoo: dict[str, Path]) -> dict[str, Path]:
+    return tiny_zoo  # tests/conftest.py: built once per session
 
 
 def _reference(folder: Path) -> np.ndarray:

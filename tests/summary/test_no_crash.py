@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-import yaml
+from synthetic_experiment import write_experiment
 
 from embedswap import steps
 from embedswap.reasons import REASONS
@@ -62,7 +62,9 @@ def test_all_nan_is_a_verdict() -> None:
 def test_new_codes_are_in_every_catalogue() -> None:
     import tomllib
 
-    catalogues = Path(steps.__file__).parent / "report" / "catalogue"
+    import embedswap
+
+    catalogues = Path(embedswap.__file__).parent / "report" / "catalogue"  # steps is a package now
     for code in ("parity_nothing_gated", "vectors_empty", "vectors_non_finite"):
         assert code in REASONS
         for lang in ("en", "ko", "ja", "zh"):
@@ -72,15 +74,11 @@ def test_new_codes_are_in_every_catalogue() -> None:
 
 
 def _latency_only(tmp_path: Path, legacy_capture: list[str]) -> Path:
-    folder = tmp_path / "exp"
-    folder.mkdir()
-    (folder / "d.jsonl").write_text('{"id": "x", "text": "hello"}\n', encoding="utf-8")
     config = {"name": "t", "date": "2026-12-01", "workload": {"documents": "d.jsonl"},
               "targets": {"legacy": {"kind": "legacy", "port": 18801, "capture": legacy_capture},
                           "vllm": {"kind": "vllm", "port": 18802, "capture": ["latency"]}},
               "candidates": ["vllm"]}
-    (folder / "experiment.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    return folder
+    return write_experiment(tmp_path / "exp", config, [{"id": "x", "text": "hello"}])
 
 
 def test_parity_gate_has_nothing_to_gate_in_a_latency_only_run(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import yaml
+
+from synthetic_experiment import write_experiment
 
 from embedswap import steps
 from embedswap.captures import new_attempt
@@ -19,16 +20,12 @@ LANGS = ["ko"] * 6 + ["en"] * 3 + ["ja"] * 1
 
 
 def _experiment(tmp_path: Path, parity_sample: int, latency_sample: int | None = None) -> Path:
-    folder = tmp_path / "exp"
-    folder.mkdir()
-    lines = [f'{{"id": "d{i}", "lang": "{lang}", "text": "text {i}"}}' for i, lang in enumerate(LANGS)]
-    (folder / "d.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    documents = [{"id": f"d{i}", "lang": lang, "text": f"text {i}"} for i, lang in enumerate(LANGS)]
     config = {"name": "t", "date": "2026-12-02", "workload": {"documents": "d.jsonl"},
               "targets": {"legacy": {"kind": "legacy", "port": 18801}, "vllm": {"kind": "vllm", "port": 18802}},
               "candidates": ["vllm"], "parity": {"sample": parity_sample},
               "latency": {"sample": latency_sample}}
-    (folder / "experiment.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    return folder
+    return write_experiment(tmp_path / "exp", config, documents)
 
 
 def _unit(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:

@@ -53,8 +53,8 @@ def test_the_real_version_1_attempt_renders_in_every_language() -> None:
         assert [int(n) for n in re.findall(r"^## (\d)\. ", text, flags=re.M)] == list(range(1, 10)), lang
 
 
-def test_decisions_are_in_the_summary(tmp_path: Path) -> None:
-    summary = upgrade_summary(load("summary_complete.json"))
+def test_decisions_are_in_the_summary(tmp_path: Path, complete_upgraded: dict[str, Any]) -> None:
+    summary = complete_upgraded
     decisions = summary["decisions"]
     rules = [c["rule"] for c in decisions["client_changes"]]
     assert rules and all(isinstance(r, str) for r in rules)
@@ -82,9 +82,9 @@ def test_decisions_are_in_the_summary(tmp_path: Path) -> None:
     assert load_summary(path)["decisions"] == decisions
 
 
-def test_a_stored_decision_is_what_the_report_states() -> None:
+def test_a_stored_decision_is_what_the_report_states(complete_upgraded: dict[str, Any]) -> None:
     # the renderer formats the stored decision; it does not recompute it
-    summary = upgrade_summary(load("summary_complete.json"))
+    summary = complete_upgraded
     name = summary["roles"]["candidate"]
     for code, phrase in (("reindex", "re-index with the candidate"), ("none", "calls for neither")):
         changed = copy.deepcopy(summary)

@@ -75,13 +75,13 @@ demo: kit engine kernel
 demo-full:
 	$(MAKE) demo DEMO_SLUG=$(DEMO_SLUG)-full DEMO_FLAGS=
 
-# headless Chromium (Debian package) for tests/test_report_browser.py; installed only when running as root
+# headless Chromium (Debian package) for tests/report/test_report_browser.py; installed only when running as root
 browser:
 	@if [ "$$(id -u)" = 0 ]; then \
 	  command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; }; \
 	elif ! command -v chromium >/dev/null; then \
 	  echo "make browser: chromium is missing and this is not root, so it is not installed;" \
-	       "run 'sudo apt-get install chromium' (tests/test_report_browser.py fails without it)"; fi
+	       "run 'sudo apt-get install chromium' (tests/report/test_report_browser.py fails without it)"; fi
 
 test: kit engine infinity kernel browser
 	EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python $(KIT)/bin/python -m pytest -ra --durations=40

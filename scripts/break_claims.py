@@ -66,13 +66,13 @@ PLUGINS = {
 
 CASES = [  # (claim, plugin, pytest node ids)
     ("the shim's query prompt is the legacy server's", "legacy_template",
-     ["tests/test_shim_legacy_template.py::test_shim_prompt_is_the_legacy_servers_prompt"]),
+     ["tests/shim/test_shim_legacy_template.py::test_shim_prompt_is_the_legacy_servers_prompt"]),
     ("the report fixture's latency part has capture_latency's format", "latency_format",
-     ["tests/test_latency_fixture_shape.py::test_fixture_latency_has_capture_latencys_shape"]),
+     ["tests/measure/test_latency_fixture_shape.py::test_fixture_latency_has_capture_latencys_shape"]),
     ("a NaN never reaches a jsonl capture", "nan_jsonl",
      ["tests/test_captures.py::test_nan_in_a_jsonl_capture_is_refused_not_written"]),
     ("JupyterLab listens on 127.0.0.1 only", "lab_everywhere",
-     ["tests/test_lab.py::test_lab_starts_on_localhost_and_serves_lab"]),
+     ["tests/tooling/test_lab.py::test_lab_starts_on_localhost_and_serves_lab"]),
 ]
 
 
@@ -88,7 +88,7 @@ def pytest(nodes: list[str], plugin: str | None, folder: Path) -> int:
 
 
 def e2e_cases(summary_path: Path | None) -> list[tuple[str, Callable[[dict], None], Callable[[dict], None]]]:
-    sys.path[:0] = [str(TESTS)]
+    sys.path[:0] = [str(TESTS / "support"), str(TESTS / "e2e")]
     import test_end_to_end as e2e
 
     def override_400(s: dict) -> None:
@@ -130,7 +130,7 @@ def main() -> int:
                 # without `make lab` here: the Lab test's own check, on a listener bound to 0.0.0.0 as Lab would be
                 import socket
 
-                sys.path[:0] = [str(TESTS)]
+                sys.path[:0] = [str(TESTS / "support")]
                 from realkit import listening_addresses
 
                 with socket.socket() as sock:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# plugins off (PYTEST_DISABLE_PLUGIN_AUTOLOAD): 0.7 s a run instead of 2.5 s. tests/test_properties.py is left out of
+# plugins off (PYTEST_DISABLE_PLUGIN_AUTOLOAD): 0.7 s a run instead of 2.5 s. tests/analysis/test_properties.py is left out of
 # the sessions: pytest imports every file before running any, and its imports (hypothesis, scipy, aiohttp) cost
 # ~3 s of every mutant's run on the shared machine; each module's hand-made test file kills what it killed.
 FAST = "-p no:cacheprovider -m 'not e2e'"
@@ -33,37 +33,37 @@ FAST = "-p no:cacheprovider -m 'not e2e'"
 # session -> module under lib/embedswap, the functions to mutate (None: the whole module), the tests, timeout (s)
 SESSIONS: dict[str, dict] = {
     "vectors": {"module": "analysis/vectors.py", "functions": None, "timeout": 30,
-                "tests": ("tests/test_mutants_vectors.py tests/test_mutants_vectors_chunks.py "
-                          "tests/test_vector_diff.py")},
+                "tests": ("tests/mutants/test_mutants_vectors.py tests/mutants/test_mutants_vectors_chunks.py "
+                          "tests/analysis/test_vector_diff.py")},
     "contract": {"module": "measure/contract.py", "functions": None, "timeout": 40, "sample": 120,
-                 "tests": ("tests/test_mutants_contract.py tests/test_mutants_contract_aspects.py "
-                           "tests/test_contract.py")},
+                 "tests": ("tests/mutants/test_mutants_contract.py tests/mutants/test_mutants_contract_aspects.py "
+                           "tests/measure/test_contract.py")},
     "ranking": {"module": "ranking/metrics.py", "timeout": 30, "sample": 60,
                 "functions": ["ranking_from", "_relevance", "dcg", "ndcg_at_k", "recall_at_k", "top_k",
                               "top_k_overlap", "jaccard", "_unit", "cosine_scores", "_mean", "evaluate",
                               "overlap_with"],
-                "tests": "tests/test_ranking.py tests/test_mutants_ranking.py tests/test_mutants_ranking_agreement.py"},
+                "tests": "tests/ranking/test_ranking.py tests/mutants/test_mutants_ranking.py tests/mutants/test_mutants_ranking_agreement.py"},
     "ranking_agreement": {"module": "ranking/agreement.py", "timeout": 30, "functions": None,
-                          "tests": "tests/test_mutants_ranking.py tests/test_mutants_ranking_agreement.py"},
+                          "tests": "tests/mutants/test_mutants_ranking.py tests/mutants/test_mutants_ranking_agreement.py"},
     "ranking_section": {"module": "summary/sections/ranking.py", "timeout": 30, "functions": ["_deltas"],
-                        "tests": "tests/test_mutants_ranking.py tests/test_ranking.py"},
+                        "tests": "tests/mutants/test_mutants_ranking.py tests/ranking/test_ranking.py"},
     "latency_stats": {"module": "measure/load.py", "timeout": 30,
                       "functions": ["percentile", "run_stats", "_median", "point_stats"],
-                      "tests": "tests/test_mutants_latency.py"},
+                      "tests": "tests/mutants/test_mutants_latency.py"},
     "intervals": {"module": "analysis/intervals.py", "functions": None, "timeout": 60, "sample": 50,
-                  "tests": "tests/test_mutants_intervals.py"},
+                  "tests": "tests/mutants/test_mutants_intervals.py"},
     "parity_gate": {"module": "parity/gate.py", "timeout": 40,
                     "functions": ["threshold_for", "thresholds_from", "_finite_or_none", "gate", "_cause",
                                   "_norm_cause", "_shape_failure", "gate_by_modality"],
-                    "tests": "tests/test_mutants_parity.py"},
+                    "tests": "tests/mutants/test_mutants_parity.py"},
     "ranking_verdict": {"module": "analysis/ranking_verdict.py", "functions": None, "timeout": 40,
-                        "tests": "tests/test_analysis_decisions.py"},
+                        "tests": "tests/analysis/test_analysis_decisions.py"},
     "latency_ratios": {"module": "analysis/latency_ratios.py", "functions": None, "timeout": 40,
-                       "tests": "tests/test_analysis_decisions.py"},
+                       "tests": "tests/analysis/test_analysis_decisions.py"},
     "shim_outcome": {"module": "analysis/shim_outcome.py", "functions": None, "timeout": 40,
-                     "tests": "tests/test_analysis_decisions.py"},
+                     "tests": "tests/analysis/test_analysis_decisions.py"},
     "redact": {"module": "redact.py", "functions": None, "timeout": 60,
-               "tests": "tests/test_mutants_redact.py"},
+               "tests": "tests/mutants/test_mutants_redact.py"},
 }
 # Survivors that no test can kill, with the reason: (operator name's end, text in the mutated line, why[, text the
 # diff's context must hold, where the same mutated text could come from another line]).
@@ -322,7 +322,7 @@ def write_config(name: str, spec: dict, work: Path, py: str) -> tuple[Path, str,
     """The session's cosmic-ray config (rewritten by a recheck too, so it runs today's test selection)."""
     module = f"lib/embedswap/{spec['module']}"
     source = (work / module).read_text()
-    env_vars = (f"PYTHONPATH={work}/lib:{work}/tests HF_HUB_OFFLINE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "
+    env_vars = (f"PYTHONPATH={work}/lib:{work}/tests/support HF_HUB_OFFLINE=1 PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "
                 "EMBEDSWAP_HYPOTHESIS_EXAMPLES=15")
     command = f"env {env_vars} {py} -m pytest -x -q {FAST} {spec['tests']}"
     lines = "" if spec["functions"] is None else \

@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from embedswap.captures import open_attempt
-from realkit import EMBEDSWAP, FEW_PROBES, SMALL_LATENCY, JsonHandler, free_ports
+from realkit import EMBEDSWAP, FEW_PROBES, SMALL_LATENCY, JsonHandler
+from ports import free_ports
 
 REPO = Path(__file__).resolve().parents[1]
 

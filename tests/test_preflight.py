@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from realkit import EMBEDSWAP, free_ports, legacy_target, make_experiment, port_processes
+from realkit import EMBEDSWAP, legacy_target, make_experiment
+from ports import free_ports, port_processes
 
 
 def _run(folder: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

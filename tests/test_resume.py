@@ -18,7 +18,8 @@ import yaml
 
 from embedswap import runner, steps
 from embedswap.captures import Attempt, SUPERSEDED, new_attempt, open_attempt, verify_attempt
-from realkit import EMBEDSWAP, free_ports, legacy_target, make_experiment, wait_no_processes
+from realkit import EMBEDSWAP, legacy_target, make_experiment, wait_no_processes
+from ports import free_ports
 
 ANALYSIS = ["03_vector_contract_diff", "04_latency", "05_parity"]
 

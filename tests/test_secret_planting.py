@@ -29,7 +29,8 @@ from embedswap.redact import REDACTED, redact_tree
 from embedswap.summary import build_summary, write_summary
 from embedswap.targets.base import ManagedProcess, Target, server_env
 from embedswap.measure.workload import load_workload
-from realkit import JsonHandler, files_containing, free_ports, make_experiment
+from realkit import JsonHandler, files_containing, make_experiment
+from ports import free_ports
 
 KEY_ENV = "EMBEDSWAP_PLANT_API_KEY"
 

@@ -30,8 +30,8 @@ from embedswap.summary import build_summary, write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import ManagedProcess
 from embedswap.measure.workload import load_workload
-from realkit import (DATA, EMBEDSWAP, JsonHandler, files_containing, free_ports, legacy_target, make_experiment,
-                     wait_no_processes)
+from realkit import DATA, EMBEDSWAP, JsonHandler, files_containing, legacy_target, make_experiment, wait_no_processes
+from ports import free_ports
 
 KEY_ENV = "EMBEDSWAP_TEST_EMBED_API_KEY"
 

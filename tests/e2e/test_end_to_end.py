@@ -1,0 +1,328 @@
+"""End to end, with real parts: the real legacy server, NVIDIA Dynamo (frontend + embedding worker) and vLLM alone, the five notebooks executed by
+papermill through `embedswap run`, then assertions on the values the run recorded (summary.json, captures,
+executed notebooks), in the manner of the recommenders project's notebook tests.
+
+One run per test session (vLLM needs 40-110 s to start on 2 cores); the tests below read its results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+from ports import free_port
+from realkit import run_whole_experiment
+from wordpiece import count_tokens, load_vocab
+
+from embedswap.config import load_experiment
+from embedswap.models import resolve_model_path
+from embedswap.paths import engine_python
+from embedswap.scaffold import new_experiment
+from embedswap.measure.workload import load_workload
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(4200)]  # the session fixture runs the whole demo
+REPO = Path(__file__).resolve().parents[2]
+EMBEDSWAP = str(Path(sys.executable).parent / "embedswap")
+# The demo takes ~30 min on 2 quiet cores (four server starts, 3 repeats, the sweep, the dtype sweep); CI has 90.
+RUN_TIMEOUT_S = 3600
+
+
+def server_processes(ports: list[int]) -> list[str]:
+    """Processes still listening on the experiment's ports or running its servers."""
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if any(f"--port {p}" in cmdline for p in ports):
+            found.append(f"{proc.info['pid']}: {cmdline[:120]}")
+    return found
+
+
+@pytest.fixture(scope="session")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    if not Path(engine_python()).exists():
+        pytest.fail(f"engine environment missing ({engine_python()}): run `make engine` (make test does)")
+    root = tmp_path_factory.mktemp("project")
+    ports = [free_port(), free_port(), free_port()]
+    folder = new_experiment("e2e", root / "experiments", data_dir=REPO / "data", legacy_port=ports[0],
+                           vllm_port=ports[1], dynamo_port=ports[2])
+    # issue 18: the parity matrix's engine rows run in the qwen3 e2e (CI time); here the legacy padding per dtype,
+    # cold start and the engine rows' reason
+    path = folder / "experiment.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["parity"]["checks"]["engine"] = False
+    path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+    run = run_whole_experiment(folder, RUN_TIMEOUT_S)
+    attempts = sorted((folder / "attempts").iterdir())
+    attempt = attempts[-1]
+    summary = json.loads((attempt / "summary.json").read_text())
+    return {"run": run, "folder": folder, "attempt": attempt, "summary": summary, "ports": ports, "root": root}
+
+
+def test_run_succeeds_and_every_notebook_executed(demo: dict) -> None:
+    assert demo["run"].returncode == 0, demo["run"].stdout[-3000:] + demo["run"].stderr[-3000:]
+    executed = sorted(p.name for p in (demo["attempt"] / "notebooks").glob("*.ipynb"))
+    assert executed == ["01_legacy_capture.ipynb", "02_swap_deploy.ipynb", "03_vector_contract_diff.ipynb",
+                        "04_latency.ipynb", "05_parity.ipynb"]
+    steps = demo["summary"]["steps"]
+    for target in ("legacy", "dynamo", "vllm"):
+        assert steps[f"capture:{target}"]["status"] == "complete", steps
+
+
+def test_no_server_survives_the_run(demo: dict) -> None:
+    assert server_processes(demo["ports"]) == []
+    assert not list((demo["attempt"] / "logs").glob("*.pid"))
+
+
+def test_vectors_from_both_servers(demo: dict) -> None:
+    vectors = demo["summary"]["vectors"]
+    assert vectors["dimension"] == {"legacy": 384, "candidate": 384}
+    cosine = vectors["cosine"]
+    assert 0.99 < cosine["min"] <= cosine["median"] <= cosine["max"] <= 1.0 + 1e-6
+    assert set(vectors["by_language"]) == {"en", "ko"}
+    for name in ("legacy", "dynamo", "vllm"):
+        assert vectors["by_target"][name]["dimension"] == 384
+        assert abs(vectors["by_target"][name]["norm"]["first"] - 1.0) < 1e-3
+        assert vectors["by_target"][name]["index_order_ok"] is True
+    # every candidate, not only the first: README, "cosine to legacy 1.000000 · 1.000000 · 1.000000" for both
+    assert set(vectors["comparisons"]) == {"dynamo", "vllm"}
+    for name, comparison in vectors["comparisons"].items():
+        assert comparison["measured"] is True, name
+        assert comparison["cosine"]["min"] >= 0.9999995, (name, comparison["cosine"])
+        assert {lang: part["n"] for lang, part in comparison["by_language"].items()} == {"en": 20, "ko": 20}, name
+        assert len(comparison["per_document"]) == 40, name
+
+
+def test_token_totals_match_the_tokenizer(demo: dict) -> None:
+    # counted from tokenizer.json's vocabulary (tests/support/wordpiece.py), not with the kit's own tokenizer call
+    experiment = load_experiment(demo["folder"])
+    vocab = load_vocab(resolve_model_path(experiment.model.path))
+    expected = sum(count_tokens(d.text, vocab) for d in load_workload(experiment, demo["folder"]).documents)
+    assert expected == 6947  # README, "dimension / token total (40 docs) 384 / 6,947"
+    totals = demo["summary"]["vectors"]["token_total"]
+    assert totals["legacy"] == expected
+    assert totals["candidate"] == expected
+    assert demo["summary"]["vectors"]["by_target"]["vllm"]["token_total"] == expected
+    # the kit's own count, captured per attempt, is the same yardstick
+    assert demo["summary"]["vectors"]["tokenizer_token_total"] == expected
+    for name in ("legacy", "dynamo", "vllm"):
+        assert demo["summary"]["vectors"]["by_target"][name]["token_total"] == expected, name
+        assert demo["summary"]["vectors"]["by_target"][name]["token_total_matches_tokenizer"] is True, name
+
+
+def test_contract_probes_and_the_quiet_divergence(demo: dict) -> None:
+    contract = {row["probe"]: row for row in demo["summary"]["contract"]}
+    assert len(contract) >= 12
+    # the statuses measured on vLLM 0.31.0 / Dynamo 1.6.1 (ENGINE_FACTS.md; README's contract table)
+    assert {p: r["legacy"]["status"] for p, r in contract.items() if r["legacy"]["status"] != 200} == {
+        "empty_list": 400, "empty_string": 400, "non_json_body": 400, "wrong_type": 400}
+    for name, refused in (("vllm", {"dimensions_native": 400, "dimensions_reduced": 400, "v2_embed_query": 400,
+                                    "over_long_input": 400, "empty_list": 400, "unknown_model": 404,
+                                    "non_json_body": 400, "wrong_type": 400}),
+                          ("dynamo", {"dimensions_native": 500, "dimensions_reduced": 500, "v2_embed_query": 404,
+                                      "over_long_input": 500, "empty_list": 400, "unknown_model": 404,
+                                      "non_json_body": 400, "wrong_type": 400})):
+        statuses = {p: r["by_target"][name]["status"] for p, r in contract.items()}
+        assert {p: s for p, s in statuses.items() if s != 200} == refused, name
+    # the article's dangerous case: 200 from both, a different vector, because the engine ignores input_type
+    query = contract["input_type_query"]
+    for name in ("dynamo", "vllm"):
+        assert query["by_target"][name]["status"] == 200
+        assert query["verdicts"][name]["verdict"] == "silent-divergence"
+        assert query["verdicts"][name]["cosine"] < 0.99
+    assert query["legacy"]["status"] == 200
+    # a client error: vLLM alone answers 400, the Dynamo frontend 500 (ENGINE_FACTS.md, the article's table)
+    dims = contract["dimensions_reduced"]
+    assert dims["legacy"]["status"] == 200
+    assert dims["by_target"]["vllm"]["status"] == 400 and dims["verdicts"]["vllm"]["verdict"] == "loud-failure"
+    assert dims["by_target"]["dynamo"]["status"] == 500 and dims["verdicts"]["dynamo"]["verdict"] == "retry-hazard"
+    assert contract["over_long_input"]["verdicts"]["vllm"]["verdict"] == "loud-failure"
+    assert contract["encoding_base64"]["verdict"] == "format-difference"
+    assert contract["plain"]["verdict"] == "same"
+    # vLLM's /v2/embed: MiniLM defines no sentence-transformers prompts, so vLLM refuses input_type there;
+    # neither the legacy server nor Dynamo's frontend has the route
+    v2 = contract["v2_embed_query"]
+    assert v2["by_target"]["vllm"]["status"] == 400 and "input_type" in v2["by_target"]["vllm"]["error"]
+    assert v2["by_target"]["dynamo"]["status"] == 404 and v2["by_target"]["legacy"]["status"] == 404
+    assert v2["legacy"]["status"] == 200  # compared with legacy's answer to input_type_query
+
+
+def test_instruction_three_ways(demo: dict) -> None:
+    section = demo["summary"]["instruction"]
+    assert section["measured"] is True and section["chat_template"] is False
+    rows = {(r["target"], r["variant"]): r for r in section["rows"]}
+    assert rows[("legacy", "server_instruction")]["reading"] == "applied"
+    for name in ("dynamo", "vllm"):
+        assert rows[(name, "server_instruction")]["reading"] == "ignored"
+        assert rows[(name, "client_prefixed")]["reading"] == "applied"
+
+
+def test_latency_points_are_measured(demo: dict) -> None:
+    latency = demo["summary"]["latency"]["by_target"]
+    for role in ("legacy", "dynamo", "vllm"):
+        for point in ("sequential", "concurrent"):
+            stats = latency[role][point]
+            assert stats["errors"] == 0
+            assert 0 < stats["p50_ms"] <= stats["p99_ms"]
+            assert stats["repeats"] == 3
+        assert latency[role]["concurrent"]["docs_per_s"] > 0
+        assert latency[role]["sequential"]["requests_per_repeat"] == 30
+        assert latency[role]["concurrent"]["requests_per_repeat"] == 40
+    records = [json.loads(line) for line in
+               (demo["attempt"] / "captures" / "legacy" / "latency_requests.jsonl").read_text().splitlines()]
+    assert len(records) == 3 * (30 + 40)
+
+
+def test_parity_rows(demo: dict) -> None:
+    parity = demo["summary"]["parity"]
+    rows = {row["backend"]: row for row in parity["rows"]}
+    assert {"legacy", "dynamo", "vllm"} <= set(rows)
+    # the dtype sweep: vLLM offline at its default dtype and in bf16 (fp32 is the served vllm target)
+    sweep = {row["dtype"] for name, row in rows.items() if name not in ("legacy", "dynamo", "vllm")}
+    assert any("auto" in d for d in sweep) and any("bfloat16" in d for d in sweep), rows.keys()
+    # the legacy server is transformers in fp32, the reference sentence-transformers in fp32
+    assert rows["legacy"]["cos_min"] >= 0.9999 and rows["legacy"]["pass"] is True
+    # every served backend, each one's figure against the measured values (README: 1.000000 for all three), not the
+    # gate's own expression; the offline dtypes against README's fp16 0.999997 and bf16 0.999864
+    for name in ("legacy", "dynamo", "vllm"):
+        row = rows[name]
+        assert (row["n"], row["threshold"], row["non_finite"]) == (40, 0.999, 0), name
+        assert row["cos_min"] >= 0.9999995 and row["pass"] is True, (name, row["cos_min"])
+    by_dtype = {row["dtype"]: row for name, row in rows.items() if name not in ("legacy", "dynamo", "vllm")}
+    (half,) = [row for dtype, row in by_dtype.items() if "auto" in dtype]
+    (bf16,) = [row for dtype, row in by_dtype.items() if dtype == "bfloat16"]
+    assert half["cos_min"] >= 0.99999 and half["pass"] is True, half["cos_min"]
+    assert 0.9995 <= bf16["cos_min"] < 0.99999 and bf16["pass"] is True, bf16["cos_min"]
+    assert parity["pass"] is True
+
+
+def test_report_rendered_with_labels(demo: dict) -> None:
+    report = demo["root"] / "reports" / demo["folder"].name
+    for name in ("report.md", "report.html", "report.ko.md", "report.en.md"):
+        assert (report / name).exists(), name
+    assert "실측" in (report / "report.ko.md").read_text()
+    # the executed notebooks, exported to HTML with nbconvert and linked from the Setup section (issue 21)
+    names = ["01_legacy_capture", "02_swap_deploy", "03_vector_contract_diff", "04_latency", "05_parity"]
+    for lang in ("ko", "en"):
+        setup = (report / f"report.{lang}.md").read_text().split("\n## 3.")[0]
+        assert [f"notebooks/{n}.html" for n in names] == re.findall(r"\]\((notebooks/[\w.-]+\.html)\)", setup)
+    for name in names:
+        assert "<html" in (report / "notebooks" / f"{name}.html").read_text(encoding="utf-8")[:2000].lower()
+
+
+def test_verify_detects_a_flipped_byte(demo: dict, tmp_path: Path) -> None:
+    ok = subprocess.run([EMBEDSWAP, "verify", str(demo["folder"])], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stdout
+    target = demo["attempt"] / "captures" / "legacy" / "latency_stats.json"
+    original = target.read_bytes()
+    try:
+        target.write_bytes(original[:10] + bytes([original[10] ^ 1]) + original[11:])
+        bad = subprocess.run([EMBEDSWAP, "verify", str(demo["folder"])], capture_output=True, text=True)
+        assert bad.returncode == 1
+        assert "changed: captures/legacy/latency_stats.json" in bad.stdout
+    finally:
+        target.write_bytes(original)
+
+
+def test_one_notebook_reruns_with_plain_papermill(demo: dict, tmp_path: Path) -> None:
+    out = tmp_path / "04.ipynb"
+    run = subprocess.run(
+        [str(Path(sys.executable).parent / "papermill"), str(REPO / "notebooks" / "04_latency.ipynb"), str(out),
+         "-p", "experiment_dir", str(demo["folder"]), "-p", "attempt", demo["attempt"].name],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "seq p50 ms" in out.read_text()
+    assert '"image/png"' in out.read_text(), "the notebook's figures were not displayed"
+
+
+def test_shim_closes_the_instruction_gap(demo: dict) -> None:
+    shim = demo["summary"]["shim"]
+    assert shim["measured"] is True
+    rows = {row["probe"]: row for row in shim["rows"]}
+    row = rows["input_type_query"]
+    assert row["naive_verdict"] == "silent-divergence"
+    assert row["verdict"] == "same"
+    assert row["cosine"] >= 0.999
+
+
+def test_ranking_impact_is_measured(demo: dict) -> None:
+    ranking = demo["summary"]["ranking"]
+    # measured (linear gain, 24 queries): legacy 0.460, address swap only 0.655, README's "+0.194"; the shim sends
+    # legacy's exact query text, so retrieval comes back the same (README: "+0.000 ... same ranking")
+    assert ranking["legacy"]["ndcg_at_10"] == pytest.approx(0.460, abs=0.005)
+    assert ranking["legacy"]["recall_at_5"] == pytest.approx(0.444, abs=0.005)
+    for name in ("dynamo", "vllm"):
+        side = ranking["by_candidate"][name]
+        assert side["naive"]["ndcg_at_10"] == pytest.approx(0.655, abs=0.005), name
+        assert side["deltas"]["naive"]["ndcg_at_10"] == pytest.approx(0.194, abs=0.005), name
+        assert side["deltas"]["shim"] == {"ndcg_at_10": 0.0, "recall_at_5": 0.0}, name
+        assert side["shim"]["top5_overlap"] == 1.0, name
+    tests = demo["summary"]["decisions"]["ranking"]["by_candidate"]
+    for name in ("dynamo", "vllm"):
+        assert tests[name]["naive"]["tests"]["ndcg_at_10"]["verdict"] == "differs", name
+        assert tests[name]["shim"]["unchanged"] is True, name
+
+
+def test_lock_ablation_is_measured(demo: dict) -> None:
+    ablation = demo["summary"]["ablation"]
+    assert ablation["measured"] is True
+    nolock = ablation["by_target"]["legacy-nolock"]
+    assert nolock["lock"] is False and nolock["concurrent"]["errors"] == 0
+
+
+def test_matryoshka_override_probe(demo: dict) -> None:
+    matryoshka = demo["summary"]["matryoshka"]
+    assert matryoshka["measured"] is True
+    rows = {row["probe"]: row for row in matryoshka["rows"]}
+    # pinned to what was measured on the pinned vLLM 0.31.0 and what README says ("the Matryoshka override makes
+    # vLLM accept `dimensions` and its cut matches the legacy server's (cosine 1.0)"): a 400 with the override fails
+    assert set(rows) == {"dimensions_native", "dimensions_reduced"}
+    for probe, dim in (("dimensions_native", 384), ("dimensions_reduced", 256)):
+        row = rows[probe]
+        assert row["without_override"]["status"] == 400, probe
+        assert "does not support Matryoshka" in row["without_override"]["error"], probe
+        assert row["with_override"]["status"] == 200, (probe, row["with_override"])
+        assert row["with_override"]["dim"] == row["legacy"]["dim"] == dim, probe
+        assert row["cosine_to_legacy_cut"] > 0.999999, probe
+    assert matryoshka["override_works"] is True
+
+
+def test_legacy_server_restored_after_the_swap(demo: dict) -> None:
+    restore = demo["summary"]["restore"]
+    assert restore["restored"] is True
+    assert restore["cosine_to_step01_min"] > 0.9999
+
+
+def test_report_rerenders_from_captures_alone(demo: dict) -> None:
+    before = (demo["attempt"] / "manifest.json").read_bytes()
+    run = subprocess.run([EMBEDSWAP, "report", str(demo["folder"])], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "report.en.html" in run.stdout
+    assert (demo["attempt"] / "manifest.json").read_bytes() == before  # no capture touched
+    assert (demo["root"] / "reports" / "index.html").exists()
+
+
+def test_parity_matrix_legacy_padding_and_cold_start(demo: dict) -> None:
+    """Issue 18: MiniLM's bf16 vectors change with the batch they are padded in (fp32 stays within 1e-6), every
+    started server has its cold start, and the engine rows say why they did not run (engine off here)."""
+    matrix = demo["summary"]["parity"]["matrix"]
+    assert matrix["measured"] is True
+    rows = {(r["check"], r["backend"], r["setting"]): r for r in matrix["rows"]}
+    padding = "transformers (legacy padding)"
+    fp32 = rows[("batch_invariance", padding, "float32 alone vs batch 8")]
+    bf16 = rows[("batch_invariance", padding, "bfloat16 alone vs batch 8")]
+    assert fp32["n"] == 32 and 1 - fp32["cos_min"] < 1e-6
+    assert 1 - bf16["cos_min"] > 1e-6 and not bf16["figures"]["bit_identical"]
+    cold = {r["backend"]: r for r in matrix["rows"] if r["check"] == "cold_start"}
+    for name in ("legacy", "dynamo", "vllm"):
+        assert cold[name]["figures"]["start_s"] > 0 and cold[name]["figures"]["first_ms"] > 0, name
+    long_rows = [r for r in matrix["rows"] if r["check"] == "long_context"]
+    assert {r["reason"]["code"] for r in long_rows} == {"parity_matrix_off"}
+    report = (demo["root"] / "reports" / demo["folder"].name / "report.en.md").read_text()
+    assert "### Parity matrix (article 003)" in report and "parity.checks.engine' is off" in report

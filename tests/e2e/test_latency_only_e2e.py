@@ -1,0 +1,33 @@
+"""End to end: `embedswap run` of an experiment that measures only latency (every target ``capture: [latency]``)
+exits 0; the parity gate has nothing to gate and the report says so instead of "FAIL"."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from realkit import legacy_target, make_experiment, run_whole_experiment, wait_no_processes
+from ports import free_ports
+
+pytestmark = pytest.mark.e2e
+
+
+def test_latency_only_experiment_exits_0(tmp_path) -> None:
+    legacy_port, candidate_port = free_ports(2)
+    folder = make_experiment(tmp_path, "latency-only", legacy_target(legacy_port, capture=["latency"]),
+                             {"candidate": legacy_target(candidate_port, capture=["latency"])},
+                             latency={"sequential_requests": 3, "concurrent_requests": 4})
+    config = yaml.safe_load((folder / "experiment.yaml").read_text())
+    assert all(t["capture"] == ["latency"] for t in config["targets"].values())
+    done = run_whole_experiment(folder, timeout_s=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "parity gate: FAIL" not in done.stdout
+    attempt = sorted((folder / "attempts").iterdir())[-1]
+    rows = json.loads((attempt / "captures" / "parity" / "rows.json").read_text(encoding="utf-8"))
+    assert rows["pass"] is None and rows["not_asked"] == ["legacy", "candidate"]
+    summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
+    assert summary["parity"]["measured"] is False
+    assert summary["parity"]["reason"]["code"] == "parity_nothing_gated"
+    assert wait_no_processes([legacy_port, candidate_port]) == []

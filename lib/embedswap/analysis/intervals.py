@@ -5,7 +5,7 @@ replacement inside that repeat (``B`` = :data:`RESAMPLES` times), so every repli
 structure; a percentile is taken over the pooled requests of all repeats (``n`` = every answered request of
 the point), and docs/s is the pooled ``docs / wall``. The interval is the 2.5 and 97.5 percentiles of the
 replicates, widened for small samples (:func:`expanded_tail`). scipy's ``stats.bootstrap`` has no strata, hence
-the few lines of numpy here; ``tests/test_intervals.py`` measures the coverage on seeded synthetic data with a
+the few lines of numpy here; ``tests/analysis/test_intervals.py`` measures the coverage on seeded synthetic data with a
 known answer (identical lognormal servers: p50 ``no difference detected`` in >= 95 % of trials, docs/s >= 93 %;
 a 30 % slower one detected).
 
@@ -131,7 +131,7 @@ def expanded_tail(df: int, confidence: float = CONFIDENCE) -> float:
     biased variance); this one takes the replicate quantile whose z equals ``sqrt(n/(n-1)) * t_(n-1)``.
     Measured on seeded pairs of identical lognormal servers (sigma 0.25, 3 repeats): the plain interval's docs/s
     ratio covered 1 in 93 % (3 x 30 requests) and 95 % (3 x 40) of 300 pairs; this one, on 1,000 pairs of 3 x 30,
-    in 94.5 % (docs/s) and 96.3 % (p50). tests/test_intervals.py keeps p50 >= 95 %, docs/s >= 93 %."""
+    in 94.5 % (docs/s) and 96.3 % (p50). tests/analysis/test_intervals.py keeps p50 >= 95 %, docs/s >= 93 %."""
     from scipy import stats
 
     alpha = 1 - confidence

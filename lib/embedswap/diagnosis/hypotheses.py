@@ -11,7 +11,7 @@ The hypothesis that reproduces the server's vectors (same dimension, lowest cosi
 :data:`NORM_RELATIVE_TOLERANCE`) is reported as reason codes (``diagnosis_*`` in :mod:`embedswap.reasons`), each
 saying what the server does differently and the fix; fewest differences win, then the highest cosine. None
 reproducing it gives ``diagnosis_unknown``. The model's own pipeline is the legacy server's :class:`Embedder`
-(checked against sentence-transformers by ``tests/test_tiny_zoo.py``).
+(checked against sentence-transformers by ``tests/zoo/test_tiny_zoo.py``).
 """
 
 from __future__ import annotations

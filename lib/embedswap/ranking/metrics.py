@@ -14,7 +14,7 @@ Definitions (pure functions on numpy arrays, no I/O):
 - **nDCG@k** with graded relevance (2 = answers the query, 1 = partially relevant, 0 = not judged): trec_eval's
   convention by default (``ndcg_cut``, also MTEB's through pytrec_eval): linear gain ``rel``, discount
   ``log2(rank + 1)`` for 1-based ranks, normalised by the ideal ordering of the same judgements; ``gain="exp"``
-  gives the ``2**rel - 1`` variant (Burges et al.), which this kit used before. ``tests/test_ranking.py`` checks
+  gives the ``2**rel - 1`` variant (Burges et al.), which this kit used before. ``tests/ranking/test_ranking.py`` checks
   both metrics against pytrec_eval as an oracle. A query with no relevant document has no defined nDCG (``nan``) and is left out of the means.
 - **recall@k**: the share of a query's relevant documents found in its top k. *Relevant* means grade >= 1: a
   partially relevant document is still material the retriever should surface, and counting only grade 2 would

@@ -10,7 +10,7 @@ language orders its words freely. Words used inside tables and lists (``[terms]`
 are ``str.format`` strings with named placeholders. TOML literal strings keep every byte (spaces, newlines), and
 Python reads TOML with the standard library (``tomllib``).
 
-Every catalogue has the same keys (tests/test_report.py); a missing key is an error naming it, never an English
+Every catalogue has the same keys (tests/report/test_report.py); a missing key is an error naming it, never an English
 fallback, so no English sentence reaches a ko/ja/zh report.
 """
 

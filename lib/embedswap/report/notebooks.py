@@ -35,7 +35,7 @@ def _installed_templates() -> list[str]:
     """nbconvert's templates as installed beside the package (``<prefix>/share/jupyter/nbconvert/templates``).
 
     Jupyter looks for them under ``sys.prefix``; a tool whose dependencies live in another environment (a venv
-    with ``--system-site-packages`` or a ``.pth`` line to another site-packages, as tests/test_install.py builds)
+    with ``--system-site-packages`` or a ``.pth`` line to another site-packages, as tests/e2e/test_install.py builds)
     would not find the ``lab`` template there."""
     import nbconvert
 

@@ -4,7 +4,7 @@ The block after ``<!-- quickstart`` in README.md is run line by line by bash (``
 three substitutions a reader makes by hand, all documented here:
 
 - the README's example URLs ``http://10.0.0.4:8080/v1`` (legacy) and ``http://10.0.0.5:8000/v1`` (candidate) are
-  replaced by two in-process fake servers (``tests/fakeservers.py``) on free 127.0.0.1 ports;
+  replaced by two in-process fake servers (``tests/support/fakeservers.py``) on free 127.0.0.1 ports;
 - ``embedswap`` on PATH is this checkout's ``embedswap.cli`` (``EMBEDSWAP_ROOT`` = the folder the block makes, which
   is where an installed kit writes; in a checkout it would otherwise be the repository);
 - ``$EDITOR`` is a script that checks the keys the README tells the reader to edit are in the generated file
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from fakeservers import Behaviour, serve
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 LEGACY_URL, CANDIDATE_URL = "http://10.0.0.4:8080/v1", "http://10.0.0.5:8000/v1"
 
 EDITOR = """\
@@ -66,7 +66,7 @@ def test_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
     editor.write_text(f'#!/bin/sh\nexec "{sys.executable}" - "$@" <<\'EOF\'\n{EDITOR}EOF\n')
     for path in (shim, editor):
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
-    lib = str(Path(__file__).resolve().parents[1] / "lib")
+    lib = str(Path(__file__).resolve().parents[2] / "lib")
     with serve(Behaviour()) as legacy_port, serve(Behaviour()) as candidate_port:
         script = (block.replace(LEGACY_URL, f"http://127.0.0.1:{legacy_port}/v1")
                   .replace(CANDIDATE_URL, f"http://127.0.0.1:{candidate_port}/v1"))

@@ -82,6 +82,7 @@ class Step(Strict):
     problems: list[str] = []
     target: str | None = None
     seconds: Number | None = None
+    error: str | None = None  # the exception that failed the step
 
 
 class Target(Section):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.summary.types_common import Number, Section, Strict
+from embedswap.summary.types_common import Number, Reason, Section, Strict
 
 
 class RunRequests(Strict):
@@ -49,6 +49,8 @@ class LatencyTarget(Section):
     sequential: LatencyPoint | None = None
     concurrent: LatencyPoint | None = None
     sweep: list[LatencyPoint] = []
+    sweep_note: str | None = None  # why the sweep was skipped (English); sweep_reason is its code
+    sweep_reason: Reason | None = None
     rss_peak_bytes: int | None = None
     rss_samples: int | None = None
     source: str | None = None

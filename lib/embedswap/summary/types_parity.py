@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from embedswap.summary.types_common import Number, Reason, Section, Strict
+from embedswap.summary.types_sections import DiagnosisFinding
 
 
 class WorstDocument(Strict):
@@ -34,6 +35,7 @@ class ParityRow(Strict):
     source: str | None = None
     part: Literal["text", "image"] | None = None  # multimodal rows: which part of the CLIP model
     request: str | None = None  # multimodal rows: the request field that carried it (input, messages)
+    diagnosis: DiagnosisFinding | None = None  # a failed text row: which known pipeline mistake reproduces it
 
 
 class NotRun(Strict):

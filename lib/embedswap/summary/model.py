@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from embedswap.summary.types_common import Number, Section, Strict
 from embedswap.summary.types_decisions import Decisions
@@ -76,17 +76,24 @@ class Environment(Strict):
 
 class Step(Strict):
     """One step's entry in steps.json: its status, when, and what it recorded."""
-    status: Literal["running", "complete", "partial", "failed", "skipped"]
+    status: Literal["running", "complete", "partial", "failed", "skipped", "pending", "resumed"]
     updated: str | None = None
     detail: str | None = None
     problems: list[str] = []
     target: str | None = None
     seconds: Number | None = None
     error: str | None = None  # the exception that failed the step
+    previous: dict[str, Any] | None = None  # a resumed run: the entry it replaced
+    superseded: dict[str, Any] | None = None  # a step measured again: the captures moved aside (open: per step)
 
 
 class Target(Section):
-    """One server: its configuration and what its target.json recorded of its start and run."""
+    """One server: its configuration and what its target.json recorded of its start and run.
+
+    Open (``extra="allow"``): each kind of server describes itself with its own keys (an external server its API
+    shape and routes, a Kubernetes one its manifests, Dynamo its frontend and worker); the fields below are the
+    ones every kind writes and the report reads."""
+    model_config = ConfigDict(extra="allow")
     config: dict[str, Any] = {}  # open: the target's configuration as the user wrote it
     error: str | None = None
     name: str | None = None

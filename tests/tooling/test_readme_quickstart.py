@@ -26,6 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fakeservers import Behaviour, serve
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -56,6 +57,7 @@ def test_quickstart_block_is_found_and_uses_the_documented_urls() -> None:
     assert "embedswap new" in block and "embedswap run" in block and "EDITOR" in block
 
 
+@pytest.mark.e2e  # a whole `embedswap run` through the five notebooks (about 2 min)
 def test_readme_quickstart_runs_as_written(tmp_path: Path) -> None:
     block = quickstart_block(README.read_text(encoding="utf-8"))
     bin_dir = tmp_path / "bin"

@@ -18,17 +18,24 @@ from embedswap.report.catalogue import catalogue
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS
 from embedswap.summary.model import Summary
+from embedswap.summary.types_decisions import PointIntervals
+from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
+from embedswap.summary.types_sections import ShimRow
 
 # the kit's own probe descriptions (English, as the summary records them), by probe name
 BUILT_IN_DESCRIPTIONS = {entry["name"]: entry["description"] for entry in CATALOGUE}
 
 
-def target_names(summary: dict[str, Any]) -> list[str]:
+def target_names(summary: Summary) -> list[str]:
     """Legacy first, then the candidates, then any other target of the summary."""
     legacy, candidates = roles(summary)
     names = [n for n in [legacy, *candidates] if n]
-    names += [extra for extra in (summary.get("targets") or {}) if extra not in names]
+    names += [extra for extra in summary.targets if extra not in names]
     return names
+
+
+def _as_dict(intervals: PointIntervals | None) -> dict[str, Any] | None:
+    return None if intervals is None else intervals.model_dump(mode="json", exclude_unset=True)
 
 
 class ReportContext:
@@ -47,9 +54,9 @@ class ReportContext:
         self.manifest = (manifest or {}).get("files") or {}
         self.attempt_dir = attempt_dir
         self.title = title
-        self.legacy, self.candidates = roles(self.raw)
+        self.legacy, self.candidates = roles(summary)
         self.candidate = summary.roles.candidate
-        self.names = target_names(self.raw)
+        self.names = target_names(summary)
         self.decisions = summary.decisions
         self.raw_decisions: dict[str, Any] = self.raw.get("decisions") or {}
         self.refs: list[dict[str, str]] = []
@@ -78,8 +85,8 @@ class ReportContext:
     # a target that failed to start: 'not measured' with the first line of its error, wherever it has a cell
     def failure(self, name: str) -> str | None:
         """The first line of a target's error (escaped, shortened), or None when it did not fail."""
-        info = (self.raw.get("targets") or {}).get(name) or {}
-        error = str(info.get("error") or "").strip()
+        info = self.summary.targets.get(name)
+        error = str(info.error or "").strip() if info is not None else ""
         if not error:
             return None
         first = error.splitlines()[0].strip()
@@ -153,47 +160,46 @@ class ReportContext:
         """The note for a difference that only the legacy server's failure causes (it goes away with the swap)."""
         return None if status is None else self.terms["legacy_side"].format(status=fmt(status, "raw"))
 
-    def shim_rows(self) -> list[dict[str, Any]]:
-        return shim_rows(self.raw)
+    def shim_rows(self) -> list[ShimRow]:
+        return shim_rows(self.summary)
 
     def shimmed(self) -> list[str]:
-        return shimmed(self.raw)
+        return shimmed(self.summary)
 
     # latency readers shared by the latency, sweep, ablation, setup and article sections
-    def latency_by_target(self) -> dict[str, Any]:
-        return (self.raw.get("latency") or {}).get("by_target") or {}
+    def latency_by_target(self) -> dict[str, LatencyTarget]:
+        return self.summary.latency.by_target
 
-    def ablation_variants(self) -> dict[str, Any]:
+    def ablation_variants(self) -> dict[str, LatencyTarget]:
         """The ablation's variants of the legacy server (its own row left out), by name."""
-        ablation = self.raw.get("ablation")
-        rows = (ablation.get("by_target") or {}) if isinstance(ablation, dict) else {}
-        return {n: r for n, r in rows.items() if n != self.legacy and isinstance(r, dict)}
+        return {n: r for n, r in self.summary.ablation.by_target.items() if n != self.legacy}
 
     def concurrency(self) -> Any:
         for info in self.latency_by_target().values():
-            if is_measured(info) and isinstance(info.get("concurrent"), dict):
-                return info["concurrent"].get("concurrency")
-        return ((self.raw.get("latency") or {}).get("config") or {}).get("concurrency")
+            if is_measured(info) and info.concurrent is not None:
+                return info.concurrent.concurrency
+        return self.summary.latency.config.get("concurrency")  # open: the latency configuration as written
 
     @staticmethod
-    def errors(info: dict[str, Any], sweep: bool = False) -> tuple[int, int]:
+    def errors(info: LatencyTarget | None, sweep: bool = False) -> tuple[int, int]:
         """(failed, sent) over the article's two points, or over the sweep's points."""
         failed = total = 0
         for _, _, point in (sweep_points_of(info) if sweep else fixed_points_of(info)):
-            failed += point.get("errors") or 0
-            total += (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+            failed += point.errors or 0
+            total += (point.requests_per_repeat or 0) * (point.repeats or 0)
         return failed, total
 
     def peak(self, name: str) -> tuple[int | None, str | None]:
         """(peak RSS bytes, why not) of one server during its latency runs."""
-        info = self.latency_by_target().get(name) or self.ablation_variants().get(name) or {}
-        if not is_measured(info):
+        info = self.latency_by_target().get(name) or self.ablation_variants().get(name)
+        if info is None or not is_measured(info):
             return None, None
-        value = info.get("rss_peak_bytes")
+        value = info.rss_peak_bytes
         if value:
             return int(value), None
-        kind = (((self.raw.get("targets") or {}).get(name) or {}).get("config") or {}).get("kind")
-        if "rss_peak_bytes" not in info:
+        target = self.summary.targets.get(name)
+        kind = target.config.get("kind") if target is not None else None  # open: the target as configured
+        if "rss_peak_bytes" not in info.model_fields_set:
             return None, self.terms["no_section"]
         return None, self.terms["rss_unreadable_external" if kind == "external" else "rss_unreadable"]
 
@@ -201,24 +207,26 @@ class ReportContext:
         value, _ = self.peak(name)
         return mib(value) if value else self.label(False)
 
-    def intervals(self, name: str, run: str) -> dict[str, Any] | None:
+    def intervals(self, name: str, run: str) -> PointIntervals | None:
         """The stored intervals of one operating point (``decisions.latency.points``, by run name), or None."""
-        return (((self.raw_decisions.get("latency") or {}).get("points") or {}).get(name) or {}).get(run)
+        return self.decisions.latency.points.get(name, {}).get(run)
 
-    def point_row(self, name: str, info: dict[str, Any], label_cell: str) -> list[str]:
+    def point_row(self, name: str, info: LatencyTarget, label_cell: str) -> list[str]:
         """One latency table row: seq p50/p99, concurrent p50/p99/docs/s (each with its 95 % interval when
         stored), n per point, per-repeat spread, errors."""
         from embedswap.report.sections.stats import n_cell, point_cell
 
-        seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
-        seq_iv, conc_iv = self.intervals(name, "sequential"), self.intervals(name, "concurrent")
+        seq, conc = info.sequential or LatencyPoint(run="sequential", concurrency=1, repeats=0), \
+            info.concurrent or LatencyPoint(run="concurrent", concurrency=0, repeats=0)
+        # stats' cells still read the stored intervals as dicts (until that section reads the typed model)
+        seq_iv, conc_iv = (_as_dict(self.intervals(name, run)) for run in ("sequential", "concurrent"))
         failed, total = self.errors(info)
         t = self.terms
-        return [code(name), label_cell, point_cell(t, seq_iv, "p50", seq.get("p50_ms"), "ms"),
-                point_cell(t, seq_iv, "p99", seq.get("p99_ms"), "ms"),
-                point_cell(t, conc_iv, "p50", conc.get("p50_ms"), "ms"),
-                point_cell(t, conc_iv, "p99", conc.get("p99_ms"), "ms"),
-                point_cell(t, conc_iv, "docs_per_s", conc.get("docs_per_s"), "rate"),
+        return [code(name), label_cell, point_cell(t, seq_iv, "p50", seq.p50_ms, "ms"),
+                point_cell(t, seq_iv, "p99", seq.p99_ms, "ms"),
+                point_cell(t, conc_iv, "p50", conc.p50_ms, "ms"),
+                point_cell(t, conc_iv, "p99", conc.p99_ms, "ms"),
+                point_cell(t, conc_iv, "docs_per_s", conc.docs_per_s, "rate"),
                 f"{n_cell(seq_iv)} / {n_cell(conc_iv)}",
-                fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
+                fmt(conc.spread.docs_per_s if conc.spread is not None else None, "rate"),
                 f"{fmt(failed, 'int')} / {fmt(total, 'int')}"]

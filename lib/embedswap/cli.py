@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import re
 import sys
@@ -47,6 +46,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from embedswap.captures import open_attempt
     from embedswap.runner import NOTEBOOKS, headline, run_experiment
     from embedswap.steps.context import find_experiment_dir
+    from embedswap.summary.upgrade import load_summary
 
     only = None
     if args.steps:
@@ -55,7 +55,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     result = run_experiment(folder, args.attempt, only=only, render=not args.no_report)
     attempt = open_attempt(folder, result.attempt.name)
     if attempt.summary_path.exists():
-        for line in headline(json.loads(attempt.summary_path.read_text())):
+        for line in headline(load_summary(attempt.summary_path)):
             print(f"[embedswap] {line}")
     for name, status in result.notebooks.items():
         print(f"[embedswap] {name}: {status.splitlines()[0]}")

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from embedswap.captures import Attempt, AttemptNotFoundError, capture_complete, open_attempt
 from embedswap.config.base import ConfigError
@@ -23,6 +23,9 @@ from embedswap.config.targets import ExternalTarget
 from embedswap.paths import notebook_folder, packaged_notebooks, project_root
 from embedswap.redact import redact, redact_tree
 from embedswap.targets.base import port_in_use, sweep_process_groups
+
+if TYPE_CHECKING:  # the model imports pydantic; the console reads it only after a run
+    from embedswap.summary.model import Summary
 
 NOTEBOOKS = [
     "01_legacy_capture",
@@ -306,14 +309,12 @@ def _ms(value: Any) -> str:
     return "—" if value is None else f"{value:.1f}"
 
 
-def headline(summary: dict[str, Any]) -> list[str]:
+def headline(summary: Summary) -> list[str]:
     """A few lines for the console: the same headline figures the report index shows (report.headline)."""
     from embedswap.report.publish import headline as headline_figures
-    from embedswap.summary.upgrade import upgrade_summary
 
-    summary = upgrade_summary(summary)
     figures = headline_figures(summary)
-    lines = [f"attempt {summary['experiment']['attempt']}"]
+    lines = [f"attempt {summary.experiment.attempt}"]
     pair = f"{figures['candidate']} vs {figures['legacy']}"
     if figures["cosine_min"] is not None:
         lines.append(f"cosine {pair}: min {figures['cosine_min']:.6f}")

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from embedswap.analysis.client_changes import client_changes as change_rules
+from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.errors import ReportError
 from embedswap.report import figures
@@ -546,9 +547,9 @@ def test_sweep_shape_from_capture_latency(complete: dict[str, Any]) -> None:
     """latency_stats.json as embedswap.measure.capture.capture_latency writes it: 'sweep' is a list of point_stats dicts."""
     info = complete["latency"]["by_target"]["legacy"]
     assert isinstance(info["sweep"], list) and info["sweep"][0]["run"] == "sweep_c1"
-    points = list(figures.sweep_points_of(info))
+    points = list(sweep_points_of(info))
     assert [label for _, label, _ in points] == ["c1", "c2", "c4", "c8", "c16"]
-    assert [label for _, label, _ in figures.fixed_points_of(info)] == ["seq", "c4"]
+    assert [label for _, label, _ in fixed_points_of(info)] == ["seq", "c4"]
     frame = figures.latency_frame(complete, ablations=True)
     assert "legacy-nolock" in set(frame["target"]) and frame["sweep"].sum() == 20
     # the bar chart of the article's points leaves the sweep out (sweep_c4 and the c4 point would share a bar)

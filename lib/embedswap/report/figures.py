@@ -1,6 +1,6 @@
 """Figures of the report, drawn from summary.json only.
 
-Each function takes the summary dict and returns a matplotlib ``Figure``, or ``None`` when the data it needs was
+Each function takes the typed summary (or summary.json as a dict, read as the report reads it) and returns a matplotlib ``Figure``, or ``None`` when the data it needs was
 not measured. Figures are built with the object-oriented API (``matplotlib.figure.Figure``), not pyplot, so
 nothing is shown or kept open: a notebook displays the returned figure once, a script saves it with
 ``fig.savefig``. Text on the figures is ASCII only (target names, language codes), so one figure serves every
@@ -47,9 +47,26 @@ _show_figures_in_notebooks()
 # Operating points of a latency capture, in display order: the article's two, then the concurrency sweep, a list of
 # points under "sweep" (each with the fields of a point: run "sweep_c<C>", concurrency, p50_ms, p99_ms, docs_per_s,
 # errors, spread, ...), as embedswap.measure.capture.capture_latency writes them.
-from embedswap.analysis.latency_points import (  # noqa: E402, F401  (re-exported for notebooks and tests)
-    FIXED_POINTS, SWEEP_KEY, fixed_points_of, latency_points_of, point_label, sweep_points_of)
+from embedswap.analysis.latency_points import FIXED_POINTS, fixed_points_of, sweep_points_of  # noqa: E402
 from embedswap.analysis.common import is_measured as _measured  # noqa: E402
+from embedswap.summary.model import Summary  # noqa: E402
+from embedswap.summary.types_latency import LatencyPoint, LatencyTarget  # noqa: E402
+from embedswap.summary.upgrade import read_summary  # noqa: E402
+
+
+def _typed(summary: Summary | dict[str, Any]) -> Summary:
+    """The typed summary; a dict (a notebook's summary.json) is upgraded and validated as the report reads it."""
+    return summary if isinstance(summary, Summary) else read_summary(summary)
+
+
+def _raw(part: Any) -> dict[str, Any]:
+    """A typed part of the summary as its summary.json dict: the analysis helpers still read dicts."""
+    return part.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _fixed_point(entry: LatencyTarget | None, run: str) -> LatencyPoint | None:
+    """One of the article's two points (sequential, concurrent) of a target's entry; None for a sweep run."""
+    return getattr(entry, run) if entry is not None and run in FIXED_POINTS else None
 
 
 def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Any]]:
@@ -60,15 +77,17 @@ def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[A
 
 
 # --- vectors ---------------------------------------------------------------------------------------------------
-def cosine_by_language(summary: dict[str, Any]) -> Figure | None:
+def cosine_by_language(summary: Summary | dict[str, Any]) -> Figure | None:
     """Per-document cosine of each candidate against the legacy server, by language (box + points)."""
+    summary = _typed(summary)
     rows = []
-    for name, comparison in (summary.get("vectors", {}).get("comparisons") or {}).items():
+    for name, typed in summary.vectors.comparisons.items():
+        comparison = _raw(typed)
         if not _measured(comparison):
             continue
-        for doc in comparison.get("per_document") or []:
-            if doc.get("cosine") is not None:
-                rows.append({"candidate": name, "lang": doc.get("lang", "und"), "cosine": float(doc["cosine"])})
+        for doc in typed.per_document:
+            if doc.cosine is not None:
+                rows.append({"candidate": name, "lang": doc.lang, "cosine": float(doc.cosine)})
     if not rows:
         return None
     frame = pd.DataFrame(rows)
@@ -80,10 +99,10 @@ def cosine_by_language(summary: dict[str, Any]) -> Figure | None:
                     fliersize=0, boxprops={"alpha": 0.35})
     sns.stripplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
                   dodge=True, size=4, jitter=0.15, legend=False)
-    threshold = (summary.get("parity") or {}).get("thresholds", {}).get("text")
+    threshold = summary.parity.thresholds.get("text")
     if threshold is not None:
         ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1, label=f"parity threshold {threshold}")
-    legacy = (summary.get("roles") or {}).get("legacy", "legacy")
+    legacy = summary.roles.legacy
     ax.set_title(f"Per-document cosine vs '{legacy}' (first repeat), by language")
     ax.set_xlabel("document language")
     ax.set_ylabel("cosine")
@@ -96,24 +115,25 @@ def cosine_by_language(summary: dict[str, Any]) -> Figure | None:
 COLUMNS = ["target", "run", "point", "concurrency", "sweep", "p50_ms", "p99_ms", "docs_per_s"]
 
 
-def _latency_entries(summary: dict[str, Any], ablations: bool) -> list[tuple[str, dict[str, Any]]]:
-    entries = list(((summary.get("latency") or {}).get("by_target") or {}).items())
+def _latency_entries(summary: Summary, ablations: bool) -> list[tuple[str, LatencyTarget]]:
+    entries = list(summary.latency.by_target.items())
     if ablations:  # the lock ablation's variants of the legacy server (their legacy row is the latency one)
-        legacy = (summary.get("roles") or {}).get("legacy")
-        ablation = summary.get("ablation") if isinstance(summary.get("ablation"), dict) else {}
+        legacy = summary.roles.legacy
         known = {name for name, _ in entries}
-        entries += [(name, info) for name, info in (ablation.get("by_target") or {}).items()
-                    if name != legacy and name not in known and isinstance(info, dict)]
+        entries += [(name, entry) for name, entry in summary.ablation.by_target.items()
+                    if name != legacy and name not in known]
     return entries
 
 
-def latency_frame(summary: dict[str, Any], ablations: bool = False) -> pd.DataFrame:
+def latency_frame(summary: Summary | dict[str, Any], ablations: bool = False) -> pd.DataFrame:
     """One row per (target, operating point) with p50_ms, p99_ms, docs_per_s; points without numbers dropped.
 
     ``sweep`` tells a sweep point from the article's two points; ``ablations`` adds the lock ablation's variants.
     """
+    summary = _typed(summary)
     rows = []
-    for name, info in _latency_entries(summary, ablations):
+    for name, entry in _latency_entries(summary, ablations):
+        info = _raw(entry)
         for sweep, points in ((False, fixed_points_of(info)), (True, sweep_points_of(info))):
             for run, label, point in points:
                 rows.append({"target": name, "run": run, "point": label, "concurrency": point.get("concurrency"),
@@ -126,11 +146,11 @@ def latency_frame(summary: dict[str, Any], ablations: bool = False) -> pd.DataFr
 FIGURE_KEYS = {"p50_ms": ("p50", "p50_ms"), "p99_ms": ("p99", "p99_ms"), "docs_per_s": ("docs_per_s", "docs_per_s")}
 
 
-def _spread_marks(ax: Any, summary: dict[str, Any], frame: pd.DataFrame, targets: list[str], order: list[str],
+def _spread_marks(ax: Any, summary: Summary, frame: pd.DataFrame, targets: list[str], order: list[str],
                   column: str) -> None:
     """On each bar: the stored 95 % interval (``decisions.latency.points``; none when n is too small for it) and
     the per-repeat values (``spread``) as dots, so a reader sees the spread, not only the middle."""
-    stored = ((summary.get("decisions") or {}).get("latency") or {}).get("points") or {}
+    stored = summary.decisions.latency.points
     key, spread_key = FIGURE_KEYS[column]
     entries = dict(_latency_entries(summary, False))
     for container, name in zip(ax.containers, targets):
@@ -140,17 +160,20 @@ def _spread_marks(ax: Any, summary: dict[str, Any], frame: pd.DataFrame, targets
                 continue
             run = rows.iloc[0]["run"]
             x = bar.get_x() + bar.get_width() / 2
-            iv = ((stored.get(name) or {}).get(run) or {}).get(key) or {}
-            if iv.get("estimable") and iv.get("low") is not None:
-                ax.plot([x, x], [iv["low"], iv["high"]], color="black", linewidth=1.2)
-            per_repeat = [v for v in (((entries.get(name) or {}).get(run) or {}).get("spread") or {}).get(spread_key)
-                          or [] if v is not None]
+            intervals = stored.get(name, {}).get(run)
+            iv = getattr(intervals, key) if intervals is not None else None
+            if iv is not None and iv.estimable and iv.low is not None:
+                ax.plot([x, x], [iv.low, iv.high], color="black", linewidth=1.2)
+            point = _fixed_point(entries.get(name), run)
+            spread = point.spread if point is not None else None
+            per_repeat = [v for v in (getattr(spread, spread_key) if spread is not None else []) if v is not None]
             ax.scatter([x] * len(per_repeat), per_repeat, s=9, color="black", zorder=3)
 
 
-def latency_points(summary: dict[str, Any]) -> Figure | None:
+def latency_points(summary: Summary | dict[str, Any]) -> Figure | None:
     """p50 and p99 latency (ms) and throughput (docs/s) per target at the article's operating points (grouped
     bars; the concurrency sweep has its own figure, :func:`latency_sweep`)."""
+    summary = _typed(summary)
     frame = latency_frame(summary)
     frame = frame[~frame["sweep"].astype(bool)]
     if frame.empty:
@@ -181,20 +204,21 @@ def latency_points(summary: dict[str, Any]) -> Figure | None:
     return fig
 
 
-def _bands(left: Any, right: Any, summary: dict[str, Any], name: str, data: pd.DataFrame, colour: Any) -> None:
+def _bands(left: Any, right: Any, summary: Summary, name: str, data: pd.DataFrame, colour: Any) -> None:
     """Shaded 95 % intervals of p50 (left) and docs/s (right) along the sweep (``decisions.latency.points``)."""
-    stored = ((((summary.get("decisions") or {}).get("latency") or {}).get("points") or {}).get(name)) or {}
+    stored = summary.decisions.latency.points.get(name, {})
     for ax, key in ((left, "p50"), (right, "docs_per_s")):
-        rows = [(c, (stored.get(r) or {}).get(key) or {}) for c, r in zip(data["concurrency"], data["run"])]
-        rows = [(c, iv["low"], iv["high"]) for c, iv in rows if iv.get("estimable") and iv.get("low") is not None]
+        rows = [(c, getattr(stored[r], key) if r in stored else None) for c, r in zip(data["concurrency"], data["run"])]
+        rows = [(c, iv.low, iv.high) for c, iv in rows if iv is not None and iv.estimable and iv.low is not None]
         if len(rows) > 1:
             ax.fill_between([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], color=colour,
                             alpha=0.18, linewidth=0)
 
 
-def latency_sweep(summary: dict[str, Any]) -> Figure | None:
+def latency_sweep(summary: Summary | dict[str, Any]) -> Figure | None:
     """The concurrency sweep: p50 (solid) and p99 (dashed) latency, and throughput, against concurrency, one line
     per target (the lock ablation's variants included)."""
+    summary = _typed(summary)
     frame = latency_frame(summary, ablations=True)
     frame = frame[frame["sweep"].astype(bool) & frame["concurrency"].notna()]
     if frame.empty:
@@ -233,18 +257,18 @@ def latency_sweep(summary: dict[str, Any]) -> Figure | None:
 
 
 # --- parity ----------------------------------------------------------------------------------------------------
-def parity_backends(summary: dict[str, Any]) -> Figure | None:
+def parity_backends(summary: Summary | dict[str, Any]) -> Figure | None:
     """cos_min and cos_median of every backend against the golden reference, with the gate threshold."""
-    parity = summary.get("parity") or {}
+    summary = _typed(summary)
     rows = []
     thresholds = set()
-    for row in parity.get("rows") or []:
-        label = f"{row.get('backend')}\n{row.get('modality', '')} {row.get('dtype', '')}".strip()
+    for row in summary.parity.rows:
+        label = f"{row.backend}\n{row.modality} {row.dtype}".strip()
         for metric in ("cos_min", "cos_median"):
-            if row.get(metric) is not None:
-                rows.append({"backend": label, "metric": metric, "cosine": float(row[metric])})
-        if row.get("threshold") is not None:
-            thresholds.add(float(row["threshold"]))
+            value = getattr(row, metric)
+            if value is not None:
+                rows.append({"backend": label, "metric": metric, "cosine": float(value)})
+        thresholds.add(float(row.threshold))
     if not rows:
         return None
     frame = pd.DataFrame(rows)

@@ -16,6 +16,7 @@ import yaml
 from embedswap.config.sections import PublishConfig
 from embedswap.report.catalogue import catalogue
 from embedswap.report.format import fmt
+from embedswap.summary.model import Summary
 
 FENCE = "---"
 _FRONT = re.compile(r"\A---\n.*?\n---\n\n?", re.S)
@@ -27,11 +28,11 @@ def slugify(text: str) -> str:
     return slug or "embedswap-report"
 
 
-def slug_of(summary: dict[str, Any]) -> str:
+def slug_of(summary: Summary) -> str:
     """The post's slug, shared by every language version (so it is also the translation key)."""
-    exp = summary.get("experiment") or {}
+    exp = summary.experiment
     # the folder is YYYY-MM-DD-SLUG: the date is the post's own field (Jekyll puts it in the file name)
-    return slugify(re.sub(r"^\d{4}-\d{2}-\d{2}-", "", str(exp.get("folder") or exp.get("name") or "")))
+    return slugify(re.sub(r"^\d{4}-\d{2}-\d{2}-", "", str(exp.folder or exp.name or "")))
 
 
 def _value(value: Any, kind: str, lang: str, state: bool | None) -> str:
@@ -52,25 +53,24 @@ def description(head: dict[str, Any], lang: str) -> str:
         + (" ms" if head.get("candidate_seq_p50_ms") is not None else ""))
 
 
-def _date(summary: dict[str, Any]) -> date | str | None:
-    raw = (summary.get("experiment") or {}).get("date")
+def _date(summary: Summary) -> date | str | None:
+    raw = summary.experiment.date
     try:
         return date.fromisoformat(str(raw))
     except ValueError:
         return raw
 
 
-def _tags(summary: dict[str, Any], config: PublishConfig) -> list[str]:
-    targets = summary.get("targets") or {}
-    roles = summary.get("roles") or {}
-    names = [roles.get("legacy"), *((summary.get("experiment") or {}).get("config") or {}).get("candidates", [])]
-    kinds = [((targets.get(n) or {}).get("config") or {}).get("kind") or (targets.get(n) or {}).get("kind")
-             for n in names if n]
+def _tags(summary: Summary, config: PublishConfig) -> list[str]:
+    # the candidates as experiment.yaml lists them (its config is kept as the user wrote it)
+    names = [summary.roles.legacy, *summary.experiment.config.get("candidates", [])]
+    targets = [summary.targets.get(n) for n in names if n]
+    kinds = [t.config.get("kind") or t.kind for t in targets if t is not None]
     tags = ["embedswap", "embeddings", *(k for k in kinds if k and k != "external"), *config.tags]
     return list(dict.fromkeys(slugify(t) for t in tags))
 
 
-def front_matter(summary: dict[str, Any], lang: str, title: str, head: dict[str, Any],
+def front_matter(summary: Summary, lang: str, title: str, head: dict[str, Any],
                  config: PublishConfig | None = None) -> dict[str, Any]:
     """The front matter of one language version, as a mapping (each site exporter may rename keys)."""
     config = config or PublishConfig()

@@ -24,7 +24,8 @@ from embedswap.report.html import markdown_to_html, page_title
 from embedswap.report.notebooks import export_notebooks
 from embedswap.report.portable import locality, scrub
 from embedswap.report.markdown import load_article, render_markdown
-from embedswap.summary.upgrade import load_summary
+from embedswap.summary.model import Summary
+from embedswap.summary.upgrade import load_summary, read_summary
 
 REPORT_JSON = "report.json"
 
@@ -35,7 +36,12 @@ def _png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def draw_figures(summary: dict[str, Any]) -> dict[str, bytes]:
+def _raw(part: Any) -> dict[str, Any] | None:
+    """A typed part of the summary as its summary.json dict: the analysis helpers still read dicts."""
+    return None if part is None else part.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def draw_figures(summary: Summary) -> dict[str, bytes]:
     """PNG bytes of every figure that has data (a figure whose data was not measured is left out)."""
     out = {}
     for name, function in figures_mod.FIGURES.items():
@@ -45,19 +51,20 @@ def draw_figures(summary: dict[str, Any]) -> dict[str, bytes]:
     return out
 
 
-def headline(summary: dict[str, Any]) -> dict[str, Any]:
-    """The numbers the index and the console show, copied from the summary (nothing computed)."""
-    roles = summary.get("roles") or {}
-    candidate = roles.get("candidate")
-    vectors = summary.get("vectors") or {}
-    comparison = (vectors.get("comparisons") or {}).get(candidate) or {}
-    lat = ((summary.get("latency") or {}).get("by_target") or {}).get(candidate) or {}
+def headline(summary: Summary | dict[str, Any]) -> dict[str, Any]:
+    """The numbers the index and the console show, copied from the summary (nothing computed). A dict is read as
+    summary.json of any version (upgraded, then validated)."""
+    if not isinstance(summary, Summary):
+        summary = read_summary(summary)
+    candidate = summary.roles.candidate
+    comparison = _raw(summary.vectors.comparisons.get(candidate)) or {}
+    lat = _raw(summary.latency.by_target.get(candidate)) or {}
     seq = (lat.get("sequential") or {}) if is_measured(lat) else {}
     conc = (lat.get("concurrent") or {}) if is_measured(lat) else {}
-    parity = summary.get("parity") or {}
+    parity = _raw(summary.parity)
     return {
         "candidate": candidate,
-        "legacy": roles.get("legacy"),
+        "legacy": summary.roles.legacy,
         "cosine_min": (comparison.get("cosine") or {}).get("min") if is_measured(comparison) else None,
         "cosine_measured": is_measured(comparison),
         "candidate_seq_p50_ms": seq.get("p50_ms"),
@@ -75,7 +82,7 @@ def _report_config(experiment_dir: Path) -> ReportConfig:
         return ReportConfig()  # an old experiment.yaml that no longer validates still gets its report
 
 
-def _write_figures(summary: dict[str, Any], figure_dir: Path, written: dict[str, Path]) -> dict[str, bytes]:
+def _write_figures(summary: Summary, figure_dir: Path, written: dict[str, Path]) -> dict[str, bytes]:
     images = draw_figures(summary)
     for name in figures_mod.FIGURES:
         path = figure_dir / f"{name}.png"
@@ -99,8 +106,8 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     if not chosen.summary_path.exists():
         raise ReportError(f"{chosen.summary_path} does not exist: attempt {chosen.name} has no summary yet. Run a "
                           "step of the experiment (any step ends by writing summary.json), then render again.")
-    # dict until the report reads the typed model
-    summary = load_summary(chosen.summary_path).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    # loaded, upgraded and validated once: every part of the render reads this one typed summary
+    summary = load_summary(chosen.summary_path)
     manifest_path = chosen.path / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else None
     config = _report_config(experiment_dir)
@@ -114,13 +121,13 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     drawn = {name: name in images for name in figures_mod.FIGURES}
     written.update(export_notebooks(chosen.path, out, where))
     article = load_article()
-    fallback = f"embedswap report {(summary.get('experiment') or {}).get('folder', '')}"
+    fallback = f"embedswap report {summary.experiment.folder}"
     for lang in languages:
         text = scrub(render_markdown(summary, lang, drawn, manifest, chosen.path, title, article), where)
         front = front_matter(summary, lang, page_title(text, fallback), head, config.publish)
         written[f"report.{lang}.md"] = write_file(out / f"report.{lang}.md", dump(front) + text)
         html = markdown_to_html(text, lang, page_title(text, fallback), images, languages,
-                                footer=f"embedswap · summary {summary.get('generated', '')} · {chosen.name}")
+                                footer=f"embedswap · summary {summary.generated} · {chosen.name}")
         written[f"report.{lang}.html"] = write_file(out / f"report.{lang}.html", scrub(html, where))
     for suffix in ("md", "html"):
         target = out / f"report.{suffix}"
@@ -131,9 +138,9 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     except ValueError:
         summary_ref = scrub(str(chosen.summary_path), where)
     report_json = {
-        "experiment": summary.get("experiment") or {},
-        "model": {k: (summary.get("model") or {}).get(k) for k in ("spec", "served_name", "fingerprint", "revision")},
-        "summary_path": summary_ref, "summary_generated": summary.get("generated"),
+        "experiment": _raw(summary.experiment),
+        "model": summary.model.model_dump(mode="json", include={"spec", "served_name", "fingerprint", "revision"}),
+        "summary_path": summary_ref, "summary_generated": summary.generated,
         "rendered": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "languages": languages, "headline": head, "slug": slug_of(summary),
     }

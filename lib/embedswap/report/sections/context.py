@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from embedswap.analysis.common import is_measured, roles, shim_rows, shimmed
 from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
 from embedswap.measure.contract import CATALOGUE
@@ -18,9 +20,11 @@ from embedswap.report.catalogue import catalogue
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS
 from embedswap.summary.model import Summary
+from embedswap.summary.types_common import Reason
 from embedswap.summary.types_decisions import PointIntervals
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 from embedswap.summary.types_sections import ShimRow
+from embedswap.summary.types_vectors import ProbeRow, ProbeSide, Verdict
 
 # the kit's own probe descriptions (English, as the summary records them), by probe name
 BUILT_IN_DESCRIPTIONS = {entry["name"]: entry["description"] for entry in CATALOGUE}
@@ -32,10 +36,6 @@ def target_names(summary: Summary) -> list[str]:
     names = [n for n in [legacy, *candidates] if n]
     names += [extra for extra in summary.targets if extra not in names]
     return names
-
-
-def _as_dict(intervals: PointIntervals | None) -> dict[str, Any] | None:
-    return None if intervals is None else intervals.model_dump(mode="json", exclude_unset=True)
 
 
 class ReportContext:
@@ -58,26 +58,32 @@ class ReportContext:
         self.candidate = summary.roles.candidate
         self.names = target_names(summary)
         self.decisions = summary.decisions
-        self.raw_decisions: dict[str, Any] = self.raw.get("decisions") or {}
+        self.raw_decisions: dict[str, Any] = self.decisions.model_dump(mode="json", by_alias=True,
+                                                                       exclude_unset=True)
         self.refs: list[dict[str, str]] = []
 
     def label(self, state: bool | None) -> str:
         return label(state, self.lang)
 
-    def why(self, entry: dict[str, Any] | None, default: str = "", key: str = "why") -> str:
-        """The reason a part was not measured (or, ``key="detail"``, why a verdict was given), in this language
-        and escaped: its reason code through the catalogue; a free text (a server's or an exception's message)
-        as recorded."""
-        entry = entry or {}
-        reason = entry.get(REASON_KEYS[key])
-        if isinstance(reason, dict) and reason.get("code"):
-            return esc(self.words.reason(reason["code"], reason.get("params")))
-        return esc(entry.get(key) or default)
+    def why(self, entry: BaseModel | None, default: str = "", key: str = "why") -> str:
+        """The reason a part was not measured (``key="detail"``: why a verdict was given; ``key="sweep_note"``: why
+        the sweep was skipped), in this language and escaped: its reason code through the catalogue; a free text (a
+        server's or an exception's message) as recorded. ``entry`` is any summary model with that pair of fields,
+        or None."""
+        if entry is None:
+            return esc(default)
+        return self.worded(getattr(entry, REASON_KEYS[key], None), getattr(entry, key, None), default)
 
-    def probe_description(self, row: dict[str, Any]) -> str:
+    def worded(self, reason: Reason | None, text: str | None, default: str = "") -> str:
+        """A reason code in this language, else the recorded text, else ``default``; escaped."""
+        if reason is not None and reason.code:
+            return esc(self.words.reason(reason.code, reason.params))
+        return esc(text or default)
+
+    def probe_description(self, row: ProbeRow | ShimRow) -> str:
         """A probe's description in this language when it is a built-in probe as the kit describes it; a custom
         probe's own description as written in experiment.yaml."""
-        name, text = row.get("probe"), row.get("description")
+        name, text = row.probe, row.description
         if text and BUILT_IN_DESCRIPTIONS.get(name) == text:
             return esc(self.words.probes.get(name, text))
         return esc(text)
@@ -125,35 +131,35 @@ class ReportContext:
         return ", ".join(dict.fromkeys(m for m in marks if m)) or MISSING
 
     # cells of the contract and shim tables
-    def side_cell(self, side: dict[str, Any] | None) -> str:
+    def side_cell(self, side: ProbeSide | None) -> str:
         """One server's answer to a probe: status, and for a 200 its dimension, token count and encoding."""
-        if not side or not side.get("measured"):
+        if side is None or not side.measured:
             return self.label(False)
-        if side.get("not_applicable"):
+        if side.not_applicable:
             return self.terms["not_applicable_cell"]
-        status = side.get("status")
+        status = side.status
         if status == 0:
             return f"0 ({self.terms['no_answer']})"
         if status != 200:
             return fmt(status, "raw") if isinstance(status, int) else esc(status)
         parts = ["200"]
         gap = self.words.labels["unit_gap"]  # 384차원 / 384 dims
-        if side.get("dim") is not None:
-            parts.append(f"{fmt(side['dim'], 'int')}{gap}{self.terms['dims_unit']}")
-        if side.get("prompt_tokens") is not None:
-            parts.append(f"{fmt(side['prompt_tokens'], 'int')}{gap}{self.terms['tokens_unit']}")
-        if side.get("encoding") and side.get("encoding") != "float":
-            parts.append(esc(side["encoding"]))
-        norm = side.get("norm")
+        if side.dim is not None:
+            parts.append(f"{fmt(side.dim, 'int')}{gap}{self.terms['dims_unit']}")
+        if side.prompt_tokens is not None:
+            parts.append(f"{fmt(side.prompt_tokens, 'int')}{gap}{self.terms['tokens_unit']}")
+        if side.encoding and side.encoding != "float":
+            parts.append(esc(side.encoding))
+        norm = side.norm
         if isinstance(norm, float) and abs(norm - 1.0) > 1e-3:  # not unit length: say so where cosine cannot
             parts.append(f"‖v‖ {fmt(norm, 'norm')}")
         return ", ".join(parts)
 
-    def verdict_cell(self, verdict: dict[str, Any] | None) -> str:
-        v = (verdict or {}).get("verdict")
+    def verdict_cell(self, verdict: Verdict | None) -> str:
+        v = verdict.verdict if verdict is not None else None
         if not v:
             return self.label(False)
-        cos = (verdict or {}).get("cosine")
+        cos = verdict.cosine
         return f"{v} (cos {fmt(cos, 'cos4')})" if cos is not None and v != "same" else v
 
     def legacy_side(self, status: int | None) -> str | None:
@@ -218,8 +224,7 @@ class ReportContext:
 
         seq, conc = info.sequential or LatencyPoint(run="sequential", concurrency=1, repeats=0), \
             info.concurrent or LatencyPoint(run="concurrent", concurrency=0, repeats=0)
-        # stats' cells still read the stored intervals as dicts (until that section reads the typed model)
-        seq_iv, conc_iv = (_as_dict(self.intervals(name, run)) for run in ("sequential", "concurrent"))
+        seq_iv, conc_iv = (self.intervals(name, run) for run in ("sequential", "concurrent"))
         failed, total = self.errors(info)
         t = self.terms
         return [code(name), label_cell, point_cell(t, seq_iv, "p50", seq.p50_ms, "ms"),

@@ -13,7 +13,7 @@ from embedswap.report.sections.stats import n_cell, point_cell
 
 
 def sweep(ctx: ReportContext) -> dict[str, Any]:
-    """The concurrency sweep (``by_target[name]["sweep"]``, a list of points): one row per server and point."""
+    """The concurrency sweep (``by_target[name].sweep``, a list of points): one row per server and point."""
     t = ctx.terms
     rows = []
     why = []

@@ -8,8 +8,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from embedswap.analysis import decide, decisions_json
 from embedswap.reasons import not_measured
-from embedswap.summary.model import Summary, SummaryBody
+from embedswap.summary.model import Summary, SummaryBody, validate_body
+from embedswap.summary.upgrade import read_summary, upgrade_summary
 
 # merged key by key: a test names only the field it means (a model spec, a candidate list)
 INFO = {"experiment": {"name": "synthetic", "date": "2026-11-30", "folder": "experiments/synthetic",
@@ -40,5 +42,11 @@ def summary_body(partial: dict[str, Any] | None = None) -> SummaryBody:
 
 
 def typed_summary(summary: dict[str, Any]) -> Summary:
-    """A whole summary.json dict (decisions included, e.g. an upgraded fixture) as the typed :class:`Summary`."""
-    return Summary.model_validate(summary)
+    """A whole summary.json dict of any version (a fixture, changed by the test) as the report reads it: upgraded,
+    then the typed :class:`Summary`."""
+    return read_summary(summary)
+
+
+def decisions_of(summary: dict[str, Any]) -> dict[str, Any]:
+    """The ``decisions`` a whole summary.json dict of any version has, as stored (``summary["decisions"] = ...``)."""
+    return decisions_json(decide(validate_body(upgrade_summary(summary))))

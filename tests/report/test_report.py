@@ -103,7 +103,7 @@ def test_smoke_summary_labels(smoke: dict[str, Any]) -> None:
 
 
 def test_every_measured_false_section_is_listed(smoke: dict[str, Any]) -> None:
-    items = not_measured_items(smoke)
+    items = not_measured_items(typed_summary(smoke))
     paths = {(i["section"], i["path"]) for i in items}
     assert ("vectors", "comparisons.vllm") in paths
     assert ("latency", "by_target.legacy") in paths
@@ -310,7 +310,8 @@ def test_client_changes_follow_the_verdicts(complete: dict[str, Any]) -> None:
     summary = _summary_with(rows, complete)
     keys = [c["key"] for c in client_changes(summary, "en")]
     assert keys == ["drop_dimensions", "prepend_instruction", "truncate", "decode_encoding", "review", "no_retry_5xx"]
-    assert [c["rule"] for c in change_rules(typed_summary(summary))] == keys  # decided in the analysis, language-neutral
+    # decided in the analysis, language-neutral
+    assert [c["rule"] for c in change_rules(typed_summary(summary))] == keys
     texts = {c["key"]: c["text"] for c in client_changes(summary, "en")}
     assert "1,024 tokens" in texts["truncate"] and "my_custom_probe" in texts["review"]
     assert [c["key"] for c in client_changes(summary, "ko")] == keys
@@ -503,7 +504,7 @@ def test_ablation_not_measured_keeps_the_estimate(complete: dict[str, Any], abla
     assert "- Lock explanation of the concurrent gap: unconfirmed" in section(en, 9)
     assert "### Lock ablation\n\n*not measured." in en
     if ablation is not None:
-        assert ("ablation", "") in {(i["section"], i["path"]) for i in not_measured_items(summary)}
+        assert ("ablation", "") in {(i["section"], i["path"]) for i in not_measured_items(typed_summary(summary))}
         assert "no ablation variants in experiment.yaml" in section(en, 8)
 
 

@@ -178,10 +178,13 @@ def test_ratio_by_hand() -> None:
 
 def test_ratio_missing_sides() -> None:
     base = _point(1.0)
-    empty = ({"n": 0, "repeats": 0}, {})
+    # a side is always estimate()'s output: one whose every request failed has no figure (n 0)
+    empty = estimate(Requests([[10.0, 12.0]], [[0, 0]], [1.0]), SEED)
     out = ratio(empty, base)
+    assert set(out) == {"p50", "p99", "docs_per_s"}
     assert all(out[k]["verdict"] == "missing" and out[k]["value"] is None for k in out)
-    assert out["p50"]["n"] == [None, 40] and out["p50"]["repeats_overlap"] is None
+    assert out["p50"]["n"] == [0, 40] and out["p50"]["repeats_overlap"] is None
+    assert ratio(base, empty)["p50"]["verdict"] == "missing"  # nor as the reference
     zero = ({**base[0], "p50": {**base[0]["p50"], "value": 0.0}}, base[1])
     assert ratio(base, zero)["p50"]["verdict"] == "missing"  # no ratio to a zero reference
     assert ratio(zero, base)["p50"]["value"] == 0.0

@@ -132,8 +132,7 @@ def test_advice_names_the_length_and_usage_aspects() -> None:
 
     def row(probe: str, legacy: dict, candidate: dict) -> ProbeRow:
         v = classify(legacy, candidate)
-        # built without validation: the summary model's verdicts do not list classify's "metadata-difference"
-        verdict = Verdict.model_construct(verdict=v.verdict, detail=v.detail, aspects=list(v.aspects))
+        verdict = Verdict(verdict=v.verdict, detail=v.detail, aspects=list(v.aspects))
         return ProbeRow(probe=probe, by_target={"cand": ProbeSide(measured=True, status=candidate["status"])},
                         verdicts={"cand": verdict})
 
@@ -176,3 +175,12 @@ def test_the_order_advice_is_worded_in_every_report_language() -> None:
              "ja": "`index` でベクトルを並べ替えてください", "zh": "请按 `index` 排列向量"}
     for lang, text in words.items():
         assert text in render_markdown(summary, lang)
+
+
+def test_the_summary_model_knows_every_contract_verdict() -> None:
+    from typing import get_args
+
+    from embedswap.measure.contract import VERDICTS
+    from embedswap.summary.types_vectors import ProbeVerdict
+
+    assert sorted(get_args(ProbeVerdict)) == sorted(VERDICTS)

@@ -44,8 +44,6 @@ class ReportContext:
     def __init__(self, summary: Summary, lang: str, figures: dict[str, bool], article: dict[str, Any],
                  manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None):
         self.summary = summary
-        # the same summary as a dict, for the readers not yet moved to the typed model
-        self.raw: dict[str, Any] = summary.model_dump(mode="json", by_alias=True, exclude_unset=True)
         self.lang = lang
         self.words = catalogue(lang)
         self.terms = self.words.terms
@@ -58,8 +56,6 @@ class ReportContext:
         self.candidate = summary.roles.candidate
         self.names = target_names(summary)
         self.decisions = summary.decisions
-        self.raw_decisions: dict[str, Any] = self.decisions.model_dump(mode="json", by_alias=True,
-                                                                       exclude_unset=True)
         self.refs: list[dict[str, str]] = []
 
     def label(self, state: bool | None) -> str:

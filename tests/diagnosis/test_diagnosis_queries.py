@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from typed_summary import decisions_of, summary_body
 
 from embedswap.diagnosis import step as diagnosis_step
 from embedswap.analysis.diagnosis import diagnosis_query_decisions
@@ -53,7 +54,7 @@ def test_a_server_ignoring_input_type_is_found_missing_the_prompt(model: Path, t
     assert vllm["cause"] == "diagnosis_prompt_missing", vllm
     assert vllm["hypothesis"]["prompt"] is None and vllm["hypothesis"]["cos_min"] >= 0.999
     assert "Instruct: " in vllm["reasons"][0]["why"]  # the sentence names the prompt the server left out
-    decisions = diagnosis_query_decisions({"diagnosis": {"queries": result}})
+    decisions = diagnosis_query_decisions(summary_body({"diagnosis": {"measured": True, "queries": result}}))
     assert list(decisions) == ["vllm"] and decisions["vllm"]["step"] == "queries"
 
 
@@ -82,7 +83,6 @@ def test_another_query_prompt_is_named_with_both_prompts() -> None:
 
 
 def test_the_report_states_the_query_finding_in_every_language(model: Path, tmp_path: Path) -> None:
-    from embedswap.analysis import decide
     from embedswap.report.markdown import render_markdown
     from embedswap.summary.types_decisions import Decisions
     from embedswap.summary.types_sections import Diagnosis
@@ -95,7 +95,7 @@ def test_the_report_states_the_query_finding_in_every_language(model: Path, tmp_
     workload = SimpleNamespace(queries=[SimpleNamespace(text=q) for q in QUERIES])
     summary["diagnosis"] = {"measured": True, "threshold": 0.999, "limits": [], "texts": 6, "by_target": {}}
     summary["diagnosis"]["queries"] = diagnosis_step.diagnose_queries(_experiment(model), attempt, workload, 0.999)
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     typed = Diagnosis.model_validate(summary["diagnosis"])  # the typed summary takes the new part
     assert typed.queries is not None and typed.queries.by_target["vllm"].cause == "diagnosis_prompt_missing"
     assert Decisions.model_validate(summary["decisions"]).diagnosis_queries["vllm"].step == "queries"
@@ -109,5 +109,5 @@ def test_the_report_states_the_query_finding_in_every_language(model: Path, tmp_
         assert "`diagnosis_prompt_missing`" in finding, lang
         assert sentence in finding, lang
     del summary["diagnosis"]["queries"]  # a summary from before the query diagnosis: no query lines at all
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     assert "query vectors each server returned" not in render_markdown(summary, "en")

@@ -128,11 +128,13 @@ def test_custom_probe_reference_must_be_run() -> None:
 
 def test_advice_names_the_length_and_usage_aspects() -> None:
     from embedswap.analysis.client_changes import _hits
+    from embedswap.summary.types_vectors import ProbeRow, ProbeSide, Verdict
 
-    def row(probe: str, legacy: dict, candidate: dict) -> dict:
+    def row(probe: str, legacy: dict, candidate: dict) -> ProbeRow:
         v = classify(legacy, candidate)
-        return {"probe": probe, "by_target": {"cand": {"status": candidate["status"]}},
-                "verdicts": {"cand": {"verdict": v.verdict, "aspects": v.aspects}}}
+        verdict = Verdict(verdict=v.verdict, detail=v.detail, aspects=list(v.aspects))
+        return ProbeRow(probe=probe, by_target={"cand": ProbeSide(measured=True, status=candidate["status"])},
+                        verdicts={"cand": verdict})
 
     hits = _hits([row("dimensions_reduced", side(200, V), side(200, [0.856, 0.0, 0.0])),
                   row("plain", side(200, V, tokens=10), side(200, V, tokens=None))])
@@ -142,16 +144,20 @@ def test_advice_names_the_length_and_usage_aspects() -> None:
 
 
 def test_advice_orders_by_index_only_for_a_candidate_that_answered_out_of_order() -> None:
+    from typed_summary import summary_body
+
     from embedswap.analysis.client_changes import client_changes
 
+    def order(ok: bool) -> dict:
+        return {"measured": True, "index_order_ok": ok}
+
     summary = {"contract": [], "roles": {"legacy": "legacy", "candidates": ["a", "b"]},
-               "vectors": {"by_target": {"legacy": {"index_order_ok": True}, "a": {"index_order_ok": False},
-                                         "b": {"index_order_ok": True}}}}
-    changes = client_changes(summary)
+               "vectors": {"measured": True, "by_target": {"legacy": order(True), "a": order(False), "b": order(True)}}}
+    changes = client_changes(summary_body(summary))
     assert [c["rule"] for c in changes] == ["order_by_index"]
     assert [p["candidate"] for p in changes[0]["probes"]] == ["a"]
     summary["vectors"]["by_target"]["a"]["index_order_ok"] = True
-    assert client_changes(summary) == []
+    assert client_changes(summary_body(summary)) == []
 
 
 def test_the_order_advice_is_worded_in_every_report_language() -> None:
@@ -169,3 +175,12 @@ def test_the_order_advice_is_worded_in_every_report_language() -> None:
              "ja": "`index` でベクトルを並べ替えてください", "zh": "请按 `index` 排列向量"}
     for lang, text in words.items():
         assert text in render_markdown(summary, lang)
+
+
+def test_the_summary_model_knows_every_contract_verdict() -> None:
+    from typing import get_args
+
+    from embedswap.measure.contract import VERDICTS
+    from embedswap.summary.types_vectors import ProbeVerdict
+
+    assert sorted(get_args(ProbeVerdict)) == sorted(VERDICTS)

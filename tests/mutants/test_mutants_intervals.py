@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from embedswap.summary.types_latency import RunRequests
 from embedswap.analysis.intervals import (SEED, Requests, _bounds, estimate, expanded_tail, min_n, near_max, ratio,
                                           repeats_overlap, seed_for, verdict)
 
@@ -39,10 +40,10 @@ def test_requests_keep_only_repeats_with_requests_and_time() -> None:
     assert list(r.pooled_ok()) == [10.0, 20.0, 40.0]
 
 
-def test_from_dict() -> None:
-    assert Requests.from_dict(None) is None and Requests.from_dict({"latency_ms": []}) is None
-    assert Requests.from_dict({"latency_ms": [[1.0]], "docs": [[1]], "wall_s": [0.0]}) is None  # no time: nothing
-    r = Requests.from_dict({"latency_ms": [[5.0, 7.0]], "docs": [[2, 0]], "wall_s": [0.5]})
+def test_of_stored_requests() -> None:
+    assert Requests.of(None) is None and Requests.of(RunRequests(latency_ms=[])) is None
+    assert Requests.of(RunRequests(latency_ms=[[1.0]], docs=[[1]], wall_s=[0.0])) is None  # no time: nothing
+    r = Requests.of(RunRequests(latency_ms=[[5.0, 7.0]], docs=[[2, 0]], wall_s=[0.5]))
     assert r.n_ok == 1 and list(r.pooled_ok()) == [5.0]
 
 
@@ -177,10 +178,13 @@ def test_ratio_by_hand() -> None:
 
 def test_ratio_missing_sides() -> None:
     base = _point(1.0)
-    empty = ({"n": 0, "repeats": 0}, {})
+    # a side is always estimate()'s output: one whose every request failed has no figure (n 0)
+    empty = estimate(Requests([[10.0, 12.0]], [[0, 0]], [1.0]), SEED)
     out = ratio(empty, base)
+    assert set(out) == {"p50", "p99", "docs_per_s"}
     assert all(out[k]["verdict"] == "missing" and out[k]["value"] is None for k in out)
-    assert out["p50"]["n"] == [None, 40] and out["p50"]["repeats_overlap"] is None
+    assert out["p50"]["n"] == [0, 40] and out["p50"]["repeats_overlap"] is None
+    assert ratio(base, empty)["p50"]["verdict"] == "missing"  # nor as the reference
     zero = ({**base[0], "p50": {**base[0]["p50"], "value": 0.0}}, base[1])
     assert ratio(base, zero)["p50"]["verdict"] == "missing"  # no ratio to a zero reference
     assert ratio(zero, base)["p50"]["value"] == 0.0

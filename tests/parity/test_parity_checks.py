@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typed_summary import decisions_of, summary_body
 
 from embedswap.parity import checks as pc
 from embedswap.analysis.parity_matrix import matrix_findings
@@ -143,7 +144,6 @@ def test_cold_start_rows_from_captures() -> None:
 
 
 def _matrix_summary(complete: dict[str, Any]) -> dict[str, Any]:
-    from embedswap.analysis import decide
     from embedswap.parity.matrix import MatrixRow, not_run
 
     rows = [
@@ -162,7 +162,7 @@ def _matrix_summary(complete: dict[str, Any]) -> dict[str, Any]:
     summary = upgrade_summary(copy.deepcopy(complete))
     summary["parity"]["matrix"] = {"measured": True, "source": "captures/parity/matrix.json",
                                    "rows": [r.as_dict() for r in rows], "settings": {"texts": 32, "max_model_len": 8192}}
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     return summary
 
 
@@ -175,7 +175,8 @@ def test_findings_and_summary_model(complete: dict[str, Any]) -> None:
     assert found["batch_invariance"]["worst_backend"] == pc.LEGACY_PADDING
     assert found["batch_invariance"]["invariant"] == ["vllm-offline bfloat16"]
     assert found["long_context"]["not_run"] == 1 and found["tensor_parallel"]["measured"] == 0
-    assert matrix_findings({"parity": {}}) == []
+    assert matrix_findings(summary_body({})) == []  # no parity section
+    assert matrix_findings(summary_body({"parity": {"measured": True}})) == []  # one from before the matrix
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -209,9 +210,7 @@ def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, A
     assert row["setting"] == "bfloat16 alone vs batch 32" and row["setting_code"] == "batch"
     assert row["setting_params"] == {"dtype": "bfloat16", "size": 32}
     summary["parity"]["matrix"]["rows"].append(row)
-    from embedswap.analysis import decide
-
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     validate_summary(summary)
     found = {f["check"]: f for f in summary["decisions"]["parity_matrix"]}["batch_invariance"]
     assert found["worst_setting_code"] == "batch" and found["worst_setting_params"]["size"] == 32

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typed_summary import decisions_of, typed_summary
 
 from embedswap.parity import multimodal as parity_multimodal
 from embedswap.parity import multimodal_step as parity_multimodal_step
-from embedswap.analysis import decide
 from embedswap.analysis.parity_multimodal import multimodal_finding
 from embedswap.captures import new_attempt
 from embedswap.config import ConfigError, ParityMultimodal, parse_experiment
@@ -100,7 +100,7 @@ def _summary(complete: dict[str, Any], rows: list[dict[str, Any]], passed: bool)
     summary["parity"]["multimodal"] = {"measured": True, "records": 4, "threshold": 0.995, "rows": rows,
                                        "pass": passed, "spec": {"model": "build:tiny-clip"},
                                        "mixed_request": {"status": 400, "body": "not both"}}
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     return summary
 
 
@@ -112,7 +112,7 @@ def test_decision_and_summary_model(complete: dict[str, Any]) -> None:
     assert found["worst"]["image"] == pytest.approx(1 - 1e-3, abs=2e-4)
     failed = _summary(complete, _rows(1e-7, 1e-2), False)  # images below 0.995
     assert failed["decisions"]["parity_multimodal"]["code"] == "multimodal_failed"
-    assert multimodal_finding(complete)["code"] == "multimodal_not_measured"  # an old summary: not measured
+    assert multimodal_finding(typed_summary(complete))["code"] == "multimodal_not_measured"  # an old summary: not measured
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

@@ -29,6 +29,7 @@ from embedswap.report.publish import render_index, render_report
 from embedswap.report.markdown import render_markdown
 from embedswap.report.catalogue import catalogue
 from synthetic_experiment import ATTEMPT, synthetic_experiment
+from typed_summary import decisions_of, typed_summary
 
 
 def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
@@ -102,7 +103,7 @@ def test_smoke_summary_labels(smoke: dict[str, Any]) -> None:
 
 
 def test_every_measured_false_section_is_listed(smoke: dict[str, Any]) -> None:
-    items = not_measured_items(smoke)
+    items = not_measured_items(typed_summary(smoke))
     paths = {(i["section"], i["path"]) for i in items}
     assert ("vectors", "comparisons.vllm") in paths
     assert ("latency", "by_target.legacy") in paths
@@ -309,7 +310,8 @@ def test_client_changes_follow_the_verdicts(complete: dict[str, Any]) -> None:
     summary = _summary_with(rows, complete)
     keys = [c["key"] for c in client_changes(summary, "en")]
     assert keys == ["drop_dimensions", "prepend_instruction", "truncate", "decode_encoding", "review", "no_retry_5xx"]
-    assert [c["rule"] for c in change_rules(summary)] == keys  # decided in the analysis, language-neutral
+    # decided in the analysis, language-neutral
+    assert [c["rule"] for c in change_rules(typed_summary(summary))] == keys
     texts = {c["key"]: c["text"] for c in client_changes(summary, "en")}
     assert "1,024 tokens" in texts["truncate"] and "my_custom_probe" in texts["review"]
     assert [c["key"] for c in client_changes(summary, "ko")] == keys
@@ -502,7 +504,7 @@ def test_ablation_not_measured_keeps_the_estimate(complete: dict[str, Any], abla
     assert "- Lock explanation of the concurrent gap: unconfirmed" in section(en, 9)
     assert "### Lock ablation\n\n*not measured." in en
     if ablation is not None:
-        assert ("ablation", "") in {(i["section"], i["path"]) for i in not_measured_items(summary)}
+        assert ("ablation", "") in {(i["section"], i["path"]) for i in not_measured_items(typed_summary(summary))}
         assert "no ablation variants in experiment.yaml" in section(en, 8)
 
 
@@ -545,8 +547,9 @@ def test_sweep_table_and_peak_memory(complete: dict[str, Any]) -> None:
 
 def test_sweep_shape_from_capture_latency(complete: dict[str, Any]) -> None:
     """latency_stats.json as embedswap.measure.capture.capture_latency writes it: 'sweep' is a list of point_stats dicts."""
-    info = complete["latency"]["by_target"]["legacy"]
-    assert isinstance(info["sweep"], list) and info["sweep"][0]["run"] == "sweep_c1"
+    stored = complete["latency"]["by_target"]["legacy"]
+    assert isinstance(stored["sweep"], list) and stored["sweep"][0]["run"] == "sweep_c1"
+    info = typed_summary(complete).latency.by_target["legacy"]
     points = list(sweep_points_of(info))
     assert [label for _, label, _ in points] == ["c1", "c2", "c4", "c8", "c16"]
     assert [label for _, label, _ in fixed_points_of(info)] == ["seq", "c4"]
@@ -735,7 +738,6 @@ def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -
 def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: dict[str, Any]) -> None:
     """Step 03's diagnosis (captures/diagnosis/vectors.json) -> decisions.diagnosis -> one sentence per differing
     server with the fix, in the vectors section of every language, and in the HTML page."""
-    from embedswap.analysis import decide
     from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
 
     truth = Hypothesis("mean", True, True)
@@ -744,7 +746,7 @@ def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: 
     summary["diagnosis"] = {"measured": True, "threshold": 0.999, "limits": [8, 128], "texts": 6,
                             "by_target": {"legacy": {"cause": reasons[0]["code"], "reasons": reasons},
                                           "vllm": {"cause": None, "reasons": []}}}
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     assert summary["decisions"]["diagnosis"]["legacy"]["code"] == "diagnosis_truncation"
     assert "vllm" not in summary["decisions"]["diagnosis"]  # its vectors are the model's: no decision
     expected = {"en": "- `legacy` (`diagnosis_truncation`): 'legacy' truncates inputs at 8 tokens where the model "
@@ -761,12 +763,12 @@ def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: 
         page = markdown_to_html(text, lang, "t")
         assert sentence.split(": ")[-1].replace("'", "&#x27;")[:20] in page or sentence[-20:] in page, lang
     summary["diagnosis"]["by_target"]["legacy"] = {"cause": None, "reasons": []}
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     assert "- Every server's vectors are the model's own pipeline" in render_markdown(summary, "en")
     from embedswap.reasons import not_measured
 
     summary["diagnosis"] = not_measured("diagnosis_not_run")
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     assert "the diagnosis did not run (step 03 wrote no captures/diagnosis/vectors.json)" in render_markdown(
         summary, "en")
 
@@ -774,7 +776,6 @@ def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: 
 def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_to_it(
         complete: dict[str, Any]) -> None:
     """Issue 24: the diagnosis block states the cause with its fix; the parity row it fails only refers to it."""
-    from embedswap.analysis import decide
     from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
 
     reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
@@ -783,7 +784,7 @@ def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_
                             "by_target": {"vllm": {"cause": reasons[0]["code"], "reasons": reasons}}}
     summary["parity"]["rows"][1].update(backend="vllm", diagnosis={"cause": reasons[0]["code"], "reasons": reasons},
                                         **{"pass": False})
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     pointers = {"en": "- `vllm` (fails): its cause (diagnosis_dense_ignored) is stated under \"Why the vectors "
                       "differ\"",
                 "ko": "원인 (diagnosis_dense_ignored) 은(는) '벡터가 다른 이유' 에 적었습니다",
@@ -798,7 +799,6 @@ def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_
 
 
 def test_the_end_token_sentence_names_the_token_in_every_language(complete: dict[str, Any]) -> None:
-    from embedswap.analysis import decide
     from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
 
     truth = Hypothesis("lasttoken", False, True)
@@ -808,7 +808,7 @@ def test_the_end_token_sentence_names_the_token_in_every_language(complete: dict
     summary = copy.deepcopy(complete)
     summary["diagnosis"] = {"measured": True, "threshold": 0.999, "limits": [], "texts": 6,
                             "by_target": {"vllm": {"cause": reasons[0]["code"], "reasons": reasons}}}
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_of(summary)
     shown = "'&lt;\\|endoftext\\|&gt;'"  # escaped for markdown (no HTML, no table break)
     expected = {"en": f"drops the end token {shown} the model's tokenizer appends before pooling",
                 "ko": f"붙이는 끝 토큰 {shown} 을(를) 풀링 전에", "ja": f"付ける終端トークン {shown} をプーリング前に",

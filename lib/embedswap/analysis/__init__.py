@@ -15,11 +15,15 @@ from typing import Any
 
 from embedswap.analysis import (client_changes, diagnosis, latency_ratios, parity_matrix, parity_multimodal,
                                 ranking_verdict, shim_outcome)
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_decisions import Decisions
 
 
-def decide(summary: dict[str, Any]) -> dict[str, Any]:
-    """Every decision of one summary (the ``decisions`` section)."""
-    return {
+def decide(summary: SummaryBody) -> Decisions:
+    """Every decision of one summary (the ``decisions`` section). A :class:`~embedswap.summary.model.Summary`
+    that already has decisions is read the same way (they are not consulted). Stored with
+    :func:`decisions_json`."""
+    return Decisions.model_validate({
         "client_changes": client_changes.client_changes(summary),
         "ranking": ranking_verdict.ranking_verdicts(summary),
         "latency": latency_ratios.latency_decisions(summary),
@@ -28,4 +32,10 @@ def decide(summary: dict[str, Any]) -> dict[str, Any]:
         "parity_multimodal": parity_multimodal.multimodal_finding(summary),
         "diagnosis": diagnosis.diagnosis_decisions(summary),
         "diagnosis_queries": diagnosis.diagnosis_query_decisions(summary),
-    }
+    })
+
+
+def decisions_json(decisions: Decisions) -> dict[str, Any]:
+    """The ``decisions`` section as summary.json stores it: only the keys the analysis set (an absent optional
+    key stays absent, as before the model)."""
+    return decisions.model_dump(mode="python", by_alias=True, exclude_unset=True)

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from embedswap.analysis.common import failed_status, roles, shim_rows, shimmed
+from embedswap.analysis.common import failed_status, roles, shim_rows, shimmed, verdict_of
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_sections import ShimRow
+from embedswap.summary.types_vectors import ProbeRow
 
 NOT_SAME = {"silent-divergence", "loud-failure", "retry-hazard", "format-difference"}
 CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
@@ -43,34 +46,40 @@ RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES] + [k 
                                                                               if k != ORDER_RULE]
 
 
-def _reordered(summary: dict[str, Any]) -> list[dict[str, str]]:
-    by_target = (summary.get("vectors") or {}).get("by_target") or {}
+def _reordered(summary: SummaryBody) -> list[dict[str, str]]:
+    by_target = summary.vectors.by_target
     _, candidates = roles(summary)
     return [{"probe": "workload", "candidate": name, "verdict": "index-order"}
-            for name in candidates if (by_target.get(name) or {}).get("index_order_ok") is False]
+            for name in candidates if name in by_target and by_target[name].index_order_ok is False]
 
 
-def _rescaled(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _rescaled(summary: SummaryBody) -> list[dict[str, Any]]:
     """Candidates whose workload vectors differ from legacy's in length (vectors.comparisons.norm_ratio)."""
-    comparisons = (summary.get("vectors") or {}).get("comparisons") or {}
+    comparisons = summary.vectors.comparisons
     _, candidates = roles(summary)
     return [{"probe": "workload", "candidate": name, "verdict": "silent-divergence", "aspects": ["length"]}
-            for name in candidates if ((comparisons.get(name) or {}).get("norm_ratio") or {}).get("differs")]
+            for name in candidates
+            if name in comparisons and comparisons[name].norm_ratio is not None and comparisons[name].norm_ratio.differs]
 
 
-def _hits(contract: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
+def _status(row: ProbeRow | ShimRow, name: str) -> int | None:
+    side = row.by_target.get(name)
+    return side.status if side is not None else None
+
+
+def _hits(contract: list[ProbeRow]) -> dict[str, list[dict[str, Any]]]:
     """Rule -> the (probe, candidate, verdict) entries it matched."""
-    found: dict[str, list[dict[str, str]]] = {}
+    found: dict[str, list[dict[str, Any]]] = {}
     for row in contract:
-        probe = row.get("probe", "")
-        for candidate, verdict in (row.get("verdicts") or {}).items():
-            v = (verdict or {}).get("verdict")
+        probe = row.probe
+        for candidate, verdict in row.verdicts.items():
+            v = verdict.verdict
             if not v:
                 continue
-            status = ((row.get("by_target") or {}).get(candidate) or {}).get("status")
-            hit = {"probe": probe, "candidate": candidate, "verdict": v}
-            if (verdict or {}).get("aspects"):  # what differs, for the advice's wording (plain_differs)
-                hit["aspects"] = list(verdict["aspects"])
+            status = _status(row, candidate)
+            hit: dict[str, Any] = {"probe": probe, "candidate": candidate, "verdict": v}
+            if verdict.aspects:  # what differs, for the advice's wording (plain_differs)
+                hit["aspects"] = list(verdict.aspects)
             for key, matches, verdicts in CHANGE_RULES:
                 if matches(probe):
                     # a large batch that only the legacy server failed (the candidate answered it) changes nothing
@@ -82,32 +91,31 @@ def _hits(contract: list[dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
                 if v in verdicts and failed_status(row, candidate):
                     found.setdefault(key, []).append(hit)
             for key, aspect in ASPECT_RULES:
-                if aspect in ((verdict or {}).get("aspects") or []):
+                if aspect in verdict.aspects:
                     found.setdefault(key, []).append(hit)
     return found
 
 
-def legacy_side_status(row: dict[str, Any], legacy: str, name: str) -> int | None:
+def legacy_side_status(row: ProbeRow | ShimRow, legacy: str, name: str) -> int | None:
     """The legacy server's failing status when a difference remains only because legacy failed and ``name``
     answered 200 (it goes away with the swap); None otherwise."""
-    status = ((row.get("by_target") or {}).get(legacy) or {}).get("status")
-    other = ((row.get("by_target") or {}).get(name) or {}).get("status")
+    status, other = _status(row, legacy), _status(row, name)
     if isinstance(status, int) and (status == 0 or status >= 500) and other == 200:
         return status
     return None
 
 
-def _through_shim(summary: dict[str, Any], hits: list[dict[str, str]]) -> dict[str, Any]:
+def _through_shim(summary: SummaryBody, hits: list[dict[str, Any]]) -> dict[str, Any]:
     """What the shim did about one change: probed at all, done, and the probes still different through it."""
-    rows = {r.get("probe"): r for r in shim_rows(summary)}
+    rows = {r.probe: r for r in shim_rows(summary)}
     through = set(shimmed(summary))
-    legacy = (summary.get("roles") or {}).get("legacy", "legacy")
+    legacy = summary.roles.legacy
     left, probed = [], False
     for hit in hits:
-        if hit["candidate"] not in through:
+        if hit["candidate"] not in through or hit["probe"] not in rows:
             continue
-        row = rows.get(hit["probe"]) or {}
-        after = ((row.get("verdicts") or {}).get(hit["candidate"]) or {}).get("verdict")
+        row = rows[hit["probe"]]
+        after = verdict_of(row, "verdicts", hit["candidate"])
         if after is None:
             continue
         probed = True
@@ -117,21 +125,21 @@ def _through_shim(summary: dict[str, Any], hits: list[dict[str, str]]) -> dict[s
     return {"probed": probed, "done": probed and not left, "left": left}
 
 
-def client_changes(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def client_changes(summary: SummaryBody) -> list[dict[str, Any]]:
     """The client changes, in rule order (no_retry_5xx last): ``{rule, probes, params, shim}``.
 
     ``params`` holds what the sentence needs: the legacy server's truncation length (``limit_tokens``), the
     experiment's batch size (``batch``), and for ``review`` the probe and its verdicts.
     """
-    contract = summary.get("contract")
+    contract = summary.contract
     if not isinstance(contract, list):
         return []
     found = _hits(contract)
     rescaled = _rescaled(summary)
     if rescaled:  # the workload's vectors say it too, whether or not a probe did
         found.setdefault("renormalise", []).extend(rescaled)
-    legacy_tokens = {r.get("probe", ""): (r.get("legacy") or {}).get("prompt_tokens") for r in contract}
-    batch = (summary.get("workload") or {}).get("batch_size")
+    legacy_tokens = {r.probe: r.legacy.prompt_tokens if r.legacy is not None else None for r in contract}
+    batch = summary.workload.batch_size
     items = []
     for key in RULE_ORDER:
         hits = found.get(key)

@@ -11,41 +11,46 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.reasons import explain
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_sections import DiagnosisFinding
 
 
-def _decision(finding: dict[str, Any], name: str, step: str) -> dict[str, Any] | None:
-    if finding.get("error"):
-        params = {"name": name, "error": str(finding["error"])[:300]}
+def _decision(finding: DiagnosisFinding | None, name: str, step: str) -> dict[str, Any] | None:
+    if finding is None:
+        return None
+    if finding.error:
+        params = {"name": name, "error": str(finding.error)[:300]}
         reasons = [{"code": "diagnosis_failed", "params": params, "why": explain("diagnosis_failed", **params)}]
     else:
-        reasons = list(finding.get("reasons") or [])
+        reasons = list(finding.reasons)
     if not reasons:
         return None
     codes = [r["code"] for r in reasons]
     return {"code": codes[0], "codes": codes, "step": step, "reasons": reasons}
 
 
-def diagnosis_decisions(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def diagnosis_decisions(summary: SummaryBody) -> dict[str, dict[str, Any]]:
     """``{server: {code, codes, step, reasons}}`` for every server whose vectors differ (see the module doc)."""
     out: dict[str, dict[str, Any]] = {}
-    for name, finding in ((summary.get("diagnosis") or {}).get("by_target") or {}).items():
-        decided = _decision(finding or {}, name, "vectors")
+    findings = summary.diagnosis.by_target if summary.diagnosis is not None else {}
+    for name, finding in findings.items():
+        decided = _decision(finding, name, "vectors")
         if decided:
             out[name] = decided
-    for row in (summary.get("parity") or {}).get("rows") or []:
-        decided = _decision(row.get("diagnosis") or {}, str(row.get("backend")), "parity")
+    for row in summary.parity.rows:
+        decided = _decision(row.diagnosis, row.backend, "parity")
         if decided:
-            out[str(row.get("backend"))] = decided
+            out[row.backend] = decided
     return out
 
 
-def diagnosis_query_decisions(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def diagnosis_query_decisions(summary: SummaryBody) -> dict[str, dict[str, Any]]:
     """``{server: {code, codes, step: "queries", reasons}}`` for every server whose query vectors differ from the
     model's with its query prompt (an ignored ``input_type`` gives ``diagnosis_prompt_missing``)."""
-    queries = (summary.get("diagnosis") or {}).get("queries") or {}
+    queries = summary.diagnosis.queries if summary.diagnosis is not None else None
     out: dict[str, dict[str, Any]] = {}
-    for name, finding in (queries.get("by_target") or {}).items():
-        decided = _decision(finding or {}, name, "queries")
+    for name, finding in (queries.by_target if queries is not None else {}).items():
+        decided = _decision(finding, name, "queries")
         if decided:
             out[name] = decided
     return out

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from embedswap.summary.types_latency import RunRequests
+
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 SEED = 17
@@ -73,10 +75,11 @@ class Requests:
         self.wall = [self.wall[i] for i in keep]
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> Requests | None:
-        if not isinstance(data, dict) or not data.get("latency_ms"):
+    def of(cls, data: RunRequests | None) -> Requests | None:
+        """One point's stored per-request data (None: the summary kept none, or no repeat has a time)."""
+        if data is None or not data.latency_ms:
             return None
-        out = cls(data["latency_ms"], data.get("docs") or [], data.get("wall_s") or [])
+        out = cls(data.latency_ms, data.docs, data.wall_s)
         return out if out.latency else None
 
     @property
@@ -190,14 +193,14 @@ def ratio(candidate: tuple[dict[str, Any], dict[str, np.ndarray]],
     (cand, cand_reps), (ref, ref_reps) = candidate, reference
     out = {}
     for key in ("p50", "p99", "docs_per_s"):
-        c, r = cand.get(key) or {}, ref.get(key) or {}
-        value = c["value"] / r["value"] if c.get("value") is not None and r.get("value") else None
-        entry: dict[str, Any] = {"value": value, "low": None, "high": None, "n": [c.get("n"), r.get("n")],
-                                 "repeats_overlap": repeats_overlap((cand.get("per_repeat") or {}).get(key),
-                                                                    (ref.get("per_repeat") or {}).get(key))}
+        # both sides are estimate()'s output: every figure and its per-repeat values are present
+        c, r = cand[key], ref[key]
+        value = c["value"] / r["value"] if c["value"] is not None and r["value"] else None
+        entry: dict[str, Any] = {"value": value, "low": None, "high": None, "n": [c["n"], r["n"]],
+                                 "repeats_overlap": repeats_overlap(cand["per_repeat"][key], ref["per_repeat"][key])}
         if value is None:
             entry["verdict"] = "missing"
-        elif not (c.get("estimable") and r.get("estimable")):
+        elif not (c["estimable"] and r["estimable"]):
             entry["verdict"] = "too_few"
         else:
             df = min(c["n"] - cand["repeats"], r["n"] - ref["repeats"])

@@ -17,27 +17,28 @@ import numpy as np
 
 from embedswap.analysis.intervals import Requests, estimate, ratio, seed_for
 from embedswap.analysis.latency_points import latency_points_of
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_latency import LatencyTarget
 
 Estimate = tuple[dict[str, Any], dict[str, np.ndarray]]
 
 
-def target_estimates(name: str, info: dict[str, Any]) -> dict[str, Estimate]:
+def target_estimates(name: str, info: LatencyTarget | None) -> dict[str, Estimate]:
     """run -> (intervals, replicates) for every point of one target that holds per-request data."""
     out: dict[str, Estimate] = {}
     for run, _, point in latency_points_of(info):
-        requests = Requests.from_dict(point.get("requests"))
+        requests = Requests.of(point.requests)
         if requests is not None and run not in out:
             out[run] = estimate(requests, seed_for(name, run))
     return out
 
 
-def all_estimates(summary: dict[str, Any]) -> dict[str, dict[str, Estimate]]:
+def all_estimates(summary: SummaryBody) -> dict[str, dict[str, Estimate]]:
     """Every target of the latency section and every lock-ablation variant (keyed by target name)."""
-    entries = dict((summary.get("latency") or {}).get("by_target") or {})
-    ablation = summary.get("ablation") if isinstance(summary.get("ablation"), dict) else {}
-    for name, row in (ablation.get("by_target") or {}).items():
+    entries = dict(summary.latency.by_target)
+    for name, row in summary.ablation.by_target.items():
         entries.setdefault(name, row)
-    return {name: target_estimates(name, info or {}) for name, info in entries.items()}
+    return {name: target_estimates(name, info) for name, info in entries.items()}
 
 
 def compare(candidate: dict[str, Estimate], reference: dict[str, Estimate]) -> dict[str, Any]:

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedswap.summary.model import SummaryBody
 
-def multimodal_finding(summary: dict[str, Any]) -> dict[str, Any]:
-    multimodal = (summary.get("parity") or {}).get("multimodal") or {}
-    rows = multimodal.get("rows") or []
-    if not multimodal.get("measured") or not rows:
+
+def multimodal_finding(summary: SummaryBody) -> dict[str, Any]:
+    multimodal = summary.parity.multimodal
+    rows = multimodal.rows if multimodal is not None else []
+    if multimodal is None or not multimodal.measured or not rows:
         return {"code": "multimodal_not_measured", "worst": {}, "mixed_status": None}
     worst: dict[str, float | None] = {}
     for row in rows:
-        part = str(row.get("part") or row.get("modality"))
-        value = row.get("cos_min")
+        part = str(row.part or row.modality)
+        value = row.cos_min
         worst[part] = value if part not in worst or value is None or worst[part] is None else min(worst[part], value)
-    passed = multimodal.get("pass") is True and all(r.get("pass") is True for r in rows)
+    passed = multimodal.passed is True and all(r.passed is True for r in rows)
     return {"code": "multimodal_passed" if passed else "multimodal_failed", "worst": worst,
-            "mixed_status": (multimodal.get("mixed_request") or {}).get("status")}
+            "mixed_status": multimodal.mixed_request.status if multimodal.mixed_request is not None else None}

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from embedswap.summary.types_sections import RankingRun
+
 ALPHA = 0.05
 POWER = 0.80
 PERMUTATIONS = 20000
@@ -29,11 +31,12 @@ SEED = 17
 METRICS = ("ndcg_at_10", "recall_at_5")
 
 
-def paired_values(legacy: dict[str, Any], variant: dict[str, Any], metric: str) -> tuple[np.ndarray, np.ndarray]:
+def paired_values(legacy: RankingRun | None, variant: RankingRun | None,
+                  metric: str) -> tuple[np.ndarray, np.ndarray]:
     """The metric of the queries both sides judged, in legacy's query order: (legacy, variant)."""
-    left = (legacy or {}).get("per_query") or {}
-    right = (variant or {}).get("per_query") or {}
-    pairs = [(row.get(metric), (right.get(q) or {}).get(metric)) for q, row in left.items() if isinstance(row, dict)]
+    left = legacy.per_query if legacy is not None else {}
+    right = variant.per_query if variant is not None else {}
+    pairs = [(getattr(row, metric), getattr(right[q], metric) if q in right else None) for q, row in left.items()]
     pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
     return np.array([a for a, _ in pairs], dtype=float), np.array([b for _, b in pairs], dtype=float)
 
@@ -78,7 +81,7 @@ def paired_test(reference: np.ndarray, other: np.ndarray, seed: int = SEED) -> d
             "verdict": "differs" if p < ALPHA else "no_difference", "detectable": detectable(sd, n), "sd": sd}
 
 
-def variant_tests(legacy: dict[str, Any], variant: dict[str, Any]) -> dict[str, Any]:
+def variant_tests(legacy: RankingRun | None, variant: RankingRun | None) -> dict[str, Any]:
     """metric -> paired test of one variant against legacy (empty when either side has no per-query values)."""
     out = {}
     for metric in METRICS:

@@ -13,60 +13,64 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.ranking_tests import ALPHA, variant_tests
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_decisions import PairedTest
+from embedswap.summary.types_sections import CandidateRanking, MetricDeltas, RankingRun
 
 # Model specs whose weights are random (embedswap.zoo.qwen3): their vectors carry no meaning, so ranking is noise.
 RANDOM_WEIGHT_SPECS = ("build:tiny-qwen3",)
 RANK_OVERLAP_MIN = 0.95
 RANK_DELTA_MAX = 0.01
+METRICS = ("ndcg_at_10", "recall_at_5")
 
 
-def random_weights(summary: dict[str, Any]) -> bool:
+def random_weights(summary: SummaryBody) -> bool:
     """True when the experiment's model has random weights (model.spec, or the experiment config's model.path)."""
-    specs = [(summary.get("model") or {}).get("spec"),
-             (((summary.get("experiment") or {}).get("config") or {}).get("model") or {}).get("path")]
+    configured = summary.experiment.config.get("model")  # open: experiment.yaml as the user wrote it
+    specs = [summary.model.spec, configured.get("path") if isinstance(configured, dict) else None]
     return any(isinstance(spec, str) and spec.strip().startswith(RANDOM_WEIGHT_SPECS) for spec in specs)
 
 
-def ranking_unchanged(variant: dict[str, Any], deltas: dict[str, Any] | None,
-                      tests: dict[str, Any] | None = None) -> bool | None:
+def ranking_unchanged(variant: RankingRun, deltas: MetricDeltas | None,
+                      tests: dict[str, PairedTest] | None = None) -> bool | None:
     """Whether a ranking variant matches legacy within the stated tolerance; None when there is no number. With
     ``tests`` (metric -> paired test), a delta whose test found no difference does not count against it."""
     if not is_measured(variant):
         return None
-    overlap = variant.get("top5_overlap")
-    values = [(deltas or {}).get(k) for k in ("ndcg_at_10", "recall_at_5")]
+    overlap = variant.top5_overlap
+    values = [getattr(deltas, k) if deltas is not None else None for k in METRICS]
     if overlap is None and all(v is None for v in values):
         return None
     if overlap is not None and overlap < RANK_OVERLAP_MIN:
         return False
     tests = tests or {}
-    noise = [(tests.get(k) or {}).get("verdict") == "no_difference" for k in ("ndcg_at_10", "recall_at_5")]
+    noise = [k in tests and tests[k].verdict == "no_difference" for k in METRICS]
     return all(v is None or abs(v) <= RANK_DELTA_MAX or quiet for v, quiet in zip(values, noise))
 
 
-def by_candidate(summary: dict[str, Any]) -> dict[str, Any]:
+def by_candidate(summary: SummaryBody) -> dict[str, CandidateRanking]:
     """The ranking section's per-candidate entries (older summaries held the primary candidate only)."""
-    section = summary.get("ranking") if isinstance(summary.get("ranking"), dict) else {}
-    entries = section.get("by_candidate") or {}
-    primary = (summary.get("roles") or {}).get("candidate")
+    section = summary.ranking
+    entries = section.by_candidate
+    primary = summary.roles.candidate
     if not entries and primary and is_measured(section):
-        deltas = section.get("deltas") or {}
-        entries = {primary: {
-            "measured": True, "naive": section.get("candidate_naive") or {},
-            "shim": section.get("candidate_shim") or {},
-            "deltas": {"naive": deltas.get("candidate_naive"), "shim": deltas.get("candidate_shim")}}}
+        deltas = {key: section.deltas[old] for key, old in (("naive", "candidate_naive"), ("shim", "candidate_shim"))
+                  if old in section.deltas}
+        entries = {primary: CandidateRanking(
+            measured=True, naive=section.candidate_naive or RankingRun(measured=False),
+            shim=section.candidate_shim or RankingRun(measured=False), deltas=deltas)}
     return entries
 
 
-def _variant_verdict(entry: dict[str, Any], kind: str, legacy: dict[str, Any]) -> dict[str, Any]:
-    variant = entry.get(kind) or {}
+def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingRun | None) -> dict[str, Any]:
+    variant = getattr(entry, kind) if entry is not None else RankingRun(measured=False)
     tests = variant_tests(legacy, variant) if is_measured(variant) and is_measured(legacy) else {}
-    unchanged = ranking_unchanged(variant, (entry.get("deltas") or {}).get(kind), tests)
-    per_query = variant.get("per_query") or {}
-    changed = sum(1 for q in per_query.values()
-                  if isinstance(q, dict) and q.get("top5_overlap") is not None and q["top5_overlap"] < 1)
+    typed_tests = {k: PairedTest.model_validate(v) for k, v in tests.items()}
+    unchanged = ranking_unchanged(variant, entry.deltas.get(kind) if entry is not None else None, typed_tests)
+    per_query = variant.per_query
+    changed = sum(1 for q in per_query.values() if q.top5_overlap is not None and q.top5_overlap < 1)
     return {"unchanged": unchanged, "changed_queries": changed if per_query else None,
-            "queries": len(per_query) or variant.get("queries"), "tests": tests}
+            "queries": len(per_query) or variant.queries, "tests": tests}
 
 
 def decision(naive_same: bool | None, shim_same: bool | None) -> str:
@@ -82,19 +86,19 @@ def decision(naive_same: bool | None, shim_same: bool | None) -> str:
     return "none"
 
 
-def ranking_verdicts(summary: dict[str, Any]) -> dict[str, Any]:
+def ranking_verdicts(summary: SummaryBody) -> dict[str, Any]:
     """``{meaningful, tolerance, by_candidate: {name: {naive, shim, decision}}}``; no verdict on random weights."""
     meaningful = not random_weights(summary)
     out: dict[str, Any] = {"meaningful": meaningful,
                            "tolerance": {"top5_overlap_min": RANK_OVERLAP_MIN, "delta_max": RANK_DELTA_MAX,
                                          "alpha": ALPHA},
                            "by_candidate": {}}
-    if not meaningful or not is_measured(summary.get("ranking")):
+    if not meaningful or not is_measured(summary.ranking):
         return out
     entries = by_candidate(summary)
-    legacy = (summary.get("ranking") or {}).get("legacy") or {}
+    legacy = summary.ranking.legacy
     for name in roles(summary)[1]:
-        entry = entries.get(name) or {"naive": {}, "shim": {}}
+        entry = entries.get(name)
         naive, shim = _variant_verdict(entry, "naive", legacy), _variant_verdict(entry, "shim", legacy)
         out["by_candidate"][name] = {"naive": naive, "shim": shim,
                                      "decision": decision(naive["unchanged"], shim["unchanged"])}

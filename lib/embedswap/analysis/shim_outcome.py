@@ -6,21 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.client_changes import legacy_side_status
-from embedswap.analysis.common import roles, shim_rows, shimmed
+from embedswap.analysis.common import roles, shim_rows, shimmed, verdict_of
+from embedswap.summary.model import SummaryBody
+
+__all__ = ["candidate_outcome", "shim_outcomes", "verdict_of"]  # verdict_of: read by the report's shim section
 
 
-def verdict_of(row: dict[str, Any], key: str, name: str) -> str | None:
-    """One candidate's verdict in a shim row (``key``: verdicts through the shim, or naive_verdicts)."""
-    return ((row.get(key) or {}).get(name) or {}).get("verdict")
-
-
-def candidate_outcome(summary: dict[str, Any], name: str) -> dict[str, Any]:
+def candidate_outcome(summary: SummaryBody, name: str) -> dict[str, Any]:
     """``{compared, differ_before, differ_after, closed, remaining, opened}`` for one candidate."""
     legacy = roles(summary)[0]
     closed, remaining, opened = [], [], []
     before_differ = after_differ = compared = 0
     for row in shim_rows(summary):
-        probe = row.get("probe")
+        probe = row.probe
         before, after = verdict_of(row, "naive_verdicts", name), verdict_of(row, "verdicts", name)
         if after is None:
             continue
@@ -38,6 +36,6 @@ def candidate_outcome(summary: dict[str, Any], name: str) -> dict[str, Any]:
             "closed": closed, "remaining": remaining, "opened": opened}
 
 
-def shim_outcomes(summary: dict[str, Any]) -> dict[str, Any]:
+def shim_outcomes(summary: SummaryBody) -> dict[str, Any]:
     """Every candidate probed through the shim, by name (none when the shim was not probed)."""
     return {name: candidate_outcome(summary, name) for name in shimmed(summary)}

@@ -59,11 +59,6 @@ def _typed(summary: Summary | dict[str, Any]) -> Summary:
     return summary if isinstance(summary, Summary) else read_summary(summary)
 
 
-def _raw(part: Any) -> dict[str, Any]:
-    """A typed part of the summary as its summary.json dict: the analysis helpers still read dicts."""
-    return part.model_dump(mode="json", by_alias=True, exclude_unset=True)
-
-
 def _fixed_point(entry: LatencyTarget | None, run: str) -> LatencyPoint | None:
     """One of the article's two points (sequential, concurrent) of a target's entry; None for a sweep run."""
     return getattr(entry, run) if entry is not None and run in FIXED_POINTS else None
@@ -81,11 +76,10 @@ def cosine_by_language(summary: Summary | dict[str, Any]) -> Figure | None:
     """Per-document cosine of each candidate against the legacy server, by language (box + points)."""
     summary = _typed(summary)
     rows = []
-    for name, typed in summary.vectors.comparisons.items():
-        comparison = _raw(typed)
+    for name, comparison in summary.vectors.comparisons.items():
         if not _measured(comparison):
             continue
-        for doc in typed.per_document:
+        for doc in comparison.per_document:
             if doc.cosine is not None:
                 rows.append({"candidate": name, "lang": doc.lang, "cosine": float(doc.cosine)})
     if not rows:
@@ -133,12 +127,11 @@ def latency_frame(summary: Summary | dict[str, Any], ablations: bool = False) ->
     summary = _typed(summary)
     rows = []
     for name, entry in _latency_entries(summary, ablations):
-        info = _raw(entry)
-        for sweep, points in ((False, fixed_points_of(info)), (True, sweep_points_of(info))):
+        for sweep, points in ((False, fixed_points_of(entry)), (True, sweep_points_of(entry))):
             for run, label, point in points:
-                rows.append({"target": name, "run": run, "point": label, "concurrency": point.get("concurrency"),
-                             "sweep": sweep, "p50_ms": point.get("p50_ms"), "p99_ms": point.get("p99_ms"),
-                             "docs_per_s": point.get("docs_per_s")})
+                rows.append({"target": name, "run": run, "point": label, "concurrency": point.concurrency,
+                             "sweep": sweep, "p50_ms": point.p50_ms, "p99_ms": point.p99_ms,
+                             "docs_per_s": point.docs_per_s})
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.dropna(subset=["p50_ms", "p99_ms", "docs_per_s"], how="all")
 

@@ -36,11 +36,6 @@ def _png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _raw(part: Any) -> dict[str, Any] | None:
-    """A typed part of the summary as its summary.json dict: the analysis helpers still read dicts."""
-    return None if part is None else part.model_dump(mode="json", by_alias=True, exclude_unset=True)
-
-
 def draw_figures(summary: Summary) -> dict[str, bytes]:
     """PNG bytes of every figure that has data (a figure whose data was not measured is left out)."""
     out = {}
@@ -57,21 +52,21 @@ def headline(summary: Summary | dict[str, Any]) -> dict[str, Any]:
     if not isinstance(summary, Summary):
         summary = read_summary(summary)
     candidate = summary.roles.candidate
-    comparison = _raw(summary.vectors.comparisons.get(candidate)) or {}
-    lat = _raw(summary.latency.by_target.get(candidate)) or {}
-    seq = (lat.get("sequential") or {}) if is_measured(lat) else {}
-    conc = (lat.get("concurrent") or {}) if is_measured(lat) else {}
-    parity = _raw(summary.parity)
+    comparison = summary.vectors.comparisons.get(candidate)  # keyed by target name
+    lat = summary.latency.by_target.get(candidate)  # keyed by target name
+    cosine = comparison.cosine if comparison is not None and is_measured(comparison) else None
+    seq = lat.sequential if lat is not None and is_measured(lat) else None
+    conc = lat.concurrent if lat is not None and is_measured(lat) else None
     return {
         "candidate": candidate,
         "legacy": summary.roles.legacy,
-        "cosine_min": (comparison.get("cosine") or {}).get("min") if is_measured(comparison) else None,
+        "cosine_min": cosine.min if cosine is not None else None,
         "cosine_measured": is_measured(comparison),
-        "candidate_seq_p50_ms": seq.get("p50_ms"),
-        "candidate_conc_docs_per_s": conc.get("docs_per_s"),
-        "concurrency": conc.get("concurrency"),
+        "candidate_seq_p50_ms": seq.p50_ms if seq is not None else None,
+        "candidate_conc_docs_per_s": conc.docs_per_s if conc is not None else None,
+        "concurrency": conc.concurrency if conc is not None else None,
         "latency_state": latency_state(lat),
-        "parity_pass": parity.get("pass") if is_measured(parity) else None,
+        "parity_pass": summary.parity.passed if is_measured(summary.parity) else None,
     }
 
 
@@ -138,7 +133,7 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     except ValueError:
         summary_ref = scrub(str(chosen.summary_path), where)
     report_json = {
-        "experiment": _raw(summary.experiment),
+        "experiment": summary.experiment.model_dump(mode="json", by_alias=True, exclude_unset=True),
         "model": summary.model.model_dump(mode="json", include={"spec", "served_name", "fingerprint", "revision"}),
         "summary_path": summary_ref, "summary_generated": summary.generated,
         "rendered": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -22,7 +22,7 @@ import numpy as np
 import psutil
 
 from embedswap import __version__
-from embedswap.analysis import decide
+from embedswap.analysis import decide, decisions_json
 from embedswap.captures import Attempt, atomic_write_bytes, json_bytes
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import DEFAULT_PROBE_PATH, classify
@@ -35,7 +35,7 @@ from embedswap.measure.tokens import TOKENIZER_COUNTS
 from embedswap.analysis.vectors import compare, index_order_ok, norms, repeat_stability, token_total
 from embedswap.summary.finite import null_non_finite
 from embedswap.summary.timing import timing_section
-from embedswap.summary.model import validate_summary
+from embedswap.summary.model import validate_body, validate_summary
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.upgrade import SCHEMA_VERSION
 from embedswap.measure.workload import Workload, sample_record, stratified_sample
@@ -389,7 +389,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
     summary, non_finite = null_non_finite(summary)  # a NaN figure is null with its place recorded, never a crash
     summary["non_finite"] = non_finite
     attach_reasons(summary)  # free texts a builder recorded (an exception's message) keep no code
-    summary["decisions"] = decide(summary)
+    summary["decisions"] = decisions_json(decide(validate_body(summary, source=str(attempt.summary_path))))
     validate_summary(summary, source=str(attempt.summary_path))
     return summary
 

@@ -21,6 +21,10 @@ from embedswap.summary.types_sections import Diagnosis, Instruction, Matryoshka,
 from embedswap.summary.types_vectors import ProbeRow, Vectors
 
 
+class SummaryError(ValueError):
+    """summary.json cannot be read (not JSON, made by a newer kit, or not of the summary's shape)."""
+
+
 class ExperimentInfo(Strict):
     """Which experiment and attempt the summary is of."""
     name: str
@@ -115,8 +119,8 @@ class Target(Section):
     host_available_bytes_after_start: int | None = None
 
 
-class Summary(Strict):
-    """summary.json, schema version 2."""
+class SummaryBody(Strict):
+    """summary.json without its ``decisions``: what :func:`embedswap.analysis.decide` reads to compute them."""
     schema_version: Literal[2]
     generated: str
     experiment: ExperimentInfo
@@ -138,17 +142,29 @@ class Summary(Strict):
     ranking: Ranking
     shim: Shim
     timing: Timing | None = None  # absent in summaries from before it
-    decisions: Decisions
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
     non_finite: list[str] = []
 
 
+class Summary(SummaryBody):
+    """summary.json, schema version 2."""
+    decisions: Decisions
+
+
 def validate_summary(summary: dict[str, Any], source: str = "summary.json") -> Summary:
     """The typed summary; a summary of another shape raises SummaryError naming the first wrong fields."""
-    from embedswap.summary.upgrade import SummaryError
+    return _validate(Summary, summary, source)
 
+
+def validate_body(summary: dict[str, Any], source: str = "summary.json") -> SummaryBody:
+    """The typed summary without its ``decisions`` (ignored if present), to compute them from; errors as in
+    :func:`validate_summary`."""
+    return _validate(SummaryBody, {k: v for k, v in summary.items() if k != "decisions"}, source)
+
+
+def _validate(model: type[SummaryBody], summary: dict[str, Any], source: str) -> Any:
     try:
-        return Summary.model_validate(summary)
+        return model.model_validate(summary)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5])
         raise SummaryError(f"{source} does not fit the summary model (schema {summary.get('schema_version')}): "

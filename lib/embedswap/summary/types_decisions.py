@@ -105,12 +105,13 @@ LatencyVerdict = Literal["faster", "slower", "no_difference", "too_few", "missin
 
 class RatioInterval(Strict):
     """Candidate / reference with its 95 % interval and the verdict (``no_difference``: the interval covers 1)."""
+    # in the order analysis.intervals.ratio writes them (summary.json keeps that order)
     value: float | None
     low: float | None
     high: float | None
-    verdict: LatencyVerdict
     n: list[int | None]
     repeats_overlap: bool | None = None
+    verdict: LatencyVerdict
 
 
 class PointRatio(Strict):

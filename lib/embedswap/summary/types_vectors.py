@@ -7,7 +7,8 @@ from typing import Any, Literal
 from embedswap.summary.types_common import Number, Reason, Section, Spread, Strict
 
 # contract.classify's verdicts
-ProbeVerdict = Literal["same", "format-difference", "loud-failure", "retry-hazard", "silent-divergence"]
+ProbeVerdict = Literal["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
+                       "metadata-difference", "not-applicable"]  # measure.contract.VERDICTS (a test keeps them equal)
 
 
 class LanguageSpread(Spread):

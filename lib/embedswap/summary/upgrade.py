@@ -12,21 +12,17 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from embedswap.analysis import decide
+from embedswap.analysis import decide, decisions_json
 from embedswap.reasons import attach_reasons, not_measured
+from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
 
-if TYPE_CHECKING:  # the model imports pydantic; loaded only when a summary is read
-    from embedswap.summary.model import Summary
+__all__ = ["SummaryError", "load_summary", "read_summary", "upgrade_summary"]
 
 SCHEMA_VERSION = 2
 # sections a version-1 summary may lack
 LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction", "diagnosis")
-
-
-class SummaryError(ValueError):
-    """summary.json cannot be read (not JSON, made by a newer kit, or not of the summary's shape)."""
 
 
 def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
@@ -43,15 +39,13 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
             out[key] = not_measured("section_absent")
     attach_reasons(out)
     if version < SCHEMA_VERSION or not isinstance(out.get("decisions"), dict):
-        out["decisions"] = decide(out)
+        out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
     out["schema_version"] = SCHEMA_VERSION
     return out
 
 
 def read_summary(data: dict[str, Any], source: str = "summary.json") -> Summary:
     """The typed summary of an in-memory summary.json of any version: upgraded once, validated once."""
-    from embedswap.summary.model import validate_summary  # the model imports pydantic; keep this module light
-
     return validate_summary(upgrade_summary(data), source=source)
 
 

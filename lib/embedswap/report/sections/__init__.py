@@ -33,7 +33,7 @@ def build_context(summary: Summary, lang: str, figures: dict[str, bool], article
                             "unconfirmed": ctx.label(None), "not_meaningful": ctx.terms["not_meaningful"]},
         "title": title,
         "experiment": {**dict.fromkeys(("name", "date", "description", "folder", "attempt"), ""),
-                       **ctx.raw["experiment"]},
+                       **ctx.summary.experiment.model_dump(mode="json", exclude_unset=True)},
         "generated": summary.generated,
         "legacy": ctx.legacy, "candidate": ctx.candidate, "candidates": ctx.candidates, "names": ctx.names,
         **parts,

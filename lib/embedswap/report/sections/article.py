@@ -8,6 +8,7 @@ from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_ratios import latency_state
 from embedswap.report.format import MISSING, code, esc, fence, fmt, md_table
 from embedswap.report.sections.context import ReportContext
+from embedswap.summary.types_common import Spread
 
 
 def _in(ctx: ReportContext, value: Any) -> Any:
@@ -19,31 +20,31 @@ def _vectors_table(ctx: ReportContext) -> str:
     """The article's vector figures beside this run's legacy server and primary candidate."""
     a = ctx.article
     t = ctx.terms
-    vectors = ctx.raw.get("vectors") or {}
-    by_target = vectors.get("by_target") or {}
+    vectors = ctx.summary.vectors
     cand = ctx.candidate
-    comparison = (vectors.get("comparisons") or {}).get(cand) or {}
+    comparison = vectors.comparisons.get(cand) if cand is not None else None
 
-    def mine(name: str, key: str, kind: str) -> str:
-        info = by_target.get(name) or {}
-        if not is_measured(info):
+    def mine(name: str | None, key: str, kind: str) -> str:
+        info = vectors.by_target.get(name) if name is not None else None
+        if info is None or not is_measured(info):
             return ctx.label(False)
-        value = (info.get("norm") or {}).get("first") if key == "first_l2" else info.get(key)
-        return fmt(value, kind)
+        if key == "first_l2":
+            return fmt(info.norm.first if info.norm is not None else None, kind)
+        return fmt(getattr(info, key), kind)
 
     av = a.get("vectors") or {}
-    cos_run = comparison.get("cosine") or {} if is_measured(comparison) else None
+    cos_run = (comparison.cosine or Spread()) if comparison is not None and is_measured(comparison) else None
     vec_rows = [
         [t["dimension"], fmt(av["legacy"]["dimension"], "int"), fmt(av["candidate"]["dimension"], "int"),
          mine(ctx.legacy, "dimension", "int"), mine(cand, "dimension", "int")],
         [t["first_l2"], fmt(av["legacy"]["first_l2"], "norm"), fmt(av["candidate"]["first_l2"], "norm"),
          mine(ctx.legacy, "first_l2", "norm"), mine(cand, "first_l2", "norm")],
         [t["token_total"].format(n=f"{fmt(a['workload']['documents'], 'int')} / "
-                                   f"{fmt((ctx.raw.get('workload') or {}).get('documents'), 'int')}"),
+                                   f"{fmt(ctx.summary.workload.documents, 'int')}"),
          fmt(av["legacy"]["token_total"], "int"), fmt(av["candidate"]["token_total"], "int"),
          mine(ctx.legacy, "token_total", "int"), mine(cand, "token_total", "int")],
         [t["cosine_mmm"], MISSING, " · ".join(fmt(av["cosine"][k], "cos4") for k in ("min", "median", "max")),
-         MISSING, " · ".join(fmt(cos_run.get(k), "cos4") for k in ("min", "median", "max"))
+         MISSING, " · ".join(fmt(getattr(cos_run, k), "cos4") for k in ("min", "median", "max"))
          if cos_run is not None else ctx.label(False)],
     ]
     side_header = [t["item"], t["article_legacy"], t["article_candidate"],
@@ -55,18 +56,20 @@ def _contract_table(ctx: ReportContext) -> str:
     """The article's four contract findings beside this run's answers to the same probes."""
     t = ctx.terms
     cand = ctx.candidate
-    contract = ctx.raw.get("contract") if isinstance(ctx.raw.get("contract"), list) else []
-    by_probe = {r.get("probe"): r for r in contract}
+    contract = ctx.summary.contract if isinstance(ctx.summary.contract, list) else []
+    by_probe = {r.probe: r for r in contract}
     contract_rows = []
-    for entry in ctx.article.get("contract") or []:
-        run = by_probe.get(entry["probe"]) or {}
-        sides = run.get("by_target") or {}
+    for entry in ctx.article.get("contract") or []:  # open: the article's published data
+        run = by_probe.get(entry["probe"])
+        if run is None:
+            cells = [ctx.label(False)] * 3
+        else:
+            cells = [ctx.side_cell(run.by_target.get(ctx.legacy)),
+                     ctx.side_cell(run.by_target.get(cand) if cand is not None else None),
+                     ctx.verdict_cell(run.verdicts.get(cand) if cand is not None else None)]
         contract_rows.append([
             f"{esc(_in(ctx, entry['request']))} ({code(entry['probe'])})", esc(entry["legacy"][ctx.lang]),
-            esc(entry["candidate"][ctx.lang]),
-            ctx.side_cell(sides.get(ctx.legacy)) if run else ctx.label(False),
-            ctx.side_cell(sides.get(cand)) if run else ctx.label(False),
-            ctx.verdict_cell((run.get("verdicts") or {}).get(cand)) if run else ctx.label(False),
+            esc(entry["candidate"][ctx.lang]), *cells,
         ])
     return md_table([t["request"], t["article_legacy"], t["article_candidate"],
                                t["run_side"].format(name=code(ctx.legacy)), t["run_side"].format(name=code(cand)),
@@ -91,9 +94,9 @@ def _latency_table(ctx: ReportContext, ac: str, c: str) -> str:
                          fmt(v.get("errors"), "int")])
     by_target_lat = ctx.latency_by_target()
     for name in (ctx.legacy, cand):
-        info = by_target_lat.get(name) or {}
+        info = by_target_lat.get(name) if name is not None else None
         label_name = t["run_side"].format(name=code(name))
-        if latency_state(info) is False:
+        if info is None or latency_state(info) is False:
             lat_rows.append([label_name] + [ctx.label(False)] * 7)
             continue
         row = ctx.point_row(name, info, "")  # this run's figures with their intervals and n, as in section 5
@@ -128,7 +131,7 @@ def article(ctx: ReportContext) -> dict[str, Any] | None:
         "query_cos_plain": fmt(q.get("cosine_without_instruction"), "raw"),
         "ratios": {k: fmt(v, "raw") for k, v in (al.get("published_ratios") or {}).items()},
         "concurrency_differs": ac != c, "article_concurrency": ac, "concurrency": c,
-        "model_differs": (ctx.raw.get("model") or {}).get("spec") != env.get("model"),
+        "model_differs": ctx.summary.model.spec != env.get("model"),
         "memory": {role: gib_or_label(ctx, name) for role, name in (("legacy", ctx.legacy), ("candidate", ctx.candidate))},
         "source": esc(_in(ctx, a.get("source"))),
     }

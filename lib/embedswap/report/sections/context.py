@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from embedswap.analysis.common import is_measured, roles, shim_rows, shimmed
 from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
 from embedswap.measure.contract import CATALOGUE
@@ -18,16 +20,21 @@ from embedswap.report.catalogue import catalogue
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS
 from embedswap.summary.model import Summary
+from embedswap.summary.types_common import Reason
+from embedswap.summary.types_decisions import PointIntervals
+from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
+from embedswap.summary.types_sections import ShimRow
+from embedswap.summary.types_vectors import ProbeRow, ProbeSide, Verdict
 
 # the kit's own probe descriptions (English, as the summary records them), by probe name
 BUILT_IN_DESCRIPTIONS = {entry["name"]: entry["description"] for entry in CATALOGUE}
 
 
-def target_names(summary: dict[str, Any]) -> list[str]:
+def target_names(summary: Summary) -> list[str]:
     """Legacy first, then the candidates, then any other target of the summary."""
     legacy, candidates = roles(summary)
     names = [n for n in [legacy, *candidates] if n]
-    names += [extra for extra in (summary.get("targets") or {}) if extra not in names]
+    names += [extra for extra in summary.targets if extra not in names]
     return names
 
 
@@ -37,8 +44,6 @@ class ReportContext:
     def __init__(self, summary: Summary, lang: str, figures: dict[str, bool], article: dict[str, Any],
                  manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None):
         self.summary = summary
-        # the same summary as a dict, for the readers not yet moved to the typed model
-        self.raw: dict[str, Any] = summary.model_dump(mode="json", by_alias=True, exclude_unset=True)
         self.lang = lang
         self.words = catalogue(lang)
         self.terms = self.words.terms
@@ -47,30 +52,34 @@ class ReportContext:
         self.manifest = (manifest or {}).get("files") or {}
         self.attempt_dir = attempt_dir
         self.title = title
-        self.legacy, self.candidates = roles(self.raw)
+        self.legacy, self.candidates = roles(summary)
         self.candidate = summary.roles.candidate
-        self.names = target_names(self.raw)
+        self.names = target_names(summary)
         self.decisions = summary.decisions
-        self.raw_decisions: dict[str, Any] = self.raw.get("decisions") or {}
         self.refs: list[dict[str, str]] = []
 
     def label(self, state: bool | None) -> str:
         return label(state, self.lang)
 
-    def why(self, entry: dict[str, Any] | None, default: str = "", key: str = "why") -> str:
-        """The reason a part was not measured (or, ``key="detail"``, why a verdict was given), in this language
-        and escaped: its reason code through the catalogue; a free text (a server's or an exception's message)
-        as recorded."""
-        entry = entry or {}
-        reason = entry.get(REASON_KEYS[key])
-        if isinstance(reason, dict) and reason.get("code"):
-            return esc(self.words.reason(reason["code"], reason.get("params")))
-        return esc(entry.get(key) or default)
+    def why(self, entry: BaseModel | None, default: str = "", key: str = "why") -> str:
+        """The reason a part was not measured (``key="detail"``: why a verdict was given; ``key="sweep_note"``: why
+        the sweep was skipped), in this language and escaped: its reason code through the catalogue; a free text (a
+        server's or an exception's message) as recorded. ``entry`` is any summary model with that pair of fields,
+        or None."""
+        if entry is None:
+            return esc(default)
+        return self.worded(getattr(entry, REASON_KEYS[key], None), getattr(entry, key, None), default)
 
-    def probe_description(self, row: dict[str, Any]) -> str:
+    def worded(self, reason: Reason | None, text: str | None, default: str = "") -> str:
+        """A reason code in this language, else the recorded text, else ``default``; escaped."""
+        if reason is not None and reason.code:
+            return esc(self.words.reason(reason.code, reason.params))
+        return esc(text or default)
+
+    def probe_description(self, row: ProbeRow | ShimRow) -> str:
         """A probe's description in this language when it is a built-in probe as the kit describes it; a custom
         probe's own description as written in experiment.yaml."""
-        name, text = row.get("probe"), row.get("description")
+        name, text = row.probe, row.description
         if text and BUILT_IN_DESCRIPTIONS.get(name) == text:
             return esc(self.words.probes.get(name, text))
         return esc(text)
@@ -78,8 +87,8 @@ class ReportContext:
     # a target that failed to start: 'not measured' with the first line of its error, wherever it has a cell
     def failure(self, name: str) -> str | None:
         """The first line of a target's error (escaped, shortened), or None when it did not fail."""
-        info = (self.raw.get("targets") or {}).get(name) or {}
-        error = str(info.get("error") or "").strip()
+        info = self.summary.targets.get(name)
+        error = str(info.error or "").strip() if info is not None else ""
         if not error:
             return None
         first = error.splitlines()[0].strip()
@@ -118,82 +127,81 @@ class ReportContext:
         return ", ".join(dict.fromkeys(m for m in marks if m)) or MISSING
 
     # cells of the contract and shim tables
-    def side_cell(self, side: dict[str, Any] | None) -> str:
+    def side_cell(self, side: ProbeSide | None) -> str:
         """One server's answer to a probe: status, and for a 200 its dimension, token count and encoding."""
-        if not side or not side.get("measured"):
+        if side is None or not side.measured:
             return self.label(False)
-        if side.get("not_applicable"):
+        if side.not_applicable:
             return self.terms["not_applicable_cell"]
-        status = side.get("status")
+        status = side.status
         if status == 0:
             return f"0 ({self.terms['no_answer']})"
         if status != 200:
             return fmt(status, "raw") if isinstance(status, int) else esc(status)
         parts = ["200"]
         gap = self.words.labels["unit_gap"]  # 384차원 / 384 dims
-        if side.get("dim") is not None:
-            parts.append(f"{fmt(side['dim'], 'int')}{gap}{self.terms['dims_unit']}")
-        if side.get("prompt_tokens") is not None:
-            parts.append(f"{fmt(side['prompt_tokens'], 'int')}{gap}{self.terms['tokens_unit']}")
-        if side.get("encoding") and side.get("encoding") != "float":
-            parts.append(esc(side["encoding"]))
-        norm = side.get("norm")
+        if side.dim is not None:
+            parts.append(f"{fmt(side.dim, 'int')}{gap}{self.terms['dims_unit']}")
+        if side.prompt_tokens is not None:
+            parts.append(f"{fmt(side.prompt_tokens, 'int')}{gap}{self.terms['tokens_unit']}")
+        if side.encoding and side.encoding != "float":
+            parts.append(esc(side.encoding))
+        norm = side.norm
         if isinstance(norm, float) and abs(norm - 1.0) > 1e-3:  # not unit length: say so where cosine cannot
             parts.append(f"‖v‖ {fmt(norm, 'norm')}")
         return ", ".join(parts)
 
-    def verdict_cell(self, verdict: dict[str, Any] | None) -> str:
-        v = (verdict or {}).get("verdict")
+    def verdict_cell(self, verdict: Verdict | None) -> str:
+        v = verdict.verdict if verdict is not None else None
         if not v:
             return self.label(False)
-        cos = (verdict or {}).get("cosine")
+        cos = verdict.cosine
         return f"{v} (cos {fmt(cos, 'cos4')})" if cos is not None and v != "same" else v
 
     def legacy_side(self, status: int | None) -> str | None:
         """The note for a difference that only the legacy server's failure causes (it goes away with the swap)."""
         return None if status is None else self.terms["legacy_side"].format(status=fmt(status, "raw"))
 
-    def shim_rows(self) -> list[dict[str, Any]]:
-        return shim_rows(self.raw)
+    def shim_rows(self) -> list[ShimRow]:
+        return shim_rows(self.summary)
 
     def shimmed(self) -> list[str]:
-        return shimmed(self.raw)
+        return shimmed(self.summary)
 
     # latency readers shared by the latency, sweep, ablation, setup and article sections
-    def latency_by_target(self) -> dict[str, Any]:
-        return (self.raw.get("latency") or {}).get("by_target") or {}
+    def latency_by_target(self) -> dict[str, LatencyTarget]:
+        return self.summary.latency.by_target
 
-    def ablation_variants(self) -> dict[str, Any]:
+    def ablation_variants(self) -> dict[str, LatencyTarget]:
         """The ablation's variants of the legacy server (its own row left out), by name."""
-        ablation = self.raw.get("ablation")
-        rows = (ablation.get("by_target") or {}) if isinstance(ablation, dict) else {}
-        return {n: r for n, r in rows.items() if n != self.legacy and isinstance(r, dict)}
+        return {n: r for n, r in self.summary.ablation.by_target.items() if n != self.legacy}
 
     def concurrency(self) -> Any:
         for info in self.latency_by_target().values():
-            if is_measured(info) and isinstance(info.get("concurrent"), dict):
-                return info["concurrent"].get("concurrency")
-        return ((self.raw.get("latency") or {}).get("config") or {}).get("concurrency")
+            if is_measured(info) and info.concurrent is not None:
+                return info.concurrent.concurrency
+        return self.summary.latency.config.get("concurrency")  # open: the latency configuration as written
 
     @staticmethod
-    def errors(info: dict[str, Any], sweep: bool = False) -> tuple[int, int]:
+    def errors(info: LatencyTarget | None, sweep: bool = False) -> tuple[int, int]:
         """(failed, sent) over the article's two points, or over the sweep's points."""
         failed = total = 0
         for _, _, point in (sweep_points_of(info) if sweep else fixed_points_of(info)):
-            failed += point.get("errors") or 0
-            total += (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+            failed += point.errors or 0
+            total += (point.requests_per_repeat or 0) * (point.repeats or 0)
         return failed, total
 
     def peak(self, name: str) -> tuple[int | None, str | None]:
         """(peak RSS bytes, why not) of one server during its latency runs."""
-        info = self.latency_by_target().get(name) or self.ablation_variants().get(name) or {}
-        if not is_measured(info):
+        info = self.latency_by_target().get(name) or self.ablation_variants().get(name)
+        if info is None or not is_measured(info):
             return None, None
-        value = info.get("rss_peak_bytes")
+        value = info.rss_peak_bytes
         if value:
             return int(value), None
-        kind = (((self.raw.get("targets") or {}).get(name) or {}).get("config") or {}).get("kind")
-        if "rss_peak_bytes" not in info:
+        target = self.summary.targets.get(name)
+        kind = target.config.get("kind") if target is not None else None  # open: the target as configured
+        if "rss_peak_bytes" not in info.model_fields_set:
             return None, self.terms["no_section"]
         return None, self.terms["rss_unreadable_external" if kind == "external" else "rss_unreadable"]
 
@@ -201,24 +209,25 @@ class ReportContext:
         value, _ = self.peak(name)
         return mib(value) if value else self.label(False)
 
-    def intervals(self, name: str, run: str) -> dict[str, Any] | None:
+    def intervals(self, name: str, run: str) -> PointIntervals | None:
         """The stored intervals of one operating point (``decisions.latency.points``, by run name), or None."""
-        return (((self.raw_decisions.get("latency") or {}).get("points") or {}).get(name) or {}).get(run)
+        return self.decisions.latency.points.get(name, {}).get(run)
 
-    def point_row(self, name: str, info: dict[str, Any], label_cell: str) -> list[str]:
+    def point_row(self, name: str, info: LatencyTarget, label_cell: str) -> list[str]:
         """One latency table row: seq p50/p99, concurrent p50/p99/docs/s (each with its 95 % interval when
         stored), n per point, per-repeat spread, errors."""
         from embedswap.report.sections.stats import n_cell, point_cell
 
-        seq, conc = info.get("sequential") or {}, info.get("concurrent") or {}
-        seq_iv, conc_iv = self.intervals(name, "sequential"), self.intervals(name, "concurrent")
+        seq, conc = info.sequential or LatencyPoint(run="sequential", concurrency=1, repeats=0), \
+            info.concurrent or LatencyPoint(run="concurrent", concurrency=0, repeats=0)
+        seq_iv, conc_iv = (self.intervals(name, run) for run in ("sequential", "concurrent"))
         failed, total = self.errors(info)
         t = self.terms
-        return [code(name), label_cell, point_cell(t, seq_iv, "p50", seq.get("p50_ms"), "ms"),
-                point_cell(t, seq_iv, "p99", seq.get("p99_ms"), "ms"),
-                point_cell(t, conc_iv, "p50", conc.get("p50_ms"), "ms"),
-                point_cell(t, conc_iv, "p99", conc.get("p99_ms"), "ms"),
-                point_cell(t, conc_iv, "docs_per_s", conc.get("docs_per_s"), "rate"),
+        return [code(name), label_cell, point_cell(t, seq_iv, "p50", seq.p50_ms, "ms"),
+                point_cell(t, seq_iv, "p99", seq.p99_ms, "ms"),
+                point_cell(t, conc_iv, "p50", conc.p50_ms, "ms"),
+                point_cell(t, conc_iv, "p99", conc.p99_ms, "ms"),
+                point_cell(t, conc_iv, "docs_per_s", conc.docs_per_s, "rate"),
                 f"{n_cell(seq_iv)} / {n_cell(conc_iv)}",
-                fmt((conc.get("spread") or {}).get("docs_per_s"), "rate"),
+                fmt(conc.spread.docs_per_s if conc.spread is not None else None, "rate"),
                 f"{fmt(failed, 'int')} / {fmt(total, 'int')}"]

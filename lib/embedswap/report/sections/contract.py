@@ -8,25 +8,28 @@ from typing import Any
 from embedswap.analysis.common import failed_status
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_decisions import ClientChange
+from embedswap.summary.types_vectors import ProbeRow, Verdict
 
 VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
                  "metadata-difference", "not-applicable"]
 
 
-def aspect_cell(ctx: ReportContext, verdict: dict[str, Any] | None) -> str:
+def aspect_cell(ctx: ReportContext, verdict: Verdict | None) -> str:
     """What differs, in this language's words (contract.classify's ``aspects``); '–' where nothing does."""
-    aspects = (verdict or {}).get("aspects") or []
+    aspects = verdict.aspects if verdict is not None else []
     words = ctx.terms["aspects"]
     return ", ".join(words.get(a, esc(a)) for a in aspects) if aspects else MISSING
 
 
-def contract_states(summary: dict[str, Any]) -> tuple[bool | None, bool | None]:
+def contract_states(summary: SummaryBody) -> tuple[bool | None, bool | None]:
     """(server answers, verdicts): whether the probes' answers and the legacy-vs-candidate verdicts exist."""
-    contract = summary.get("contract")
+    contract = summary.contract
     if not isinstance(contract, list):
         return False, False
-    answers = any(side.get("measured") for row in contract for side in (row.get("by_target") or {}).values())
-    verdicts = [v.get("verdict") for row in contract for v in (row.get("verdicts") or {}).values()]
+    answers = any(side.measured for row in contract for side in row.by_target.values())
+    verdicts = [v.verdict for row in contract for v in row.verdicts.values()]
     if all(v is not None for v in verdicts) and verdicts:
         vstate: bool | None = True
     elif any(v is not None for v in verdicts):
@@ -36,20 +39,20 @@ def contract_states(summary: dict[str, Any]) -> tuple[bool | None, bool | None]:
     return answers, vstate
 
 
-def _change_aspects(ctx: ReportContext, change: dict[str, Any]) -> str:
+def _change_aspects(ctx: ReportContext, change: ClientChange) -> str:
     """What differs on a change's probes: their aspects in this language, else their verdicts."""
-    aspects = list(dict.fromkeys(a for p in change.get("probes") or [] for a in p.get("aspects") or []))
+    aspects = list(dict.fromkeys(a for p in change.probes for a in p.aspects))
     if aspects:
         return ", ".join(ctx.terms["aspects"].get(a, esc(a)) for a in aspects)
-    return ", ".join(dict.fromkeys(p.get("verdict") or "" for p in change.get("probes") or []))
+    return ", ".join(dict.fromkeys(p.verdict for p in change.probes))
 
 
 def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
     """The summary's client changes in this language: ``{key, text, probes, shim, shim_done}``."""
     terms = ctx.terms["changes"]
     items = []
-    for change in ctx.raw_decisions.get("client_changes") or []:
-        key, params = change["rule"], change.get("params") or {}
+    for change in ctx.decisions.client_changes:
+        key, params = change.rule, change.params  # params: open, each rule has its own
         if key == "review":
             text = terms[key].format(probe=params.get("probe"), verdict=", ".join(params.get("verdicts") or []))
         else:
@@ -57,24 +60,24 @@ def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
             if key == "truncate" and params.get("limit_tokens"):
                 limit = terms["truncate_limit"].format(n=fmt(params["limit_tokens"], "int"))
             text = terms[key].format(limit=limit, batch=params.get("batch"), aspects=_change_aspects(ctx, change))
-        shim = change.get("shim") or {}
-        if not shim.get("probed"):
+        shim = change.shim
+        if not shim.probed:
             shim_text = None
-        elif shim.get("left"):
+        elif shim.left:
             left = []
-            for entry in shim["left"]:
-                note = ctx.legacy_side(entry.get("legacy_status"))
-                left.append(f"{code(entry['probe'])} → {code(entry['candidate'])}: {entry['verdict']}"
+            for entry in shim.left:
+                note = ctx.legacy_side(entry.legacy_status)
+                left.append(f"{code(entry.probe)} → {code(entry.candidate)}: {entry.verdict}"
                             + (f" ({note})" if note else ""))
             shim_text = ctx.terms["shim_left"].format(items="; ".join(left))
         else:
             shim_text = ctx.terms["shim_done"]
-        items.append({"key": key, "text": text, "shim": shim_text, "shim_done": bool(shim.get("done")),
-                      "probes": [(p["probe"], p["candidate"], p["verdict"]) for p in change["probes"]]})
+        items.append({"key": key, "text": text, "shim": shim_text, "shim_done": shim.done,
+                      "probes": [(p.probe, p.candidate, p.verdict) for p in change.probes]})
     return items
 
 
-def _table(ctx: ReportContext, contract: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict[str, Any]]]:
     """The probe table (one row per probe, answer and verdict per candidate) and the differing answers."""
     t = ctx.terms
     header = [t["probe"], ctx.column(ctx.legacy)]
@@ -82,35 +85,40 @@ def _table(ctx: ReportContext, contract: list[dict[str, Any]]) -> tuple[str, lis
         header += [ctx.column(name), f"{t['verdict']} ({code(name)})", t["contract_aspects"].format(name=code(name))]
     rows, details = [], []
     for row in contract:
-        probe_cell = code(row.get("probe"))
-        legacy_cell = ctx.side_cell((row.get("by_target") or {}).get(ctx.legacy))
-        if row.get("path") and row["path"] != "/v1/embeddings":
-            probe_cell += f" ({code('POST ' + row['path'])})"
-        if row.get("compare_to"):  # the legacy server lacks the route: its answer to another request is used
-            reference = t["compared_with"].format(probe=code(row["compare_to"]))
-            legacy_cell += f"; {reference}: {ctx.side_cell(row.get('legacy'))}"
+        probe_cell = code(row.probe)
+        legacy_cell = ctx.side_cell(row.by_target.get(ctx.legacy))
+        if row.path and row.path != "/v1/embeddings":
+            probe_cell += f" ({code('POST ' + row.path)})"
+        if row.compare_to:  # the legacy server lacks the route: its answer to another request is used
+            reference = t["compared_with"].format(probe=code(row.compare_to))
+            legacy_cell += f"; {reference}: {ctx.side_cell(row.legacy)}"
         cells = [probe_cell, legacy_cell]
         for name in ctx.candidates:
-            verdict = (row.get("verdicts") or {}).get(name)
-            cells += [ctx.side_cell((row.get("by_target") or {}).get(name)), ctx.verdict_cell(verdict),
+            verdict = row.verdicts.get(name)
+            cells += [ctx.side_cell(row.by_target.get(name)), ctx.verdict_cell(verdict),
                       aspect_cell(ctx, verdict)]
-            v = (verdict or {}).get("verdict")
+            v = verdict.verdict if verdict is not None else None
             if v and v != "same":
-                details.append({"probe": row.get("probe"), "description": ctx.probe_description(row),
+                details.append({"probe": row.probe, "description": ctx.probe_description(row),
                                 "candidate": name, "verdict": v, "detail": ctx.why(verdict, key="detail")})
         rows.append(cells)
     return md_table(header, rows, ["l"] * len(header)), details
 
 
-def _counts(ctx: ReportContext, contract: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _verdict(row: ProbeRow, name: str) -> str | None:
+    verdict = row.verdicts.get(name)
+    return verdict.verdict if verdict is not None else None
+
+
+def _counts(ctx: ReportContext, contract: list[ProbeRow]) -> list[dict[str, Any]]:
     counts = []
     for name in ctx.candidates:
-        found = [((r.get("verdicts") or {}).get(name) or {}).get("verdict") for r in contract]
+        found = [_verdict(r, name) for r in contract]
         counted = [(v, sum(1 for f in found if f == v)) for v in VERDICT_ORDER]
         counts.append({"name": name, "total": len(found), "compared": sum(1 for f in found if f),
                        "differ": sum(1 for f in found if f and f != "same"),
                        "by_verdict": [{"verdict": v, "n": n} for v, n in counted if n],
-                       "probes": {v: [r.get("probe") for r, f in zip(contract, found) if f == v
+                       "probes": {v: [r.probe for r, f in zip(contract, found) if f == v
                                       # a retry loop is the candidate's doing only when it answered 5xx / nothing
                                       and (v != "retry-hazard" or failed_status(r, name))]
                                   for v in VERDICT_ORDER}})
@@ -119,9 +127,9 @@ def _counts(ctx: ReportContext, contract: list[dict[str, Any]]) -> list[dict[str
 
 def contract(ctx: ReportContext) -> dict[str, Any]:
     """The contract section: the table, the differences, the verdict counts and the client changes."""
-    contract = ctx.raw.get("contract")
+    contract = ctx.summary.contract
     t = ctx.terms
-    answers, verdicts = contract_states(ctx.raw)
+    answers, verdicts = contract_states(ctx.summary)
     legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER]
     if not isinstance(contract, list):
         return {"state": False, "label": ctx.label(False), "why": ctx.why(contract), "legend": legend,
@@ -129,8 +137,7 @@ def contract(ctx: ReportContext) -> dict[str, Any]:
                 "counts": [], "answers_label": ctx.label(False),
                 "verdicts_label": ctx.label(False), "sources": MISSING}
     table, details = _table(ctx, contract)
-    not_compared = [r.get("probe") for r in contract
-                    if any(not (v or {}).get("verdict") for v in (r.get("verdicts") or {}).values())]
+    not_compared = [r.probe for r in contract if any(not v.verdict for v in r.verdicts.values())]
     changes = change_items(ctx)
     return {
         "state": verdicts, "label": combined_label([answers, verdicts], ctx.lang),

@@ -7,39 +7,41 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.report.format import code
 from embedswap.report.sections.context import ReportContext
+from embedswap.summary.types_common import Reason
+from embedswap.summary.types_decisions import DiagnosisDecision
 
 
 def diagnosis(ctx: ReportContext) -> dict[str, Any]:
     """The diagnosis block of the vectors section: per differing server its reasons joined into one sentence,
     or that every server reproduces the model's pipeline, or why the diagnosis did not run."""
-    section = ctx.raw.get("diagnosis") or {}
-    decisions = ctx.raw_decisions.get("diagnosis") or {}
-    findings = _findings(ctx, decisions)
+    section = ctx.summary.diagnosis
+    findings = _findings(ctx, ctx.decisions.diagnosis)
     measured = is_measured(section) or bool(findings)
     sources = ["captures/diagnosis/vectors.json"] + (["captures/parity/rows.json"]
                                                      if any(f["step"] == "parity" for f in findings) else [])
-    queries = section.get("queries") if isinstance(section.get("queries"), dict) else None
-    if queries is not None and ((queries.get("reason") or {}).get("code")) == "no_queries":
+    queries = section.queries if section is not None else None
+    if queries is not None and queries.reason is not None and queries.reason.code == "no_queries":
         queries = None  # a workload without queries: the ranking section already says so
     return {"state": measured, "label": ctx.label(measured), "why": ctx.why(section), "findings": findings,
-            "servers": ", ".join(code(n) for n in (section.get("by_target") or {})),
-            "texts": section.get("texts"), "sources": ctx.refs_for(sources),
+            "servers": ", ".join(code(n) for n in (section.by_target if section is not None else {})),
+            "texts": section.texts if section is not None else None, "sources": ctx.refs_for(sources),
             # the query vectors (step 03): None in summaries from before the query diagnosis
             "queries": None if queries is None else ("measured" if is_measured(queries) else "not_measured"),
-            "query_findings": _findings(ctx, ctx.raw_decisions.get("diagnosis_queries") or {}),
-            "query_servers": ", ".join(code(n) for n in ((queries or {}).get("by_target") or {})),
-            "query_texts": (queries or {}).get("texts"), "query_prompt": _shown((queries or {}).get("prompt")),
-            "query_why": ctx.why(queries) if queries and not is_measured(queries) else None}
+            "query_findings": _findings(ctx, ctx.decisions.diagnosis_queries),
+            "query_servers": ", ".join(code(n) for n in (queries.by_target if queries is not None else {})),
+            "query_texts": queries.texts if queries is not None else None,
+            "query_prompt": _shown(queries.prompt if queries is not None else None),
+            "query_why": ctx.why(queries) if queries is not None and not is_measured(queries) else None}
 
 
-def _findings(ctx: ReportContext, decisions: dict[str, Any]) -> list[dict[str, Any]]:
+def _findings(ctx: ReportContext, decisions: dict[str, DiagnosisDecision]) -> list[dict[str, Any]]:
     """Per server: its reasons joined into one sentence, its step and first code."""
     findings = []
     for name, decided in decisions.items():
-        whys = [ctx.why({"why": r.get("why"), "reason": {"code": r.get("code"), "params": r.get("params") or {}}})
-                for r in decided.get("reasons") or []]
-        findings.append({"name": name, "why": "; ".join(whys), "step": decided.get("step"),
-                         "code": code(decided.get("code"))})
+        # open: each reason is a hypothesis' own record, its code and params beside its English why
+        whys = [ctx.worded(Reason(code=r["code"], params=r.get("params") or {}) if r.get("code") else None,
+                           r.get("why")) for r in decided.reasons]
+        findings.append({"name": name, "why": "; ".join(whys), "step": decided.step, "code": code(decided.code)})
     return findings
 
 

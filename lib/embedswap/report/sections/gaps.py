@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
+
+from pydantic import BaseModel
 
 from embedswap.report.format import esc
 from embedswap.report.sections.context import ReportContext
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_common import Reason, Section
 
 # The summary's sections in report order.
 SECTION_KEYS = ("targets", "vectors", "ranking", "contract", "shim", "latency", "ablation", "parity")
@@ -15,34 +20,57 @@ STATUS_SECTIONS = ("ranking", "shim", "ablation")
 ABSENT = "section_absent"
 
 
-def _absent(node: Any) -> bool:
-    return isinstance(node, dict) and (node.get("reason") or {}).get("code") == ABSENT
+def _absent(node: Section | None) -> bool:
+    return node is not None and node.reason is not None and node.reason.code == ABSENT
 
 
-def not_measured_items(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _fields(node: BaseModel) -> Iterator[tuple[str, Any]]:
+    """A model's fields that summary.json holds, by their JSON keys, in the order the summary writes them."""
+    for name, field in type(node).model_fields.items():
+        if name in node.model_fields_set:
+            yield field.alias or name, getattr(node, name)
+
+
+def _entry(node: dict[str, Any]) -> Section:
+    """A not-measured entry inside an open part of the summary (a dict), as the section model words it."""
+    reason = node.get("reason")
+    if not (isinstance(reason, dict) and reason.get("code")):
+        return Section(measured=False, why=str(node["why"]))
+    return Section(measured=False, why=str(node["why"]),
+                   reason=Reason(code=reason["code"], params=reason.get("params") or {}))
+
+
+def not_measured_items(summary: SummaryBody) -> list[dict[str, Any]]:
     """Every ``{"measured": false, "why": ...}`` in the summary with its path (role aliases and sections an older
     summary did not have are skipped); ``node`` is the entry itself, for its reason code."""
     items: list[dict[str, Any]] = []
 
     def walk(node: Any, path: list[str]) -> None:
-        if isinstance(node, dict):
-            if node.get("measured") is False and node.get("why"):
-                if not (len(path) == 1 and _absent(node)):
-                    items.append({"section": path[0] if path else "", "path": ".".join(path[1:]),
-                                  "why": str(node["why"]), "node": node})
-                return
-            aliases = {"legacy", "candidate"} if "by_target" in node else set()
-            if "by_candidate" in node:  # ranking: the primary candidate's variants are copies of by_candidate's
-                aliases = {"candidate_naive", "candidate_shim"}
-            for key, value in node.items():
-                if key not in aliases:
-                    walk(value, [*path, str(key)])
+        if isinstance(node, BaseModel):
+            fields = dict(_fields(node))
+        elif isinstance(node, dict):  # open: a part the summary keeps as written (a configuration, a record)
+            fields = node
         elif isinstance(node, list):
             for i, value in enumerate(node):
                 walk(value, [*path, str(i)])
+            return
+        else:
+            return
+        if fields.get("measured") is False and fields.get("why"):
+            entry = node if isinstance(node, BaseModel) else _entry(node)
+            if not (len(path) == 1 and _absent(entry if isinstance(entry, Section) else None)):
+                items.append({"section": path[0] if path else "", "path": ".".join(path[1:]),
+                              "why": str(fields["why"]), "node": entry})
+            return
+        aliases = {"legacy", "candidate"} if "by_target" in fields else set()
+        if "by_candidate" in fields:  # ranking: the primary candidate's variants are copies of by_candidate's
+            aliases = {"candidate_naive", "candidate_shim"}
+        for key, value in fields.items():
+            if key not in aliases:
+                walk(value, [*path, str(key)])
 
     for key in SECTION_KEYS:
-        walk(summary.get(key), [key])
+        walk(getattr(summary, key), [key])
     return items
 
 
@@ -54,10 +82,11 @@ def _not_measured(ctx: ReportContext, latency: dict, parity: dict, shim: dict) -
         if error:
             out.append({"section": sections["targets"], "path": name, "why": error})
     for key in STATUS_SECTIONS:
-        if _absent(ctx.raw.get(key)):
-            out.append({"section": sections[key], "path": "", "why": ctx.why(ctx.raw[key])})
+        section = getattr(ctx.summary, key)
+        if _absent(section):
+            out.append({"section": sections[key], "path": "", "why": ctx.why(section)})
     out += [{"section": sections.get(i["section"], i["section"]), "path": i["path"], "why": ctx.why(i["node"])}
-            for i in not_measured_items(ctx.raw) if (i["section"], i["path"]) != ("parity", "multimodal")]
+            for i in not_measured_items(ctx.summary) if (i["section"], i["path"]) != ("parity", "multimodal")]
     for entry in latency["sweep"]["why"]:
         out.append({"section": sections["latency"], "path": f"{entry['name']}.sweep", "why": entry["why"]})
     for entry in latency["memory"]:
@@ -78,13 +107,13 @@ def gaps(ctx: ReportContext, status: dict[str, Any], latency: dict[str, Any], co
     sections = ctx.terms["sections"]
     unconfirmed = [{"section": sections["latency"], "path": f"{entry['name']}.{entry['point']}", "why": entry["text"]}
                    for entry in latency["unconfirmed"]]
-    for path in ctx.raw.get("non_finite") or []:
+    for path in ctx.summary.non_finite:
         section, _, rest = path.partition(".")
         unconfirmed.append({"section": sections.get(section, section), "path": rest,
                             "why": esc(ctx.words.reason("figure_not_finite"))})
     for engine in status["engines"]:
-        info = (ctx.raw.get("targets") or {}).get(engine["name"]) or {}
-        if info.get("measured") and not info.get("version"):
+        info = ctx.summary.targets.get(engine["name"])
+        if info is not None and info.measured and not info.version:
             unconfirmed.append({"section": sections["targets"], "path": f"{engine['name']}.version",
                                 "why": ctx.words.labels["version"]})
     return {"not_measured": _not_measured(ctx, latency, parity, shim), "unconfirmed": unconfirmed,

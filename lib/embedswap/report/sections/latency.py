@@ -12,6 +12,18 @@ from embedswap.report.format import code, combined_label, fmt, md_table, mib, es
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import ratio as ratio_text
 from embedswap.report.sections.sweep import ablation, sweep
+from embedswap.summary.types_decisions import LockReading
+from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
+
+
+def _point(info: LatencyTarget | None, run: str) -> LatencyPoint | None:
+    """One of a target's two operating points (``run``: sequential or concurrent), or None."""
+    return getattr(info, run) if info is not None else None
+
+
+def _figure(point: LatencyPoint | None, field: str) -> Any:
+    """One stored figure of a point (``field``: p50_ms, docs_per_s, ...), or None without the point."""
+    return getattr(point, field) if point is not None else None
 
 
 def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[dict[str, str]]]:
@@ -22,7 +34,7 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
               t["per_repeat"], t["errors"]]
     rows, why, unconfirmed = [], [], []
     for name in ctx.names:
-        info = ctx.latency_by_target().get(name) or {}
+        info = ctx.latency_by_target().get(name)
         state = latency_state(info)
         if state is False:
             rows.append([code(name), ctx.not_measured_cell(name)] + [ctx.label(False)] * 8)
@@ -31,8 +43,8 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
         rows.append(ctx.point_row(name, info, ctx.label(state)))
         for _, point_name, point in latency_points_of(info):
             if point_state(point) is None:
-                n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
-                unconfirmed.append({"name": name, "point": point_name, "errors": fmt(point.get("errors"), "int"),
+                n = (point.requests_per_repeat or 0) * (point.repeats or 0)
+                unconfirmed.append({"name": name, "point": point_name, "errors": fmt(point.errors, "int"),
                                     "requests": fmt(n, "int"), "text": t["all_failed"].format(n=fmt(n, "int"))})
     return md_table(header, rows, ["l", "l"] + ["r"] * 8), why, unconfirmed
 
@@ -40,8 +52,8 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
 def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
     """Legacy and candidate figures side by side with the stored ratio, formatted."""
     by_target = ctx.latency_by_target()
-    legacy, info = by_target.get(ctx.legacy) or {}, by_target.get(name) or {}
-    stored = ((ctx.raw_decisions.get("latency") or {}).get("ratios") or {}).get(name) or {}
+    legacy, info = by_target.get(ctx.legacy), by_target.get(name)
+    stored = ctx.decisions.latency.ratios.get(name)
     out: dict[str, Any] = {"name": name}
     for key, run, field, ratio_key in (("seq", "sequential", "p50_ms", "seq_p50"),
                                        ("conc", "concurrent", "docs_per_s", "conc_docs_per_s"),
@@ -49,13 +61,15 @@ def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
         kind = "rate" if field == "docs_per_s" else "ms"
         figure = "docs_per_s" if kind == "rate" else "p50"
         for side, name_, entry_ in (("legacy", ctx.legacy, legacy), ("candidate", name, info)):
-            pooled = ((ctx.intervals(name_, run) or {}).get(figure) or {}).get("value")  # the ratio's own values
-            plain = (entry_.get(run) or {}).get(field) if is_measured(entry_) else None
+            intervals = ctx.intervals(name_, run)
+            pooled = getattr(intervals, figure).value if intervals is not None else None  # the ratio's own values
+            plain = _figure(_point(entry_, run), field) if is_measured(entry_) else None
             out[f"{key}_{side}"] = fmt(pooled if pooled is not None else plain, kind)
-        value = stored.get(ratio_key)
-        entry = ((stored.get("intervals") or {}).get(run) or {}).get(figure)
+        value = getattr(stored, ratio_key) if stored is not None else None
+        point_ratio = stored.intervals.get(run) if stored is not None else None
+        entry = getattr(point_ratio, figure) if point_ratio is not None else None
         out[f"{key}_ratio"] = None if value is None else ratio_text(ctx.terms, entry, value)
-    out["complete"] = bool(stored.get("complete"))
+    out["complete"] = stored is not None and stored.complete
     return out
 
 
@@ -64,11 +78,11 @@ def ratio_table(ctx: ReportContext) -> str | None:
     t = ctx.terms
     rows = []
     for name in ctx.candidates:
-        stored = ((ctx.raw_decisions.get("latency") or {}).get("ratios") or {}).get(name) or {}
-        for run, entry in (stored.get("intervals") or {}).items():
+        stored = ctx.decisions.latency.ratios.get(name)
+        for run, entry in (stored.intervals if stored is not None else {}).items():
             point = {"sequential": "seq", "concurrent": f"c{ctx.concurrency()}"}.get(run, run.replace("_", " "))
-            rows.append([code(name), esc(point), *(ratio_text(t, entry.get(k)) for k in ("p50", "p99", "docs_per_s")),
-                         " / ".join(fmt(v, "int") for v in (entry.get("p50") or {}).get("n") or [])])
+            rows.append([code(name), esc(point), *(ratio_text(t, r) for r in (entry.p50, entry.p99, entry.docs_per_s)),
+                         " / ".join(fmt(v, "int") for v in entry.p50.n)])
     if not rows:
         return None
     header = [t["target"], t["point"], t["stats"]["p50_ratio"], t["stats"]["p99_ratio"], t["stats"]["rate_ratio"],
@@ -76,47 +90,47 @@ def ratio_table(ctx: ReportContext) -> str | None:
     return md_table(header, rows, ["l", "l", "r", "r", "r", "r"])
 
 
-def _lock_measured(ctx: ReportContext, reading: dict[str, Any]) -> dict[str, Any]:
-    rows = (ctx.raw.get("ablation") or {}).get("by_target") or {}
-    base = rows.get(ctx.legacy) or {}
-    lock_conc, lock_seq = base.get("concurrent") or {}, base.get("sequential") or {}
-    rates = {n: (i.get("concurrent") or {}).get("docs_per_s") if is_measured(i) else None
+def _lock_measured(ctx: ReportContext, reading: LockReading) -> dict[str, Any]:
+    rows = ctx.summary.ablation.by_target
+    base = rows.get(ctx.legacy)
+    lock_conc, lock_seq = _point(base, "concurrent"), _point(base, "sequential")
+    rates = {n: _figure(i.concurrent, "docs_per_s") if is_measured(i) else None
              for n, i in ctx.latency_by_target().items()}
     out = []
-    for variant in reading["variants"]:
-        row = rows.get(variant["variant"]) or {}
-        conc, seq = row.get("concurrent") or {}, row.get("sequential") or {}
-        shares = [{"name": s["candidate"], "rate": fmt(rates.get(s["candidate"]), "rate"), "case": s["case"],
-                   "share": fmt(s["share"], "pct"), "rest": fmt(None if s["share"] is None else 1 - s["share"], "pct")}
-                  for s in variant["shares"]]
-        iv = (variant.get("intervals") or {}).get("concurrent") or {}
+    for variant in reading.variants:
+        row = rows.get(variant.variant)
+        conc, seq = _point(row, "concurrent"), _point(row, "sequential")
+        shares = [{"name": s.candidate, "rate": fmt(rates.get(s.candidate), "rate"), "case": s.case,
+                   "share": fmt(s.share, "pct"), "rest": fmt(None if s.share is None else 1 - s.share, "pct")}
+                  for s in variant.shares]
+        iv = variant.intervals.get("concurrent")
         out.append({
-            "name": variant["variant"],
-            "lock_p50": fmt(lock_conc.get("p50_ms"), "ms"), "free_p50": fmt(conc.get("p50_ms"), "ms"),
-            "lock_seq": fmt(lock_seq.get("p50_ms"), "ms"), "free_seq": fmt(seq.get("p50_ms"), "ms"),
-            "lock_rate": fmt(lock_conc.get("docs_per_s"), "rate"), "free_rate": fmt(conc.get("docs_per_s"), "rate"),
-            "rate_ratio": ratio_text(ctx.terms, iv.get("docs_per_s"), variant["rate_ratio"]),
-            "p50_ratio": ratio_text(ctx.terms, iv.get("p50"), variant["p50_ratio"]),
+            "name": variant.variant,
+            "lock_p50": fmt(_figure(lock_conc, "p50_ms"), "ms"), "free_p50": fmt(_figure(conc, "p50_ms"), "ms"),
+            "lock_seq": fmt(_figure(lock_seq, "p50_ms"), "ms"), "free_seq": fmt(_figure(seq, "p50_ms"), "ms"),
+            "lock_rate": fmt(_figure(lock_conc, "docs_per_s"), "rate"),
+            "free_rate": fmt(_figure(conc, "docs_per_s"), "rate"),
+            "rate_ratio": ratio_text(ctx.terms, iv.docs_per_s if iv is not None else None, variant.rate_ratio),
+            "p50_ratio": ratio_text(ctx.terms, iv.p50 if iv is not None else None, variant.p50_ratio),
             "shares": shares,
         })
     return {"measured": True, "label": ctx.label(True), "variants": out,
-            "concurrency": fmt(lock_conc.get("concurrency"), "raw")}
+            "concurrency": fmt(_figure(lock_conc, "concurrency"), "raw")}
 
 
 def lock(ctx: ReportContext, ablation_label: str) -> dict[str, Any] | None:
     """The article's reading of the concurrent gap (one global lock): measured when the lock ablation ran, else an
     estimate that stays unconfirmed (미확인)."""
-    reading = (ctx.raw_decisions.get("latency") or {}).get("lock")
-    if not reading:
+    reading = ctx.decisions.latency.lock
+    if reading is None:
         return None
-    if reading.get("measured"):
+    if reading.measured:
         return _lock_measured(ctx, reading)
-    legacy = ctx.latency_by_target().get(ctx.legacy) or {}
-    section = ctx.raw.get("ablation") or {}
-    rows = section.get("by_target") or {}
-    why = ctx.why(section) or next((ctx.why(r) for r in rows.values() if r.get("why")), "")
-    return {"factor": fmt(reading["factor"], "ratio"), "seq": fmt((legacy.get("sequential") or {}).get("p50_ms"), "ms"),
-            "conc": fmt((legacy.get("concurrent") or {}).get("p50_ms"), "ms"), "label": ctx.label(None),
+    legacy = ctx.latency_by_target().get(ctx.legacy)
+    section = ctx.summary.ablation
+    why = ctx.why(section) or next((ctx.why(r) for r in section.by_target.values() if r.why), "")
+    return {"factor": fmt(reading.factor, "ratio"), "seq": fmt(_figure(_point(legacy, "sequential"), "p50_ms"), "ms"),
+            "conc": fmt(_figure(_point(legacy, "concurrent"), "p50_ms"), "ms"), "label": ctx.label(None),
             "measured": False, "ablation_label": ablation_label, "ablation_why": why or None}
 
 
@@ -130,12 +144,12 @@ def latency(ctx: ReportContext) -> dict[str, Any]:
     memory = []
     for name in ctx.names:
         value, reason = ctx.peak(name)
-        if latency_state(by_target.get(name) or {}) is False:
+        if latency_state(by_target.get(name)) is False:
             continue
         memory.append({"name": name, "mib": mib(value) if value else None, "gib": fmt(value / 2**30, "gib")
                        if value else None, "why": esc(reason) if reason else None})
-    sources = [i.get("source") for i in by_target.values() if is_measured(i) and i.get("source")]
-    states = [latency_state(by_target.get(n) or {}) for n in ctx.names]
+    sources = [i.source for i in by_target.values() if is_measured(i) and i.source]
+    states = [latency_state(by_target.get(n)) for n in ctx.names]
     return {
         "state": states, "label": combined_label(states, ctx.lang),
         "table": table, "sweep": sweep_part, "sweep_table": sweep_part["table"], "why": why,

@@ -7,6 +7,7 @@ from typing import Any
 from embedswap.analysis.shim_outcome import verdict_of
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
+from embedswap.summary.types_sections import ShimRewrite, ShimRow
 
 # the shim's settings in the order the report lists them (others follow in capture order)
 SHIM_SETTINGS = ("strip_dimensions", "prepend_query_instruction", "max_input_tokens", "model_override",
@@ -14,44 +15,54 @@ SHIM_SETTINGS = ("strip_dimensions", "prepend_query_instruction", "max_input_tok
                  "drop_fields")
 
 
-def _table(ctx: ReportContext, rows: list[dict[str, Any]], shimmed: list[str]) -> str:
+def _table(ctx: ReportContext, rows: list[ShimRow], shimmed: list[str]) -> str:
     t = ctx.terms
     header = [t["probe"], code(ctx.legacy)]
     for name in ctx.candidates:
         header += [f"{ctx.column(name)}: {t['before_after']}", f"{code(name)}: {t['through_shim']}"]
     table_rows = []
     for row in rows:
-        cells = [code(row.get("probe")), ctx.side_cell((row.get("by_target") or {}).get(ctx.legacy))]
+        cells = [code(row.probe), ctx.side_cell(row.by_target.get(ctx.legacy))]
         for name in ctx.candidates:
             if name not in shimmed:
                 cells += [ctx.label(False), ctx.label(False)]
                 continue
             before = verdict_of(row, "naive_verdicts", name)
-            cells += [f"{before or ctx.label(False)} → {ctx.verdict_cell((row.get('verdicts') or {}).get(name))}",
-                      ctx.side_cell((row.get("by_target") or {}).get(name))]
+            cells += [f"{before or ctx.label(False)} → {ctx.verdict_cell(row.verdicts.get(name))}",
+                      ctx.side_cell(row.by_target.get(name))]
         table_rows.append(cells)
     return md_table(header, table_rows, ["l"] * len(header))
 
 
-def _per_candidate(ctx: ReportContext, rows: list[dict[str, Any]], name: str, config: Any) -> dict[str, Any]:
+def _per_candidate(ctx: ReportContext, rows: list[ShimRow], name: str, config: Any) -> dict[str, Any]:
     """What the shim closed, what remains, what only the shim opened (decisions.shim), and its settings."""
-    outcome = (ctx.raw_decisions.get("shim") or {}).get(name) or {}
-    by_probe = {r.get("probe"): r for r in rows}
-    closed = [{"probe": c["probe"], "before": c["before"],
-               "rewrites": _rewrites(ctx, ((by_probe.get(c["probe"]) or {}).get("shim") or {}).get(name) or {})}
-              for c in outcome.get("closed") or []]
-    remaining = [{"probe": r["probe"], "verdict": r["verdict"], "note": ctx.legacy_side(r.get("legacy_status"))}
-                 for r in outcome.get("remaining") or []]
-    return {"name": name, "closed": closed, "remaining": remaining, "opened": list(outcome.get("opened") or []),
-            "before": fmt(outcome.get("differ_before"), "int"), "after": fmt(outcome.get("differ_after"), "int"),
-            "compared": fmt(outcome.get("compared"), "int"), "settings": shim_settings(ctx, config)}
+    outcome = ctx.decisions.shim.get(name)
+    by_probe = {r.probe: r for r in rows}
+    closed, remaining, opened = [], [], []
+    if outcome is not None:
+        closed = [{"probe": c.probe, "before": c.before,
+                   "rewrites": _rewrites(ctx, _rewrite_of(by_probe, c.probe, name))} for c in outcome.closed]
+        remaining = [{"probe": r.probe, "verdict": r.verdict, "note": ctx.legacy_side(r.legacy_status)}
+                     for r in outcome.remaining]
+        opened = list(outcome.opened)
+    return {"name": name, "closed": closed, "remaining": remaining, "opened": opened,
+            "before": fmt(outcome.differ_before if outcome is not None else None, "int"),
+            "after": fmt(outcome.differ_after if outcome is not None else None, "int"),
+            "compared": fmt(outcome.compared if outcome is not None else None, "int"),
+            "settings": shim_settings(ctx, config)}
 
 
-def _rewrites(ctx: ReportContext, info: dict[str, Any]) -> str:
+def _rewrite_of(by_probe: dict[str, ShimRow], probe: str, name: str) -> ShimRewrite | None:
+    """What the shim did to one probe on its way to one candidate, if the probe has a row."""
+    row = by_probe.get(probe)
+    return row.shim.get(name) if row is not None else None
+
+
+def _rewrites(ctx: ReportContext, info: ShimRewrite | None) -> str:
     """What the shim did to one request, in this language where the kit's sentence has a code."""
-    texts = info.get("rewrites") or []
-    codes = info.get("rewrite_reasons") or [None] * len(texts)
-    words = [ctx.words.reason(c["code"], c.get("params")) if c else str(t) for t, c in zip(texts, codes)]
+    texts = (info.rewrites if info is not None else None) or []
+    codes = (info.rewrite_reasons if info is not None else None) or [None] * len(texts)
+    words = [ctx.words.reason(c.code, c.params) if c else str(t) for t, c in zip(texts, codes)]
     return esc(ctx.words.labels["separator"].join(words)) if words else ""
 
 
@@ -80,17 +91,16 @@ def shim_settings(ctx: ReportContext, config: dict[str, Any] | None) -> list[dic
 def shim(ctx: ReportContext) -> dict[str, Any]:
     """The shim section: the before/after table and one summary per candidate probed through the shim."""
     t = ctx.terms
-    section = ctx.raw.get("shim") or {}
+    section = ctx.summary.shim
     rows = ctx.shim_rows()
     shimmed = ctx.shimmed()
     if not rows or not shimmed:
         return {"table": None, "per_candidate": [], "why": [], "sources": MISSING, "state": False,
                 "label": ctx.label(False), "top_why": ctx.why(section, t["no_section"])}
-    config = section.get("config") or {}
-    per_candidate = [_per_candidate(ctx, rows, name, config.get(name)) for name in shimmed]
+    per_candidate = [_per_candidate(ctx, rows, name, section.config.get(name)) for name in shimmed]
     why = [{"name": n, "why": ctx.failure(n) or esc(t["not_probed"].format(name=n))}
            for n in ctx.candidates if n not in shimmed]
-    sources = list((section.get("sources") or {}).values())
+    sources = list(section.sources.values())
     return {
         "state": True, "top_why": None,
         "label": combined_label([n in shimmed for n in ctx.candidates], ctx.lang),

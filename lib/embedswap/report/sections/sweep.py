@@ -13,13 +13,13 @@ from embedswap.report.sections.stats import n_cell, point_cell
 
 
 def sweep(ctx: ReportContext) -> dict[str, Any]:
-    """The concurrency sweep (``by_target[name]["sweep"]``, a list of points): one row per server and point."""
+    """The concurrency sweep (``by_target[name].sweep``, a list of points): one row per server and point."""
     t = ctx.terms
     rows = []
     why = []
     peaks = []
     states: list[bool | None] = []
-    entries = [(n, ctx.latency_by_target().get(n) or {}, False) for n in ctx.names]
+    entries = [(n, ctx.latency_by_target().get(n), False) for n in ctx.names]
     entries += [(n, r, True) for n, r in ctx.ablation_variants().items()]
     for name, info, ablation in entries:
         shown = f"{code(name)} ({t['ablation_mark']})" if ablation else code(name)
@@ -29,9 +29,9 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
                 rows.append([shown, MISSING, ctx.not_measured_cell(name)] + [ctx.label(False)] * 5)
                 states.append(False)
             continue
-        if info.get("sweep_note"):
-            reason = info.get("sweep_reason")
-            note = ctx.words.reason(reason["code"], reason.get("params")) if reason else info["sweep_note"]
+        if info.sweep_note:
+            reason = info.sweep_reason
+            note = ctx.words.reason(reason.code, reason.params) if reason else info.sweep_note
             why.append({"name": name, "why": esc(t["sweep_skipped"].format(why=note))})
             rows.append([shown, MISSING, ctx.label(False)] + [ctx.label(False)] * 5)
             states.append(False)
@@ -39,17 +39,17 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
         if points:
             states.append(True if any(point_state(p) is True for _, _, p in points) else None)
         best = None
-        for run, point_name, point in sorted(points, key=lambda p: p[2].get("concurrency") or 0):
-            n = (point.get("requests_per_repeat") or 0) * (point.get("repeats") or 0)
+        for run, point_name, point in sorted(points, key=lambda p: p[2].concurrency or 0):
+            n = (point.requests_per_repeat or 0) * (point.repeats or 0)
             iv = ctx.intervals(name, run)
             rows.append([shown, esc(point_name), ctx.label(point_state(point)),
-                         point_cell(t, iv, "p50", point.get("p50_ms"), "ms"),
-                         point_cell(t, iv, "p99", point.get("p99_ms"), "ms"),
-                         point_cell(t, iv, "docs_per_s", point.get("docs_per_s"), "rate"), n_cell(iv),
-                         f"{fmt(point.get('errors'), 'int')} / {fmt(n, 'int')}"])
-            rate = point.get("docs_per_s")
+                         point_cell(t, iv, "p50", point.p50_ms, "ms"),
+                         point_cell(t, iv, "p99", point.p99_ms, "ms"),
+                         point_cell(t, iv, "docs_per_s", point.docs_per_s, "rate"), n_cell(iv),
+                         f"{fmt(point.errors, 'int')} / {fmt(n, 'int')}"])
+            rate = point.docs_per_s
             if rate is not None and (best is None or rate > best[1]):
-                best = (point.get("concurrency"), rate)
+                best = (point.concurrency, rate)
         if best:
             peaks.append({"name": name, "ablation": ablation, "concurrency": fmt(best[0], "raw"),
                           "rate": fmt(best[1], "rate")})
@@ -69,8 +69,8 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
 def ablation(ctx: ReportContext) -> dict[str, Any]:
     """The legacy server with its global lock against its variants (e.g. without it), latency only."""
     t = ctx.terms
-    section = ctx.raw.get("ablation") or {}
-    rows_in = section.get("by_target") or {}
+    section = ctx.summary.ablation
+    rows_in = section.by_target
     if not rows_in:
         return {"state": False, "label": ctx.label(False), "why": ctx.why(section), "table": None,
                 "sources": MISSING, "row_why": []}
@@ -80,9 +80,10 @@ def ablation(ctx: ReportContext) -> dict[str, Any]:
               t["errors"], t["rss_peak"]]
     rows = []
     row_why = []
-    configs = (((ctx.raw.get("experiment") or {}).get("config") or {}).get("targets") or {})
+    configs = ctx.summary.experiment.config.get("targets") or {}  # open: experiment.yaml as the user wrote it
     for name, info in rows_in.items():
-        lock = info.get("lock", (configs.get(name) or {}).get("lock"))
+        # the variant's own record of its lock; else the lock as configured (a summary from before it was recorded)
+        lock = info.lock if "lock" in info.model_fields_set else (configs.get(name) or {}).get("lock")
         lock_cell = MISSING if lock is None else t["on" if lock else "off"]
         state = latency_state(info)
         if state is False:
@@ -90,10 +91,10 @@ def ablation(ctx: ReportContext) -> dict[str, Any]:
             row_why.append({"name": name, "why": ctx.why(info)})
             continue
         row = ctx.point_row(name, info, ctx.label(state))
-        value = info.get("rss_peak_bytes")
+        value = info.rss_peak_bytes
         rows.append([row[0], lock_cell, *row[1:], mib(value) if value else ctx.label(False)])
     states = [latency_state(r) for r in rows_in.values()]
-    sources = [r.get("source") for r in rows_in.values() if is_measured(r) and r.get("source")]
+    sources = [r.source for r in rows_in.values() if is_measured(r) and r.source]
     return {
         "state": is_measured(section), "label": combined_label(states, ctx.lang), "why": ctx.why(section),
         "table": md_table(header, rows, ["l", "l", "l"] + ["r"] * 9), "row_why": row_why,

@@ -16,6 +16,7 @@ import yaml
 from embedswap.config.sections import PublishConfig
 from embedswap.report.catalogue import catalogue
 from embedswap.report.format import fmt
+from embedswap.report.report_data import Headline
 from embedswap.summary.model import Summary
 
 FENCE = "---"
@@ -39,18 +40,18 @@ def _value(value: Any, kind: str, lang: str, state: bool | None) -> str:
     return fmt(value, kind) if value is not None else catalogue(lang).label(state)
 
 
-def description(head: dict[str, Any], lang: str) -> str:
+def description(head: Headline, lang: str) -> str:
     """One line: the candidate against the legacy server, the minimum cosine, the parity gate, the p50."""
     words = catalogue(lang).terms["publish"]
-    gate = head.get("parity_pass")
-    latency_missing = False if head.get("latency_state") is False else None
+    gate = head.parity_pass
+    latency_missing = False if head.latency_state is False else None
     return words["description"].format(
-        candidate=head.get("candidate") or "?", legacy=head.get("legacy") or "?",
-        cosine=_value(head.get("cosine_min"), "cos", lang, False),
+        candidate=head.candidate or "?", legacy=head.legacy or "?",
+        cosine=_value(head.cosine_min, "cos", lang, False),
         gate=words["gate_pass"] if gate is True else words["gate_fail"] if gate is False
         else catalogue(lang).label(False),
-        p50=_value(head.get("candidate_seq_p50_ms"), "ms", lang, latency_missing)
-        + (" ms" if head.get("candidate_seq_p50_ms") is not None else ""))
+        p50=_value(head.candidate_seq_p50_ms, "ms", lang, latency_missing)
+        + (" ms" if head.candidate_seq_p50_ms is not None else ""))
 
 
 def _date(summary: Summary) -> date | str | None:
@@ -70,7 +71,7 @@ def _tags(summary: Summary, config: PublishConfig) -> list[str]:
     return list(dict.fromkeys(slugify(t) for t in tags))
 
 
-def front_matter(summary: Summary, lang: str, title: str, head: dict[str, Any],
+def front_matter(summary: Summary, lang: str, title: str, head: Headline,
                  config: PublishConfig | None = None) -> dict[str, Any]:
     """The front matter of one language version, as a mapping (each site exporter may rename keys)."""
     config = config or PublishConfig()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from embedswap.report.article_data import Article, load_article
 from embedswap.report.catalogue import LANGUAGES, environment
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt
@@ -18,15 +17,9 @@ from embedswap.summary.upgrade import read_summary
 TEMPLATE = "report.md.j2"
 
 
-def load_article() -> dict[str, Any]:
-    """The article's published figures (seed 000), kept as data in embedswap/data/article_000.json."""
-    text = resources.files("embedswap").joinpath("data/article_000.json").read_text(encoding="utf-8")
-    return json.loads(text)
-
-
 def render_markdown(summary: Summary | dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,
                     manifest: dict[str, Any] | None = None, attempt_dir: Path | None = None,
-                    title: str | None = None, article: dict[str, Any] | None = None) -> str:
+                    title: str | None = None, article: Article | None = None) -> str:
     """The report of one summary (any schema version: older ones are upgraded) in one language, as markdown
     (figures referenced as figures/<name>.png)."""
     if lang not in LANGUAGES:

@@ -10,7 +10,7 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_ratios import latency_state
-from embedswap.captures import json_bytes, open_attempt
+from embedswap.captures import open_attempt
 from embedswap.config.base import ConfigError
 from embedswap.config.sections import ReportConfig
 from embedswap.config.experiment import load_experiment
@@ -24,6 +24,7 @@ from embedswap.report.html import markdown_to_html, page_title
 from embedswap.report.notebooks import export_notebooks
 from embedswap.report.portable import locality, scrub
 from embedswap.report.markdown import load_article, render_markdown
+from embedswap.report.report_data import Headline, ModelRef, ReportJson, read_report_json
 from embedswap.summary.model import Summary
 from embedswap.summary.upgrade import load_summary, read_summary
 
@@ -46,7 +47,7 @@ def draw_figures(summary: Summary) -> dict[str, bytes]:
     return out
 
 
-def headline(summary: Summary | dict[str, Any]) -> dict[str, Any]:
+def headline(summary: Summary | dict[str, Any]) -> Headline:
     """The numbers the index and the console show, copied from the summary (nothing computed). A dict is read as
     summary.json of any version (upgraded, then validated)."""
     if not isinstance(summary, Summary):
@@ -57,17 +58,17 @@ def headline(summary: Summary | dict[str, Any]) -> dict[str, Any]:
     cosine = comparison.cosine if comparison is not None and is_measured(comparison) else None
     seq = lat.sequential if lat is not None and is_measured(lat) else None
     conc = lat.concurrent if lat is not None and is_measured(lat) else None
-    return {
-        "candidate": candidate,
-        "legacy": summary.roles.legacy,
-        "cosine_min": cosine.min if cosine is not None else None,
-        "cosine_measured": is_measured(comparison),
-        "candidate_seq_p50_ms": seq.p50_ms if seq is not None else None,
-        "candidate_conc_docs_per_s": conc.docs_per_s if conc is not None else None,
-        "concurrency": conc.concurrency if conc is not None else None,
-        "latency_state": latency_state(lat),
-        "parity_pass": summary.parity.passed if is_measured(summary.parity) else None,
-    }
+    return Headline(
+        candidate=candidate,
+        legacy=summary.roles.legacy,
+        cosine_min=cosine.min if cosine is not None else None,
+        cosine_measured=is_measured(comparison),
+        candidate_seq_p50_ms=seq.p50_ms if seq is not None else None,
+        candidate_conc_docs_per_s=conc.docs_per_s if conc is not None else None,
+        concurrency=conc.concurrency if conc is not None else None,
+        latency_state=latency_state(lat),
+        parity_pass=summary.parity.passed if is_measured(summary.parity) else None,
+    )
 
 
 def _report_config(experiment_dir: Path) -> ReportConfig:
@@ -132,14 +133,15 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
         summary_ref = str(chosen.summary_path.relative_to(out.parent.parent))
     except ValueError:
         summary_ref = scrub(str(chosen.summary_path), where)
-    report_json = {
-        "experiment": summary.experiment.model_dump(mode="json", by_alias=True, exclude_unset=True),
-        "model": summary.model.model_dump(mode="json", include={"spec", "served_name", "fingerprint", "revision"}),
-        "summary_path": summary_ref, "summary_generated": summary.generated,
-        "rendered": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "languages": languages, "headline": head, "slug": slug_of(summary),
-    }
-    written[REPORT_JSON] = write_file(out / REPORT_JSON, scrub(json_bytes(report_json).decode("utf-8"), where))
+    report_json = ReportJson(
+        experiment=summary.experiment,
+        model=ModelRef(spec=summary.model.spec, served_name=summary.model.served_name,
+                       fingerprint=summary.model.fingerprint, revision=summary.model.revision),
+        summary_path=summary_ref, summary_generated=summary.generated,
+        rendered=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        languages=languages, headline=head, slug=slug_of(summary),
+    )
+    written[REPORT_JSON] = write_file(out / REPORT_JSON, scrub(report_json.to_json(), where))
     if out.parent.name == "reports":
         written.update({f"../{k}": v for k, v in render_index(out.parent).items()})
     return written
@@ -151,21 +153,21 @@ def _index_cell(value: Any, kind: str, state: bool | None) -> str:
     return f"{label(state, 'en')} ({label(state, 'ko')})"
 
 
-def _index_row(folder: str, data: dict[str, Any]) -> list[str]:
-    h = data.get("headline") or {}
-    exp = data.get("experiment") or {}
-    links = " · ".join(f"[{lang}]({folder}/report.{lang}.html)" for lang in data.get("languages") or [])
-    gate = h.get("parity_pass")
-    latency_missing = False if h.get("latency_state") is False else None
+def _index_row(folder: str, data: ReportJson) -> list[str]:
+    h = data.headline
+    exp = data.experiment
+    links = " · ".join(f"[{lang}]({folder}/report.{lang}.html)" for lang in data.languages)
+    gate = h.parity_pass
+    latency_missing = False if h.latency_state is False else None
     return [
-        esc(exp.get("date")), f"{code(folder)} {links}", esc((data.get("model") or {}).get("spec")),
-        f"{code(h.get('candidate'))} vs {code(h.get('legacy'))}",
-        _index_cell(h.get("cosine_min"), "cos", False),
-        _index_cell(h.get("candidate_seq_p50_ms"), "ms", latency_missing),
-        _index_cell(h.get("candidate_conc_docs_per_s"), "rate", latency_missing)
-        + (f" (c{fmt(h.get('concurrency'), 'raw')})" if h.get("candidate_conc_docs_per_s") is not None else ""),
+        esc(exp.date), f"{code(folder)} {links}", esc(data.model.spec),
+        f"{code(h.candidate)} vs {code(h.legacy)}",
+        _index_cell(h.cosine_min, "cos", False),
+        _index_cell(h.candidate_seq_p50_ms, "ms", latency_missing),
+        _index_cell(h.candidate_conc_docs_per_s, "rate", latency_missing)
+        + (f" (c{fmt(h.concurrency, 'raw')})" if h.candidate_conc_docs_per_s is not None else ""),
         _index_cell(None if gate is None else ("pass" if gate else "fail"), "raw", False),
-        f"{code(exp.get('attempt'))}",
+        f"{code(exp.attempt)}",
     ]
 
 
@@ -176,11 +178,11 @@ def render_index(reports_root: Path) -> dict[str, Path]:
     entries = []
     for path in sorted(reports_root.glob(f"*/{REPORT_JSON}")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_report_json(path)
+        except (OSError, ValueError):  # unreadable, or not a report.json (a ValidationError is a ValueError)
             continue
         entries.append((path.parent.name, data))
-    entries.sort(key=lambda e: (str((e[1].get("experiment") or {}).get("date", "")), e[0]), reverse=True)
+    entries.sort(key=lambda e: (e[1].experiment.date, e[0]), reverse=True)
     rows = [_index_row(folder, data) for folder, data in entries]
     header = ["Date", "Report", "Model", "Candidate vs legacy", "Cosine min (candidate vs legacy)",
               "Candidate seq p50 (ms)", "Candidate concurrent docs/s", "Parity gate", "Attempt"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from typing import Any
 
 from embedswap.report.catalogue import catalogue
 from embedswap.report.front_matter import dump, split
+from embedswap.report.report_data import read_report_json
 
 LANGUAGE_NAMES = {"ko": "한국어", "en": "English", "ja": "日本語", "zh": "中文"}
 FIGURE_LINK = re.compile(r"\]\(figures/([\w.-]+\.png)\)")
@@ -34,8 +34,7 @@ class Post:
 
 def read_post(report_folder: Path) -> Post:
     """The post of a rendered report folder (report.json, report.<lang>.md, figures/, notebooks/)."""
-    meta = json.loads((report_folder / "report.json").read_text(encoding="utf-8"))
-    languages = list(meta["languages"])
+    languages = list(read_report_json(report_folder / "report.json").languages)
     front, body = {}, {}
     for lang in languages:
         front[lang], body[lang] = split((report_folder / f"report.{lang}.md").read_text(encoding="utf-8"))

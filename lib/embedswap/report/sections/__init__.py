@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from embedswap.report.article_data import Article
 from embedswap.report.format import code, esc
 from embedswap.report.sections import (article, contract, diagnosis, gaps, instruction, latency, parity,
                                        parity_matrix, ranking, shim, status, vectors)
@@ -12,7 +13,7 @@ from embedswap.report.sections.context import ReportContext
 from embedswap.summary.model import Summary
 
 
-def build_context(summary: Summary, lang: str, figures: dict[str, bool], article_data: dict[str, Any],
+def build_context(summary: Summary, lang: str, figures: dict[str, bool], article_data: Article | None,
                   manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None) -> dict[str, Any]:
     """The template values of one report language. ``summary`` is an upgraded (current-schema) summary."""
     ctx = ReportContext(summary, lang, figures, article_data, manifest, attempt_dir, title)

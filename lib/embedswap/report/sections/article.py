@@ -6,14 +6,10 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_ratios import latency_state
+from embedswap.report.article_data import in_lang
 from embedswap.report.format import MISSING, code, esc, fence, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_common import Spread
-
-
-def _in(ctx: ReportContext, value: Any) -> Any:
-    """An article string in this language (the data keeps a dict per language where the text is prose)."""
-    return value.get(ctx.lang) if isinstance(value, dict) else value
 
 
 def _vectors_table(ctx: ReportContext) -> str:
@@ -32,18 +28,18 @@ def _vectors_table(ctx: ReportContext) -> str:
             return fmt(info.norm.first if info.norm is not None else None, kind)
         return fmt(getattr(info, key), kind)
 
-    av = a.get("vectors") or {}
+    av = a.vectors
     cos_run = (comparison.cosine or Spread()) if comparison is not None and is_measured(comparison) else None
     vec_rows = [
-        [t["dimension"], fmt(av["legacy"]["dimension"], "int"), fmt(av["candidate"]["dimension"], "int"),
+        [t["dimension"], fmt(av.legacy.dimension, "int"), fmt(av.candidate.dimension, "int"),
          mine(ctx.legacy, "dimension", "int"), mine(cand, "dimension", "int")],
-        [t["first_l2"], fmt(av["legacy"]["first_l2"], "norm"), fmt(av["candidate"]["first_l2"], "norm"),
+        [t["first_l2"], fmt(av.legacy.first_l2, "norm"), fmt(av.candidate.first_l2, "norm"),
          mine(ctx.legacy, "first_l2", "norm"), mine(cand, "first_l2", "norm")],
-        [t["token_total"].format(n=f"{fmt(a['workload']['documents'], 'int')} / "
+        [t["token_total"].format(n=f"{fmt(a.workload.documents, 'int')} / "
                                    f"{fmt(ctx.summary.workload.documents, 'int')}"),
-         fmt(av["legacy"]["token_total"], "int"), fmt(av["candidate"]["token_total"], "int"),
+         fmt(av.legacy.token_total, "int"), fmt(av.candidate.token_total, "int"),
          mine(ctx.legacy, "token_total", "int"), mine(cand, "token_total", "int")],
-        [t["cosine_mmm"], MISSING, " · ".join(fmt(av["cosine"][k], "cos4") for k in ("min", "median", "max")),
+        [t["cosine_mmm"], MISSING, " · ".join(fmt(getattr(av.cosine, k), "cos4") for k in ("min", "median", "max")),
          MISSING, " · ".join(fmt(getattr(cos_run, k), "cos4") for k in ("min", "median", "max"))
          if cos_run is not None else ctx.label(False)],
     ]
@@ -59,8 +55,8 @@ def _contract_table(ctx: ReportContext) -> str:
     contract = ctx.summary.contract if isinstance(ctx.summary.contract, list) else []
     by_probe = {r.probe: r for r in contract}
     contract_rows = []
-    for entry in ctx.article.get("contract") or []:  # open: the article's published data
-        run = by_probe.get(entry["probe"])
+    for entry in ctx.article.contract:
+        run = by_probe.get(entry.probe)
         if run is None:
             cells = [ctx.label(False)] * 3
         else:
@@ -68,8 +64,8 @@ def _contract_table(ctx: ReportContext) -> str:
                      ctx.side_cell(run.by_target.get(cand) if cand is not None else None),
                      ctx.verdict_cell(run.verdicts.get(cand) if cand is not None else None)]
         contract_rows.append([
-            f"{esc(_in(ctx, entry['request']))} ({code(entry['probe'])})", esc(entry["legacy"][ctx.lang]),
-            esc(entry["candidate"][ctx.lang]), *cells,
+            f"{esc(in_lang(entry.request, ctx.lang))} ({code(entry.probe)})", esc(entry.legacy.in_lang(ctx.lang)),
+            esc(entry.candidate.in_lang(ctx.lang)), *cells,
         ])
     return md_table([t["request"], t["article_legacy"], t["article_candidate"],
                                t["run_side"].format(name=code(ctx.legacy)), t["run_side"].format(name=code(cand)),
@@ -81,17 +77,17 @@ def _latency_table(ctx: ReportContext, ac: str, c: str) -> str:
     """The article's latency figures, then this run's legacy server and primary candidate."""
     t = ctx.terms
     cand = ctx.candidate
-    al = ctx.article.get("latency") or {}
+    al = ctx.article.latency
     header = [t["target"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=f"{ac}/{c}" if ac != c else c),
               t["conc_p99"].format(c=f"{ac}/{c}" if ac != c else c),
               t["conc_rate"].format(c=f"{ac}/{c}" if ac != c else c), t["per_repeat"], t["errors"]]
     lat_rows = []
     for key, name in (("legacy", t["article_legacy"]), ("candidate", t["article_candidate"])):
-        v = al.get(key) or {}
-        lat_rows.append([t["stats"]["article_single"].format(name=name), fmt(v.get("seq_p50_ms"), "ms"), fmt(v.get("seq_p99_ms"), "ms"),
-                         fmt(v.get("conc_p50_ms"), "ms"), fmt(v.get("conc_p99_ms"), "ms"),
-                         fmt(v.get("conc_docs_per_s"), "rate"), fmt(v.get("docs_per_s_per_repeat"), "rate"),
-                         fmt(v.get("errors"), "int")])
+        v = getattr(al, key)
+        lat_rows.append([t["stats"]["article_single"].format(name=name), fmt(v.seq_p50_ms, "ms"), fmt(v.seq_p99_ms, "ms"),
+                         fmt(v.conc_p50_ms, "ms"), fmt(v.conc_p99_ms, "ms"),
+                         fmt(v.conc_docs_per_s, "rate"), fmt(v.docs_per_s_per_repeat, "rate"),
+                         fmt(v.errors, "int")])
     by_target_lat = ctx.latency_by_target()
     for name in (ctx.legacy, cand):
         info = by_target_lat.get(name) if name is not None else None
@@ -107,33 +103,31 @@ def _latency_table(ctx: ReportContext, ac: str, c: str) -> str:
 def article(ctx: ReportContext) -> dict[str, Any] | None:
     """The article's published figures (data/article_000.json) beside this run's, or None without them."""
     a = ctx.article
-    if not a:
+    if a is None:
         return None
-    env = a.get("environment") or {}
-    av = a.get("vectors") or {}
-    al = a.get("latency") or {}
-    ac = fmt(al.get("concurrency"), "raw")
+    env = a.environment
+    ac = fmt(a.latency.concurrency, "raw")
     c = fmt(ctx.concurrency(), "raw")
-    q = a.get("query_instruction") or {}
+    q = a.query_instruction
     return {
-        "date": env.get("date"), "hardware": (env.get("hardware") or {}).get(ctx.lang), "model": env.get("model"),
-        "dynamo": env.get("dynamo"), "vllm": env.get("vllm"), "kubernetes": env.get("kubernetes"),
-        "image": env.get("image"), "legacy": (env.get("legacy") or {}).get(ctx.lang),
-        "candidate_desc": (env.get("candidate") or {}).get(ctx.lang),
-        "gpu_memory": {k: fmt(v, "raw") for k, v in (env.get("gpu_memory_gb") or {}).items()},
-        "command": fence(env.get("command", ""), "bash"),
-        "workload": {k: fmt(v, "raw") for k, v in (a.get("workload") or {}).items() if not isinstance(v, list)},
+        "date": env.date, "hardware": env.hardware.in_lang(ctx.lang), "model": env.model,
+        "dynamo": env.dynamo, "vllm": env.vllm, "kubernetes": env.kubernetes,
+        "image": env.image, "legacy": env.legacy.in_lang(ctx.lang),
+        "candidate_desc": env.candidate.in_lang(ctx.lang),
+        # a model iterates as (field, value) in the file's order, which is the order the report prints
+        "gpu_memory": {k: fmt(v, "raw") for k, v in env.gpu_memory_gb},
+        "command": fence(env.command, "bash"),
+        "workload": {k: fmt(v, "raw") for k, v in a.workload if not isinstance(v, list)},
         "vectors_table": _vectors_table(ctx), "contract_table": _contract_table(ctx),
         "latency_table": _latency_table(ctx, ac, c),
-        "vectors_note": esc((av.get("note") or {}).get(ctx.lang) if isinstance(av.get("note"), dict)
-                            else av.get("note")),
-        "query_cos_ignored": fmt(q.get("cosine_with_instruction_ignored"), "raw"),
-        "query_cos_plain": fmt(q.get("cosine_without_instruction"), "raw"),
-        "ratios": {k: fmt(v, "raw") for k, v in (al.get("published_ratios") or {}).items()},
+        "vectors_note": esc(a.vectors.note.in_lang(ctx.lang)),
+        "query_cos_ignored": fmt(q.cosine_with_instruction_ignored, "raw"),
+        "query_cos_plain": fmt(q.cosine_without_instruction, "raw"),
+        "ratios": {k: fmt(v, "raw") for k, v in a.latency.published_ratios},
         "concurrency_differs": ac != c, "article_concurrency": ac, "concurrency": c,
-        "model_differs": ctx.summary.model.spec != env.get("model"),
+        "model_differs": ctx.summary.model.spec != env.model,
         "memory": {role: gib_or_label(ctx, name) for role, name in (("legacy", ctx.legacy), ("candidate", ctx.candidate))},
-        "source": esc(_in(ctx, a.get("source"))),
+        "source": esc(a.source.in_lang(ctx.lang)),
     }
 
 

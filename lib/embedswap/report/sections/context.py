@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from embedswap.analysis.common import is_measured, roles, shim_rows, shimmed
 from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
 from embedswap.measure.contract import CATALOGUE
+from embedswap.report.article_data import Article
 from embedswap.report.catalogue import catalogue
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS
@@ -41,7 +42,7 @@ def target_names(summary: Summary) -> list[str]:
 class ReportContext:
     """One language's view of one summary, plus the numbered references the sections collect."""
 
-    def __init__(self, summary: Summary, lang: str, figures: dict[str, bool], article: dict[str, Any],
+    def __init__(self, summary: Summary, lang: str, figures: dict[str, bool], article: Article | None,
                  manifest: dict[str, Any] | None, attempt_dir: Path | None, title: str | None):
         self.summary = summary
         self.lang = lang

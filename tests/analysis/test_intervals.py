@@ -99,7 +99,7 @@ def test_detectable_difference_is_detected_about_80_percent() -> None:
 
 # --- from captures to the summary and the report --------------------------------------------------------------------
 def test_summary_attaches_each_points_requests(tmp_path) -> None:
-    import embedswap.summary.build as summary_mod
+    import embedswap.summary.sections.latency as summary_mod
     from embedswap.captures import new_attempt
 
     attempt = new_attempt(tmp_path)

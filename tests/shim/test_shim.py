@@ -30,7 +30,7 @@ from embedswap.shim.settings import ShimConfig
 from embedswap.shim.transport import ShimTransport
 from embedswap.shim.text import Truncator, load_tokenizer
 from embedswap.summary.sections.shim import shim_section
-from embedswap.summary.build import contract_section
+from embedswap.summary.sections.contract import contract_section
 from embedswap.measure.workload import load_workload
 from realkit import JsonHandler
 

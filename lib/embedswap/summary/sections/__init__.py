@@ -1,0 +1,2 @@
+"""One builder per section of summary.json, each reading the attempt's capture files only (:mod:`embedswap.summary.build`
+assembles them and computes the decisions)."""

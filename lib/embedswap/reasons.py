@@ -125,7 +125,7 @@ REASONS: dict[str, str] = {
     "difference_cosine_undefined": "cosine undefined (a vector of length zero)",
     "figure_not_finite": "not a finite number (NaN or infinity): left out as null",
     "difference_prompt_tokens": "prompt_tokens {legacy} vs {candidate}",
-    # issue 16: the aspects of a difference (contract.classify)
+    # the aspects of a difference (contract.classify)
     "detail_metadata": "same vectors, but {differences} (breaks billing and token budgets, not search)",
     "detail_not_applicable": "not applicable: the {shape} API cannot express {field}",
     "difference_cosine_threshold": "cosine {cosine} between the two answers (threshold {threshold})",

@@ -134,7 +134,7 @@ def _external_problem(name: str, config: ExternalTarget) -> str | None:
         headers = auth_headers(config.api_key_env, config.headers)
     except RuntimeError as exc:
         return f"target '{name}': {exc}"
-    if not config.health_check:  # no route to ask (issue 16): the first request tells
+    if not config.health_check:  # no route to ask: the first request tells
         return None
     url = config.url.rstrip("/").removesuffix("/v1") + (config.health_path or HEALTH_PATHS[config.api_shape])
     try:

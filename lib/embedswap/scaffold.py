@@ -103,7 +103,7 @@ candidates: [dynamo, vllm]            # the first one is "the candidate" of the 
 # the concurrency sweep is 120 of a server's 330 latency requests and not the article's protocol (30 + 40, 3 repeats)
 LEAN_SWEEP = "  sweep: []                           # --lean: no concurrency sweep (make demo-full has it)\n"
 LEAN_RESTORE = "  restore_legacy: false               # --lean: no restart of the legacy server at the end\n"
-# the matrix's engine rows start the vLLM offline runner several times (~13 min for MiniLM on this CPU, issue 18's
+# the matrix's engine rows start the vLLM offline runner several times (~13 min for MiniLM on this CPU,
 # note): the lean demo keeps the legacy padding and cold-start rows, `make demo-full` has the engine rows too
 LEAN_CHECKS = "    engine: false                     # --lean: no vLLM offline engine rows (make demo-full has them)\n"
 LEAN_CHECKS_AFTER = "    long_context: true"
@@ -113,7 +113,7 @@ LEAN_BACKENDS = """\
     - {kind: transformers, dtype: bfloat16}
 """
 
-# step 05's multimodal part (issue 18): the qwen3-tiny preset serves a tiny CLIP on vLLM beside the text gate
+# step 05's multimodal part: the qwen3-tiny preset serves a tiny CLIP on vLLM beside the text gate
 MULTIMODAL_ON = """\
   multimodal:                         # a CLIP model on vLLM: captions (text gate) and images (multimodal gate)
     model: build:tiny-clip            # random weights, built offline (embedswap.zoo.clip); or a CLIP folder

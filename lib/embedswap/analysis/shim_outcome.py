@@ -9,7 +9,7 @@ from embedswap.analysis.client_changes import legacy_side_status
 from embedswap.analysis.common import roles, shim_rows, shimmed, verdict_of
 from embedswap.summary.model import SummaryBody
 
-__all__ = ["candidate_outcome", "shim_outcomes", "verdict_of"]  # verdict_of: read by the report's shim section
+__all__ = ["candidate_outcome", "shim_outcomes"]
 
 
 def candidate_outcome(summary: SummaryBody, name: str) -> dict[str, Any]:

@@ -62,7 +62,7 @@ class LatencyConfig(_Strict):
     sweep: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
     sweep_requests: int = Field(24, ge=1)  # requests per sweep point and repeat
     sweep_repeats: int = Field(1, ge=1)
-    # Documents the latency requests are cut from (issue 20): a seeded sample of the corpus in file order, so
+    # Documents the latency requests are cut from: a seeded sample of the corpus in file order, so
     # a 100k corpus does not build 100k request bodies for 30 + 40 requests; None: the whole corpus.
     sample: int | None = Field(None, ge=1)
 
@@ -180,7 +180,7 @@ class ParityConfig(_Strict):
         return value
     # Extra offline backends (e.g. a dtype sweep), each one more row of the gate; none by default.
     backends: list[ParityBackendSpec] = Field(default_factory=list)
-    # The fp32 reference embeds a sample of the documents, stratified by language (issue 20: ~17 docs/s on
+    # The fp32 reference embeds a sample of the documents, stratified by language (~17 docs/s on
     # this CPU, 20 minutes for 20k documents); a corpus this size or smaller is used whole.
     sample: int = Field(512, ge=1)
 

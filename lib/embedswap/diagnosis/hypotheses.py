@@ -1,6 +1,6 @@
 """Why a server's vectors differ from the model's: recompute them under each known pipeline mistake, keep the match.
 
-The known causes (issue 24; vLLM #39579, #45995, sentence-transformers #3208, Qwen3-Embedding #54/#122) split in
+The known causes (vLLM #39579, #45995, sentence-transformers #3208, Qwen3-Embedding #54/#122) split in
 two kinds. *Output-side* ones (pooling mean / cls / lasttoken / max, the model's Dense modules applied or not, L2
 normalisation on or off) are cheap reductions of one forward pass. *Input-side* ones need a pass of their own:
 the EOS token appended or dropped before pooling, a prompt prepended (the model's sentence-transformers prompts,

@@ -1,4 +1,4 @@
-"""Image input for the legacy server, in vLLM's request shape, for CLIP models (issue 18).
+"""Image input for the legacy server, in vLLM's request shape, for CLIP models.
 
 vLLM's ``/v1/embeddings`` takes an image as ``messages``: one user message whose content is an ``image_url`` part
 with a ``data:image/png;base64,...`` URL (``embedswap.parity.multimodal.image_message``). The legacy server answers

@@ -1,7 +1,7 @@
 """Fault emulation for the diagnosis zoo: the legacy server started with ``--emulate-mistake NAME`` makes ONE
 known pipeline mistake on purpose, so that a test can run a server that reproduces a cause through the whole kit.
 
-Each name is a mistake reported on vLLM's / sentence-transformers' trackers (issue 24): a ``2_Dense`` projection
+Each name is a mistake reported on vLLM's / sentence-transformers' trackers: a ``2_Dense`` projection
 not loaded (vLLM #39579), the pooling parsed as another mode (vLLM #45995), ``Normalize`` dropped or added, the
 end token (BERT ``[SEP]``, Qwen3 ``<|endoftext|>``) dropped before pooling (Qwen3-Embedding #54/#122), the query
 prompt put before documents too. Truncation and dtype need no emulation: ``--max-input-tokens`` and ``--dtype``

@@ -200,7 +200,7 @@ def create_app(settings: LegacySettings) -> FastAPI:
     """Load the model (blocking, before anything is served) and build the app."""
     if settings.fault not in FAULT_MODES:
         raise ValueError(f"fault must be one of {FAULT_MODES}")
-    embedder = legacy_images.embedder_for(settings, Embedder)  # issue 18: a CLIP folder also takes images
+    embedder = legacy_images.embedder_for(settings, Embedder)  # a CLIP folder also takes images
     faults = FaultState()
     app = FastAPI(title="embedswap legacy embedding server", version="0.1.0")
     app.state.embedder = embedder
@@ -299,7 +299,7 @@ def create_app(settings: LegacySettings) -> FastAPI:
         faults.successes += 1
         return _json_response(payload)
 
-    legacy_images.add_image_input(app, embedder, settings.model_name)  # vLLM's `messages` shape (issue 18)
+    legacy_images.add_image_input(app, embedder, settings.model_name)  # vLLM's `messages` shape
     app.add_middleware(BodySizeLimitMiddleware, max_body_bytes=settings.max_body_bytes)
     app.add_middleware(RequestLogMiddleware)  # added last = outermost, so it also logs 413s
     return app

@@ -95,7 +95,7 @@ def request_token_count(tokenizer: Any, body: dict[str, Any] | None, max_length:
 
 def probe_token_counter(experiment: Experiment, model_path: str) -> Any:
     """``body -> the model tokenizer's count of its inputs`` (None where it cannot count): the yardstick of each
-    probe's ``usage`` (issue 16: a server that counts something else, or omits usage, says so against it)."""
+    probe's ``usage`` (a server that counts something else, or omits usage, says so against it)."""
     from embedswap.shim.text import load_tokenizer, model_token_limit
     from embedswap.measure.tokens import request_token_count
 

@@ -1,5 +1,5 @@
 """Judgement-free agreement of two rankings: top-k overlap at k = 1, 5, 10, rank-biased overlap, top-1 changes,
-with a bootstrap interval over queries. Split from ``ranking.py``; re-exported there."""
+with a bootstrap interval over queries."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The report's words: one TOML catalogue per language (``report/catalogue/<lang>.toml``), one skeleton template.
 
-Decision (issue 15): the catalogues are TOML files rather than gettext ``.po`` files. A ``.po`` message is a plain
+Decision: the catalogues are TOML files rather than gettext ``.po`` files. A ``.po`` message is a plain
 string with placeholders; many of the report's sentences carry a conditional clause or a loop inside them, and the
 languages put those clauses in different places. So a catalogue message under ``[prose.*]`` is a small Jinja
 fragment: the skeleton ``templates/report.md.j2`` names it with ``{% say "section.key" %}`` and the message is

@@ -81,7 +81,7 @@ class ShimTransport(httpx.BaseTransport):
                 "data": [{"object": "embedding", "index": i, "embedding": encode_base64(v) if as_base64 else v}
                          for i, v in enumerate(answer.vectors)],
                 "model": answer.model or body.get("model"),
-                # the server's own count, or null where it sent none: the shim never invents a number (issue 16)
+                # the server's own count, or null where it sent none: the shim never invents a number
                 "usage": (None if answer.prompt_tokens is None else
                           {"prompt_tokens": answer.prompt_tokens, "total_tokens": answer.prompt_tokens}),
             }

@@ -9,7 +9,7 @@
 Every step ends by recomputing summary.json from the captures, so the summary is always current.
 
 The run flow of steps 01/02 is here; the shared context is in :mod:`embedswap.steps.context`, the notebooks' tables
-in :mod:`embedswap.steps.tables` and step 05 in :mod:`embedswap.steps.parity` (split in issue 20). Every name the
+in :mod:`embedswap.steps.tables` and step 05 in :mod:`embedswap.steps.parity`. Every name the
 notebooks and other modules import from ``embedswap.steps`` is still here.
 """
 
@@ -21,8 +21,8 @@ import numpy as np
 
 from embedswap.captures import capture_complete
 from embedswap.measure.capture import measure_target
-from embedswap.steps.context import StepContext, StepError, _reason, find_experiment_dir, open_step
-from embedswap.steps.parity import _nothing_gated, not_gated, run_parity
+from embedswap.steps.context import StepContext, StepError, find_experiment_dir, open_step
+from embedswap.steps.parity import not_gated, run_parity
 from embedswap.steps.tables import (
     contract_table,
     instruction_table,
@@ -36,7 +36,7 @@ from embedswap.summary.build import environment
 from embedswap.measure.tokens import ensure_tokenizer_counts
 
 __all__ = [
-    "StepContext", "StepError", "_nothing_gated", "_reason", "capture_legacy", "contract_table",
+    "StepContext", "StepError", "capture_legacy", "contract_table",
     "find_experiment_dir", "instruction_table", "latency_table", "measure_or_resume", "measure_target",
     "not_gated", "open_step", "parity_table", "require_captures", "restore_legacy", "run_parity", "swap_deploy",
     "targets_table", "vector_table",

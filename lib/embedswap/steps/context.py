@@ -1,6 +1,6 @@
 """What every step shares: the step context (experiment, attempt, workload), opening it, and the step error.
 
-Split out of ``embedswap.steps`` (issue 20: no module over ~400 lines); ``embedswap.steps`` re-exports all of it.
+``embedswap.steps`` is the face the notebooks import.
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ class StepContext:
 
 
 
-def _reason(code: str, **params: object) -> dict[str, object]:
+def why_fields(code: str, **params: object) -> dict[str, object]:
     """``why`` and ``reason`` of a not-measured entry (for entries that carry no ``measured`` flag)."""
     return {k: v for k, v in not_measured(code, **params).items() if k != "measured"}
+
 
 def find_experiment_dir(experiment_dir: str | Path = "") -> Path:
     """As given (relative to the cwd, else to the project root); "" means the newest folder in experiments/."""

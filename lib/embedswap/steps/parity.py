@@ -20,7 +20,7 @@ from embedswap.parity.checks import captured_matrix
 from embedswap.parity.multimodal_step import captured_multimodal
 from embedswap.parity.backends import backend_from_spec, measure_backend
 from embedswap.parity.gate import gate, golden_reference, record_modalities, thresholds_from
-from embedswap.steps.context import StepContext, StepError, _reason
+from embedswap.steps.context import StepContext, StepError, why_fields
 from embedswap.measure.workload import sample_record, stratified_sample
 
 
@@ -78,7 +78,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     def text_row(backend: str, dtype: str, device: str, vectors: Any, source: str) -> dict[str, Any]:
         row = gate(backend, dtype, device, "text", reference[text_index], vectors[text_index],
                    [ids[i] for i in text_index], thresholds=thresholds).as_dict()
-        if not row["pass"]:  # issue 24: say which known pipeline mistake reproduces the vectors
+        if not row["pass"]:  # say which known pipeline mistake reproduces the vectors
             row["diagnosis"] = diagnose_row(experiment, attempt, [texts[i] for i in text_index],
                                             vectors[text_index], backend, thresholds["text"])
         return {**row, "source": source}
@@ -89,7 +89,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         if name in not_asked:
             continue
         if not attempt.has(f"{name}/doc_vectors.npy"):
-            not_run.append({"backend": name, **_reason("no_document_vectors_captured")})
+            not_run.append({"backend": name, **why_fields("no_document_vectors_captured")})
             continue
         config = experiment.targets[name]
         dtype = getattr(config, "dtype", None) or "engine default"
@@ -104,7 +104,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         measured = offline_vectors(spec)
         if measured.get("vectors") is None:
             not_run.append({"backend": spec.label, **({"why": measured["error"]} if measured.get("error")
-                                                     else _reason("no_vectors"))})
+                                                     else why_fields("no_vectors"))})
             continue
         try:
             rows.append(text_row(spec.label, measured["dtype"], measured["device"], measured["vectors"],
@@ -114,10 +114,10 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     multimodal = captured_multimodal(experiment, attempt, attempt.logs / "multimodal")  # parity.multimodal
     if multimodal is None and image_ids:
         multimodal = {"measured": False, "records": len(image_ids), "threshold": thresholds["text+image"],
-                      **_reason("images_not_embedded", n=len(image_ids), ids=", ".join(image_ids[:5]))}
+                      **why_fields("images_not_embedded", n=len(image_ids), ids=", ".join(image_ids[:5]))}
     elif multimodal is None:
         multimodal = {"measured": False, "records": 0, "threshold": thresholds["text+image"],
-                      **_reason("no_images")}
+                      **why_fields("no_images")}
     result = {
         "rows": rows,
         # a configured multimodal part that failed (or could not run) fails the gate too
@@ -130,7 +130,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         "multimodal": multimodal,
         "reference": "captures/reference/doc_vectors.npy (sentence-transformers, fp32, cpu)",
         "sample": sample,
-        # article 003's matrix (issue 18): its rows are findings beside the gate, they do not decide it
+        # article 003's matrix: its rows are findings beside the gate, they do not decide it
         "matrix": captured_matrix(experiment, attempt, texts),
     }
     if attempt.has("parity/rows.json"):
@@ -157,11 +157,11 @@ def _nothing_gated(experiment: Experiment, attempt: Attempt, not_asked: list[str
     """No target was asked for document vectors and no parity backend is configured: the gate has nothing to
     judge, so it neither passes nor fails (``pass: null``) and the fp32 reference is not computed."""
     result = {
-        "rows": [], "pass": None, "not_run": [], "not_asked": not_asked, **_reason("parity_nothing_gated"),
+        "rows": [], "pass": None, "not_run": [], "not_asked": not_asked, **why_fields("parity_nothing_gated"),
         "thresholds": {"text": experiment.parity.text_threshold,
                        "multimodal": experiment.parity.multimodal_threshold},
         "multimodal": {"measured": False, "records": 0, "threshold": experiment.parity.multimodal_threshold,
-                       **_reason("parity_nothing_gated")},
+                       **why_fields("parity_nothing_gated")},
         "reference": None,
     }
     if attempt.has("parity/rows.json"):

@@ -121,7 +121,7 @@ def parity_table(summary: dict[str, Any]) -> pd.DataFrame:
     for missing in parity.get("not_run") or []:
         rows.append({"backend": missing["backend"], "pass": False, "note": f"not measured: {missing['why']}"})
     multimodal = parity.get("multimodal") or {}
-    for row in multimodal.get("rows") or []:  # parity.multimodal (issue 18): a CLIP model's captions and images
+    for row in multimodal.get("rows") or []:  # parity.multimodal: a CLIP model's captions and images
         rows.append({**{k: v for k, v in row.items() if k not in ("worst", "part", "request")},
                      "backend": f"{row['backend']} (CLIP {row.get('part')}, {row.get('request')})"})
     if rows and multimodal and not multimodal.get("measured"):

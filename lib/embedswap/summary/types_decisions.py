@@ -206,6 +206,6 @@ class Decisions(Strict):
     latency: LatencyDecisions
     shim: dict[str, ShimOutcome] = {}
     parity_matrix: list[MatrixFinding] = []
-    parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before issue 18's third round
+    parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before the multimodal part
     diagnosis: dict[str, DiagnosisDecision] = {}
     diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)

@@ -114,5 +114,5 @@ class Parity(Section):
     thresholds: dict[str, Number] = {}  # text, multimodal
     reference: str | None = None
     sample: ParitySample | None = None
-    matrix: ParityMatrix | None = None  # absent in summaries from before issue 18
+    matrix: ParityMatrix | None = None  # absent in summaries from before the parity matrix
     multimodal: MultimodalParity | None = None

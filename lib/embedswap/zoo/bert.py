@@ -1,6 +1,6 @@
 """Tiny random-weight BERT sentence-transformers models, built offline and deterministically (the diagnosis zoo).
 
-Each variant reproduces one pipeline feature the kit must follow (issue 24): a ``2_Dense`` projection after
+Each variant reproduces one pipeline feature the kit must follow: a ``2_Dense`` projection after
 pooling, CLS pooling written in sentence-transformers' compact ``"pooling_mode": "cls"`` config, no ``Normalize``.
 The vocabulary is a hand-written WordPiece list (special tokens, ASCII letters/digits/punctuation and their ``##``
 forms), so no model hub or package data is needed; geometry hidden 128, 2 layers, 2 heads: ~2 MB of weights.

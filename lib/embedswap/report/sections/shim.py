@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis.shim_outcome import verdict_of
+from embedswap.analysis.common import verdict_of
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_sections import ShimRewrite, ShimRow

@@ -1,5 +1,5 @@
 """summary.json's ``ranking`` section: legacy, candidate naive and candidate with the shim fix, evaluated from
-the captures only (the metrics are in ``ranking.py``). Split from ``ranking.py``; re-exported there."""
+the captures only (the metrics are in ``ranking.py``)."""
 
 from __future__ import annotations
 

@@ -97,7 +97,8 @@ def by_candidate(summary: SummaryBody) -> dict[str, CandidateRanking]:
 
 
 def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingRun | None,
-                     config: DecisionsConfig) -> dict[str, Any]:
+                     config: DecisionsConfig | None = None) -> dict[str, Any]:
+    config = config or DecisionsConfig()
     variant = getattr(entry, kind) if entry is not None else RankingRun(measured=False)
     measured = is_measured(variant) and is_measured(legacy)
     tests = variant_tests(legacy, variant) if measured else {}

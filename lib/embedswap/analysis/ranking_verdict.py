@@ -1,27 +1,33 @@
 """Whether search ranking stays the legacy one, per candidate, and what that asks of the migration.
 
-A ranking variant counts as unchanged against legacy when its top-5 overlap is at least :data:`RANK_OVERLAP_MIN`
-and no nDCG@10 / recall@5 delta is a detected difference: beyond :data:`RANK_DELTA_MAX` *and* significant in the
-paired test over the queries (:mod:`embedswap.analysis.ranking_tests`; both stated in the report). A difference is
-never called better or worse. On a random-weight model (:data:`RANDOM_WEIGHT_SPECS`) the ranking is noise and no
-decision is drawn.
+"No difference detected" is not "unchanged": at 24 queries a candidate 0.06 nDCG@10 worse passes a paired test. A
+ranking variant is decided against the margins of ``decisions.margins`` (experiment.yaml, else the defaults of
+:class:`embedswap.config.decisions.Margins`) with the kit's one verdict vocabulary
+(:mod:`embedswap.analysis.equivalence`): the per-query changes of nDCG@10 and recall@5 (variant - legacy) and the
+per-query top-5 overlap with legacy each get a verdict, and :func:`~embedswap.analysis.equivalence.combine` joins
+them. The variant is unchanged when the combined verdict is ``equivalent`` (or ``non_inferior``), changed when it is
+``different`` (in either direction: what the migration keeps is the ranking users had, not a higher metric), and
+neither when it is ``inconclusive``: then the decision is ``undecided`` with the number of queries that would decide
+it. The paired randomization tests (:mod:`embedswap.analysis.ranking_tests`) are still stated beside it. On a
+random-weight model (:data:`RANDOM_WEIGHT_SPECS`) the ranking is noise and no decision is drawn.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from embedswap.analysis import equivalence as eq
 from embedswap.analysis.common import is_measured, roles
-from embedswap.analysis.ranking_tests import ALPHA, variant_tests
+from embedswap.analysis.ranking_tests import paired_values, variant_tests
+from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
-from embedswap.summary.types_decisions import PairedTest
-from embedswap.summary.types_sections import CandidateRanking, MetricDeltas, RankingRun
+from embedswap.summary.types_sections import CandidateRanking, RankingRun
 
 # Model specs whose weights are random (embedswap.zoo.qwen3): their vectors carry no meaning, so ranking is noise.
 RANDOM_WEIGHT_SPECS = ("build:tiny-qwen3",)
-RANK_OVERLAP_MIN = 0.95
-RANK_DELTA_MAX = 0.01
 METRICS = ("ndcg_at_10", "recall_at_5")
+# metric -> its margin in decisions.margins (recall is decided at k = 5)
+MARGIN_OF = {"ndcg_at_10": "ndcg_at_10", "recall_at_5": "recall_at_k", "top5_overlap": "top_k_overlap"}
 
 
 def random_weights(summary: SummaryBody) -> bool:
@@ -31,21 +37,49 @@ def random_weights(summary: SummaryBody) -> bool:
     return any(isinstance(spec, str) and spec.strip().startswith(RANDOM_WEIGHT_SPECS) for spec in specs)
 
 
-def ranking_unchanged(variant: RankingRun, deltas: MetricDeltas | None,
-                      tests: dict[str, PairedTest] | None = None) -> bool | None:
-    """Whether a ranking variant matches legacy within the stated tolerance; None when there is no number. With
-    ``tests`` (metric -> paired test), a delta whose test found no difference does not count against it."""
-    if not is_measured(variant):
+def decisions_config(summary: SummaryBody) -> DecisionsConfig:
+    """``decisions`` of the experiment the summary carries, else the defaults. A ``decisions`` block that does not
+    validate raises: deciding with other margins than the ones the user wrote would be a silent wrong answer."""
+    configured = summary.experiment.config.get("decisions")  # open: experiment.yaml as the user wrote it
+    return DecisionsConfig.model_validate(configured) if isinstance(configured, dict) else DecisionsConfig()
+
+
+def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None,
+                     config: DecisionsConfig) -> tuple[eq.Verdict | None, dict[str, eq.Verdict]]:
+    """(combined, by metric) for one variant against legacy; (None, {}) when there is no per-query number.
+
+    Higher nDCG/recall is not harmless here (``better_is_harmless=False``): a ranking that moved either way is not
+    the legacy one. The top-5 overlap is per query (``top5_overlap`` of each per-query row, against legacy), so it
+    gets its own verdict against ``1 - top_k_overlap``.
+    """
+    margins, alpha, power = config.margins, config.alpha, config.power
+    verdicts: dict[str, eq.Verdict] = {}
+    for metric in METRICS:
+        reference, other = paired_values(legacy, variant, metric)
+        if len(reference):
+            verdicts[metric] = eq.paired_verdict(other - reference, getattr(margins, MARGIN_OF[metric]),
+                                                 alpha=alpha, power=power)
+    overlaps = [row.top5_overlap for row in (variant.per_query if variant is not None else {}).values()
+                if row.top5_overlap is not None]
+    if overlaps:  # a summary without per-query overlaps is decided on the metrics alone
+        verdicts["top5_overlap"] = eq.overlap_verdict(overlaps, margins.top_k_overlap, alpha=alpha, power=power)
+    # No per-language slices (sliced_verdict): the per-query rows of the summary do not carry the query's language
+    # (measure.workload.Query.lang is not written into ranking.per_query), so a language cannot be told apart here.
+    if not verdicts:
+        return None, {}
+    return eq.combine(verdicts), verdicts
+
+
+def _typed(v: eq.Verdict) -> dict[str, Any]:
+    return {"code": v.code, "direction": v.direction, "estimate": v.estimate, "low": v.low, "high": v.high,
+            "margin": v.margin, "n": v.n, "n_needed": v.n_needed, "reason": v.reason}
+
+
+def unchanged_from(verdict: eq.Verdict | None) -> bool | None:
+    """True when acceptable (equivalent / non-inferior), False when different, None when inconclusive or absent."""
+    if verdict is None or verdict.code == "inconclusive":
         return None
-    overlap = variant.top5_overlap
-    values = [getattr(deltas, k) if deltas is not None else None for k in METRICS]
-    if overlap is None and all(v is None for v in values):
-        return None
-    if overlap is not None and overlap < RANK_OVERLAP_MIN:
-        return False
-    tests = tests or {}
-    noise = [k in tests and tests[k].verdict == "no_difference" for k in METRICS]
-    return all(v is None or abs(v) <= RANK_DELTA_MAX or quiet for v, quiet in zip(values, noise))
+    return verdict.acceptable
 
 
 def by_candidate(summary: SummaryBody) -> dict[str, CandidateRanking]:
@@ -62,36 +96,55 @@ def by_candidate(summary: SummaryBody) -> dict[str, CandidateRanking]:
     return entries
 
 
-def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingRun | None) -> dict[str, Any]:
+def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingRun | None,
+                     config: DecisionsConfig | None = None) -> dict[str, Any]:
+    config = config or DecisionsConfig()
     variant = getattr(entry, kind) if entry is not None else RankingRun(measured=False)
-    tests = variant_tests(legacy, variant) if is_measured(variant) and is_measured(legacy) else {}
-    typed_tests = {k: PairedTest.model_validate(v) for k, v in tests.items()}
-    unchanged = ranking_unchanged(variant, entry.deltas.get(kind) if entry is not None else None, typed_tests)
+    measured = is_measured(variant) and is_measured(legacy)
+    tests = variant_tests(legacy, variant) if measured else {}
+    combined, metrics = variant_verdicts(legacy, variant, config) if measured else (None, {})
     per_query = variant.per_query
     changed = sum(1 for q in per_query.values() if q.top5_overlap is not None and q.top5_overlap < 1)
-    return {"unchanged": unchanged, "changed_queries": changed if per_query else None,
-            "queries": len(per_query) or variant.queries, "tests": tests}
+    return {"unchanged": unchanged_from(combined), "changed_queries": changed if per_query else None,
+            "queries": len(per_query) or variant.queries, "tests": tests,
+            "equivalence": _typed(combined) if combined is not None else None,
+            "metrics": {k: _typed(v) for k, v in metrics.items()}}
 
 
-def decision(naive_same: bool | None, shim_same: bool | None) -> str:
-    """reindex / client / shim_only / none / shim_missing: what the two rankings ask of the migration."""
-    if shim_same is None:
+def decision(naive: str | None, shim: str | None) -> str:
+    """reindex / client / shim_only / none / shim_missing / undecided, from the two variants' verdict codes
+    (None: not measured). An inconclusive variant that could change the answer leaves it ``undecided``."""
+    if shim is None:
         return "shim_missing"
-    if not shim_same:
+    if shim == "inconclusive":
+        return "undecided"
+    if shim not in ("equivalent", "non_inferior"):
         return "reindex"
-    if naive_same is False:
-        return "client"
-    if naive_same is None:
+    if naive is None:
         return "shim_only"
-    return "none"
+    if naive == "inconclusive":
+        return "undecided"
+    return "none" if naive in ("equivalent", "non_inferior") else "client"
+
+
+def _needed(naive: dict[str, Any], shim: dict[str, Any]) -> int | None:
+    """The queries that would decide the inconclusive variants (the larger; None when one has no practical n)."""
+    found = [v["equivalence"]["n_needed"] for v in (naive, shim)
+             if v["equivalence"] is not None and v["equivalence"]["code"] == "inconclusive"]
+    return None if not found or any(n is None for n in found) else max(found)
 
 
 def ranking_verdicts(summary: SummaryBody) -> dict[str, Any]:
-    """``{meaningful, tolerance, by_candidate: {name: {naive, shim, decision}}}``; no verdict on random weights."""
+    """``{meaningful, tolerance, margins, by_candidate: {name: {naive, shim, decision, n_needed}}}``; no verdict
+    on random weights."""
     meaningful = not random_weights(summary)
+    config = decisions_config(summary)
+    margins = config.margins
     out: dict[str, Any] = {"meaningful": meaningful,
-                           "tolerance": {"top5_overlap_min": RANK_OVERLAP_MIN, "delta_max": RANK_DELTA_MAX,
-                                         "alpha": ALPHA},
+                           "tolerance": {"top5_overlap_min": 1 - margins.top_k_overlap,
+                                         "ndcg_margin": margins.ndcg_at_10, "recall_margin": margins.recall_at_k,
+                                         "alpha": config.alpha, "power": config.power},
+                           "margins": margins.model_dump(),
                            "by_candidate": {}}
     if not meaningful or not is_measured(summary.ranking):
         return out
@@ -99,7 +152,9 @@ def ranking_verdicts(summary: SummaryBody) -> dict[str, Any]:
     legacy = summary.ranking.legacy
     for name in roles(summary)[1]:
         entry = entries.get(name)
-        naive, shim = _variant_verdict(entry, "naive", legacy), _variant_verdict(entry, "shim", legacy)
-        out["by_candidate"][name] = {"naive": naive, "shim": shim,
-                                     "decision": decision(naive["unchanged"], shim["unchanged"])}
+        naive = _variant_verdict(entry, "naive", legacy, config)
+        shim = _variant_verdict(entry, "shim", legacy, config)
+        code = decision(*((v["equivalence"] or {}).get("code") for v in (naive, shim)))
+        out["by_candidate"][name] = {"naive": naive, "shim": shim, "decision": code,
+                                     "n_needed": _needed(naive, shim) if code == "undecided" else None}
     return out

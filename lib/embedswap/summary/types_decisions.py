@@ -58,23 +58,43 @@ class PairedTest(Strict):
     sd: float | None
 
 
+class EquivalenceVerdict(Strict):
+    """One verdict against a margin (embedswap.analysis.equivalence.Verdict, without its p-values and params):
+    ``estimate``/``low``/``high`` are the change (candidate - legacy) and its (1 - 2 alpha) interval, ``n_needed``
+    the queries that would decide an ``inconclusive`` one (None when no practical n would)."""
+    code: Literal["equivalent", "non_inferior", "different", "inconclusive", "failed"]
+    direction: Literal["worse", "better", "slower", "faster"] | None = None
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    margin: float | None = None
+    n: int | None = None
+    n_needed: int | None = None
+    reason: str = ""
+
+
 class RankingVariant(Strict):
     unchanged: bool | None
     changed_queries: int | None = None
     queries: int | None = None
     tests: dict[str, PairedTest] = {}
+    # absent in summaries decided before the equivalence verdicts: the combined verdict and one per metric
+    equivalence: EquivalenceVerdict | None = None
+    metrics: dict[str, EquivalenceVerdict] = {}
 
 
 class RankingCandidate(Strict):
     naive: RankingVariant
     shim: RankingVariant
-    decision: Literal["reindex", "client", "shim_only", "none", "shim_missing"]
+    decision: Literal["reindex", "client", "shim_only", "none", "shim_missing", "undecided"]
+    n_needed: int | None = None  # undecided: the queries that would decide it (None when no practical n would)
 
 
 class RankingDecision(Strict):
     meaningful: bool
     tolerance: dict[str, float]
     by_candidate: dict[str, RankingCandidate] = {}
+    margins: dict[str, float] | None = None  # the margins the verdicts used (decisions.margins or the defaults)
 
 
 class Interval(Strict):

@@ -65,12 +65,13 @@ def _rows(ctx: ReportContext, entries: dict[str, CandidateRanking],
 def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
           verdict: RankingVariant | None) -> tuple[str, str] | None:
     """(long, short) sentence for one variant's verdict, or None without a number."""
-    if verdict is None or verdict.unchanged is None:
+    undecided = verdict is not None and verdict.equivalence is not None and verdict.equivalence.code == "inconclusive"
+    if verdict is None or (verdict.unchanged is None and not undecided):
         return None
     t = ctx.terms
     variant: RankingRun = getattr(entry, kind)
     d = entry.deltas.get(kind) or MetricDeltas()
-    state = t["rank_same"] if verdict.unchanged else t["rank_differs"]
+    state = t["rank_undecided"] if undecided else t["rank_same"] if verdict.unchanged else t["rank_differs"]
     changed = verdict.changed_queries
     text = t["rank_line"].format(
         state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), d_recall=fmt(d.recall_at_5, "delta"),
@@ -81,11 +82,24 @@ def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
     clauses = [c for c in clauses if c]
     if clauses:
         text += t["stats"]["rank_tests"].format(tests="; ".join(clauses))
+    text += _verdict_clause(t, verdict)
     ndcg_test = verdict.tests.get("ndcg_at_10")
     low, high, p = (None, None, None) if ndcg_test is None else (ndcg_test.low, ndcg_test.high, ndcg_test.p_value)
     short = t["rank_short"].format(state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), low=fmt(low, "delta"),
                                    high=fmt(high, "delta"), p=fmt(p, "p"), overlap=fmt(variant.top5_overlap, "score"))
     return text, short
+
+
+def _verdict_clause(t: dict[str, Any], verdict: RankingVariant) -> str:
+    """The equivalence verdict's code and, when inconclusive, the queries that would decide it ('' without one)."""
+    found = verdict.equivalence
+    if found is None:  # a summary decided before the verdicts existed
+        return ""
+    text = t["rank_verdict"].format(code=code(found.code))
+    if found.code == "inconclusive":
+        text += (t["rank_verdict_needed"].format(n=fmt(found.n_needed, "int")) if found.n_needed is not None
+                 else t["rank_verdict_no_n"])
+    return text
 
 
 def ranking_finding(ctx: ReportContext, name: str, entry: CandidateRanking) -> dict[str, Any]:
@@ -97,6 +111,10 @@ def ranking_finding(ctx: ReportContext, name: str, entry: CandidateRanking) -> d
     decisions = ctx.terms["rank_decision"]
     if code_ == "shim_missing":
         decision = decisions["shim_missing"].format(label=ctx.label(False), why=ctx.why(entry.shim) or MISSING)
+    elif code_ == "undecided":
+        n_needed = verdict.n_needed if verdict is not None else None
+        decision = (decisions["undecided"].format(n=fmt(n_needed, "int")) if n_needed is not None
+                    else decisions["undecided_no_n"])
     else:
         decision = decisions.get(code_, MISSING)
     return {"name": name, "naive": (lines["naive"] or (None,))[0], "shim": (lines["shim"] or (None,))[0],
@@ -146,9 +164,12 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     empty = {"state": False, "meaningless": meaningless, "table": None, "findings": [], "why": [],
              "definitions": t["ranking_defs"], "sources": MISSING, "queries": MISSING, "agreement": None,
              "judged": True,
+             # older summaries stated one delta tolerance (delta_max) instead of the two margins
              "tolerance": {"overlap": fmt(tolerance.get("top5_overlap_min"), "score"),
-                           "delta": fmt(tolerance.get("delta_max"), "score"),
-                           "alpha": fmt(tolerance.get("alpha", 0.05), "raw")}}
+                           "ndcg": fmt(tolerance.get("ndcg_margin", tolerance.get("delta_max")), "score"),
+                           "recall": fmt(tolerance.get("recall_margin", tolerance.get("delta_max")), "score"),
+                           "alpha": fmt(tolerance.get("alpha", 0.05), "raw"),
+                           "interval": fmt(round(100 * (1 - 2 * tolerance.get("alpha", 0.05)), 6), "raw")}}
     if not is_measured(section):
         return {**empty, "label": ctx.label(False), "top_why": ctx.why(section)}
     legacy = section.legacy

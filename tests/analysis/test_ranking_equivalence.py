@@ -1,0 +1,116 @@
+"""The ranking decision by equivalence verdicts (analysis/ranking_verdict over analysis/equivalence), on hand-built
+summaries. Expected values are worked out in the comments."""
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+from typed_summary import summary_body
+
+from embedswap.analysis import ranking_verdict as rv
+from embedswap.summary.types_decisions import RankingDecision
+
+N = 24
+
+
+def _rows(ndcg: list[float], recall: list[float], overlap: list[float]) -> dict:
+    return {f"q{i}": {"ndcg_at_10": n, "recall_at_5": r, "top5_overlap": o}
+            for i, (n, r, o) in enumerate(zip(ndcg, recall, overlap))}
+
+
+def _variant(d_ndcg: list[float], d_recall: list[float], overlap: list[float]) -> dict:
+    return {"measured": True, "top5_overlap": sum(overlap) / len(overlap),
+            "per_query": _rows([0.5 + d for d in d_ndcg], [0.5 + d for d in d_recall], overlap)}
+
+
+SAME = ([0.0] * N, [0.0] * N, [1.0] * N)
+# the issue's case: nDCG@10 -0.06 on average (12 queries -0.30, 12 +0.18: sd 0.245, se 0.050, paired p ~ 0.24),
+# recall@5 -0.05 (12 x -0.2, 12 x +0.1: p ~ 0.12), top-5 overlap 0.958 (19 queries keep it, 5 lose one document)
+ISSUE = ([-0.30] * 12 + [0.18] * 12, [-0.2] * 12 + [0.1] * 12, [1.0] * 19 + [0.8] * 5)
+# clearly worse: every query loses 0.25-0.35 nDCG@10 and 0.2 recall@5, two documents of the top 5
+WORSE = ([-0.25, -0.35] * 12, [-0.2] * N, [0.6] * N)
+
+
+def _summary(naive: tuple, shim: tuple, config: dict | None = None) -> dict:
+    legacy = {"measured": True, "per_query": _rows([0.5] * N, [0.5] * N, [1.0] * N)}
+    return {"model": {"spec": "package:x"}, "roles": {"legacy": "legacy", "candidates": ["vllm"]},
+            "experiment": {"config": config or {}},
+            "ranking": {"measured": True, "legacy": legacy,
+                        "by_candidate": {"vllm": {"measured": True, "naive": _variant(*naive),
+                                                  "shim": _variant(*shim), "deltas": {}}}}}
+
+
+def _decide(naive: tuple, shim: tuple, config: dict | None = None) -> dict:
+    out = rv.ranking_verdicts(summary_body(_summary(naive, shim, config)))
+    RankingDecision.model_validate(out)  # what summary.json stores
+    return out
+
+
+def test_the_issue_case_is_undecided_not_unchanged() -> None:
+    out = _decide(ISSUE, ISSUE)
+    entry = out["by_candidate"]["vllm"]
+    shim = entry["shim"]
+    # the paired randomization tests see no difference: the old rule called this "unchanged", decision "none"
+    assert shim["tests"]["ndcg_at_10"]["verdict"] == "no_difference"
+    assert shim["tests"]["recall_at_5"]["verdict"] == "no_difference"
+    assert shim["equivalence"]["code"] == "inconclusive" and shim["unchanged"] is None
+    assert shim["metrics"]["ndcg_at_10"]["estimate"] == pytest.approx(-0.06)
+    assert shim["metrics"]["ndcg_at_10"]["code"] == "inconclusive"
+    assert shim["metrics"]["recall_at_5"]["estimate"] == pytest.approx(-0.05)
+    assert entry["decision"] == "undecided"
+    # -0.06 lies beyond the 0.02 margin: the n that would show it (two-sided t at 0.05, 80 % power, sd 0.245) is
+    # about ((1.96 + 0.84) * 0.245 / 0.06)^2 ~ 131; recall: ((2.8 * 0.153) / 0.05)^2 ~ 74; the overlap change
+    # -0.042 (sd 0.083) lies inside its 0.05 margin, so non-inferiority needs ((1.645 + 0.84) * 0.083 / 0.0083)^2
+    # ~ 618 queries: the slowest comparison decides how many queries the decision needs
+    metrics = shim["metrics"]
+    assert 125 <= metrics["ndcg_at_10"]["n_needed"] <= 140
+    assert 70 <= metrics["recall_at_5"]["n_needed"] <= 82
+    assert metrics["top5_overlap"]["code"] == "inconclusive"
+    assert 590 <= metrics["top5_overlap"]["n_needed"] <= 640
+    assert entry["n_needed"] == shim["equivalence"]["n_needed"] == metrics["top5_overlap"]["n_needed"] > N
+    assert out["margins"]["ndcg_at_10"] == 0.02 and out["margins"]["recall_at_k"] == 0.02
+
+
+def test_identical_rankings_are_equivalent_and_unchanged() -> None:
+    # every per-query delta is exactly 0 (no variance): the interval is the value itself, inside every margin
+    entry = _decide(SAME, SAME)["by_candidate"]["vllm"]
+    for kind in ("naive", "shim"):
+        assert entry[kind]["equivalence"]["code"] == "equivalent"
+        assert entry[kind]["unchanged"] is True
+        assert set(entry[kind]["metrics"]) == {"ndcg_at_10", "recall_at_5", "top5_overlap"}
+    assert entry["decision"] == "none" and entry["n_needed"] is None
+
+
+def test_clearly_worse_is_different_and_decides_as_before() -> None:
+    entry = _decide(WORSE, SAME)["by_candidate"]["vllm"]
+    assert entry["naive"]["equivalence"]["code"] == "different"
+    assert entry["naive"]["equivalence"]["direction"] == "worse"
+    assert entry["naive"]["unchanged"] is False
+    assert entry["decision"] == "client"  # address swap alone changes it, the shim brings it back
+    entry = _decide(SAME, WORSE)["by_candidate"]["vllm"]
+    assert entry["shim"]["unchanged"] is False and entry["decision"] == "reindex"
+
+
+def test_an_inconclusive_naive_variant_leaves_the_client_question_undecided() -> None:
+    entry = _decide(ISSUE, SAME)["by_candidate"]["vllm"]
+    assert entry["shim"]["unchanged"] is True and entry["naive"]["unchanged"] is None
+    assert entry["decision"] == "undecided" and entry["n_needed"] == entry["naive"]["equivalence"]["n_needed"]
+
+
+def test_margins_come_from_the_experiment() -> None:
+    # wider margins: nDCG@10 90 % interval -0.06 +- 1.714 * 0.050 = [-0.146, 0.026] inside +-0.2; recall
+    # [-0.103, 0.003] inside +-0.2; overlap - 1: mean -0.042, low ~ -0.071 > -0.1 -> all equivalent
+    config = {"decisions": {"margins": {"ndcg_at_10": 0.2, "recall_at_k": 0.2, "top_k_overlap": 0.1}}}
+    out = _decide(ISSUE, ISSUE, config)
+    assert out["margins"]["ndcg_at_10"] == 0.2 and out["margins"]["top_k_overlap"] == 0.1
+    assert out["tolerance"]["top5_overlap_min"] == pytest.approx(0.9)
+    entry = out["by_candidate"]["vllm"]
+    assert entry["shim"]["equivalence"]["code"] == "equivalent" and entry["decision"] == "none"
+    with pytest.raises(ValidationError):  # a margin the user wrote wrong is not silently replaced by the default
+        _decide(SAME, SAME, {"decisions": {"margins": {"ndcg_at_10": -1}}})
+
+
+def test_a_summary_decided_before_the_verdicts_still_loads() -> None:
+    old = {"meaningful": True, "tolerance": {"top5_overlap_min": 0.95, "delta_max": 0.01, "alpha": 0.05},
+           "by_candidate": {"vllm": {"naive": {"unchanged": True}, "shim": {"unchanged": True}, "decision": "none"}}}
+    loaded = RankingDecision.model_validate(old)
+    assert loaded.margins is None and loaded.by_candidate["vllm"].shim.equivalence is None

@@ -14,7 +14,7 @@ from typing import Any
 from embedswap.analysis import latency_intervals
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.latency_points import latency_points_of
-from embedswap.summary.model import SummaryBody
+from embedswap.summary.model import SummaryBody, TargetSettings
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 
 
@@ -94,8 +94,8 @@ def lock_estimate(summary: SummaryBody) -> dict[str, Any] | None:
     legacy_name = roles(summary)[0]
     legacy = summary.latency.by_target.get(legacy_name)
     target = summary.targets.get(legacy_name)
-    config = target.config if target is not None else {}  # open: the target's configuration as written
-    if config.get("kind") != "legacy" or not config.get("lock") or latency_state(legacy) is not True:
+    config = target.config if target is not None else TargetSettings()
+    if config.kind != "legacy" or not config.lock or latency_state(legacy) is not True:
         return None
     seq, conc = _value(legacy, "sequential", "p50_ms"), _value(legacy, "concurrent", "p50_ms")
     if not seq or conc is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from embedswap.summary.types_common import Number, Section, Strict
 from embedswap.summary.types_decisions import Decisions
@@ -91,6 +91,18 @@ class Step(Strict):
     superseded: dict[str, Any] | None = None  # a step measured again: the captures moved aside (open: per step)
 
 
+class TargetSettings(BaseModel):
+    """A target's configuration as the user wrote it (experiment.yaml's ``targets.<name>``): the keys the report
+    reads are typed; the rest stay as written (``extra="allow"``), since each kind of server has its own keys
+    (routes, manifests, ports) and summaries written by older kits must still load."""
+    model_config = ConfigDict(extra="allow")
+    kind: str | None = None
+    url: str | None = None
+    note: str | None = None
+    lock: bool | None = None  # legacy servers only: the global lock around the model
+    dtype: str | None = None
+
+
 class Target(Section):
     """One server: its configuration and what its target.json recorded of its start and run.
 
@@ -98,7 +110,7 @@ class Target(Section):
     shape and routes, a Kubernetes one its manifests, Dynamo its frontend and worker); the fields below are the
     ones every kind writes and the report reads."""
     model_config = ConfigDict(extra="allow")
-    config: dict[str, Any] = {}  # open: the target's configuration as the user wrote it
+    config: TargetSettings = TargetSettings()
     error: str | None = None
     name: str | None = None
     kind: str | None = None

@@ -201,7 +201,7 @@ class ReportContext:
         if value:
             return int(value), None
         target = self.summary.targets.get(name)
-        kind = target.config.get("kind") if target is not None else None  # open: the target as configured
+        kind = target.config.kind if target is not None else None
         if "rss_peak_bytes" not in info.model_fields_set:
             return None, self.terms["no_section"]
         return None, self.terms["rss_unreadable_external" if kind == "external" else "rss_unreadable"]

@@ -12,7 +12,7 @@ from embedswap.report.sections.gaps import STATUS_SECTIONS
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.notebooks import exported
 from embedswap.report.portable import locality, portable_command
-from embedswap.summary.model import Environment, Target, WorkloadInfo
+from embedswap.summary.model import Environment, Target, TargetSettings, WorkloadInfo
 
 
 def _target(ctx: ReportContext, name: str) -> Target | None:
@@ -27,7 +27,7 @@ def _kind(info: Target | None) -> str:
     """A server's kind as configured, else as its target.json recorded it."""
     if info is None:
         return MISSING
-    return info.config.get("kind") or info.kind or MISSING  # open: the target as the user configured it
+    return info.config.kind or info.kind or MISSING
 
 
 def status(ctx: ReportContext) -> dict[str, Any]:
@@ -69,7 +69,7 @@ def _launches(ctx: ReportContext) -> list[dict[str, Any]]:
     launches = []
     for name in ctx.names:
         info = _target(ctx, name)
-        config = info.config if info is not None else {}  # open: the target as the user configured it
+        config = info.config if info is not None else TargetSettings()
         measured = _measured(info)
         commands = info.commands if info is not None else []
         launches.append({
@@ -77,9 +77,9 @@ def _launches(ctx: ReportContext) -> list[dict[str, Any]]:
             "state": measured, "label": ctx.label(measured),
             "commands": fence("\n".join(portable_command(c, where) for c in commands), "bash")
             if commands else None,
-            "url": config.get("url"), "note": esc(config.get("note")) if config.get("note") else None,
+            "url": config.url, "note": esc(config.note) if config.note else None,
             "error": ctx.failure(name),
-            "lock": config.get("lock"), "dtype": config.get("dtype"),
+            "lock": config.lock, "dtype": config.dtype,
         })
     return launches
 

@@ -88,3 +88,28 @@ def test_a_section_not_measured_has_no_figures() -> None:
     summary = load_summary(FIXTURES / "summary_smoke.json")
     assert summary.diagnosis is not None and summary.diagnosis.measured is False
     assert summary.diagnosis.reason is not None and summary.diagnosis.by_target == {}
+
+
+def test_the_agreement_builder_writes_the_typed_agreement() -> None:
+    """Every k the builder measures has its field (a new k would otherwise fail every summary at load), and what
+    it writes loads with the figures where the report reads them."""
+    from embedswap.ranking.agreement import AGREEMENT_K, agreement
+    from embedswap.summary.types_sections import Agreement
+
+    docs = [f"d{i}" for i in range(10)]
+    reference = {"per_query": {"q1": {"top10": docs}, "q2": {"top10": docs}}}
+    other = {"per_query": {"q1": {"top10": docs}, "q2": {"top10": docs[::-1]}}}
+    loaded = Agreement.model_validate(agreement(reference, other))
+    assert loaded.k == list(AGREEMENT_K) and loaded.queries == 2
+    assert all(loaded.overlap_at(k) is not None for k in AGREEMENT_K)
+    assert loaded.overlap_at(10).mean == 1.0 and loaded.top1_changed.mean == 0.5
+
+
+def test_target_settings_keep_the_keys_of_each_kind() -> None:
+    """A target's configuration types what the report reads and keeps every other key as written."""
+    from embedswap.summary.model import Target
+
+    target = Target.model_validate({"measured": True, "config": {"kind": "external", "url": "http://h/v1",
+                                                                  "api_shape": "openai", "routes": {"embed": "/e"}}})
+    assert target.config.kind == "external" and target.config.lock is None
+    assert target.config.model_dump(exclude_unset=True)["routes"] == {"embed": "/e"}

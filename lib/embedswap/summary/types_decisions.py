@@ -90,9 +90,21 @@ class RankingCandidate(Strict):
     n_needed: int | None = None  # undecided: the queries that would decide it (None when no practical n would)
 
 
+class RankingTolerance(Strict):
+    """The tolerances the ranking verdicts state (embedswap.analysis.ranking_verdict); ``float`` as before, so a
+    stored 1 reads as 1.0."""
+    top5_overlap_min: float | None = None
+    ndcg_margin: float | None = None
+    recall_margin: float | None = None
+    alpha: float = 0.05  # summaries from before alpha was stated were decided at 0.05
+    power: float | None = None
+    # summaries decided before the two margins stated one tolerance for both deltas
+    delta_max: float | None = None
+
+
 class RankingDecision(Strict):
     meaningful: bool
-    tolerance: dict[str, float]
+    tolerance: RankingTolerance
     by_candidate: dict[str, RankingCandidate] = {}
     margins: dict[str, float] | None = None  # the margins the verdicts used (decisions.margins or the defaults)
 

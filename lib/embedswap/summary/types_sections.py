@@ -112,11 +112,47 @@ class RankingSource(Strict):
     queries: str
 
 
+class AgreementStat(Strict):
+    """One agreement figure: its mean over queries and the 95 % bootstrap interval of that mean (None: no query)."""
+    mean: Number | None = None
+    low: Number | None = None
+    high: Number | None = None
+    n: int | None = None
+
+
+class QueryAgreement(Strict):
+    """One query's agreement with the legacy ranking (rbo is null when a ranking was empty)."""
+    overlap_at_1: Number | None = None
+    overlap_at_5: Number | None = None
+    overlap_at_10: Number | None = None
+    rbo: Number | None = None
+    top1_changed: Number | None = None
+
+
+class Agreement(Strict):
+    """Judgement-free agreement of one variant's ranking with the legacy one (embedswap.ranking.agreement).
+
+    The top-k overlaps are one field per k of ``AGREEMENT_K`` (1, 5, 10), named as the builder writes them; a new
+    k needs a field here (tests/summary checks that every k has one)."""
+    queries: int | None = None
+    k: list[int] = []
+    rbo_p: Number | None = None
+    overlap_at_1: AgreementStat | None = None
+    overlap_at_5: AgreementStat | None = None
+    overlap_at_10: AgreementStat | None = None
+    rbo: AgreementStat | None = None
+    top1_changed: AgreementStat | None = None
+    per_query: dict[str, QueryAgreement] = {}
+
+    def overlap_at(self, k: int) -> AgreementStat | None:
+        """The top-k overlap at one of the ``k`` the builder measured; None for a k it did not."""
+        return {1: self.overlap_at_1, 5: self.overlap_at_5, 10: self.overlap_at_10}.get(k)
+
+
 class RankingRun(Section):
     """One ranking (documents + queries of one server and variant) and its figures."""
     judged: bool | None = None
-    # open: agreement metrics are keyed by their k (overlap_at_<k>) and carry per-query rows (ranking.agreement)
-    agreement: dict[str, Any] | None = None
+    agreement: Agreement | None = None
     ndcg_at_10: Number | None = None
     recall_at_5: Number | None = None
     top5_overlap: Number | None = None

@@ -12,7 +12,7 @@ from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import delta_cell, paired
 from embedswap.summary.types_decisions import PairedTest, RankingVariant
-from embedswap.summary.types_sections import CandidateRanking, MetricDeltas, RankingRun
+from embedswap.summary.types_sections import AgreementStat, CandidateRanking, MetricDeltas, RankingRun
 
 KINDS = ("naive", "shim")
 
@@ -124,12 +124,10 @@ def ranking_finding(ctx: ReportContext, name: str, entry: CandidateRanking) -> d
             "shim_same": verdict.shim.unchanged if verdict is not None else None}
 
 
-# the agreement metrics stay an open dict in the summary (keyed by their k, with per-query rows)
-def _interval_cell(stat: dict[str, Any] | None) -> str:
-    stat = stat or {}
-    if stat.get("mean") is None:
+def _interval_cell(stat: AgreementStat | None) -> str:
+    if stat is None or stat.mean is None:
         return MISSING
-    return f"{fmt(stat['mean'], 'score')} [{fmt(stat.get('low'), 'score')}, {fmt(stat.get('high'), 'score')}]"
+    return f"{fmt(stat.mean, 'score')} [{fmt(stat.low, 'score')}, {fmt(stat.high, 'score')}]"
 
 
 def agreement_table(ctx: ReportContext, entries: dict[str, CandidateRanking]) -> str | None:
@@ -139,14 +137,14 @@ def agreement_table(ctx: ReportContext, entries: dict[str, CandidateRanking]) ->
     for name in ctx.candidates:
         for kind in KINDS:
             found = getattr(_entry(entries, name), kind).agreement
-            if not found:
+            if found is None or not found.model_fields_set:  # {}: nothing to show
                 continue
             if not rows:
-                ks = found.get("k")
+                ks = found.k
             rows.append([esc(ctx.terms["variants"][kind]), code(name),
-                         *[_interval_cell(found.get(f"overlap_at_{k}")) for k in found.get("k") or ()],
-                         _interval_cell(found.get("rbo")), _interval_cell(found.get("top1_changed")),
-                         fmt(found.get("queries"), "int")])
+                         *[_interval_cell(found.overlap_at(k)) for k in found.k],
+                         _interval_cell(found.rbo), _interval_cell(found.top1_changed),
+                         fmt(found.queries, "int")])
     if not rows:
         return None
     header = [ctx.terms["variant"], ctx.terms["documents_of"], *[t["overlap_at"].format(k=k) for k in ks],
@@ -160,16 +158,17 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     section = ctx.summary.ranking
     decided = ctx.decisions.ranking
     meaningless = not decided.meaningful
-    tolerance = decided.tolerance  # open: the tolerances by name, as analysis.ranking_verdict states them
+    tolerance = decided.tolerance
+    # older summaries stated one delta tolerance (delta_max) instead of the two margins
+    ndcg_margin = tolerance.ndcg_margin if tolerance.ndcg_margin is not None else tolerance.delta_max
+    recall_margin = tolerance.recall_margin if tolerance.recall_margin is not None else tolerance.delta_max
     empty = {"state": False, "meaningless": meaningless, "table": None, "findings": [], "why": [],
              "definitions": t["ranking_defs"], "sources": MISSING, "queries": MISSING, "agreement": None,
              "judged": True,
-             # older summaries stated one delta tolerance (delta_max) instead of the two margins
-             "tolerance": {"overlap": fmt(tolerance.get("top5_overlap_min"), "score"),
-                           "ndcg": fmt(tolerance.get("ndcg_margin", tolerance.get("delta_max")), "score"),
-                           "recall": fmt(tolerance.get("recall_margin", tolerance.get("delta_max")), "score"),
-                           "alpha": fmt(tolerance.get("alpha", 0.05), "raw"),
-                           "interval": fmt(round(100 * (1 - 2 * tolerance.get("alpha", 0.05)), 6), "raw")}}
+             "tolerance": {"overlap": fmt(tolerance.top5_overlap_min, "score"),
+                           "ndcg": fmt(ndcg_margin, "score"), "recall": fmt(recall_margin, "score"),
+                           "alpha": fmt(tolerance.alpha, "raw"),
+                           "interval": fmt(round(100 * (1 - 2 * tolerance.alpha), 6), "raw")}}
     if not is_measured(section):
         return {**empty, "label": ctx.label(False), "top_why": ctx.why(section)}
     legacy = section.legacy

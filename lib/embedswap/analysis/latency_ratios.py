@@ -93,7 +93,7 @@ def lock_estimate(summary: SummaryBody) -> dict[str, Any] | None:
     """The article's estimate (unconfirmed): the locked legacy server's concurrent / sequential p50."""
     legacy_name = roles(summary)[0]
     legacy = summary.latency.by_target.get(legacy_name)
-    target = summary.targets.get(legacy_name)
+    target = summary.target(legacy_name)
     config = target.config if target is not None else TargetSettings()
     if config.kind != "legacy" or not config.lock or latency_state(legacy) is not True:
         return None

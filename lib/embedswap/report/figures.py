@@ -143,7 +143,7 @@ def _spread_marks(ax: Any, summary: Summary, frame: pd.DataFrame, targets: list[
                   column: str) -> None:
     """On each bar: the stored 95 % interval (``decisions.latency.points``; none when n is too small for it) and
     the per-repeat values (``spread``) as dots, so a reader sees the spread, not only the middle."""
-    stored = summary.decisions.latency.points
+    decided = summary.decisions.latency
     key, spread_key = FIGURE_KEYS[column]
     entries = dict(_latency_entries(summary, False))
     for container, name in zip(ax.containers, targets):
@@ -153,7 +153,7 @@ def _spread_marks(ax: Any, summary: Summary, frame: pd.DataFrame, targets: list[
                 continue
             run = rows.iloc[0]["run"]
             x = bar.get_x() + bar.get_width() / 2
-            intervals = stored.get(name, {}).get(run)
+            intervals = decided.intervals(name, run)
             iv = getattr(intervals, key) if intervals is not None else None
             if iv is not None and iv.estimable and iv.low is not None:
                 ax.plot([x, x], [iv.low, iv.high], color="black", linewidth=1.2)
@@ -199,9 +199,10 @@ def latency_points(summary: Summary | dict[str, Any]) -> Figure | None:
 
 def _bands(left: Any, right: Any, summary: Summary, name: str, data: pd.DataFrame, colour: Any) -> None:
     """Shaded 95 % intervals of p50 (left) and docs/s (right) along the sweep (``decisions.latency.points``)."""
-    stored = summary.decisions.latency.points.get(name, {})
+    decided = summary.decisions.latency
     for ax, key in ((left, "p50"), (right, "docs_per_s")):
-        rows = [(c, getattr(stored[r], key) if r in stored else None) for c, r in zip(data["concurrency"], data["run"])]
+        stored = [(c, decided.intervals(name, r)) for c, r in zip(data["concurrency"], data["run"])]
+        rows = [(c, getattr(s, key) if s is not None else None) for c, s in stored]
         rows = [(c, iv.low, iv.high) for c, iv in rows if iv is not None and iv.estimable and iv.low is not None]
         if len(rows) > 1:
             ax.fill_between([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], color=colour,

@@ -65,7 +65,7 @@ def _date(summary: Summary) -> date | str | None:
 def _tags(summary: Summary, config: PublishConfig) -> list[str]:
     # the candidates as experiment.yaml lists them (its config is kept as the user wrote it)
     names = [summary.roles.legacy, *summary.experiment.config.get("candidates", [])]
-    targets = [summary.targets.get(n) for n in names if n]
+    targets = [summary.target(n) for n in names if n]
     kinds = [t.config.kind or t.kind for t in targets if t is not None]
     tags = ["embedswap", "embeddings", *(k for k in kinds if k and k != "external"), *config.tags]
     return list(dict.fromkeys(slugify(t) for t in tags))

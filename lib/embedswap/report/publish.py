@@ -53,8 +53,8 @@ def headline(summary: Summary | dict[str, Any]) -> Headline:
     if not isinstance(summary, Summary):
         summary = read_summary(summary)
     candidate = summary.roles.candidate
-    comparison = summary.vectors.comparisons.get(candidate)  # keyed by target name
-    lat = summary.latency.by_target.get(candidate)  # keyed by target name
+    comparison = summary.vectors.comparison(candidate)
+    lat = summary.latency.of(candidate)
     cosine = comparison.cosine if comparison is not None and is_measured(comparison) else None
     seq = lat.sequential if lat is not None and is_measured(lat) else None
     conc = lat.concurrent if lat is not None and is_measured(lat) else None

@@ -157,6 +157,10 @@ class SummaryBody(Strict):
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
     non_finite: list[str] = []
 
+    def target(self, name: str | None) -> Target | None:
+        """One server's configuration and start record (None: not a target of this summary, or no name)."""
+        return self.targets.get(name) if name is not None else None
+
 
 class Summary(SummaryBody):
     """summary.json, schema version 2."""

@@ -108,6 +108,10 @@ class RankingDecision(Strict):
     by_candidate: dict[str, RankingCandidate] = {}
     margins: dict[str, float] | None = None  # the margins the verdicts used (decisions.margins or the defaults)
 
+    def of(self, name: str) -> RankingCandidate | None:
+        """One candidate's verdicts and decision (None: not decided)."""
+        return self.by_candidate.get(name)
+
 
 class Interval(Strict):
     """One figure of one operating point: the value, its 95 % interval (None when n is below ``n_min``), n."""
@@ -185,6 +189,14 @@ class LatencyDecisions(Strict):
     ratios: dict[str, LatencyRatio] = {}
     points: dict[str, dict[str, PointIntervals]] = {}
     lock: LockReading | None = None
+
+    def ratio(self, name: str) -> LatencyRatio | None:
+        """One candidate's latency ratios to the legacy server (None: not computed)."""
+        return self.ratios.get(name)
+
+    def intervals(self, name: str, run: str) -> PointIntervals | None:
+        """The stored intervals of one server's operating point (``run``: sequential, concurrent, c<n>), or None."""
+        return self.points.get(name, {}).get(run)
 
 
 class ShimClosed(Strict):

@@ -64,6 +64,10 @@ class Latency(Strict):
     by_target: dict[str, LatencyTarget] = {}
     config: dict[str, Any] = {}  # open: the experiment's latency configuration as the user wrote it
 
+    def of(self, name: str | None) -> LatencyTarget | None:
+        """One server's latency figures (None: not in the section, or no name)."""
+        return self.by_target.get(name) if name is not None else None
+
 
 class Ablation(Section):
     """The legacy server against its variants (e.g. without the global lock)."""

@@ -214,6 +214,14 @@ class ShimRow(Strict):
     aspects: list[str] = []
     detail_reason: Reason | None = None
 
+    def side(self, name: str | None) -> ProbeSide | None:
+        """One server's answer to this probe (None: it did not answer, or no name)."""
+        return self.by_target.get(name) if name is not None else None
+
+    def verdict_for(self, name: str | None) -> Verdict | None:
+        """One candidate's verdict on this probe through the shim (None: not judged, or no name)."""
+        return self.verdicts.get(name) if name is not None else None
+
 
 class Shim(Section):
     """The contract probes sent through the shim to each candidate."""

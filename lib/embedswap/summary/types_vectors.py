@@ -85,6 +85,14 @@ class Vectors(Section):
     tokenizer_token_total: int | None = None
     tokenizer: TokenizerInfo | None = None
 
+    def of(self, name: str | None) -> TargetVectors | None:
+        """One server's vector figures (None: not in the section, or no name)."""
+        return self.by_target.get(name) if name is not None else None
+
+    def comparison(self, name: str | None) -> Comparison | None:
+        """One candidate against the legacy server (None: not compared, or no name)."""
+        return self.comparisons.get(name) if name is not None else None
+
 
 class ProbeSide(Strict):
     """One server's answer to one probe (None where the server did not answer)."""
@@ -129,3 +137,11 @@ class ProbeRow(Strict):
     cosine: Number | None = None
     aspects: list[str] = []
     detail_reason: Reason | None = None
+
+    def side(self, name: str | None) -> ProbeSide | None:
+        """One server's answer to this probe (None: it did not answer, or no name)."""
+        return self.by_target.get(name) if name is not None else None
+
+    def verdict_for(self, name: str | None) -> Verdict | None:
+        """One candidate's verdict on this probe (None: not judged, or no name)."""
+        return self.verdicts.get(name) if name is not None else None

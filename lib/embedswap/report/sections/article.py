@@ -18,10 +18,10 @@ def _vectors_table(ctx: ReportContext) -> str:
     t = ctx.terms
     vectors = ctx.summary.vectors
     cand = ctx.candidate
-    comparison = vectors.comparisons.get(cand) if cand is not None else None
+    comparison = vectors.comparison(cand)
 
     def mine(name: str | None, key: str, kind: str) -> str:
-        info = vectors.by_target.get(name) if name is not None else None
+        info = vectors.of(name)
         if info is None or not is_measured(info):
             return ctx.label(False)
         if key == "first_l2":
@@ -60,9 +60,8 @@ def _contract_table(ctx: ReportContext) -> str:
         if run is None:
             cells = [ctx.label(False)] * 3
         else:
-            cells = [ctx.side_cell(run.by_target.get(ctx.legacy)),
-                     ctx.side_cell(run.by_target.get(cand) if cand is not None else None),
-                     ctx.verdict_cell(run.verdicts.get(cand) if cand is not None else None)]
+            cells = [ctx.side_cell(run.side(ctx.legacy)), ctx.side_cell(run.side(cand)),
+                     ctx.verdict_cell(run.verdict_for(cand))]
         contract_rows.append([
             f"{esc(in_lang(entry.request, ctx.lang))} ({code(entry.probe)})", esc(entry.legacy.in_lang(ctx.lang)),
             esc(entry.candidate.in_lang(ctx.lang)), *cells,
@@ -88,9 +87,8 @@ def _latency_table(ctx: ReportContext, ac: str, c: str) -> str:
                          fmt(v.conc_p50_ms, "ms"), fmt(v.conc_p99_ms, "ms"),
                          fmt(v.conc_docs_per_s, "rate"), fmt(v.docs_per_s_per_repeat, "rate"),
                          fmt(v.errors, "int")])
-    by_target_lat = ctx.latency_by_target()
     for name in (ctx.legacy, cand):
-        info = by_target_lat.get(name) if name is not None else None
+        info = ctx.summary.latency.of(name)
         label_name = t["run_side"].format(name=code(name))
         if info is None or latency_state(info) is False:
             lat_rows.append([label_name] + [ctx.label(False)] * 7)

@@ -22,7 +22,6 @@ from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS
 from embedswap.summary.model import Summary
 from embedswap.summary.types_common import Reason
-from embedswap.summary.types_decisions import PointIntervals
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 from embedswap.summary.types_sections import ShimRow
 from embedswap.summary.types_vectors import ProbeRow, ProbeSide, Verdict
@@ -88,7 +87,7 @@ class ReportContext:
     # a target that failed to start: 'not measured' with the first line of its error, wherever it has a cell
     def failure(self, name: str) -> str | None:
         """The first line of a target's error (escaped, shortened), or None when it did not fail."""
-        info = self.summary.targets.get(name)
+        info = self.summary.target(name)
         error = str(info.error or "").strip() if info is not None else ""
         if not error:
             return None
@@ -194,13 +193,13 @@ class ReportContext:
 
     def peak(self, name: str) -> tuple[int | None, str | None]:
         """(peak RSS bytes, why not) of one server during its latency runs."""
-        info = self.latency_by_target().get(name) or self.ablation_variants().get(name)
+        info = self.summary.latency.of(name) or self.ablation_variants().get(name)
         if info is None or not is_measured(info):
             return None, None
         value = info.rss_peak_bytes
         if value:
             return int(value), None
-        target = self.summary.targets.get(name)
+        target = self.summary.target(name)
         kind = target.config.kind if target is not None else None
         if "rss_peak_bytes" not in info.model_fields_set:
             return None, self.terms["no_section"]
@@ -210,10 +209,6 @@ class ReportContext:
         value, _ = self.peak(name)
         return mib(value) if value else self.label(False)
 
-    def intervals(self, name: str, run: str) -> PointIntervals | None:
-        """The stored intervals of one operating point (``decisions.latency.points``, by run name), or None."""
-        return self.decisions.latency.points.get(name, {}).get(run)
-
     def point_row(self, name: str, info: LatencyTarget, label_cell: str) -> list[str]:
         """One latency table row: seq p50/p99, concurrent p50/p99/docs/s (each with its 95 % interval when
         stored), n per point, per-repeat spread, errors."""
@@ -221,7 +216,7 @@ class ReportContext:
 
         seq, conc = info.sequential or LatencyPoint(run="sequential", concurrency=1, repeats=0), \
             info.concurrent or LatencyPoint(run="concurrent", concurrency=0, repeats=0)
-        seq_iv, conc_iv = (self.intervals(name, run) for run in ("sequential", "concurrent"))
+        seq_iv, conc_iv = (self.decisions.latency.intervals(name, run) for run in ("sequential", "concurrent"))
         failed, total = self.errors(info)
         t = self.terms
         return [code(name), label_cell, point_cell(t, seq_iv, "p50", seq.p50_ms, "ms"),

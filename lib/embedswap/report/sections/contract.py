@@ -86,7 +86,7 @@ def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict
     rows, details = [], []
     for row in contract:
         probe_cell = code(row.probe)
-        legacy_cell = ctx.side_cell(row.by_target.get(ctx.legacy))
+        legacy_cell = ctx.side_cell(row.side(ctx.legacy))
         if row.path and row.path != "/v1/embeddings":
             probe_cell += f" ({code('POST ' + row.path)})"
         if row.compare_to:  # the legacy server lacks the route: its answer to another request is used
@@ -94,8 +94,8 @@ def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict
             legacy_cell += f"; {reference}: {ctx.side_cell(row.legacy)}"
         cells = [probe_cell, legacy_cell]
         for name in ctx.candidates:
-            verdict = row.verdicts.get(name)
-            cells += [ctx.side_cell(row.by_target.get(name)), ctx.verdict_cell(verdict),
+            verdict = row.verdict_for(name)
+            cells += [ctx.side_cell(row.side(name)), ctx.verdict_cell(verdict),
                       aspect_cell(ctx, verdict)]
             v = verdict.verdict if verdict is not None else None
             if v and v != "same":
@@ -106,7 +106,7 @@ def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict
 
 
 def _verdict(row: ProbeRow, name: str) -> str | None:
-    verdict = row.verdicts.get(name)
+    verdict = row.verdict_for(name)
     return verdict.verdict if verdict is not None else None
 
 

@@ -112,7 +112,7 @@ def gaps(ctx: ReportContext, status: dict[str, Any], latency: dict[str, Any], co
         unconfirmed.append({"section": sections.get(section, section), "path": rest,
                             "why": esc(ctx.words.reason("figure_not_finite"))})
     for engine in status["engines"]:
-        info = ctx.summary.targets.get(engine["name"])
+        info = ctx.summary.target(engine["name"])
         if info is not None and info.measured and not info.version:
             unconfirmed.append({"section": sections["targets"], "path": f"{engine['name']}.version",
                                 "why": ctx.words.labels["version"]})

@@ -34,7 +34,7 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
               t["per_repeat"], t["errors"]]
     rows, why, unconfirmed = [], [], []
     for name in ctx.names:
-        info = ctx.latency_by_target().get(name)
+        info = ctx.summary.latency.of(name)
         state = latency_state(info)
         if state is False:
             rows.append([code(name), ctx.not_measured_cell(name)] + [ctx.label(False)] * 8)
@@ -51,9 +51,8 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
 
 def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
     """Legacy and candidate figures side by side with the stored ratio, formatted."""
-    by_target = ctx.latency_by_target()
-    legacy, info = by_target.get(ctx.legacy), by_target.get(name)
-    stored = ctx.decisions.latency.ratios.get(name)
+    legacy, info = ctx.summary.latency.of(ctx.legacy), ctx.summary.latency.of(name)
+    stored = ctx.decisions.latency.ratio(name)
     out: dict[str, Any] = {"name": name}
     for key, run, field, ratio_key in (("seq", "sequential", "p50_ms", "seq_p50"),
                                        ("conc", "concurrent", "docs_per_s", "conc_docs_per_s"),
@@ -61,7 +60,7 @@ def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
         kind = "rate" if field == "docs_per_s" else "ms"
         figure = "docs_per_s" if kind == "rate" else "p50"
         for side, name_, entry_ in (("legacy", ctx.legacy, legacy), ("candidate", name, info)):
-            intervals = ctx.intervals(name_, run)
+            intervals = ctx.decisions.latency.intervals(name_, run)
             pooled = getattr(intervals, figure).value if intervals is not None else None  # the ratio's own values
             plain = _figure(_point(entry_, run), field) if is_measured(entry_) else None
             out[f"{key}_{side}"] = fmt(pooled if pooled is not None else plain, kind)
@@ -78,7 +77,7 @@ def ratio_table(ctx: ReportContext) -> str | None:
     t = ctx.terms
     rows = []
     for name in ctx.candidates:
-        stored = ctx.decisions.latency.ratios.get(name)
+        stored = ctx.decisions.latency.ratio(name)
         for run, entry in (stored.intervals if stored is not None else {}).items():
             point = {"sequential": "seq", "concurrent": f"c{ctx.concurrency()}"}.get(run, run.replace("_", " "))
             rows.append([code(name), esc(point), *(ratio_text(t, r) for r in (entry.p50, entry.p99, entry.docs_per_s)),
@@ -126,7 +125,7 @@ def lock(ctx: ReportContext, ablation_label: str) -> dict[str, Any] | None:
         return None
     if reading.measured:
         return _lock_measured(ctx, reading)
-    legacy = ctx.latency_by_target().get(ctx.legacy)
+    legacy = ctx.summary.latency.of(ctx.legacy)
     section = ctx.summary.ablation
     why = ctx.why(section) or next((ctx.why(r) for r in section.by_target.values() if r.why), "")
     return {"factor": fmt(reading.factor, "ratio"), "seq": fmt(_figure(_point(legacy, "sequential"), "p50_ms"), "ms"),
@@ -144,12 +143,12 @@ def latency(ctx: ReportContext) -> dict[str, Any]:
     memory = []
     for name in ctx.names:
         value, reason = ctx.peak(name)
-        if latency_state(by_target.get(name)) is False:
+        if latency_state(ctx.summary.latency.of(name)) is False:
             continue
         memory.append({"name": name, "mib": mib(value) if value else None, "gib": fmt(value / 2**30, "gib")
                        if value else None, "why": esc(reason) if reason else None})
     sources = [i.source for i in by_target.values() if is_measured(i) and i.source]
-    states = [latency_state(by_target.get(n)) for n in ctx.names]
+    states = [latency_state(ctx.summary.latency.of(n)) for n in ctx.names]
     return {
         "state": states, "label": combined_label(states, ctx.lang),
         "table": table, "sweep": sweep_part, "sweep_table": sweep_part["table"], "why": why,

@@ -48,7 +48,7 @@ def _rows(ctx: ReportContext, entries: dict[str, CandidateRanking],
     why = []
     for name in ctx.candidates:
         entry = _entry(entries, name)
-        decided = ctx.decisions.ranking.by_candidate.get(name)
+        decided = ctx.decisions.ranking.of(name)
         for kind in KINDS:
             variant: RankingRun = getattr(entry, kind)
             measured = is_measured(variant)
@@ -104,7 +104,7 @@ def _verdict_clause(t: dict[str, Any], verdict: RankingVariant) -> str:
 
 def ranking_finding(ctx: ReportContext, name: str, entry: CandidateRanking) -> dict[str, Any]:
     """One candidate's two verdicts and the decision, in this language."""
-    verdict = ctx.decisions.ranking.by_candidate.get(name)
+    verdict = ctx.decisions.ranking.of(name)
     lines = {kind: _line(ctx, entry, kind, getattr(verdict, kind) if verdict is not None else None)
              for kind in KINDS}
     code_ = verdict.decision if verdict is not None else None

@@ -22,14 +22,14 @@ def _table(ctx: ReportContext, rows: list[ShimRow], shimmed: list[str]) -> str:
         header += [f"{ctx.column(name)}: {t['before_after']}", f"{code(name)}: {t['through_shim']}"]
     table_rows = []
     for row in rows:
-        cells = [code(row.probe), ctx.side_cell(row.by_target.get(ctx.legacy))]
+        cells = [code(row.probe), ctx.side_cell(row.side(ctx.legacy))]
         for name in ctx.candidates:
             if name not in shimmed:
                 cells += [ctx.label(False), ctx.label(False)]
                 continue
             before = verdict_of(row, "naive_verdicts", name)
-            cells += [f"{before or ctx.label(False)} → {ctx.verdict_cell(row.verdicts.get(name))}",
-                      ctx.side_cell(row.by_target.get(name))]
+            cells += [f"{before or ctx.label(False)} → {ctx.verdict_cell(row.verdict_for(name))}",
+                      ctx.side_cell(row.side(name))]
         table_rows.append(cells)
     return md_table(header, table_rows, ["l"] * len(header))
 

@@ -16,7 +16,7 @@ from embedswap.summary.model import Environment, Target, TargetSettings, Workloa
 
 
 def _target(ctx: ReportContext, name: str) -> Target | None:
-    return ctx.summary.targets.get(name)
+    return ctx.summary.target(name)
 
 
 def _measured(info: Target | None) -> bool:
@@ -34,7 +34,7 @@ def status(ctx: ReportContext) -> dict[str, Any]:
     """The opening status line: every section's label combined, the host, the engines and the model."""
     summary = ctx.summary
     states = [is_measured(summary.vectors), *contract_states(summary), is_measured(summary.parity)]
-    states += [latency_state(ctx.latency_by_target().get(n)) for n in ctx.names]
+    states += [latency_state(ctx.summary.latency.of(n)) for n in ctx.names]
     states += [is_measured(getattr(summary, key)) for key in STATUS_SECTIONS]
     env = summary.environment or Environment()
     engines = []

@@ -19,7 +19,7 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
     why = []
     peaks = []
     states: list[bool | None] = []
-    entries = [(n, ctx.latency_by_target().get(n), False) for n in ctx.names]
+    entries = [(n, ctx.summary.latency.of(n), False) for n in ctx.names]
     entries += [(n, r, True) for n, r in ctx.ablation_variants().items()]
     for name, info, ablation in entries:
         shown = f"{code(name)} ({t['ablation_mark']})" if ablation else code(name)
@@ -41,7 +41,7 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
         best = None
         for run, point_name, point in sorted(points, key=lambda p: p[2].concurrency or 0):
             n = (point.requests_per_repeat or 0) * (point.repeats or 0)
-            iv = ctx.intervals(name, run)
+            iv = ctx.decisions.latency.intervals(name, run)
             rows.append([shown, esc(point_name), ctx.label(point_state(point)),
                          point_cell(t, iv, "p50", point.p50_ms, "ms"),
                          point_cell(t, iv, "p99", point.p99_ms, "ms"),

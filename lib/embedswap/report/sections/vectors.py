@@ -21,19 +21,17 @@ def _spread(spread: Spread | None, kind: str) -> str:
 def _main_table(ctx: ReportContext) -> str:
     """One column per server: dimension, first vector's length, token totals, cosine to legacy, repeats, order."""
     vectors = ctx.summary.vectors
-    by_target = vectors.by_target
-    comparisons = vectors.comparisons
     t = ctx.terms
     n_docs = ctx.summary.workload.documents
     header = [t["item"]] + [f"{code(n)} ({ctx.role_of(n)}, "
-                            f"{ctx.label(True) if is_measured(by_target.get(n)) else ctx.not_measured_cell(n)})"
+                            f"{ctx.label(True) if is_measured(vectors.of(n)) else ctx.not_measured_cell(n)})"
                             for n in ctx.names]
     rows: list[list[str]] = []
 
     def row(title: str, cell: Callable[[str, TargetVectors], str]) -> None:
         cells = []
         for name in ctx.names:
-            info = by_target.get(name)
+            info = vectors.of(name)
             cells.append(cell(name, info) if info is not None and is_measured(info) else ctx.label(False))
         rows.append([title, *cells])
 
@@ -44,7 +42,7 @@ def _main_table(ctx: ReportContext) -> str:
     def ratio_cell(name: str, info: TargetVectors) -> str:
         if name == ctx.legacy:
             return f"{MISSING} ({t['reference']})"
-        comparison = comparisons.get(name)
+        comparison = vectors.comparison(name)
         ratio = comparison.norm_ratio if comparison is not None else None
         if ratio is None:
             return ctx.label(False)
@@ -61,7 +59,7 @@ def _main_table(ctx: ReportContext) -> str:
     def cosine_cell(name: str, info: TargetVectors) -> str:
         if name == ctx.legacy:
             return f"{MISSING} ({t['reference']})"
-        comparison = comparisons.get(name)
+        comparison = vectors.comparison(name)
         if comparison is None or not is_measured(comparison):
             return ctx.label(False)
         n = len(comparison.per_document) or None  # how many documents the row covers
@@ -75,7 +73,8 @@ def _main_table(ctx: ReportContext) -> str:
 
 def _language_table(ctx: ReportContext) -> str | None:
     """Per-document cosine to legacy by document language, one column per candidate."""
-    comparisons = ctx.summary.vectors.comparisons
+    vectors = ctx.summary.vectors
+    comparisons = vectors.comparisons
     t = ctx.terms
     lang_table = None
     measured_comparisons = {n: c for n, c in comparisons.items() if is_measured(c)}
@@ -86,7 +85,7 @@ def _language_table(ctx: ReportContext) -> str | None:
             cells = [code(lang)]
             count = None
             for name in ctx.candidates:
-                comparison = comparisons.get(name)
+                comparison = vectors.comparison(name)
                 per = (comparison.by_language or {}).get(lang) if comparison is not None else None
                 if per is None:
                     cells.append(ctx.label(False))
@@ -106,7 +105,7 @@ def vectors(ctx: ReportContext) -> dict[str, Any]:
     comparisons = vectors.comparisons
     worst = []
     for name in ctx.candidates:
-        comparison = comparisons.get(name)
+        comparison = vectors.comparison(name)
         if comparison is not None and is_measured(comparison):
             worst.append({"name": name, "docs": ", ".join(
                 f"{code(w.doc_id)} ({esc(w.lang)}) {fmt(w.cosine, 'cos')}" for w in comparison.worst or [])})
@@ -117,7 +116,7 @@ def vectors(ctx: ReportContext) -> dict[str, Any]:
     return {
         "state": is_measured(vectors),
         "label": ctx.label(is_measured(vectors)),
-        "table_label": combined_label([is_measured(by_target.get(n)) for n in ctx.names], ctx.lang),
+        "table_label": combined_label([is_measured(vectors.of(n)) for n in ctx.names], ctx.lang),
         "table": _main_table(ctx),
         "lang_table": _language_table(ctx),
         "worst": worst,

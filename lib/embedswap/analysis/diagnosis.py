@@ -22,7 +22,7 @@ def _decision(finding: DiagnosisFinding | None, name: str, step: str) -> dict[st
         params = {"name": name, "error": str(finding.error)[:300]}
         reasons = [{"code": "diagnosis_failed", "params": params, "why": explain("diagnosis_failed", **params)}]
     else:
-        reasons = list(finding.reasons)
+        reasons = [r.model_dump(exclude_unset=True) for r in finding.reasons]  # as the finding recorded them
     if not reasons:
         return None
     codes = [r["code"] for r in reasons]

@@ -23,6 +23,15 @@ class Reason(Strict):
     params: dict[str, Any] = {}  # open: each code has its own parameters (embedswap.reasons' catalogue)
 
 
+class Finding(BaseModel):
+    """One hypothesis' finding: its English why, its reason code and parameters when it has one. Open
+    (``extra="allow"``): each hypothesis records its own evidence beside them."""
+    model_config = ConfigDict(extra="allow")
+    why: str | None = None
+    code: str | None = None
+    params: dict[str, Any] | None = None  # open: each code has its own parameters
+
+
 class Section(Strict):
     """A part of the summary: measured, or not measured with a reason (``why`` is the English sentence); the
     figures of a section that was not measured are absent (their defaults)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from embedswap.summary.types_common import Strict
+from embedswap.summary.types_common import Finding, Strict
 
 
 class DiagnosisDecision(Strict):
@@ -14,7 +14,7 @@ class DiagnosisDecision(Strict):
     code: str
     codes: list[str]
     step: Literal["vectors", "parity", "queries"]
-    reasons: list[dict[str, Any]] = []
+    reasons: list[Finding] = []
 
 
 class ChangeHit(Strict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from embedswap.summary.types_common import Number, Reason, Section, Strict
+from embedswap.summary.types_common import Finding, Number, Reason, Section, Strict
 from embedswap.summary.types_vectors import ProbeSide, ProbeVerdict, Verdict
 
 
@@ -249,7 +249,7 @@ class DiagnosisFinding(Strict):
     pipeline reproduces its vectors), every reason with its fix, the hypothesis that matched, or the diagnosis' own
     error."""
     cause: str | None = None
-    reasons: list[dict[str, Any]] = []  # open: each hypothesis records its own evidence beside why/reason
+    reasons: list[Finding] = []
     hypothesis: Hypothesis | None = None
     error: str | None = None
 

@@ -38,9 +38,8 @@ def _findings(ctx: ReportContext, decisions: dict[str, DiagnosisDecision]) -> li
     """Per server: its reasons joined into one sentence, its step and first code."""
     findings = []
     for name, decided in decisions.items():
-        # open: each reason is a hypothesis' own record, its code and params beside its English why
-        whys = [ctx.worded(Reason(code=r["code"], params=r.get("params") or {}) if r.get("code") else None,
-                           r.get("why")) for r in decided.reasons]
+        whys = [ctx.worded(Reason(code=r.code, params=r.params or {}) if r.code else None, r.why)
+                for r in decided.reasons]
         findings.append({"name": name, "why": "; ".join(whys), "step": decided.step, "code": code(decided.code)})
     return findings
 

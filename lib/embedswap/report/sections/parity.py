@@ -83,10 +83,8 @@ def _causes(ctx: ReportContext, parity: Parity) -> list[dict[str, Any]]:
             out.append({"name": row.backend,
                         "why": _said(ctx, "", "diagnosis_see_above", {"cause": decided.code})})
             continue
-        # open: each hypothesis records its own evidence beside why / code / params
         for reason in (row.diagnosis.reasons if row.diagnosis is not None else []):
-            out.append({"name": row.backend,
-                        "why": _said(ctx, reason.get("why"), reason.get("code"), reason.get("params"))})
+            out.append({"name": row.backend, "why": _said(ctx, reason.why, reason.code, reason.params)})
     return out
 
 

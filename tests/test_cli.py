@@ -206,3 +206,13 @@ def test_engine_install_runs_the_packaged_script_and_records_the_interpreter(tmp
     assert doctor.returncode == 0, doctor.stdout
     engines = next(line for line in doctor.stdout.splitlines() if " engines: " in line)
     assert engines.startswith("ok ") and real in engines and "recorded in" in engines, engines
+
+
+def test_the_console_headline_reads_the_typed_summary(complete) -> None:
+    from embedswap.runner import headline
+    from embedswap.summary.upgrade import read_summary
+
+    lines = headline(read_summary(complete))
+    assert lines[0].startswith("attempt ")
+    assert any(line.startswith("cosine ") and "min " in line for line in lines), lines
+    assert any("parity gate: " in line for line in lines), lines

@@ -315,16 +315,16 @@ def headline(summary: Summary) -> list[str]:
 
     figures = headline_figures(summary)
     lines = [f"attempt {summary.experiment.attempt}"]
-    pair = f"{figures['candidate']} vs {figures['legacy']}"
-    if figures["cosine_min"] is not None:
-        lines.append(f"cosine {pair}: min {figures['cosine_min']:.6f}")
+    pair = f"{figures.candidate} vs {figures.legacy}"
+    if figures.cosine_min is not None:
+        lines.append(f"cosine {pair}: min {figures.cosine_min:.6f}")
     else:
         lines.append(f"cosine {pair}: not measured")
-    if figures["candidate_seq_p50_ms"] is not None or figures["candidate_conc_docs_per_s"] is not None:
-        lines.append(f"{figures['candidate']}: sequential p50 {_ms(figures['candidate_seq_p50_ms'])} ms, "
-                     f"{_ms(figures['candidate_conc_docs_per_s'])} docs/s at concurrency {figures['concurrency']}")
+    if figures.candidate_seq_p50_ms is not None or figures.candidate_conc_docs_per_s is not None:
+        lines.append(f"{figures.candidate}: sequential p50 {_ms(figures.candidate_seq_p50_ms)} ms, "
+                     f"{_ms(figures.candidate_conc_docs_per_s)} docs/s at concurrency {figures.concurrency}")
     else:
-        lines.append(f"{figures['candidate']}: latency not measured")
-    if figures["parity_pass"] is not None:
-        lines.append(f"parity gate: {'PASS' if figures['parity_pass'] else 'FAIL'}")
+        lines.append(f"{figures.candidate}: latency not measured")
+    if figures.parity_pass is not None:
+        lines.append(f"parity gate: {'PASS' if figures.parity_pass else 'FAIL'}")
     return lines

@@ -93,7 +93,7 @@ def cosine_by_language(summary: Summary | dict[str, Any]) -> Figure | None:
                     fliersize=0, boxprops={"alpha": 0.35})
     sns.stripplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
                   dodge=True, size=4, jitter=0.15, legend=False)
-    threshold = summary.parity.thresholds.get("text")
+    threshold = summary.parity.threshold("text")
     if threshold is not None:
         ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1, label=f"parity threshold {threshold}")
     legacy = summary.roles.legacy

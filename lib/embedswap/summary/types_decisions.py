@@ -82,6 +82,10 @@ class RankingVariant(Strict):
     equivalence: EquivalenceVerdict | None = None
     metrics: dict[str, EquivalenceVerdict] = {}
 
+    def test(self, metric: str) -> PairedTest | None:
+        """The paired test of one metric's delta (ndcg_at_10, recall_at_5), or None: not tested."""
+        return self.tests.get(metric)
+
 
 class RankingCandidate(Strict):
     naive: RankingVariant
@@ -163,6 +167,10 @@ class LatencyRatio(Strict):
     complete: bool
     intervals: dict[str, PointRatio] = {}
 
+    def at(self, run: str) -> PointRatio | None:
+        """The ratio's intervals at one operating point (sequential, concurrent, c<n>), or None: not paired there."""
+        return self.intervals.get(run)
+
 
 class LockShare(Strict):
     candidate: str
@@ -176,6 +184,10 @@ class LockVariant(Strict):
     p50_ratio: float | None
     shares: list[LockShare]
     intervals: dict[str, PointRatio] = {}
+
+    def at(self, run: str) -> PointRatio | None:
+        """The variant-over-lock ratio's intervals at one operating point, or None: not paired there."""
+        return self.intervals.get(run)
 
 
 class LockReading(Strict):
@@ -243,6 +255,10 @@ class MultimodalFinding(Strict):
     worst: dict[str, float | None] = {}
     mixed_status: int | None = None
 
+    def worst_of(self, part: str) -> float | None:
+        """The lowest cosine of one part (text, image), or None: the part had no measured row."""
+        return self.worst.get(part)
+
 
 class Decisions(Strict):
     client_changes: list[ClientChange] = []
@@ -253,3 +269,11 @@ class Decisions(Strict):
     parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before the multimodal part
     diagnosis: dict[str, DiagnosisDecision] = {}
     diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)
+
+    def shim_of(self, name: str) -> ShimOutcome | None:
+        """What the shim closed, left and opened for one candidate (None: not probed through the shim)."""
+        return self.shim.get(name)
+
+    def diagnosis_of(self, name: str) -> DiagnosisDecision | None:
+        """The diagnosis' decided cause of one server's failed document vectors (None: none decided)."""
+        return self.diagnosis.get(name)

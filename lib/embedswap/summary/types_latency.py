@@ -73,6 +73,10 @@ class Ablation(Section):
     """The legacy server against its variants (e.g. without the global lock)."""
     by_target: dict[str, LatencyTarget] = {}
 
+    def of(self, name: str | None) -> LatencyTarget | None:
+        """One server's (the legacy one or a variant of it) latency entry, or None: not measured, or no name."""
+        return self.by_target.get(name) if name is not None else None
+
 
 class StepTime(Strict):
     """How long one notebook took, and its share of the total."""

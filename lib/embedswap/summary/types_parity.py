@@ -45,6 +45,16 @@ class NotRun(Strict):
     reason: Reason | None = None
 
 
+class ColdStartFigures(Strict):
+    """A cold_start row's figures (embedswap.parity.checks): start to healthy, the first request, the steady ones
+    after it (None: not recorded, e.g. a server that started but served too few requests)."""
+    start_s: Number | None = None
+    first_ms: Number | None = None
+    steady_median_ms: Number | None = None
+    steady_n: int | None = None
+    first_over_steady: Number | None = None
+
+
 class MatrixRow(Strict):
     """One row of article 003's parity matrix (embedswap.parity.matrix.MatrixRow): figures, or a reason code."""
     check: Literal["batch_invariance", "long_context", "tensor_parallel", "cold_start"]
@@ -61,6 +71,14 @@ class MatrixRow(Strict):
     reason: Reason | None = None
     why: str | None = None
     figures: dict[str, Any] = {}  # open: each check records its own figures (parity.checks)
+
+    @property
+    def cold_start(self) -> ColdStartFigures | None:
+        """The figures typed, for a cold_start row (None for other checks, whose figures stay open); a key a
+        newer check adds is left out rather than failing the report."""
+        if self.check != "cold_start":
+            return None
+        return ColdStartFigures(**{k: self.figures[k] for k in ColdStartFigures.model_fields if k in self.figures})
 
 
 class ParityMatrix(Section):
@@ -116,3 +134,7 @@ class Parity(Section):
     sample: ParitySample | None = None
     matrix: ParityMatrix | None = None  # absent in summaries from before the parity matrix
     multimodal: MultimodalParity | None = None
+
+    def threshold(self, part: str) -> Number | None:
+        """The cosine gate one part (text, multimodal) was held to, or None: not stated."""
+        return self.thresholds.get(part)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from embedswap.summary.types_common import Finding, Number, Reason, Section, Strict
 from embedswap.summary.types_vectors import ProbeSide, ProbeVerdict, Verdict
 
@@ -174,6 +176,10 @@ class CandidateRanking(Strict):
     shim: RankingRun
     deltas: dict[str, MetricDeltas] = {}  # naive, shim
 
+    def delta(self, kind: str) -> MetricDeltas | None:
+        """One variant's (naive, shim) deltas to the legacy ranking, or None: not computed."""
+        return self.deltas.get(kind)
+
 
 class Ranking(Section):
     """Does the swap change what search returns (primary candidate on top, every candidate in by_candidate)?"""
@@ -222,14 +228,53 @@ class ShimRow(Strict):
         """One candidate's verdict on this probe through the shim (None: not judged, or no name)."""
         return self.verdicts.get(name) if name is not None else None
 
+    def rewrite(self, name: str) -> ShimRewrite | None:
+        """What the shim did to this probe on its way to one candidate (None: not sent through it)."""
+        return self.shim.get(name)
+
+
+class ShimSettings(BaseModel):
+    """One candidate's shim_config.json (embedswap.shim.settings.ShimConfig.to_dict): the settings the report
+    lists and why each has its value are typed; the rest stay as written (``extra="allow"``), since the shim's
+    options grow with it and a reason may name a setting this model does not list."""
+    model_config = ConfigDict(extra="allow")
+    strip_dimensions: bool | None = None
+    prepend_query_instruction: bool | None = None
+    max_input_tokens: int | None = None
+    model_override: str | None = None
+    non_retryable_statuses: list[int] | None = None
+    reject_empty_strings: bool | None = None
+    force_float: bool | None = None
+    renormalise: bool | None = None
+    usage: str | None = None
+    drop_fields: list[str] | None = None
+    # why each setting has its value: the English sentence, and the same as a reason code the report words
+    reasons: dict[str, str] = {}
+    reason_codes: dict[str, Reason] = {}
+
+    def value(self, key: str) -> Any:
+        """One setting's value, a typed one or one kept as written (None: not recorded)."""
+        return getattr(self, key, None)
+
+    def reason_code(self, key: str) -> Reason | None:
+        """Why one setting has its value, as a reason code (None: a reason given by hand, or none)."""
+        return self.reason_codes.get(key)
+
+    def reason_text(self, key: str) -> str | None:
+        """Why one setting has its value, the English sentence (None: no reason recorded)."""
+        return self.reasons.get(key)
+
 
 class Shim(Section):
     """The contract probes sent through the shim to each candidate."""
     rows: list[ShimRow] = []
     counts: dict[str, dict[str, dict[str, int]]] = {}  # per candidate, naive/shim, verdict -> probes
-    # open: each candidate's shim_config.json as the shim wrote it (its options grow with the shim)
-    config: dict[str, dict[str, Any] | None] = {}
+    config: dict[str, ShimSettings | None] = {}  # per candidate (None: it wrote no shim_config.json)
     sources: dict[str, str] = {}
+
+    def settings(self, name: str) -> ShimSettings | None:
+        """What the shim learned for one candidate (None: no settings recorded)."""
+        return self.config.get(name)
 
 
 class Hypothesis(Strict):

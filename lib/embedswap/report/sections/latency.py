@@ -65,7 +65,7 @@ def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
             plain = _figure(_point(entry_, run), field) if is_measured(entry_) else None
             out[f"{key}_{side}"] = fmt(pooled if pooled is not None else plain, kind)
         value = getattr(stored, ratio_key) if stored is not None else None
-        point_ratio = stored.intervals.get(run) if stored is not None else None
+        point_ratio = stored.at(run) if stored is not None else None
         entry = getattr(point_ratio, figure) if point_ratio is not None else None
         out[f"{key}_ratio"] = None if value is None else ratio_text(ctx.terms, entry, value)
     out["complete"] = stored is not None and stored.complete
@@ -90,19 +90,19 @@ def ratio_table(ctx: ReportContext) -> str | None:
 
 
 def _lock_measured(ctx: ReportContext, reading: LockReading) -> dict[str, Any]:
-    rows = ctx.summary.ablation.by_target
-    base = rows.get(ctx.legacy)
+    ablation = ctx.summary.ablation
+    base = ablation.of(ctx.legacy)
     lock_conc, lock_seq = _point(base, "concurrent"), _point(base, "sequential")
     rates = {n: _figure(i.concurrent, "docs_per_s") if is_measured(i) else None
              for n, i in ctx.latency_by_target().items()}
     out = []
     for variant in reading.variants:
-        row = rows.get(variant.variant)
+        row = ablation.of(variant.variant)
         conc, seq = _point(row, "concurrent"), _point(row, "sequential")
         shares = [{"name": s.candidate, "rate": fmt(rates.get(s.candidate), "rate"), "case": s.case,
                    "share": fmt(s.share, "pct"), "rest": fmt(None if s.share is None else 1 - s.share, "pct")}
                   for s in variant.shares]
-        iv = variant.intervals.get("concurrent")
+        iv = variant.at("concurrent")
         out.append({
             "name": variant.variant,
             "lock_p50": fmt(_figure(lock_conc, "p50_ms"), "ms"), "free_p50": fmt(_figure(conc, "p50_ms"), "ms"),

@@ -59,7 +59,7 @@ def _rows(ctx: ReportContext, parity: Parity) -> tuple[list[list[str]], list[dic
     if not is_measured(multimodal) and multimodal.records:
         # a threshold stored with the part (even empty) is the one it was gated with
         threshold = multimodal.threshold if "threshold" in multimodal.model_fields_set \
-            else parity.thresholds.get("multimodal")
+            else parity.threshold("multimodal")
         rows.append([esc(t["text_image"]), MISSING, MISSING, MISSING, "text+image",
                      fmt(multimodal.records, "int")] + [ctx.label(False)] * 3
                     + [fmt(threshold, "raw"), ctx.label(False)])
@@ -78,7 +78,7 @@ def _causes(ctx: ReportContext, parity: Parity) -> list[dict[str, Any]]:
     for row in parity.rows:
         if row.why:
             out.append({"name": row.backend, "why": ctx.why(row)})
-        decided = ctx.decisions.diagnosis.get(row.backend)
+        decided = ctx.decisions.diagnosis_of(row.backend)
         if decided is not None:  # said once, in the diagnosis block
             out.append({"name": row.backend,
                         "why": _said(ctx, "", "diagnosis_see_above", {"cause": decided.code})})
@@ -98,8 +98,8 @@ def _multimodal_finding(ctx: ReportContext, multimodal: MultimodalParity | None)
         return fmt(value, "cos") if value is None else f"{fmt(value, 'cos')} (1 − cos {max(0.0, 1 - value):.1e})"
 
     model = (multimodal.spec or {}).get("model") or multimodal.model  # spec: open, the configuration as written
-    return {"code": decision.code, "model": code(model), "text": cosine(decision.worst.get("text")),
-            "image": cosine(decision.worst.get("image")), "mixed": fmt(decision.mixed_status, "int"),
+    return {"code": decision.code, "model": code(model), "text": cosine(decision.worst_of("text")),
+            "image": cosine(decision.worst_of("image")), "mixed": fmt(decision.mixed_status, "int"),
             "passed": decision.code == "multimodal_passed"}
 
 

@@ -14,7 +14,7 @@ from embedswap.analysis.parity_matrix import CHECK_ORDER
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_decisions import MatrixFinding
-from embedswap.summary.types_parity import MatrixRow
+from embedswap.summary.types_parity import ColdStartFigures, MatrixRow
 
 
 def _drift(value: float | None) -> str:
@@ -50,14 +50,14 @@ def _cold_table(ctx: ReportContext, rows: list[MatrixRow]) -> str:
     m = ctx.terms["parity_matrix"]
     body = []
     for r in rows:
-        f = r.figures  # open: each check records its own figures
+        f = r.cold_start or ColdStartFigures()
         if r.reason is not None:
-            body.append([code(r.backend), fmt(f.get("start_s"), "s")] + [MISSING] * 3
+            body.append([code(r.backend), fmt(f.start_s, "s")] + [MISSING] * 3
                         + [f"{ctx.label(False)}: {ctx.why(r)}"])
             continue
-        body.append([code(r.backend), fmt(f.get("start_s"), "s"), fmt(f.get("first_ms"), "ms"),
-                     f"{fmt(f.get('steady_median_ms'), 'ms')} (n={fmt(f.get('steady_n'), 'int')})",
-                     fmt(f.get("first_over_steady"), "ratio"), ctx.label(True)])
+        body.append([code(r.backend), fmt(f.start_s, "s"), fmt(f.first_ms, "ms"),
+                     f"{fmt(f.steady_median_ms, 'ms')} (n={fmt(f.steady_n, 'int')})",
+                     fmt(f.first_over_steady, "ratio"), ctx.label(True)])
     return md_table([m["server"], m["start_s"], m["first_ms"], m["steady_ms"], m["first_over_steady"], m["result"]],
                     body, ["l", "r", "r", "r", "r", "l"])
 

@@ -26,15 +26,19 @@ def _entry(entries: dict[str, CandidateRanking], name: str) -> CandidateRanking:
 
 
 def _cells(ctx: ReportContext, variant: RankingRun | None, deltas: MetricDeltas | None, reference: bool,
-           tests: dict[str, PairedTest] | None = None) -> list[str]:
+           verdict: RankingVariant | None = None) -> list[str]:
     if variant is None or not is_measured(variant):
         return [ctx.label(False)] * 6
     ref = f"{MISSING} ({ctx.terms['reference']})"
-    d, tests = deltas or MetricDeltas(), tests or {}
+    d = deltas or MetricDeltas()
+
+    def test(metric: str) -> PairedTest | None:
+        return verdict.test(metric) if verdict is not None else None
+
     return [fmt(variant.ndcg_at_10, "score"),
-            ref if reference else delta_cell(d.ndcg_at_10, tests.get("ndcg_at_10")),
+            ref if reference else delta_cell(d.ndcg_at_10, test("ndcg_at_10")),
             fmt(variant.recall_at_5, "score"),
-            ref if reference else delta_cell(d.recall_at_5, tests.get("recall_at_5")),
+            ref if reference else delta_cell(d.recall_at_5, test("recall_at_5")),
             ref if reference else fmt(variant.top5_overlap, "score"),
             f"{fmt(variant.judged_queries, 'int')} / {fmt(variant.queries, 'int')}"]
 
@@ -55,10 +59,10 @@ def _rows(ctx: ReportContext, entries: dict[str, CandidateRanking],
             if not measured:
                 reason = ctx.why(variant) or esc(t["no_section"])
                 why.append({"name": name, "variant": t["variants"][kind], "why": reason})
-            tests = getattr(decided, kind).tests if decided is not None else None
+            verdict = getattr(decided, kind) if decided is not None else None
             rows.append([esc(t["variants"][kind]), code(name), t["queries_how"][kind],
                          state_label if measured else ctx.not_measured_cell(name),
-                         *_cells(ctx, variant, entry.deltas.get(kind), False, tests)])
+                         *_cells(ctx, variant, entry.delta(kind), False, verdict)])
     return rows, why
 
 
@@ -70,20 +74,20 @@ def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
         return None
     t = ctx.terms
     variant: RankingRun = getattr(entry, kind)
-    d = entry.deltas.get(kind) or MetricDeltas()
+    d = entry.delta(kind) or MetricDeltas()
     state = t["rank_undecided"] if undecided else t["rank_same"] if verdict.unchanged else t["rank_differs"]
     changed = verdict.changed_queries
     text = t["rank_line"].format(
         state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), d_recall=fmt(d.recall_at_5, "delta"),
         overlap=fmt(variant.top5_overlap, "score"), changed=MISSING if changed is None else fmt(changed, "int"),
         queries=fmt(verdict.queries, "int"))
-    clauses = [paired(t, t[key], verdict.tests.get(metric))
+    clauses = [paired(t, t[key], verdict.test(metric))
                for metric, key in (("ndcg_at_10", "ndcg"), ("recall_at_5", "recall"))]
     clauses = [c for c in clauses if c]
     if clauses:
         text += t["stats"]["rank_tests"].format(tests="; ".join(clauses))
     text += _verdict_clause(t, verdict)
-    ndcg_test = verdict.tests.get("ndcg_at_10")
+    ndcg_test = verdict.test("ndcg_at_10")
     low, high, p = (None, None, None) if ndcg_test is None else (ndcg_test.low, ndcg_test.high, ndcg_test.p_value)
     short = t["rank_short"].format(state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), low=fmt(low, "delta"),
                                    high=fmt(high, "delta"), p=fmt(p, "p"), overlap=fmt(variant.top5_overlap, "score"))

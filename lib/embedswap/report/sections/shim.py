@@ -7,7 +7,7 @@ from typing import Any
 from embedswap.analysis.common import verdict_of
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
-from embedswap.summary.types_sections import ShimRewrite, ShimRow
+from embedswap.summary.types_sections import ShimRewrite, ShimRow, ShimSettings
 
 # the shim's settings in the order the report lists them (others follow in capture order)
 SHIM_SETTINGS = ("strip_dimensions", "prepend_query_instruction", "max_input_tokens", "model_override",
@@ -34,9 +34,10 @@ def _table(ctx: ReportContext, rows: list[ShimRow], shimmed: list[str]) -> str:
     return md_table(header, table_rows, ["l"] * len(header))
 
 
-def _per_candidate(ctx: ReportContext, rows: list[ShimRow], name: str, config: Any) -> dict[str, Any]:
+def _per_candidate(ctx: ReportContext, rows: list[ShimRow], name: str,
+                   config: ShimSettings | None) -> dict[str, Any]:
     """What the shim closed, what remains, what only the shim opened (decisions.shim), and its settings."""
-    outcome = ctx.decisions.shim.get(name)
+    outcome = ctx.decisions.shim_of(name)
     by_probe = {r.probe: r for r in rows}
     closed, remaining, opened = [], [], []
     if outcome is not None:
@@ -55,7 +56,7 @@ def _per_candidate(ctx: ReportContext, rows: list[ShimRow], name: str, config: A
 def _rewrite_of(by_probe: dict[str, ShimRow], probe: str, name: str) -> ShimRewrite | None:
     """What the shim did to one probe on its way to one candidate, if the probe has a row."""
     row = by_probe.get(probe)
-    return row.shim.get(name) if row is not None else None
+    return row.rewrite(name) if row is not None else None
 
 
 def _rewrites(ctx: ReportContext, info: ShimRewrite | None) -> str:
@@ -66,24 +67,23 @@ def _rewrites(ctx: ReportContext, info: ShimRewrite | None) -> str:
     return esc(ctx.words.labels["separator"].join(words)) if words else ""
 
 
-def shim_settings(ctx: ReportContext, config: dict[str, Any] | None) -> list[dict[str, str]]:
+def shim_settings(ctx: ReportContext, config: ShimSettings | None) -> list[dict[str, str]]:
     """What the shim learned for one candidate (the settings with a recorded reason), each reason in this
     language where it has a code (a reason given by hand in experiment.yaml as written)."""
-    if not isinstance(config, dict):
+    if config is None:
         return []
-    reasons = config.get("reasons") or {}
     out = []
-    keys = [k for k in SHIM_SETTINGS if k in reasons] + [k for k in reasons if k not in SHIM_SETTINGS]
+    keys = [k for k in SHIM_SETTINGS if k in config.reasons] + [k for k in config.reasons if k not in SHIM_SETTINGS]
     for key in keys:
-        value = config.get(key)
+        value = config.value(key)
         if isinstance(value, bool):
             shown = ctx.terms["settings"]["true" if value else "false"]
         elif isinstance(value, (list, tuple)):
             shown = ", ".join(fmt(v, "raw") for v in value) or MISSING
         else:
             shown = fmt(value, "raw")
-        code = (config.get("reason_codes") or {}).get(key)
-        text = ctx.words.reason(code["code"], code.get("params")) if code else reasons.get(key)
+        code = config.reason_code(key)
+        text = ctx.words.reason(code.code, code.params) if code else config.reason_text(key)
         out.append({"key": key, "value": esc(shown), "reason": esc(text)})
     return out
 
@@ -97,7 +97,7 @@ def shim(ctx: ReportContext) -> dict[str, Any]:
     if not rows or not shimmed:
         return {"table": None, "per_candidate": [], "why": [], "sources": MISSING, "state": False,
                 "label": ctx.label(False), "top_why": ctx.why(section, t["no_section"])}
-    per_candidate = [_per_candidate(ctx, rows, name, section.config.get(name)) for name in shimmed]
+    per_candidate = [_per_candidate(ctx, rows, name, section.settings(name)) for name in shimmed]
     why = [{"name": n, "why": ctx.failure(n) or esc(t["not_probed"].format(name=n))}
            for n in ctx.candidates if n not in shimmed]
     sources = list(section.sources.values())

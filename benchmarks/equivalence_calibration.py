@@ -29,7 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from embedswap.analysis import intervals  # noqa: E402
-from embedswap.analysis.equivalence import log_ratio_interval, paired_verdict, ratio_verdict  # noqa: E402
+from embedswap.analysis.equivalence import paired_verdict  # noqa: E402
+from embedswap.analysis.latency_equivalence import log_ratio_interval, ratio_verdict  # noqa: E402
 
 LABELS = ("equivalent", "non_inferior", "different/worse", "different/slower", "inconclusive")
 

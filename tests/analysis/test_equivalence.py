@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from embedswap.analysis.equivalence import (Verdict, classify_status, combine, error_gate, holm, log_ratio_interval,
-                                            n_needed, overlap_verdict, paired_verdict, ratio_verdict,
+from embedswap.analysis.equivalence import (Verdict, combine, holm, n_needed, overlap_verdict, paired_verdict,
                                             sliced_verdict)
+from embedswap.analysis.latency_equivalence import classify_status, error_gate, log_ratio_interval, ratio_verdict
 from embedswap.analysis.ranking_tests import paired_test
 
 # The issue: 24 queries, candidate - legacy per query. nDCG@10 mean -0.06, recall@5 mean -0.05, top-5 overlap

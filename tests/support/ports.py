@@ -1,6 +1,7 @@
 """Free ports for the tests that start servers: one helper for the whole suite (the ``free_port`` fixture of
-tests/conftest.py hands out one). Ports come from 18800-18899, never the same one twice in a test session, and a
-port counts as free only when nothing listens on it and no process names it on its command line."""
+tests/conftest.py hands out one). Ports come from 18800-19299, taken in turn around the range, so a port comes back
+only after all the others (a server a test stopped may still be winding down on it); a whole ``make test`` asks for
+more than 100. A port counts as free only when nothing listens on it and no process names it on its command line."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import socket
 
 import psutil
 
-PORT_RANGE = range(18800, 18900)
+PORT_RANGE = range(18800, 19300)
 
 
 def port_free(port: int) -> bool:
@@ -22,20 +23,22 @@ def port_free(port: int) -> bool:
     return not port_processes([port])
 
 
-_handed_out: set[int] = set()
+_next = 0  # where the next search starts: the ports go round the range, so a port comes back last
 
 
 def free_ports(n: int) -> list[int]:
-    """``n`` ports of 18800-18899 that nothing listens on (never the same one twice in a test session)."""
-    ports = []
-    for port in PORT_RANGE:
-        if port in _handed_out or not port_free(port):
+    """``n`` distinct free ports, taken in turn around the range."""
+    global _next
+    ports: list[int] = []
+    for step in range(len(PORT_RANGE)):
+        port = PORT_RANGE[(_next + step) % len(PORT_RANGE)]
+        if not port_free(port):
             continue
-        _handed_out.add(port)
         ports.append(port)
         if len(ports) == n:
+            _next = (port - PORT_RANGE.start + 1) % len(PORT_RANGE)
             return ports
-    raise RuntimeError("no free port left in 18800-18899")
+    raise RuntimeError(f"no {n} free ports in {PORT_RANGE.start}-{PORT_RANGE.stop - 1}")
 
 
 def port_processes(ports: list[int]) -> list[str]:
@@ -58,6 +61,6 @@ def port_processes(ports: list[int]) -> list[str]:
 
 
 def free_port() -> int:
-    """One port of 18800-18899 that nothing listens on (never the same one twice in a test session)."""
+    """One free port of the range (see :func:`free_ports`)."""
     return free_ports(1)[0]
 

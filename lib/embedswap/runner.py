@@ -325,6 +325,12 @@ def headline(summary: Summary) -> list[str]:
                      f"{_ms(figures.candidate_conc_docs_per_s)} docs/s at concurrency {figures.concurrency}")
     else:
         lines.append(f"{figures.candidate}: latency not measured")
+    decided = summary.decisions.latency.ratio(figures.candidate) if figures.candidate else None
+    if decided is not None and decided.verdict is not None:  # against decisions.margins, never "no difference"
+        found = decided.verdict
+        lines.append(f"latency verdict {pair}: {found.code}{f' ({found.direction})' if found.direction else ''}"
+                     f"{f', {found.reason}' if found.reason else ''}"
+                     f"{f' at {found.slices[0]}' if found.slices and found.code != 'equivalent' else ''}")
     if figures.parity_pass is not None:
         lines.append(f"parity gate: {'PASS' if figures.parity_pass else 'FAIL'}")
     return lines

@@ -140,9 +140,11 @@ def test_report_never_calls_a_covered_difference_real() -> None:
     assert summary["decisions"]["latency"]["ratios"]["dynamo"]["intervals"]["sequential"]["p50"]["verdict"] == "faster"
     en = render_markdown(summary, "en")
     line = next(l for l in en.splitlines() if l.startswith("- `vllm`: sequential p50 went from"))
-    assert "1.00× [" in line and "no difference detected" in line and "faster" not in line.split("throughput")[0]
+    # the verdict against the margin is stated, never "no difference detected"
+    assert "1.00× [" in line and ": equivalent" in line and "faster" not in line.split("throughput")[0]
+    assert "no difference detected" not in line
     ko = render_markdown(summary, "ko")
-    assert "차이 검출 안 됨" in next(l for l in ko.splitlines() if l.startswith("- `vllm`:"))
+    assert "동등합니다" in next(l for l in ko.splitlines() if l.startswith("- `vllm`:"))
 
 
 def test_repeats_overlap_is_flagged() -> None:

@@ -14,7 +14,10 @@ from typing import Any
 from embedswap.analysis import latency_intervals
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.latency_points import latency_points_of
+from embedswap.analysis.latency_verdicts import candidate_verdicts
+from embedswap.analysis.ranking_verdict import decisions_config
 from embedswap.summary.model import SummaryBody, TargetSettings
+from embedswap.summary.types_decisions import PointRatio
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 
 
@@ -117,14 +120,18 @@ def lock_reading(summary: SummaryBody, estimates: dict[str, Any] | None = None) 
 
 
 def latency_decisions(summary: SummaryBody) -> dict[str, Any]:
-    """``{ratios: {candidate: {..., intervals: {label: ...}}}, points: {target: {label: ...}}, lock: {...} | None}``
-    (intervals and verdicts: :mod:`embedswap.analysis.latency_intervals`)."""
+    """``{ratios: {candidate: {..., intervals: {label: ...}, verdicts: {run: ...}, verdict, drift}}, points:
+    {target: {label: ...}}, lock: {...} | None}`` (intervals: :mod:`embedswap.analysis.latency_intervals`; verdicts
+    against the margins, the error gate and the host drift: :mod:`embedswap.analysis.latency_verdicts`)."""
     legacy_name, candidates = roles(summary)
     by_target = summary.latency.by_target
     legacy = by_target.get(legacy_name)
     estimates = latency_intervals.all_estimates(summary)
+    config = decisions_config(summary)
     ratios = {}
     for name in candidates:
-        ratios[name] = {**ratio(legacy, by_target.get(name)),
-                        "intervals": _intervals(estimates, name, legacy_name)}
+        intervals = _intervals(estimates, name, legacy_name)
+        typed = {run: PointRatio.model_validate(entry) for run, entry in intervals.items()}
+        ratios[name] = {**ratio(legacy, by_target.get(name)), "intervals": intervals,
+                        **candidate_verdicts(legacy_name, legacy, name, by_target.get(name), typed, config)}
     return {"ratios": ratios, "points": latency_intervals.points(estimates), "lock": lock_reading(summary, estimates)}

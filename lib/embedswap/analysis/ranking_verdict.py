@@ -21,7 +21,7 @@ from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.ranking_tests import paired_values, variant_tests
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
-from embedswap.summary.types_decisions import EquivalenceVerdict
+from embedswap.analysis.stored_verdicts import stored
 from embedswap.summary.types_sections import CandidateRanking, RankingRun
 
 # Model specs whose weights are random (embedswap.zoo.qwen3): their vectors carry no meaning, so ranking is noise.
@@ -73,7 +73,7 @@ def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None,
 
 def _typed(v: eq.Verdict) -> dict[str, Any]:
     """The stored part of a verdict: the fields the summary model names (one list of them, the model's)."""
-    return {name: getattr(v, name) for name in EquivalenceVerdict.model_fields}
+    return stored(v)
 
 
 def unchanged_from(verdict: eq.Verdict | None) -> bool | None:

@@ -10,6 +10,7 @@ from tqdm import tqdm  # text bars: they show both in JupyterLab and in the pape
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
+from embedswap.measure import host_state
 from embedswap.measure.load import LoadSpec, client_name, closed_loop, point_stats, run_stats, run_sync
 from embedswap.targets.base import Target
 from embedswap.measure.workload import Workload
@@ -89,6 +90,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     sweep_errors = 0
     sweep_note = None
     total = sum(n for _, n, _ in points) * cfg.repeats + sum(n for _, n, _ in sweep) * cfg.sweep_repeats
+    host_before = host_state.reading()  # the host's state and calibration time around the phase (drift)
     with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress, \
             _RssSampler(target) as rss:
         for run, requests, concurrency in points:
@@ -119,6 +121,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                         per_repeat.append(run_stats(recs, wall))
                         sweep_errors += sum(1 for r in recs if not r.ok)
                     stats["sweep"].append(point_stats(run, concurrency, per_repeat).as_dict())
+    stats["host"] = host_state.phase(host_before, host_state.reading())
     if sweep_note:
         stats["sweep_note"] = sweep_note
     stats["client"] = client_name(spec.base_url)

@@ -49,10 +49,25 @@ class RequestRecord:
     docs: int
     prompt_tokens: int | None
     error: str | None = None
+    retry_after: str | None = None  # the Retry-After header of a non-200 answer (a 429's wait), as sent
 
     @property
     def ok(self) -> bool:
         return self.status == 200 and self.error is None
+
+
+def status_class(status: int | None, error: str | None) -> str:
+    """A request's outcome class: ``ok``, ``429``, ``5xx``, ``timeout`` (no complete answer in time) or ``other``
+    (another status, a refused connection, an unusable 200)."""
+    if status == 200 and not error:
+        return "ok"
+    if status == 429:
+        return "429"
+    if isinstance(status, int) and 500 <= status <= 599:
+        return "5xx"
+    if not status and error and error.startswith(("TimeoutError", "ServerTimeoutError")):
+        return "timeout"
+    return "other"
 
 
 @dataclass
@@ -191,22 +206,34 @@ class Client:
 
     async def post(self, body: bytes) -> tuple[int, bytes, str]:
         """One exchange: (status, the answer's bytes in full, its content type)."""
+        status, content, content_type, _ = await self.post_answer(body)
+        return status, content, content_type
+
+    async def post_answer(self, body: bytes) -> tuple[int, bytes, str, str | None]:
+        """One exchange: (status, the answer's bytes in full, its content type, its Retry-After header or None)."""
         assert self.session is not None, "use the client as `async with`"
         async with self.session.post(self.url, data=body, headers=self.headers) as response:
-            return response.status, await response.read(), response.headers.get("Content-Type", "")
+            return (response.status, await response.read(), response.headers.get("Content-Type", ""),
+                    response.headers.get("Retry-After"))
 
 
 async def _fetch(client: Client, body: bytes) -> tuple[int, Answer | None, str | None]:
     """One request, its answer read in full and not parsed: (status, the 200 answer or None, error)."""
+    status, answer, error, _ = await _fetch_answer(client, body)
+    return status, answer, error
+
+
+async def _fetch_answer(client: Client, body: bytes) -> tuple[int, Answer | None, str | None, str | None]:
+    """:func:`_fetch` with the Retry-After header a refusal sent (None without one)."""
     try:
-        status, content, content_type = await client.post(body)
+        status, content, content_type, retry_after = await client.post_answer(body)
     except TimeoutError:  # aiohttp's total timeout (asyncio.TimeoutError is TimeoutError)
-        return 0, None, f"TimeoutError: no complete answer within {client.spec.timeout_s:g} s"
+        return 0, None, f"TimeoutError: no complete answer within {client.spec.timeout_s:g} s", None
     except aiohttp.ClientError as exc:
-        return 0, None, f"{type(exc).__name__}: {exc}"[:300]
+        return 0, None, f"{type(exc).__name__}: {exc}"[:300], None
     if status != 200:
-        return status, None, content.decode("utf-8", errors="replace")[:300]
-    return 200, Answer(status, content, content_type), None
+        return status, None, content.decode("utf-8", errors="replace")[:300], retry_after
+    return 200, Answer(status, content, content_type), None, None
 
 
 def _check(response: Answer, expected: int | None = None) -> tuple[int | None, str | None]:
@@ -285,10 +312,10 @@ async def closed_loop(
                 batch_index = seq % len(bodies)
                 docs = len(spec.batches[batch_index])
                 sent = time.perf_counter()
-                status, response, error = await _fetch(client, bodies[batch_index])
+                status, response, error, retry_after = await _fetch_answer(client, bodies[batch_index])
                 done = time.perf_counter()
                 record = RequestRecord(run, repeat, seq, sent - started, (done - sent) * 1000, status, docs, None,
-                                       error)
+                                       error, retry_after)
                 records.append(record)
                 if response is not None:
                     answers.append((record, response, docs))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from embedswap.summary.types_common import Finding, Strict
+from embedswap.summary.types_equivalence import EquivalenceVerdict, HostDrift, PointVerdicts, SlicedVerdict
 
 
 class DiagnosisDecision(Strict):
@@ -58,21 +59,6 @@ class PairedTest(Strict):
     sd: float | None
 
 
-class EquivalenceVerdict(Strict):
-    """One verdict against a margin (embedswap.analysis.equivalence.Verdict, without its p-values and params):
-    ``estimate``/``low``/``high`` are the change (candidate - legacy) and its (1 - 2 alpha) interval, ``n_needed``
-    the queries that would decide an ``inconclusive`` one (None when no practical n would)."""
-    code: Literal["equivalent", "non_inferior", "different", "inconclusive", "failed"]
-    direction: Literal["worse", "better", "slower", "faster"] | None = None
-    estimate: float | None = None
-    low: float | None = None
-    high: float | None = None
-    margin: float | None = None
-    n: int | None = None
-    n_needed: int | None = None
-    reason: str = ""
-
-
 class RankingVariant(Strict):
     unchanged: bool | None
     changed_queries: int | None = None
@@ -81,6 +67,8 @@ class RankingVariant(Strict):
     # absent in summaries decided before the equivalence verdicts: the combined verdict and one per metric
     equivalence: EquivalenceVerdict | None = None
     metrics: dict[str, EquivalenceVerdict] = {}
+    # per metric, its verdict per query language (Holm-corrected across the languages); absent in older summaries
+    slices: dict[str, SlicedVerdict] = {}
 
     def test(self, metric: str) -> PairedTest | None:
         """The paired test of one metric's delta (ndcg_at_10, recall_at_5), or None: not tested."""
@@ -166,6 +154,14 @@ class LatencyRatio(Strict):
     conc_p50: float | None
     complete: bool
     intervals: dict[str, PointRatio] = {}
+    # the verdicts against decisions.margins per point (error gate, ratios, host drift); absent in older summaries
+    verdicts: dict[str, PointVerdicts] = {}
+    verdict: EquivalenceVerdict | None = None  # the article's two points combined: the latency headline
+    drift: HostDrift | None = None
+
+    def verdicts_at(self, run: str) -> PointVerdicts | None:
+        """The verdicts of one operating point (sequential, concurrent, sweep_c<n>), or None: not decided."""
+        return self.verdicts.get(run)
 
     def at(self, run: str) -> PointRatio | None:
         """The ratio's intervals at one operating point (sequential, concurrent, c<n>), or None: not paired there."""
@@ -269,6 +265,8 @@ class Decisions(Strict):
     parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before the multimodal part
     diagnosis: dict[str, DiagnosisDecision] = {}
     diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)
+    # per candidate, the per-document cosine to legacy against decisions.margins.cosine, per document language
+    vectors: dict[str, SlicedVerdict] = {}
 
     def shim_of(self, name: str) -> ShimOutcome | None:
         """What the shim closed, left and opened for one candidate (None: not probed through the shim)."""

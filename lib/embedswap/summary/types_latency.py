@@ -39,8 +39,32 @@ class LatencyPoint(Strict):
     tokens_per_s: Number | None = None
     errors: int = 0
     error_rate: Number = 0
+    # failed requests by class (429, 5xx, timeout, other) and the Retry-After values the refusals sent
+    error_classes: dict[str, int] = {}
+    retry_after: list[str] = []
     spread: PointSpread | None = None
     requests: RunRequests | None = None
+
+
+class HostReading(Strict):
+    """One reading of the host (embedswap.measure.host_state): None where /proc did not say."""
+    time: Number | None = None
+    load_1m: Number | None = None
+    load_5m: Number | None = None
+    cpus: int | None = None
+    cpu_mhz: Number | None = None
+    steal_jiffies: int | None = None
+    total_jiffies: int | None = None
+    calibration_ms: Number | None = None  # the fixed calibration workload's time
+
+
+class HostPhase(Strict):
+    """The host around one server's latency phase: before, after, the stolen CPU share between them, and the
+    phase's calibration time (mean of before and after)."""
+    before: HostReading | None = None
+    after: HostReading | None = None
+    steal_share: Number | None = None
+    calibration_ms: Number | None = None
 
 
 class LatencyTarget(Section):
@@ -53,6 +77,7 @@ class LatencyTarget(Section):
     sweep_reason: Reason | None = None
     rss_peak_bytes: int | None = None
     rss_samples: int | None = None
+    host: HostPhase | None = None  # absent in captures from before the host was recorded
     source: str | None = None
     lock: bool | None = None  # ablation only: whether the legacy variant holds its global lock
 

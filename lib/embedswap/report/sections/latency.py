@@ -12,6 +12,7 @@ from embedswap.report.format import code, combined_label, fmt, md_table, mib, es
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import ratio as ratio_text
 from embedswap.report.sections.sweep import ablation, sweep
+from embedswap.report.sections.verdicts import drift_text, ratio_cell
 from embedswap.summary.types_decisions import LockReading
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 
@@ -67,7 +68,9 @@ def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
         value = getattr(stored, ratio_key) if stored is not None else None
         point_ratio = stored.at(run) if stored is not None else None
         entry = getattr(point_ratio, figure) if point_ratio is not None else None
-        out[f"{key}_ratio"] = None if value is None else ratio_text(ctx.terms, entry, value)
+        verdicts = stored.verdicts_at(run) if stored is not None else None
+        out[f"{key}_ratio"] = None if value is None and verdicts is None else ratio_cell(
+            ctx.terms, entry, verdicts, figure, stored.drift if stored is not None else None, value)
     out["complete"] = stored is not None and stored.complete
     return out
 
@@ -76,17 +79,25 @@ def ratio_table(ctx: ReportContext) -> str | None:
     """Every point both sides measured (article points and sweep): candidate / legacy with interval and verdict."""
     t = ctx.terms
     rows = []
+    decided = False
     for name in ctx.candidates:
         stored = ctx.decisions.latency.ratio(name)
         for run, entry in (stored.intervals if stored is not None else {}).items():
             point = {"sequential": "seq", "concurrent": f"c{ctx.concurrency()}"}.get(run, run.replace("_", " "))
-            rows.append([code(name), esc(point), *(ratio_text(t, r) for r in (entry.p50, entry.p99, entry.docs_per_s)),
-                         " / ".join(fmt(v, "int") for v in entry.p50.n)])
+            verdicts = stored.verdicts_at(run) if stored is not None else None
+            decided = decided or verdicts is not None
+            cells = [ratio_cell(t, getattr(entry, key), verdicts, key, stored.drift if stored else None)
+                     for key in ("p50", "p99", "docs_per_s")]
+            rows.append([code(name), esc(point), *cells, " / ".join(fmt(v, "int") for v in entry.p50.n),
+                         drift_text(t, stored.drift if stored else None)])
     if not rows:
         return None
-    header = [t["target"], t["point"], t["stats"]["p50_ratio"], t["stats"]["p99_ratio"], t["stats"]["rate_ratio"],
-              t["stats"]["n_pair"]]
-    return md_table(header, rows, ["l", "l", "r", "r", "r", "r"])
+    if not decided:  # an older summary: the intervals' own reading, no drift column
+        rows = [r[:-1] for r in rows]
+    rate = t["equivalence"]["rate_answered"] if decided else t["stats"]["rate_ratio"]
+    header = [t["target"], t["point"], t["stats"]["p50_ratio"], t["stats"]["p99_ratio"], rate,
+              t["stats"]["n_pair"]] + ([t["equivalence"]["drift"]] if decided else [])
+    return md_table(header, rows, ["l", "l"] + ["r"] * (len(header) - 2))
 
 
 def _lock_measured(ctx: ReportContext, reading: LockReading) -> dict[str, Any]:

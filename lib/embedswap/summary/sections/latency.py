@@ -8,6 +8,7 @@ from typing import Any
 from embedswap.summary.sections.captured import target_missing
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
+from embedswap.measure.load import status_class
 from embedswap.reasons import not_measured
 
 
@@ -23,14 +24,29 @@ def _requests_by_run(attempt: Attempt, name: str) -> dict[str, dict[str, list[An
     out = {}
     for run, repeats in runs.items():
         groups = [repeats[k] for k in sorted(repeats)]
-        out[run] = {
+        out[run] = {**_outcomes([r for g in groups for r in g]), "requests": {
             "latency_ms": [[round(float(r["latency_ms"]), 3) for r in g] for g in groups],
             "docs": [[int(r.get("docs") or 0) if r.get("status") == 200 and not r.get("error") else 0 for r in g]
                      for g in groups],
             "wall_s": [round(max(float(r.get("send_offset_s") or 0) + float(r["latency_ms"]) / 1000 for r in g), 6)
                        for g in groups],
-        }
+        }}
     return out
+
+
+def _outcomes(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """A point's failed requests by class (429, 5xx, timeout, other) and the distinct Retry-After values the
+    refusals sent, in the order first seen (captures from before Retry-After was recorded have none)."""
+    classes: dict[str, int] = {}
+    waits: list[str] = []
+    for r in records:
+        kind = status_class(r.get("status"), r.get("error"))
+        if kind != "ok":
+            classes[kind] = classes.get(kind, 0) + 1
+        wait = r.get("retry_after")
+        if wait is not None and str(wait) not in waits:
+            waits.append(str(wait))
+    return {"error_classes": classes, "retry_after": waits}
 
 
 def latency_stats_with_requests(attempt: Attempt, name: str) -> dict[str, Any]:
@@ -40,7 +56,7 @@ def latency_stats_with_requests(attempt: Attempt, name: str) -> dict[str, Any]:
     points = [stats.get(k) for k in ("sequential", "concurrent")] + list(stats.get("sweep") or [])
     for point in points:
         if isinstance(point, dict) and point.get("run") in by_run:
-            point["requests"] = by_run[point["run"]]
+            point.update(by_run[point["run"]])
     return stats
 
 

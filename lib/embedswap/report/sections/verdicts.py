@@ -1,0 +1,113 @@
+"""Formatting of the stored equivalence verdicts (``decisions.latency.ratios.<c>.verdicts``,
+``decisions.ranking``, ``decisions.vectors``): a verdict in words, a latency ratio with its verdict, the error
+gate's statuses and Retry-After, the host drift beside a ratio, and a comparison's language slices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.report.format import MISSING, code, fmt, md_table
+from embedswap.report.sections.stats import ratio as plain_ratio
+from embedswap.summary.types_decisions import RatioInterval
+from embedswap.summary.types_equivalence import (EquivalenceVerdict, ErrorGate, HostDrift, PointVerdicts,
+                                                 SlicedVerdict)
+
+
+def words(terms: dict[str, Any], v: EquivalenceVerdict | None) -> str:
+    """'equivalent', 'different (slower)', 'inconclusive (about 120 requests would decide it)', ..."""
+    if v is None:
+        return MISSING
+    t = terms["equivalence"]
+    key = f"{v.code}_{v.direction}" if v.direction and f"{v.code}_{v.direction}" in t["codes"] else v.code
+    text = t["codes"][key]
+    if v.code == "inconclusive":
+        if v.reason == "host_drift":
+            return text
+        if v.n_needed is not None:
+            text += t["needed"].format(n=fmt(v.n_needed, "int"))
+    return text
+
+
+def statuses(terms: dict[str, Any], gate: ErrorGate) -> str:
+    """'429 rate-limited ×36 (Retry-After 1), timeout ×2'."""
+    t = terms["equivalence"]
+    parts = []
+    for status, count in gate.statuses.items():
+        name = t["status"].get(status, status)
+        if status == "429" and gate.retry_after:
+            name = t["retry_after"].format(name=name, wait=", ".join(gate.retry_after))
+        parts.append(f"{name} ×{fmt(count, 'int')}")
+    return ", ".join(parts) or MISSING
+
+
+def failed(terms: dict[str, Any], point: PointVerdicts | None) -> str | None:
+    """The failed side's statuses as a sentence part, or None when no side failed."""
+    if point is None:
+        return None
+    t = terms["equivalence"]
+    for side in ("candidate", "legacy"):
+        gate = point.errors.get(side)
+        if gate is not None and gate.code == "failed":
+            return t["failed_cell"].format(side=t["sides"][side], statuses=statuses(terms, gate),
+                                           errors=fmt(gate.errors, "int"), requests=fmt(gate.requests, "int"),
+                                           rate=fmt(gate.estimate, "pct"), margin=fmt(gate.margin, "pct"))
+    return None
+
+
+def drift_text(terms: dict[str, Any], drift: HostDrift | None) -> str:
+    """'×1.82 (calibration 31.2 → 17.1 ms)' or '—' where the host was not recorded."""
+    if drift is None or drift.factor is None:
+        return MISSING
+    t = terms["equivalence"]
+    text = fmt(drift.factor, "ratio")
+    if drift.legacy_calibration_ms and drift.candidate_calibration_ms:
+        text += t["drift_calibration"].format(legacy=fmt(drift.legacy_calibration_ms, "ms"),
+                                              candidate=fmt(drift.candidate_calibration_ms, "ms"))
+    return text
+
+
+def ratio_cell(terms: dict[str, Any], entry: RatioInterval | None, point: PointVerdicts | None, key: str,
+               drift: HostDrift | None, fallback: float | None = None) -> str:
+    """A candidate/legacy ratio with its verdict against the margin: '0.68× [0.66–0.70]: non-inferior'; a failed
+    point its statuses instead of a ratio; a ratio undone by host drift the drift beside it. Without a stored
+    verdict (an older summary) the interval's own reading."""
+    verdict = point.figure(key) if point is not None else None
+    if verdict is None:
+        return plain_ratio(terms, entry, fallback)
+    t = terms["equivalence"]
+    if verdict.code == "failed":
+        return failed(terms, point) or words(terms, verdict)
+    said = words(terms, verdict)
+    if verdict.reason == "host_drift" and drift is not None:
+        said = t["host_drift"].format(drift=drift_text(terms, drift), margin=fmt(verdict.margin, "ratio"))
+    # the stored 95 % interval, as the tables' headers say (the verdict itself is decided on the 1 - 2 alpha one)
+    value, low, high = ((entry.value, entry.low, entry.high) if entry is not None and entry.value is not None
+                        else (verdict.estimate, verdict.low, verdict.high))
+    if value is None:
+        return said
+    if low is None or high is None:
+        return t["ratio_plain"].format(ratio=fmt(value, "ratio"), verdict=said)
+    return t["ratio_cell"].format(ratio=fmt(value, "ratio"), low=fmt(low, "ratio"), high=fmt(high, "ratio"),
+                                  verdict=said)
+
+
+def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdict]]) -> str | None:
+    """One row per (who, comparison) with each slice's verdict, the Holm-corrected overall, and the worse slices
+    named."""
+    if not rows:
+        return None
+    t = terms["equivalence"]
+    names = sorted({s for _, _, found in rows for s in found.by_slice})
+    body = []
+    for who, what, found in rows:
+        cells = []
+        for name in names:
+            v = found.by_slice.get(name)
+            cells.append(MISSING if v is None else t["slice_cell"].format(
+                estimate=fmt(v.estimate, "delta"), low=fmt(v.low, "delta"), high=fmt(v.high, "delta"),
+                n=fmt(v.n, "int"), verdict=words(terms, v)))
+        worse = found.worse()
+        body.append([who, what, *cells, words(terms, found.overall),
+                     ", ".join(code(w) for w in worse) if worse else MISSING])
+    header = [t["who"], t["comparison"], *[t["slice"].format(name=n) for n in names], t["overall"], t["worse"]]
+    return md_table(header, body, ["l", "l"] + ["r"] * len(names) + ["l", "l"])

@@ -1,0 +1,84 @@
+"""Verdicts against the margins of ``decisions.margins`` as summary.json stores them
+(:mod:`embedswap.analysis.equivalence`): one figure's verdict, a latency point's error gate, the host drift beside a
+latency ratio, and per-slice (language) verdicts of one comparison."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from embedswap.summary.types_common import Strict
+
+Code = Literal["equivalent", "non_inferior", "different", "inconclusive", "failed"]
+
+
+class EquivalenceVerdict(Strict):
+    """One verdict against a margin (embedswap.analysis.equivalence.Verdict, without its p-values and params):
+    ``estimate``/``low``/``high`` are the change (candidate - legacy, or candidate / legacy for a ratio) and its
+    (1 - 2 alpha) interval, ``n_needed`` the queries or requests that would decide an ``inconclusive`` one (None
+    when no practical n would)."""
+    code: Code
+    direction: Literal["worse", "better", "slower", "faster"] | None = None
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    margin: float | None = None
+    n: int | None = None
+    n_needed: int | None = None
+    reason: str = ""
+    # a combined verdict: the parts (metrics, slices, figures) that decided it, first = the one shown
+    slices: list[str] = []
+
+
+class ErrorGate(EquivalenceVerdict):
+    """A latency point's error rate against ``error_rate``: ``failed`` names the statuses (``429``, ``5xx``,
+    ``timeout``, ``other``; most frequent first) and the Retry-After values a refusal sent."""
+    statuses: dict[str, int] = {}
+    retry_after: list[str] = []
+    requests: int | None = None
+    errors: int | None = None
+
+
+class HostDrift(Strict):
+    """How much the host itself changed between the legacy and the candidate latency phases.
+
+    ``calibration_ratio``: the fixed calibration workload's time in the candidate's phase over the legacy phase's
+    (> 1: the host was slower while the candidate was measured); ``within``: per server, its phase's calibration
+    after / before; ``aba``: per figure, the legacy server measured again after the candidates over its first
+    measurement (A-B-A; empty when it was not re-measured); ``factor``: the largest of them as a factor >= 1, the
+    figure compared with each ratio's margin."""
+    calibration_ratio: float | None = None
+    legacy_calibration_ms: float | None = None
+    candidate_calibration_ms: float | None = None
+    within: dict[str, float] = {}
+    aba: dict[str, float] = {}
+    load_1m: dict[str, float] = {}  # per server, the 1-minute load average at the start of its phase
+    steal_share: dict[str, float] = {}
+    factor: float | None = None
+
+
+class PointVerdicts(Strict):
+    """One operating point of one candidate against legacy: the error gate of each side, the ratio verdicts
+    (candidate / legacy) and the point's combined verdict. A point whose error rate exceeds its margin is
+    ``failed`` on every figure: no ratio is read from its surviving requests."""
+    errors: dict[str, ErrorGate] = {}  # by side: candidate, legacy
+    p50: EquivalenceVerdict | None = None
+    p99: EquivalenceVerdict | None = None
+    docs_per_s: EquivalenceVerdict | None = None
+    verdict: EquivalenceVerdict | None = None
+
+    def figure(self, key: str) -> EquivalenceVerdict | None:
+        """The verdict of one figure (p50, p99, docs_per_s), or None: not decided."""
+        return getattr(self, key) if key in ("p50", "p99", "docs_per_s") else None
+
+
+class SlicedVerdict(Strict):
+    """One comparison decided per slice (language, query tag) with Holm's correction across the slices: the
+    overall verdict (``slices`` names the slices that decided it) and each slice's."""
+    overall: EquivalenceVerdict
+    by_slice: dict[str, EquivalenceVerdict] = {}
+    kind: Literal["lang", "tag"] = "lang"
+
+    def worse(self) -> list[str]:
+        """The slices that are harmfully different (worse / slower) or failed."""
+        return [k for k, v in self.by_slice.items()
+                if v.code == "failed" or (v.code == "different" and v.direction in ("worse", "slower"))]

@@ -60,7 +60,7 @@ def test_decisions_are_in_the_summary(tmp_path: Path, complete_upgraded: dict[st
     assert rules and all(isinstance(r, str) for r in rules)
     assert set(decisions["ranking"]["by_candidate"]) == set(summary["roles"]["candidates"])
     for verdict in decisions["ranking"]["by_candidate"].values():
-        assert verdict["decision"] in {"reindex", "client", "shim_only", "none", "shim_missing"}
+        assert verdict["decision"] in {"reindex", "client", "shim_only", "none", "shim_missing", "undecided"}
     ratios = decisions["latency"]["ratios"]
     legacy = summary["latency"]["by_target"][summary["roles"]["legacy"]]
     for name, ratio in ratios.items():

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis import (client_changes, diagnosis, latency_ratios, parity_matrix, parity_multimodal,
-                                ranking_verdict, shim_outcome)
+                                ranking_verdict, shim_outcome, slices)
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 
@@ -32,6 +32,7 @@ def decide(summary: SummaryBody) -> Decisions:
         "parity_multimodal": parity_multimodal.multimodal_finding(summary),
         "diagnosis": diagnosis.diagnosis_decisions(summary),
         "diagnosis_queries": diagnosis.diagnosis_query_decisions(summary),
+        **({"vectors": vectors} if (vectors := slices.vector_decisions(summary)) else {}),
     })
 
 

@@ -8,7 +8,9 @@ per-query top-5 overlap with legacy each get a verdict, and :func:`~embedswap.an
 them. The variant is unchanged when the combined verdict is ``equivalent`` (or ``non_inferior``), changed when it is
 ``different`` (in either direction: what the migration keeps is the ranking users had, not a higher metric), and
 neither when it is ``inconclusive``: then the decision is ``undecided`` with the number of queries that would decide
-it. The paired randomization tests (:mod:`embedswap.analysis.ranking_tests`) are still stated beside it. On a
+it. Where the queries span two languages or more, each metric is decided per language with Holm's correction
+across the languages (:mod:`embedswap.analysis.slices`): equivalent only when every language is, and a worse
+language is named. The paired randomization tests (:mod:`embedswap.analysis.ranking_tests`) are still stated beside it. On a
 random-weight model (:data:`RANDOM_WEIGHT_SPECS`) the ranking is noise and no decision is drawn.
 """
 
@@ -21,6 +23,7 @@ from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.ranking_tests import paired_values, variant_tests
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
+from embedswap.analysis.slices import ranking_slices, stored_slices
 from embedswap.analysis.stored_verdicts import stored
 from embedswap.summary.types_sections import CandidateRanking, RankingRun
 
@@ -64,8 +67,11 @@ def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None,
                 if row.top5_overlap is not None]
     if overlaps:  # a summary without per-query overlaps is decided on the metrics alone
         verdicts["top5_overlap"] = eq.overlap_verdict(overlaps, margins.top_k_overlap, alpha=alpha, power=power)
-    # No per-language slices (sliced_verdict): the per-query rows of the summary do not carry the query's language
-    # (measure.workload.Query.lang is not written into ranking.per_query), so a language cannot be told apart here.
+    # per language (analysis.slices): with two languages or more, a metric's verdict is the Holm-corrected
+    # one across its languages, which is never equivalent when one language is worse
+    for metric, (overall, _) in ranking_slices(legacy, variant, config).items():
+        if metric in verdicts:
+            verdicts[metric] = overall
     if not verdicts:
         return None, {}
     return eq.combine(verdicts), verdicts
@@ -104,12 +110,14 @@ def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingR
     measured = is_measured(variant) and is_measured(legacy)
     tests = variant_tests(legacy, variant) if measured else {}
     combined, metrics = variant_verdicts(legacy, variant, config) if measured else (None, {})
+    slices = ranking_slices(legacy, variant, config) if measured else {}
     per_query = variant.per_query
     changed = sum(1 for q in per_query.values() if q.top5_overlap is not None and q.top5_overlap < 1)
     return {"unchanged": unchanged_from(combined), "changed_queries": changed if per_query else None,
             "queries": len(per_query) or variant.queries, "tests": tests,
             "equivalence": _typed(combined) if combined is not None else None,
-            "metrics": {k: _typed(v) for k, v in metrics.items()}}
+            "metrics": {k: _typed(v) for k, v in metrics.items()},
+            **({"slices": {k: stored_slices(v) for k, v in slices.items()}} if slices else {})}
 
 
 def decision(naive: str | None, shim: str | None) -> str:

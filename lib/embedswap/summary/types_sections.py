@@ -101,6 +101,7 @@ class Restore(Section):
 
 class QueryRanking(Strict):
     """One query's ranking figures."""
+    lang: str | None = None  # the query's language (absent in summaries from before the language slices)
     ndcg_at_10: Number | None = None
     recall_at_5: Number | None = None
     top1_score: Number | None = None

@@ -11,6 +11,7 @@ from embedswap.analysis.ranking_verdict import by_candidate
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import delta_cell, paired
+from embedswap.report.sections.verdicts import slices_table, worse_named
 from embedswap.summary.types_decisions import PairedTest, RankingVariant
 from embedswap.summary.types_sections import AgreementStat, CandidateRanking, MetricDeltas, RankingRun
 
@@ -103,7 +104,21 @@ def _verdict_clause(t: dict[str, Any], verdict: RankingVariant) -> str:
     if found.code == "inconclusive":
         text += (t["rank_verdict_needed"].format(n=fmt(found.n_needed, "int")) if found.n_needed is not None
                  else t["rank_verdict_no_n"])
-    return text
+    return text + worse_named(t, verdict.slices)
+
+
+def slices(ctx: ReportContext) -> str | None:
+    """Each candidate variant's ranking comparisons per query language (stored ``slices``), or None."""
+    t = ctx.terms
+    rows = []
+    for name in ctx.candidates:
+        decided = ctx.decisions.ranking.of(name)
+        for kind in KINDS:
+            variant = getattr(decided, kind) if decided is not None else None
+            for metric, found in (variant.slices if variant is not None else {}).items():
+                rows.append((f"{code(name)} ({esc(t['variants'][kind])})",
+                             t["equivalence"]["comparisons"].get(metric, metric), found))
+    return slices_table(t, rows)
 
 
 def ranking_finding(ctx: ReportContext, name: str, entry: CandidateRanking) -> dict[str, Any]:
@@ -192,7 +207,7 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     judged = section.judged if "judged" in section.model_fields_set else True
     return {
         **empty, "state": True, "label": label_text, "top_why": None,
-        "table": md_table(header, rows, ["l", "l", "l", "l"] + ["r"] * 6),
+        "table": "\n\n".join(x for x in (md_table(header, rows, ["l", "l", "l", "l"] + ["r"] * 6), slices(ctx)) if x),
         "findings": findings, "why": why, "queries": fmt(legacy.queries if legacy is not None else None, "int"),
         "agreement": agreement_table(ctx, entries), "judged": judged,
         "sources": ctx.refs_for([], always=list(dict.fromkeys(sources))),

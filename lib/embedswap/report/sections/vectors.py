@@ -8,6 +8,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.verdicts import slices_table
 from embedswap.summary.types_common import Spread
 from embedswap.summary.types_vectors import TargetVectors
 
@@ -95,7 +96,10 @@ def _language_table(ctx: ReportContext) -> str | None:
             lang_rows.append([cells[0], fmt(count, "int"), *cells[1:]])
         lang_table = md_table([t["lang"], t["n"]] + [f"{code(n)}: {t['cosine_mmm']}" for n in ctx.candidates],
                               lang_rows)
-    return lang_table
+    sliced = [(code(n), t["equivalence"]["comparisons"]["cosine"], found) for n in ctx.candidates
+              if (found := ctx.decisions.vectors.get(n)) is not None]
+    verdicts = slices_table(t, sliced, "cos")
+    return "\n\n".join(x for x in (lang_table, verdicts) if x) or None
 
 
 def vectors(ctx: ReportContext) -> dict[str, Any]:

@@ -91,9 +91,10 @@ def ratio_cell(terms: dict[str, Any], entry: RatioInterval | None, point: PointV
                                   verdict=said)
 
 
-def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdict]]) -> str | None:
+def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdict]], kind: str = "delta"
+                 ) -> str | None:
     """One row per (who, comparison) with each slice's verdict, the Holm-corrected overall, and the worse slices
-    named."""
+    named, after a sentence saying how the slices are decided. ``kind``: the format of the changes."""
     if not rows:
         return None
     t = terms["equivalence"]
@@ -104,10 +105,16 @@ def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdict
         for name in names:
             v = found.by_slice.get(name)
             cells.append(MISSING if v is None else t["slice_cell"].format(
-                estimate=fmt(v.estimate, "delta"), low=fmt(v.low, "delta"), high=fmt(v.high, "delta"),
+                estimate=fmt(v.estimate, kind), low=fmt(v.low, kind), high=fmt(v.high, kind),
                 n=fmt(v.n, "int"), verdict=words(terms, v)))
         worse = found.worse()
         body.append([who, what, *cells, words(terms, found.overall),
                      ", ".join(code(w) for w in worse) if worse else MISSING])
     header = [t["who"], t["comparison"], *[t["slice"].format(name=n) for n in names], t["overall"], t["worse"]]
-    return md_table(header, body, ["l", "l"] + ["r"] * len(names) + ["l", "l"])
+    return t["slices_intro"] + "\n\n" + md_table(header, body, ["l", "l"] + ["r"] * len(names) + ["l", "l"])
+
+
+def worse_named(terms: dict[str, Any], sliced: dict[str, SlicedVerdict]) -> str:
+    """' It is worse in `ko`.' when a comparison's slice is worse, else ''."""
+    worse = list(dict.fromkeys(w for found in sliced.values() for w in found.worse()))
+    return terms["equivalence"]["worse_named"].format(slices=", ".join(code(w) for w in worse)) if worse else ""

@@ -48,6 +48,9 @@ def _variant(attempt: Any, target: str, query_file: str, workload: Any, doc_stac
         overlap, per_query_overlap = overlap_with(reference, result)
     for query_id, value in per_query_overlap.items():
         result["per_query"][query_id]["top5_overlap"] = value
+    for query in workload.queries:  # the language slices of the ranking verdicts (analysis.slices)
+        if query.id in result["per_query"]:
+            result["per_query"][query.id] = {"lang": query.lang, **result["per_query"][query.id]}
     return {
         "measured": True,
         "judged": bool(result["judged_queries"]),

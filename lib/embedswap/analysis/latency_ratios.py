@@ -119,6 +119,20 @@ def lock_reading(summary: SummaryBody, estimates: dict[str, Any] | None = None) 
     return lock_estimate(summary)
 
 
+def aba_drift(legacy: LatencyTarget | None, summary: SummaryBody) -> dict[str, float]:
+    """The legacy server measured again after the candidates over its first measurement (A-B-A), per point and
+    figure (``sequential:p50``, ``concurrent:docs_per_s``, ...); empty without a second measurement."""
+    restore = summary.restore
+    again = restore.latency if restore is not None and is_measured(restore) else None
+    out: dict[str, float] = {}
+    for run in ("sequential", "concurrent"):
+        for figure, key in (("p50", "p50_ms"), ("docs_per_s", "docs_per_s")):
+            value = _divide(_value(again, run, key), _value(legacy, run, key))
+            if value is not None:
+                out[f"{run}:{figure}"] = value
+    return out
+
+
 def latency_decisions(summary: SummaryBody) -> dict[str, Any]:
     """``{ratios: {candidate: {..., intervals: {label: ...}, verdicts: {run: ...}, verdict, drift}}, points:
     {target: {label: ...}}, lock: {...} | None}`` (intervals: :mod:`embedswap.analysis.latency_intervals`; verdicts
@@ -133,5 +147,6 @@ def latency_decisions(summary: SummaryBody) -> dict[str, Any]:
         intervals = _intervals(estimates, name, legacy_name)
         typed = {run: PointRatio.model_validate(entry) for run, entry in intervals.items()}
         ratios[name] = {**ratio(legacy, by_target.get(name)), "intervals": intervals,
-                        **candidate_verdicts(legacy_name, legacy, name, by_target.get(name), typed, config)}
+                        **candidate_verdicts(legacy_name, legacy, name, by_target.get(name), typed, config,
+                                             aba_drift(legacy, summary))}
     return {"ratios": ratios, "points": latency_intervals.points(estimates), "lock": lock_reading(summary, estimates)}

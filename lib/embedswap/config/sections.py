@@ -42,6 +42,9 @@ class SequencingConfig(_Strict):
     stop_legacy_before_candidates: bool = True
     # As the article did at the end: bring the legacy server back, and check it answers as it did before.
     restore_legacy: bool = False
+    # With restore_legacy: measure the restored legacy server's latency again (the article's two points, no sweep),
+    # so its drift between the two measurements (A-B-A) decides whether the host moved under the ratios.
+    restore_latency: bool = False
 
 
 class MatryoshkaConfig(_Strict):

@@ -102,6 +102,21 @@ def swap_deploy(ctx: StepContext) -> dict[str, dict[str, Any]]:
     return results
 
 
+def _restore_latency(ctx: StepContext, target: Any, name: str) -> dict[str, Any]:
+    """The restored legacy server's latency at the article's two points (A-B-A: the host's drift across the
+    candidates), into ``<legacy>/restore/``; a failed request is recorded, never fatal."""
+    from embedswap.measure.errors import StepFailed
+    from embedswap.measure.latency import capture_latency
+
+    latency = ctx.experiment.latency.model_copy(update={"sweep": []})
+    experiment = ctx.experiment.model_copy(update={"latency": latency})
+    try:
+        capture_latency(target, experiment, ctx.workload, ctx.attempt, f"{name}/restore")
+    except StepFailed as exc:
+        return {"latency_capture": f"{name}/restore/latency_stats.json", "latency_error": str(exc)[:1000]}
+    return {"latency_capture": f"{name}/restore/latency_stats.json"}
+
+
 def restore_legacy(ctx: StepContext) -> dict[str, Any]:
     """Start the legacy server again after the swap and check it answers the first batch as it did in step 01."""
     from embedswap.measure.client import EmbeddingClient
@@ -124,6 +139,8 @@ def restore_legacy(ctx: StepContext) -> dict[str, Any]:
             if answer.ok and ctx.attempt.has(f"{name}/doc_vectors.npy"):
                 before = np.asarray(ctx.attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)[0][: len(batch)])
                 record["cosine_to_step01_min"] = float(np.min(rowwise_cosine(before, answer.as_array())))
+            if answer.ok and ctx.experiment.sequencing.restore_latency:
+                record.update(_restore_latency(ctx, target, name))
         record["restored"] = record.get("status") == 200
     except Exception as exc:  # recorded, never fatal: the measurements are already captured
         record.update(restored=False, error=f"{type(exc).__name__}: {exc}"[:1000])

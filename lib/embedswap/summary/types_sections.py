@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from embedswap.summary.types_common import Finding, Number, Reason, Section, Strict
+from embedswap.summary.types_latency import LatencyTarget
 from embedswap.summary.types_vectors import ProbeSide, ProbeVerdict, Verdict
 
 
@@ -96,6 +97,10 @@ class Restore(Section):
     error: str | None = None
     cosine_to_step01_min: Number | None = None
     restored: bool | None = None
+    # sequencing.restore_latency: the restored server's latency (A-B-A), and why it failed where it did
+    latency: LatencyTarget | None = None
+    latency_capture: str | None = None
+    latency_error: str | None = None
     source: str | None = None
 
 

@@ -52,4 +52,11 @@ def restore_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
     relative = f"{experiment.legacy}/restore.json"
     if not attempt.has(relative):
         return not_measured("restore_not_run")
-    return {"measured": True, **attempt.read_json(relative), "source": f"captures/{relative}"}
+    record = attempt.read_json(relative)
+    again = f"{experiment.legacy}/restore"
+    if attempt.has(f"{again}/latency_stats.json"):  # the legacy server measured again (A-B-A)
+        from embedswap.summary.sections.latency import latency_stats_with_requests
+
+        record["latency"] = {"measured": True, **latency_stats_with_requests(attempt, again),
+                             "source": f"captures/{again}/latency_requests.jsonl"}
+    return {"measured": True, **record, "source": f"captures/{relative}"}

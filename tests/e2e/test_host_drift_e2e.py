@@ -1,0 +1,61 @@
+"""End to end: a CPU-bound job loads the host only while the legacy server is measured. The candidate (the same
+legacy server, measured after it on a quiet host) then looks faster, but it must not be called faster: the
+host's drift is measured and shown, and the verdict is inconclusive with reason host_drift.
+
+The load comes from a wrapper around the legacy target's interpreter (``python:``): a busy loop per core, started
+with the server and torn down with its process group, so the kit is not given a test hook."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from realkit import legacy_target, make_experiment, run_whole_experiment, wait_no_processes
+from ports import free_ports
+
+pytestmark = pytest.mark.e2e
+
+
+def _loaded_python(folder) -> str:
+    """An interpreter wrapper that keeps every core busy for as long as the server it starts lives."""
+    path = folder / "loaded-python.sh"
+    path.write_text("#!/bin/bash\n"
+                    f"for i in $(seq {os.cpu_count() or 2}); do ( while :; do :; done ) & done\n"
+                    f'exec "{sys.executable}" "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_a_host_loaded_only_during_legacy_does_not_make_the_candidate_faster(tmp_path) -> None:
+    legacy_port, candidate_port = free_ports(2)
+    folder = make_experiment(tmp_path, "host-drift",
+                             legacy_target(legacy_port, capture=["latency"], python=_loaded_python(tmp_path)),
+                             {"candidate": legacy_target(candidate_port, capture=["latency"])},
+                             latency={"sequential_requests": 10, "concurrent_requests": 8})
+    done = run_whole_experiment(folder, timeout_s=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert wait_no_processes([legacy_port, candidate_port]) == []
+    attempt = sorted((folder / "attempts").iterdir())[-1]
+    summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
+    host = {name: summary["latency"]["by_target"][name]["host"] for name in ("legacy", "candidate")}
+    decided = summary["decisions"]["latency"]["ratios"]["candidate"]
+    drift = decided["drift"]
+    print("calibration ms:", {n: h["calibration_ms"] for n, h in host.items()}, "drift:", drift["factor"],
+          "seq p50 ratio:", decided["seq_p50"])
+    # the host was slower while legacy was measured: the calibration workload says so
+    assert drift["calibration_ratio"] < 1 / 1.10 and drift["factor"] > 1.10
+    for run, point in decided["verdicts"].items():
+        for figure in ("p50", "docs_per_s"):
+            verdict = point[figure]
+            assert verdict["direction"] != "faster", (run, figure, verdict)  # never called faster
+            if verdict["code"] != "failed":
+                assert verdict["code"] == "inconclusive" and verdict["reason"] == "host_drift", (run, figure, verdict)
+    assert decided["verdict"]["code"] == "inconclusive"
+    # the report shows the drift beside the ratio
+    report = (tmp_path / "reports" / "host-drift" / "report.en.md").read_text(encoding="utf-8")
+    assert "| Host drift |" in report
+    assert "inconclusive: the host itself drifted by" in report

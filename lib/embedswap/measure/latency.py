@@ -68,7 +68,8 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     ``latency_stats.json``); the sweep's requests go to ``latency_sweep_requests.jsonl`` and its points to the list
     ``sweep`` in ``latency_stats.json``, with ``rss_peak_bytes`` (None where the server's memory cannot be read,
     e.g. an external target). The sweep is skipped when the server is gone or answered none of the article
-    points' requests: it would only measure the failure again.
+    points' requests: it would only measure the failure again. ``host`` records the host's state and a fixed
+    calibration workload's time before and after the phase (``measure.host_state``: the drift between phases).
     """
     cfg = experiment.latency
     spec = LoadSpec(

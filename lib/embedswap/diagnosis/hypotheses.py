@@ -109,8 +109,16 @@ class Diagnoser:
         self._reduce(*next(self._variants))  # the truth's own pass; the others only when a server differs
 
     def _complete(self) -> None:
-        for variant, ids, model in self._variants:  # a generator: each lower-precision model loaded in turn
-            self._reduce(variant, ids, model)
+        while self._advance() is not None:
+            pass
+
+    def _advance(self) -> list[Hypothesis] | None:
+        """The next input-side variant's hypotheses (computed now), None when every variant is computed."""
+        try:
+            variant, ids, model = next(self._variants)  # a generator: each lower-precision model loaded in turn
+        except StopIteration:
+            return None
+        return self._reduce(variant, ids, model)
 
     # -- inputs: token ids per text for each input-side variant ------------------------------------------------------
     def _ids(self, texts: list[str], max_tokens: int) -> list[list[int]]:
@@ -155,7 +163,7 @@ class Diagnoser:
         return AutoModel.from_pretrained(self.path, dtype=DTYPES[dtype]).eval()
 
     # -- outputs: every pooling x Dense x Normalize of one forward pass ---------------------------------------------
-    def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any) -> None:
+    def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any) -> list[Hypothesis]:
         import torch
         import torch.nn.functional as F
 
@@ -179,25 +187,73 @@ class Diagnoser:
                         vec = F.normalize(vec, p=2, dim=1) if normalize else vec
                         key = replace(variant, pooling=mode, dense=dense, normalize=normalize)
                         out.setdefault(key, []).append(vec)
-        for key, parts in out.items():
-            self.candidates.setdefault(key, torch.cat(parts).numpy())
+        added = [key for key in out if key not in self.candidates]
+        for key in added:
+            self.candidates[key] = torch.cat(out[key]).numpy()
+        return added
 
-    def diagnose(self, served: np.ndarray, name: str, threshold: float = 0.999) -> dict[str, Any]:
+    def diagnose(self, served: np.ndarray, name: str, threshold: float = 0.999,
+                 evidence: dict[str, Any] | None = None) -> dict[str, Any]:
         """The hypothesis reproducing ``served`` and its reasons; ``cause`` None when the model's own pipeline
-        reproduces it, ``diagnosis_unknown`` when nothing does."""
+        reproduces it, truncation at the limit found when a cut of the inputs does (diagnosis.truncation, with
+        the server's ``usage`` as ``evidence``), ``diagnosis_unknown`` when nothing does."""
         served = np.asarray(served, dtype=np.float32)
         if _matches(self.candidates[self.truth], served, threshold) is not None:
             return {"cause": None, "reasons": [], "hypothesis": None}
-        self._complete()
-        found = [(h, cos) for h, v in self.candidates.items() if (cos := _matches(v, served, threshold)) is not None]
+        found = self._reproducing(list(self.candidates), served, threshold)
+        # one input-side pass at a time, stopping once a single difference reproduces the vectors (none can
+        # beat it: every pass still to come differs at least once); two differences keep looking for one
+        while not any(h.differences(self.truth) <= 1 for h, _ in found):
+            added = self._advance()
+            if added is None:
+                break
+            found += self._reproducing(added, served, threshold)
         if not found:
-            reason = {"code": "diagnosis_unknown", "params": {"name": name},
-                      "why": explain("diagnosis_unknown", name=name)}
-            return {"cause": "diagnosis_unknown", "reasons": [reason], "hypothesis": None}
+            return self._truncation_or_unknown(served, name, threshold, evidence)
         best, cos = min(found, key=lambda hc: (hc[0].differences(self.truth), -hc[1]))
         reasons = explain_difference(self.truth, best, name, self.limit, self.end_token)
         return {"cause": reasons[0]["code"] if reasons else None, "reasons": reasons,
                 "hypothesis": {**best.as_dict(), "cos_min": cos}}
+
+
+    def _truncation_or_unknown(self, served: np.ndarray, name: str, threshold: float,
+                               evidence: dict[str, Any] | None) -> dict[str, Any]:
+        """A server cutting inputs at its own length (words, characters, a token limit nobody stated), else
+        ``diagnosis_unknown`` saying that no truncation reproduces the vectors either."""
+        from embedswap.diagnosis.truncation import search_truncation
+
+        cut = None
+        if self.truth.prompt is None and served.shape == self.candidates[self.truth].shape:
+            cut = search_truncation(self.embedder, self.texts, served, self.candidates[self.truth], threshold,
+                                    evidence)
+        if cut is not None and cut.get("found"):
+            params = {"name": name, "limit": cut["limit"], "tokens": cut["tokens"], "expected": self.limit}
+            code = f"diagnosis_truncation_{cut['unit']}"
+            reasons = [{"code": code, "params": params, "why": explain(code, **params)}]
+            usage = cut.get("usage")
+            if usage is not None:
+                code = "diagnosis_truncation_usage" if usage["agrees"] else "diagnosis_truncation_usage_differs"
+                params = {"name": name, "prompt_tokens": usage["prompt_tokens"], "expected": usage["expected"]}
+                reasons.append({"code": code, "params": params, "why": explain(code, **params)})
+            hypothesis = {**replace(self.truth).as_dict(), "max_tokens": cut["tokens"], "cos_min": cut["cos_min"]}
+            return {"cause": reasons[0]["code"], "reasons": reasons, "hypothesis": hypothesis, "truncation": cut}
+        reasons = [{"code": "diagnosis_unknown", "params": {"name": name},
+                    "why": explain("diagnosis_unknown", name=name)}]
+        if cut is not None:  # the documents differ, and no cut of them reproduces the server's vectors
+            reasons.append({"code": "diagnosis_no_truncation", "params": {"name": name},
+                            "why": explain("diagnosis_no_truncation", name=name)})
+        out = {"cause": "diagnosis_unknown", "reasons": reasons, "hypothesis": None}
+        return {**out, "truncation": cut} if cut is not None else out
+
+    def _reproducing(self, keys: list[Hypothesis], served: np.ndarray,
+                     threshold: float) -> list[tuple[Hypothesis, float]]:
+        return [(h, cos) for h in keys if (cos := _matches(self.candidates[h], served, threshold)) is not None]
+
+    @property
+    def passes(self) -> int:
+        """How many input-side passes were computed so far (the truth's included)."""
+        return len({replace(h, pooling=self.truth.pooling, dense=self.truth.dense, normalize=self.truth.normalize)
+                    for h in self.candidates})
 
 
 def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: int | None = None,

@@ -178,6 +178,12 @@ REASONS: dict[str, str] = {
     "rewrite_not_json": "body not a JSON object: sent as is",
     "rewrite_renormalised": "vectors re-normalised (L2)",
     "shim_usage_server": "`usage` as the server sent it (null where it sent none): the shim never makes up a count",
+    # the reference's witnesses (parity.witnesses)
+    "witness_batch_dependent": "{name} differs from itself run the other way ({other}, lowest cosine {cos_min}): "
+                               "its vectors depend on batch mates (padding side, a pooling at a fixed position, "
+                               "an attention mask); left out",
+    "witness_disagrees": "{name} disagrees with the other witnesses (closest lowest cosine {cos_min}); left out",
+    "witness_failed": "{name} could not run: {error}",
     # the real input limit (diagnosis.truncation): a server cutting inputs at its own length
     "diagnosis_truncation_words": "'{name}' cuts its inputs at about {limit} words ({tokens} tokens) where the "
                                   "model reads {expected} tokens: cut long inputs client-side to that limit, or "

@@ -178,6 +178,16 @@ REASONS: dict[str, str] = {
     "rewrite_not_json": "body not a JSON object: sent as is",
     "rewrite_renormalised": "vectors re-normalised (L2)",
     "shim_usage_server": "`usage` as the server sent it (null where it sent none): the shim never makes up a count",
+    # vectors that depend on batch mates (diagnosis.hypotheses, BATCHINGS)
+    "diagnosis_batch_mask_ignored": "'{name}' ignores the attention mask: its vectors include the padding of "
+                                    "their batch, so they depend on batch mates; pass the attention mask to the "
+                                    "model and the pooling",
+    "diagnosis_batch_padding_flipped": "'{name}' pads its batches on the other side than the model's (the "
+                                       "padding shifts the positions): its vectors depend on batch mates; pad on "
+                                       "the model's side",
+    "diagnosis_batch_padding_flipped_position": "'{name}' pads its batches on the other side than its pooling "
+                                                "assumes (it pools a padding token): its vectors depend on batch "
+                                                "mates; pad on the model's side or pool with the attention mask",
     # the reference's witnesses (parity.witnesses)
     "witness_batch_dependent": "{name} differs from itself run the other way ({other}, lowest cosine {cos_min}): "
                                "its vectors depend on batch mates (padding side, a pooling at a fixed position, "

@@ -28,6 +28,7 @@ from embedswap.reasons import explain
 
 POOLINGS = ("mean", "cls", "lasttoken", "max")
 LOWER_DTYPES = ("float16", "bfloat16")
+BATCHINGS = ("mask_ignored", "padding_flipped", "padding_flipped_position")
 NORM_RELATIVE_TOLERANCE = 1e-2
 BATCH = 32
 
@@ -44,6 +45,10 @@ class Hypothesis:
     prompt: str | None = None
     max_tokens: int | None = None
     dtype: str = "float32"
+    # how a batch is padded (None: as the model's pipeline does): "mask_ignored" pools (and attends) over the
+    # padding of its batch; "padding_flipped" pads on the other side (absolute positions shift by the padding);
+    # "padding_flipped_position" also pools at the position the model's own side would hold (a pad token)
+    batching: str | None = None
 
     def differences(self, truth: Hypothesis) -> int:
         return sum(getattr(self, f.name) != getattr(truth, f.name) for f in fields(self))
@@ -91,7 +96,7 @@ class Diagnoser:
 
     def __init__(self, model: str | Path, texts: list[str], *, limits: list[int] | None = None,
                  query_template: str | None = None, query_task: str | None = None,
-                 expected_prompt: str | None = None) -> None:
+                 expected_prompt: str | None = None, batches: list[tuple[int, int]] | None = None) -> None:
         from embedswap.legacy.server import Embedder, LegacySettings
         from embedswap.models import local_model_folder, resolve_model_path
 
@@ -104,6 +109,9 @@ class Diagnoser:
         self.prompts = known_prompts(local_model_folder(self.path), query_template, query_task)
         self.limits = sorted({int(n) for n in limits or [] if 0 < int(n) < e.limit})
         self.candidates: dict[Hypothesis, np.ndarray] = {}
+        # the server's batches as (start, end) of ``texts`` (known when they are the workload's, whole, in order):
+        # the batch-mate hypotheses need them
+        self.batches = batches
         self.end_token: str | None = None  # the token the end-token hypothesis drops or appends
         self._variants = self._inputs()
         self._reduce(*next(self._variants))  # the truth's own pass; the others only when a server differs
@@ -153,6 +161,9 @@ class Diagnoser:
             yield replace(t, max_tokens=limit), self._ids([prefix + x for x in self.texts], limit), e.model
         for dtype in LOWER_DTYPES:
             yield replace(t, dtype=dtype), base, self._lower(dtype)
+        if self.batches:
+            for batching in BATCHINGS:
+                yield replace(t, batching=batching), base, e.model
 
     def _lower(self, dtype: str) -> Callable[..., Any]:
         """The model loaded in ``dtype`` (as an engine defaulting to it would run it)."""
@@ -171,12 +182,13 @@ class Diagnoser:
 
         e = self.embedder
         out: dict[Hypothesis, list[torch.Tensor]] = {}
+        chunks = self.batches if variant.batching else [(s, s + BATCH) for s in range(0, len(ids), BATCH)]
         with torch.inference_mode():
-            for start in range(0, len(ids), BATCH):
-                batch = e._pad_ids(ids[start : start + BATCH])
+            for start, end in chunks:
+                batch, mask, side = padded(e, ids[start:end], variant.batching)
                 hidden = model(**batch).last_hidden_state
                 for mode in POOLINGS:
-                    pooled = pool(hidden, batch["attention_mask"], mode, e.padding_side)
+                    pooled = pool(hidden, mask, mode, side)
                     projected = pooled
                     for layer in e.dense:
                         projected = layer({"sentence_embedding": projected})["sentence_embedding"].float()
@@ -256,6 +268,29 @@ class Diagnoser:
                     for h in self.candidates})
 
 
+def padded(embedder: Any, rows: list[list[int]], batching: str | None) -> tuple[dict[str, Any], Any, str]:
+    """(the model's inputs, the mask pooling uses, the padding side pooling assumes) of one batch, padded as
+    ``batching`` says."""
+    import torch
+
+    if batching in ("padding_flipped", "padding_flipped_position"):
+        other = "left" if embedder.padding_side == "right" else "right"
+        width = max(len(row) for row in rows)
+        ids = torch.full((len(rows), width), embedder.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            span = slice(width - len(row), width) if other == "left" else slice(0, len(row))
+            ids[i, span] = torch.tensor(row, dtype=torch.long)
+            mask[i, span] = 1
+        side = other if batching == "padding_flipped" else embedder.padding_side
+        return {"input_ids": ids, "attention_mask": mask}, mask, side
+    batch = embedder._pad_ids(rows)
+    if batching == "mask_ignored":
+        ones = torch.ones_like(batch["attention_mask"])
+        return {"input_ids": batch["input_ids"], "attention_mask": ones}, ones, embedder.padding_side
+    return batch, batch["attention_mask"], embedder.padding_side
+
+
 def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: int | None = None,
                        end_token: str | None = None) -> list[dict[str, Any]]:
     """Reason codes for what ``found`` (the server) does differently from ``truth`` (the model)."""
@@ -284,6 +319,8 @@ def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: i
         codes.append(("diagnosis_truncation", {"name": name, "limit": found.max_tokens, "expected": limit}))
     if found.dtype != truth.dtype:
         codes.append(("diagnosis_dtype", {"name": name, "dtype": found.dtype, "expected": truth.dtype}))
+    if found.batching is not None:  # its vectors depend on batch mates
+        codes.append((f"diagnosis_batch_{found.batching}", {"name": name}))
     return [{"code": c, "params": p, "why": explain(c, **p)} for c, p in codes]
 
 

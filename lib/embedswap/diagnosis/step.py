@@ -61,20 +61,29 @@ def stated_limits(experiment: Experiment, attempt: Attempt) -> list[int]:
     return sorted({int(n) for n in limits if n})
 
 
-def diagnoser(experiment: Experiment, attempt: Attempt, texts: list[str]) -> Diagnoser:
-    """The attempt's Diagnoser for ``texts`` (built once per process)."""
+def diagnoser(experiment: Experiment, attempt: Attempt, texts: list[str],
+              batches: list[tuple[int, int]] | None = None) -> Diagnoser:
+    """The attempt's Diagnoser for ``texts`` (built once per process); ``batches``: how the servers batched them."""
     path = resolve_model_path(experiment.model.path)
     limits = stated_limits(experiment, attempt)
     key = (path, tuple(texts), tuple(limits))
-    if key not in _CACHE:
+    if key not in _CACHE or (batches and _CACHE[key].batches != batches):
         _CACHE.clear()  # one attempt at a time: do not keep an earlier model's vectors in memory
         _CACHE[key] = Diagnoser(path, texts, limits=limits, query_template=experiment.model.query_prompt_template,
-                                query_task=experiment.model.query_task)
+                                query_task=experiment.model.query_task, batches=batches)
     return _CACHE[key]
 
 
+def workload_batches(rows: list[int], batch_size: int) -> list[tuple[int, int]] | None:
+    """The workload's batches as (start, end) positions of ``rows`` (document indices in file order), where each
+    batch's documents are all among them and consecutive; None otherwise (a sample: batch mates unknown)."""
+    if rows != list(range(len(rows))):
+        return None
+    return [(start, min(start + batch_size, len(rows))) for start in range(0, len(rows), batch_size)]
+
+
 def diagnose_row(experiment: Experiment, attempt: Attempt, texts: list[str], served: np.ndarray, name: str,
-                 threshold: float) -> dict[str, Any]:
+                 threshold: float, batches: list[tuple[int, int]] | None = None) -> dict[str, Any]:
     """One server's finding; a failure of the diagnosis itself is recorded, never raised (the gate has already
     decided)."""
     if attempt.has(CAPTURE):  # step 03 diagnosed this target's captured vectors already: the same finding
@@ -83,7 +92,7 @@ def diagnose_row(experiment: Experiment, attempt: Attempt, texts: list[str], ser
         if finding is not None and done.get("threshold") == threshold and done.get("texts") == len(texts):
             return finding
     try:
-        return diagnoser(experiment, attempt, texts).diagnose(served, name, threshold,
+        return diagnoser(experiment, attempt, texts, batches).diagnose(served, name, threshold,
                                                               evidence=usage_evidence(attempt, name))
     except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error
         return _error_finding(exc)
@@ -126,7 +135,9 @@ def diagnose_vectors(ctx: Any) -> dict[str, Any]:
     rows, sample, served = _sampled(experiment, ctx.workload.documents, rows, served)
     texts = [ctx.workload.documents[i].text for i in rows]
     threshold = experiment.parity.text_threshold
-    by_target = {name: diagnose_row(experiment, attempt, texts, served[name], name, threshold) for name in names}
+    batches = workload_batches(rows, ctx.workload.batch_size)
+    by_target = {name: diagnose_row(experiment, attempt, texts, served[name], name, threshold, batches)
+                 for name in names}
     result = {"measured": True, "threshold": threshold, "limits": stated_limits(experiment, attempt),
               "texts": len(texts), "sample": sample, "by_target": by_target,
               "queries": diagnose_queries(experiment, attempt, ctx.workload, threshold)}

@@ -286,6 +286,7 @@ class Hypothesis(Strict):
     prompt: str | None = None
     max_tokens: int | None = None
     dtype: str = "float32"
+    batching: str | None = None  # mask_ignored / padding_flipped: vectors that depend on batch mates
     cos_min: Number | None = None
 
 

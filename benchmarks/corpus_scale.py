@@ -172,6 +172,8 @@ def one_size(n: int, keep: Path | None) -> dict[str, Any]:
                 steps.append({"step": name, "wall_s": round(wall, 1), "server_busy_s": round(server_s, 1),
                               "kit_s": round(wall - server_s, 1), "status": result.notebooks.get(name)})
             ctx = open_step(folder, attempt)
+            diagnosis = (ctx.attempt.read_json("diagnosis/vectors.json")
+                         if ctx.attempt.has("diagnosis/vectors.json") else {})
             started = time.monotonic()
             build_summary(ctx.experiment, ctx.experiment_dir, ctx.attempt, ctx.workload)
             summary_s = time.monotonic() - started
@@ -183,7 +185,10 @@ def one_size(n: int, keep: Path | None) -> dict[str, Any]:
     return {"documents": n, "queries": queries, "steps": steps, "wall_s": round(wall, 1), "kit_s": round(kit, 1),
             "kit_share": round(kit / wall, 3) if wall else None, "build_summary_s": round(summary_s, 1),
             "peak_rss_largest_mib": round(rss.largest / 2**20), "peak_rss_total_mib": round(rss.total / 2**20),
-            "report": bool(result.report), "folder": str(root), "load_average": os.getloadavg()}
+            "report": bool(result.report), "folder": str(root), "load_average": os.getloadavg(),
+            # the diagnosis' own seconds inside step 03 and the documents it diagnosed (diagnosis.sample)
+            "diagnosis_s": diagnosis.get("seconds"), "diagnosis_sample": diagnosis.get("sample"),
+            "diagnosis_causes": {n: f.get("cause") for n, f in (diagnosis.get("by_target") or {}).items()}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,6 +209,12 @@ def main(argv: list[str] | None = None) -> int:
               f"kit per 1k docs {result['kit_s'] / (n / 1000):.1f} s; build_summary {result['build_summary_s']} s; "
               f"peak RSS largest process {result['peak_rss_largest_mib']} MiB, all kit processes "
               f"{result['peak_rss_total_mib']} MiB; load {result['load_average'][0]:.1f}", flush=True)
+        step03 = next((s["wall_s"] for s in result["steps"] if s["step"] == "03_vector_contract_diff"), None)
+        sample = result["diagnosis_sample"] or {}
+        if result["diagnosis_s"] is not None and step03:
+            print(f"  diagnosis {result['diagnosis_s']:.1f} s of step 03's {step03:.1f} s "
+                  f"({result['diagnosis_s'] / step03:.1%}) on {sample.get('documents')} of {sample.get('of')} "
+                  f"documents ({sample.get('lowest')} lowest cosines); causes {result['diagnosis_causes']}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     return 0

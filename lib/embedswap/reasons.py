@@ -178,6 +178,50 @@ REASONS: dict[str, str] = {
     "rewrite_not_json": "body not a JSON object: sent as is",
     "rewrite_renormalised": "vectors re-normalised (L2)",
     "shim_usage_server": "`usage` as the server sent it (null where it sent none): the shim never makes up a count",
+    # vectors that depend on batch mates (diagnosis.hypotheses, BATCHINGS)
+    "diagnosis_batch_mask_ignored": "'{name}' ignores the attention mask: its vectors include the padding of "
+                                    "their batch, so they depend on batch mates; pass the attention mask to the "
+                                    "model and the pooling",
+    "diagnosis_batch_padding_flipped": "'{name}' pads its batches on the other side than the model's (the "
+                                       "padding shifts the positions): its vectors depend on batch mates; pad on "
+                                       "the model's side",
+    "diagnosis_batch_padding_flipped_position": "'{name}' pads its batches on the other side than its pooling "
+                                                "assumes (it pools a padding token): its vectors depend on batch "
+                                                "mates; pad on the model's side or pool with the attention mask",
+    # the reference's witnesses (parity.witnesses)
+    "witness_batch_dependent": "{name} differs from itself run the other way ({other}, lowest cosine {cos_min}): "
+                               "its vectors depend on batch mates (padding side, a pooling at a fixed position, "
+                               "an attention mask); left out",
+    "witness_disagrees": "{name} disagrees with the other witnesses (closest lowest cosine {cos_min}); left out",
+    "witness_failed": "{name} could not run: {error}",
+    # the real input limit (diagnosis.truncation): a server cutting inputs at its own length
+    "diagnosis_truncation_words": "'{name}' cuts its inputs at about {limit} words ({tokens} tokens) where the "
+                                  "model reads {expected} tokens: cut long inputs client-side to that limit, or "
+                                  "use a server that embeds the whole input",
+    "diagnosis_truncation_characters": "'{name}' cuts its inputs at about {limit} characters ({tokens} tokens) "
+                                       "where the model reads {expected} tokens: cut long inputs client-side to "
+                                       "that limit, or use a server that embeds the whole input",
+    "diagnosis_truncation_tokens": "'{name}' cuts its inputs at {limit} tokens where the model reads {expected}: "
+                                   "cut long inputs client-side to that limit, or use a server that embeds the "
+                                   "whole input",
+    "diagnosis_truncation_usage": "its own usage agrees: {prompt_tokens} prompt tokens for the over-long probe, "
+                                  "{expected} when cut that way",
+    "diagnosis_truncation_usage_differs": "its own usage does not agree: {prompt_tokens} prompt tokens for the "
+                                          "over-long probe, {expected} when cut that way",
+    "diagnosis_no_truncation": "no truncation of the inputs reproduces the vectors of '{name}' either",
+    # an answer checked against its own request (measure.request_checks)
+    "detail_empty_200": "the candidate answered 200 without embeddings ({problem}); the legacy server answered {legacy}",
+    "detail_legacy_empty_200": "the legacy server answered 200 without embeddings; the candidate answered {status}",
+    "detail_format_asked": "the answer is not in the encoding asked for: {differences}",
+    "difference_request_no_embeddings": "no embeddings in the body: {error}",
+    "difference_request_index": "data[].index not complete and unique: {indices}",
+    "difference_request_count": "{answered} vectors for {asked} inputs",
+    "difference_request_model": "echoed model {echoed} where {asked} was asked for",
+    "difference_request_encoding": "`encoding_format` {asked} asked, {answered} answered",
+    "difference_request_usage_cut": "usage counts {used} tokens where a cut at the model's limit of {limit} keeps "
+                                    "{counted}: the server embedded a shorter input",
+    "difference_request_usage_cut_away": "usage counts {used} tokens, more than the model's limit of {limit}: it "
+                                         "counts tokens that were cut away",
 }
 # a parameter that holds a list of other reasons (joined by "; " in English), and the codes it may hold
 LIST_PARAMS = {"differences": "difference_", "findings": "shim_finding_", "items": "shim_no_retry_status"}

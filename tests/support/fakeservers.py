@@ -5,6 +5,7 @@ where they should. The servers bind 127.0.0.1 and run in a daemon thread."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import threading
@@ -32,11 +33,15 @@ class Behaviour:
     ``dimensions`` is answered by slicing + re-normalising (the reference) or slicing only (Infinity 0.0.78);
     ``usage``: "words" (words + 2, the reference), "chars" (characters, as Infinity counts), or None (omitted);
     ``reverse``: data[] in reverse index order; ``shape``: openai | cohere-v2 | tei | ollama; ``prefix``: route
-    prefix of the OpenAI routes ("/v1" or "")."""
+    prefix of the OpenAI routes ("/v1" or ""); ``model``: the model name echoed (None: the one asked for);
+    ``ignore_encoding``: floats whatever ``encoding_format`` asks; ``error_200``: inputs (exact texts) answered
+    200 with an error object and no data, as a hosted service answers an empty string."""
 
     def __init__(self, *, scale: float = 1.0, slice_renormalise: bool = True, usage: str | None = "words",
-                 reverse: bool = False, shape: str = "openai", prefix: str = "/v1") -> None:
+                 reverse: bool = False, shape: str = "openai", prefix: str = "/v1", model: str | None = None,
+                 ignore_encoding: bool = True, error_200: tuple[str, ...] = ()) -> None:
         self.scale, self.slice_renormalise, self.usage = scale, slice_renormalise, usage
+        self.model, self.ignore_encoding, self.error_200 = model, ignore_encoding, error_200
         self.reverse, self.shape, self.prefix = reverse, shape, prefix
         self.requests: list[tuple[str, str, Any]] = []
 
@@ -90,6 +95,9 @@ def handler(behaviour: Behaviour) -> type[JsonHandler]:
             texts = body.get(key)
             if isinstance(texts, str):
                 texts = [texts]
+            if isinstance(texts, list) and any(t in behaviour.error_200 for t in texts):
+                self.answer(200, {"error": {"message": "input is empty", "type": "invalid_request_error"}})
+                return
             if not isinstance(texts, list) or not texts or any(t == "" for t in texts):
                 self.answer(400, {"error": {"message": f"{key} must be a non-empty list of non-empty texts"}})
                 return
@@ -108,7 +116,11 @@ def handler(behaviour: Behaviour) -> type[JsonHandler]:
                 data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
                 if behaviour.reverse:
                     data.reverse()
-                answer: dict[str, Any] = {"object": "list", "data": data, "model": "embedder"}
+                if not behaviour.ignore_encoding and body.get("encoding_format") == "base64":
+                    for item in data:
+                        item["embedding"] = base64.b64encode(np.asarray(item["embedding"], "<f4").tobytes()).decode()
+                answer: dict[str, Any] = {"object": "list", "data": data,
+                                          "model": behaviour.model or body.get("model") or "embedder"}
                 if tokens is not None:
                     answer["usage"] = {"prompt_tokens": tokens, "total_tokens": tokens}
                 self.answer(200, answer)

@@ -16,7 +16,7 @@ from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_sections import ShimRow
 from embedswap.summary.types_vectors import ProbeRow
 
-NOT_SAME = {"silent-divergence", "loud-failure", "retry-hazard", "format-difference"}
+NOT_SAME = {"silent-divergence", "loud-failure", "retry-hazard", "format-difference", "empty-200"}
 CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
     ("plain_differs", lambda p: p == "plain", NOT_SAME),
     ("drop_dimensions", lambda p: p.startswith("dimensions"), NOT_SAME),
@@ -35,7 +35,11 @@ CHANGE_RULES: list[tuple[str, Callable[[str], bool], set[str]]] = [
 CROSS_RULES: list[tuple[str, set[str]]] = [("no_retry_5xx", {"retry-hazard"})]
 # Rules keyed by the aspect that differs (contract.classify's ``aspects``), in addition to the probe's rule.
 ASPECT_RULES: list[tuple[str, str]] = [("renormalise", "length"), ("count_tokens", "usage"),
-                                       ("order_by_index", "order")]
+                                       ("order_by_index", "order"),
+                                       # the candidate's answer against its own request (measure.request_checks)
+                                       ("check_embeddings", "no_embeddings"), ("index_complete", "index"),
+                                       ("count_vectors", "count_asked"), ("check_model", "model_asked"),
+                                       ("check_encoding", "encoding_asked"), ("usage_truncated", "usage_truncation")]
 # Rules that apply only when the candidate is the side that failed (status other than 200).
 CANDIDATE_SIDE_RULES = {"cap_batch"}
 # A candidate whose workload answers came back with data[] out of `index` order (the vectors section's

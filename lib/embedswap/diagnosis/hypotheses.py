@@ -28,6 +28,7 @@ from embedswap.reasons import explain
 
 POOLINGS = ("mean", "cls", "lasttoken", "max")
 LOWER_DTYPES = ("float16", "bfloat16")
+BATCHINGS = ("mask_ignored", "padding_flipped", "padding_flipped_position")
 NORM_RELATIVE_TOLERANCE = 1e-2
 BATCH = 32
 
@@ -44,6 +45,10 @@ class Hypothesis:
     prompt: str | None = None
     max_tokens: int | None = None
     dtype: str = "float32"
+    # how a batch is padded (None: as the model's pipeline does): "mask_ignored" pools (and attends) over the
+    # padding of its batch; "padding_flipped" pads on the other side (absolute positions shift by the padding);
+    # "padding_flipped_position" also pools at the position the model's own side would hold (a pad token)
+    batching: str | None = None
 
     def differences(self, truth: Hypothesis) -> int:
         return sum(getattr(self, f.name) != getattr(truth, f.name) for f in fields(self))
@@ -91,7 +96,7 @@ class Diagnoser:
 
     def __init__(self, model: str | Path, texts: list[str], *, limits: list[int] | None = None,
                  query_template: str | None = None, query_task: str | None = None,
-                 expected_prompt: str | None = None) -> None:
+                 expected_prompt: str | None = None, batches: list[tuple[int, int]] | None = None) -> None:
         from embedswap.legacy.server import Embedder, LegacySettings
         from embedswap.models import local_model_folder, resolve_model_path
 
@@ -104,13 +109,24 @@ class Diagnoser:
         self.prompts = known_prompts(local_model_folder(self.path), query_template, query_task)
         self.limits = sorted({int(n) for n in limits or [] if 0 < int(n) < e.limit})
         self.candidates: dict[Hypothesis, np.ndarray] = {}
+        # the server's batches as (start, end) of ``texts`` (known when they are the workload's, whole, in order):
+        # the batch-mate hypotheses need them
+        self.batches = batches
         self.end_token: str | None = None  # the token the end-token hypothesis drops or appends
         self._variants = self._inputs()
         self._reduce(*next(self._variants))  # the truth's own pass; the others only when a server differs
 
     def _complete(self) -> None:
-        for variant, ids, model in self._variants:  # a generator: each lower-precision model loaded in turn
-            self._reduce(variant, ids, model)
+        while self._advance() is not None:
+            pass
+
+    def _advance(self) -> list[Hypothesis] | None:
+        """The next input-side variant's hypotheses (computed now), None when every variant is computed."""
+        try:
+            variant, ids, model = next(self._variants)  # a generator: each lower-precision model loaded in turn
+        except StopIteration:
+            return None
+        return self._reduce(variant, ids, model)
 
     # -- inputs: token ids per text for each input-side variant ------------------------------------------------------
     def _ids(self, texts: list[str], max_tokens: int) -> list[list[int]]:
@@ -145,6 +161,9 @@ class Diagnoser:
             yield replace(t, max_tokens=limit), self._ids([prefix + x for x in self.texts], limit), e.model
         for dtype in LOWER_DTYPES:
             yield replace(t, dtype=dtype), base, self._lower(dtype)
+        if self.batches:
+            for batching in BATCHINGS:
+                yield replace(t, batching=batching), base, e.model
 
     def _lower(self, dtype: str) -> Callable[..., Any]:
         """The model loaded in ``dtype`` (as an engine defaulting to it would run it)."""
@@ -155,7 +174,7 @@ class Diagnoser:
         return AutoModel.from_pretrained(self.path, dtype=DTYPES[dtype]).eval()
 
     # -- outputs: every pooling x Dense x Normalize of one forward pass ---------------------------------------------
-    def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any) -> None:
+    def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any) -> list[Hypothesis]:
         import torch
         import torch.nn.functional as F
 
@@ -163,12 +182,13 @@ class Diagnoser:
 
         e = self.embedder
         out: dict[Hypothesis, list[torch.Tensor]] = {}
+        chunks = self.batches if variant.batching else [(s, s + BATCH) for s in range(0, len(ids), BATCH)]
         with torch.inference_mode():
-            for start in range(0, len(ids), BATCH):
-                batch = e._pad_ids(ids[start : start + BATCH])
+            for start, end in chunks:
+                batch, mask, side = padded(e, ids[start:end], variant.batching)
                 hidden = model(**batch).last_hidden_state
                 for mode in POOLINGS:
-                    pooled = pool(hidden, batch["attention_mask"], mode, e.padding_side)
+                    pooled = pool(hidden, mask, mode, side)
                     projected = pooled
                     for layer in e.dense:
                         projected = layer({"sentence_embedding": projected})["sentence_embedding"].float()
@@ -179,25 +199,96 @@ class Diagnoser:
                         vec = F.normalize(vec, p=2, dim=1) if normalize else vec
                         key = replace(variant, pooling=mode, dense=dense, normalize=normalize)
                         out.setdefault(key, []).append(vec)
-        for key, parts in out.items():
-            self.candidates.setdefault(key, torch.cat(parts).numpy())
+        added = [key for key in out if key not in self.candidates]
+        for key in added:
+            self.candidates[key] = torch.cat(out[key]).numpy()
+        return added
 
-    def diagnose(self, served: np.ndarray, name: str, threshold: float = 0.999) -> dict[str, Any]:
+    def diagnose(self, served: np.ndarray, name: str, threshold: float = 0.999,
+                 evidence: dict[str, Any] | None = None) -> dict[str, Any]:
         """The hypothesis reproducing ``served`` and its reasons; ``cause`` None when the model's own pipeline
-        reproduces it, ``diagnosis_unknown`` when nothing does."""
+        reproduces it, truncation at the limit found when a cut of the inputs does (diagnosis.truncation, with
+        the server's ``usage`` as ``evidence``), ``diagnosis_unknown`` when nothing does."""
         served = np.asarray(served, dtype=np.float32)
         if _matches(self.candidates[self.truth], served, threshold) is not None:
             return {"cause": None, "reasons": [], "hypothesis": None}
-        self._complete()
-        found = [(h, cos) for h, v in self.candidates.items() if (cos := _matches(v, served, threshold)) is not None]
+        found = self._reproducing(list(self.candidates), served, threshold)
+        # one input-side pass at a time, stopping once a single difference reproduces the vectors (none can
+        # beat it: every pass still to come differs at least once); two differences keep looking for one
+        while not any(h.differences(self.truth) <= 1 for h, _ in found):
+            added = self._advance()
+            if added is None:
+                break
+            found += self._reproducing(added, served, threshold)
         if not found:
-            reason = {"code": "diagnosis_unknown", "params": {"name": name},
-                      "why": explain("diagnosis_unknown", name=name)}
-            return {"cause": "diagnosis_unknown", "reasons": [reason], "hypothesis": None}
+            return self._truncation_or_unknown(served, name, threshold, evidence)
         best, cos = min(found, key=lambda hc: (hc[0].differences(self.truth), -hc[1]))
         reasons = explain_difference(self.truth, best, name, self.limit, self.end_token)
         return {"cause": reasons[0]["code"] if reasons else None, "reasons": reasons,
                 "hypothesis": {**best.as_dict(), "cos_min": cos}}
+
+
+    def _truncation_or_unknown(self, served: np.ndarray, name: str, threshold: float,
+                               evidence: dict[str, Any] | None) -> dict[str, Any]:
+        """A server cutting inputs at its own length (words, characters, a token limit nobody stated), else
+        ``diagnosis_unknown`` saying that no truncation reproduces the vectors either."""
+        from embedswap.diagnosis.truncation import search_truncation
+
+        cut = None
+        if self.truth.prompt is None and served.shape == self.candidates[self.truth].shape:
+            cut = search_truncation(self.embedder, self.texts, served, self.candidates[self.truth], threshold,
+                                    evidence)
+        if cut is not None and cut.get("found"):
+            params = {"name": name, "limit": cut["limit"], "tokens": cut["tokens"], "expected": self.limit}
+            code = f"diagnosis_truncation_{cut['unit']}"
+            reasons = [{"code": code, "params": params, "why": explain(code, **params)}]
+            usage = cut.get("usage")
+            if usage is not None:
+                code = "diagnosis_truncation_usage" if usage["agrees"] else "diagnosis_truncation_usage_differs"
+                params = {"name": name, "prompt_tokens": usage["prompt_tokens"], "expected": usage["expected"]}
+                reasons.append({"code": code, "params": params, "why": explain(code, **params)})
+            hypothesis = {**replace(self.truth).as_dict(), "max_tokens": cut["tokens"], "cos_min": cut["cos_min"]}
+            return {"cause": reasons[0]["code"], "reasons": reasons, "hypothesis": hypothesis, "truncation": cut}
+        reasons = [{"code": "diagnosis_unknown", "params": {"name": name},
+                    "why": explain("diagnosis_unknown", name=name)}]
+        if cut is not None:  # the documents differ, and no cut of them reproduces the server's vectors
+            reasons.append({"code": "diagnosis_no_truncation", "params": {"name": name},
+                            "why": explain("diagnosis_no_truncation", name=name)})
+        out = {"cause": "diagnosis_unknown", "reasons": reasons, "hypothesis": None}
+        return {**out, "truncation": cut} if cut is not None else out
+
+    def _reproducing(self, keys: list[Hypothesis], served: np.ndarray,
+                     threshold: float) -> list[tuple[Hypothesis, float]]:
+        return [(h, cos) for h in keys if (cos := _matches(self.candidates[h], served, threshold)) is not None]
+
+    @property
+    def passes(self) -> int:
+        """How many input-side passes were computed so far (the truth's included)."""
+        return len({replace(h, pooling=self.truth.pooling, dense=self.truth.dense, normalize=self.truth.normalize)
+                    for h in self.candidates})
+
+
+def padded(embedder: Any, rows: list[list[int]], batching: str | None) -> tuple[dict[str, Any], Any, str]:
+    """(the model's inputs, the mask pooling uses, the padding side pooling assumes) of one batch, padded as
+    ``batching`` says."""
+    import torch
+
+    if batching in ("padding_flipped", "padding_flipped_position"):
+        other = "left" if embedder.padding_side == "right" else "right"
+        width = max(len(row) for row in rows)
+        ids = torch.full((len(rows), width), embedder.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, row in enumerate(rows):
+            span = slice(width - len(row), width) if other == "left" else slice(0, len(row))
+            ids[i, span] = torch.tensor(row, dtype=torch.long)
+            mask[i, span] = 1
+        side = other if batching == "padding_flipped" else embedder.padding_side
+        return {"input_ids": ids, "attention_mask": mask}, mask, side
+    batch = embedder._pad_ids(rows)
+    if batching == "mask_ignored":
+        ones = torch.ones_like(batch["attention_mask"])
+        return {"input_ids": batch["input_ids"], "attention_mask": ones}, ones, embedder.padding_side
+    return batch, batch["attention_mask"], embedder.padding_side
 
 
 def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: int | None = None,
@@ -228,6 +319,8 @@ def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: i
         codes.append(("diagnosis_truncation", {"name": name, "limit": found.max_tokens, "expected": limit}))
     if found.dtype != truth.dtype:
         codes.append(("diagnosis_dtype", {"name": name, "dtype": found.dtype, "expected": truth.dtype}))
+    if found.batching is not None:  # its vectors depend on batch mates
+        codes.append((f"diagnosis_batch_{found.batching}", {"name": name}))
     return [{"code": c, "params": p, "why": explain(c, **p)} for c, p in codes]
 
 

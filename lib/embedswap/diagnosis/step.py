@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ import numpy as np
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.diagnosis.hypotheses import Diagnoser, template_prefix
+from embedswap.diagnosis.sample import diagnosis_sample, row_cosines
+from embedswap.measure.contract import long_input
 from embedswap.models import resolve_model_path
 from embedswap.reasons import not_measured
 
@@ -58,20 +61,29 @@ def stated_limits(experiment: Experiment, attempt: Attempt) -> list[int]:
     return sorted({int(n) for n in limits if n})
 
 
-def diagnoser(experiment: Experiment, attempt: Attempt, texts: list[str]) -> Diagnoser:
-    """The attempt's Diagnoser for ``texts`` (built once per process)."""
+def diagnoser(experiment: Experiment, attempt: Attempt, texts: list[str],
+              batches: list[tuple[int, int]] | None = None) -> Diagnoser:
+    """The attempt's Diagnoser for ``texts`` (built once per process); ``batches``: how the servers batched them."""
     path = resolve_model_path(experiment.model.path)
     limits = stated_limits(experiment, attempt)
     key = (path, tuple(texts), tuple(limits))
-    if key not in _CACHE:
+    if key not in _CACHE or (batches and _CACHE[key].batches != batches):
         _CACHE.clear()  # one attempt at a time: do not keep an earlier model's vectors in memory
         _CACHE[key] = Diagnoser(path, texts, limits=limits, query_template=experiment.model.query_prompt_template,
-                                query_task=experiment.model.query_task)
+                                query_task=experiment.model.query_task, batches=batches)
     return _CACHE[key]
 
 
+def workload_batches(rows: list[int], batch_size: int) -> list[tuple[int, int]] | None:
+    """The workload's batches as (start, end) positions of ``rows`` (document indices in file order), where each
+    batch's documents are all among them and consecutive; None otherwise (a sample: batch mates unknown)."""
+    if rows != list(range(len(rows))):
+        return None
+    return [(start, min(start + batch_size, len(rows))) for start in range(0, len(rows), batch_size)]
+
+
 def diagnose_row(experiment: Experiment, attempt: Attempt, texts: list[str], served: np.ndarray, name: str,
-                 threshold: float) -> dict[str, Any]:
+                 threshold: float, batches: list[tuple[int, int]] | None = None) -> dict[str, Any]:
     """One server's finding; a failure of the diagnosis itself is recorded, never raised (the gate has already
     decided)."""
     if attempt.has(CAPTURE):  # step 03 diagnosed this target's captured vectors already: the same finding
@@ -80,9 +92,22 @@ def diagnose_row(experiment: Experiment, attempt: Attempt, texts: list[str], ser
         if finding is not None and done.get("threshold") == threshold and done.get("texts") == len(texts):
             return finding
     try:
-        return diagnoser(experiment, attempt, texts).diagnose(served, name, threshold)
+        return diagnoser(experiment, attempt, texts, batches).diagnose(served, name, threshold,
+                                                              evidence=usage_evidence(attempt, name))
     except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error
         return _error_finding(exc)
+
+
+def usage_evidence(attempt: Attempt, name: str) -> dict[str, Any] | None:
+    """The server's own count of the over-long probe it answered (its ``usage``), and that probe's input."""
+    if not attempt.has(f"{name}/probes.jsonl"):
+        return None
+    for record in attempt.read_jsonl(f"{name}/probes.jsonl"):
+        if record.get("probe") == "over_long_input" and record.get("status") == 200 and not record.get("error"):
+            tokens = record.get("prompt_tokens")
+            return {"prompt_tokens": tokens, "text": long_input(record.get("token_limit"))} \
+                if isinstance(tokens, int) else None
+    return None
 
 
 def text_rows(experiment: Experiment, experiment_dir: Path, documents: list[Any]) -> list[int]:
@@ -104,17 +129,31 @@ def diagnose_vectors(ctx: Any) -> dict[str, Any]:
     names = [n for n in experiment.target_order() if attempt.has(f"{n}/doc_vectors.npy")]
     if not names:
         return not_measured("no_document_vectors_captured")
+    started = time.monotonic()
     rows = text_rows(experiment, ctx.experiment_dir, ctx.workload.documents)
+    served = {name: attempt.read_array(f"{name}/doc_vectors.npy")[0][rows] for name in names}
+    rows, sample, served = _sampled(experiment, ctx.workload.documents, rows, served)
     texts = [ctx.workload.documents[i].text for i in rows]
     threshold = experiment.parity.text_threshold
-    by_target = {name: diagnose_row(experiment, attempt, texts,
-                                    attempt.read_array(f"{name}/doc_vectors.npy")[0][rows], name, threshold)
+    batches = workload_batches(rows, ctx.workload.batch_size)
+    by_target = {name: diagnose_row(experiment, attempt, texts, served[name], name, threshold, batches)
                  for name in names}
     result = {"measured": True, "threshold": threshold, "limits": stated_limits(experiment, attempt),
-              "texts": len(texts), "by_target": by_target,
+              "texts": len(texts), "sample": sample, "by_target": by_target,
               "queries": diagnose_queries(experiment, attempt, ctx.workload, threshold)}
+    result["seconds"] = round(time.monotonic() - started, 3)  # step 03's share (benchmarks/corpus_scale.py)
     attempt.write_json(CAPTURE, result)
     return result
+
+
+def _sampled(experiment: Experiment, documents: list[Any], rows: list[int],
+             served: dict[str, np.ndarray]) -> tuple[list[int], dict[str, Any], dict[str, np.ndarray]]:
+    """The text rows diagnosed (a sample sized like ``parity.sample``: diagnosis.sample), its record, and each
+    server's vectors of those rows."""
+    legacy = served.get(experiment.legacy)
+    cosines = [row_cosines(legacy, v) for n, v in served.items() if n != experiment.legacy and legacy is not None]
+    chosen, record = diagnosis_sample([documents[i].lang for i in rows], cosines, experiment.parity.sample)
+    return [rows[i] for i in chosen], record, {n: v[chosen] for n, v in served.items()}
 
 
 def query_prompt(experiment: Experiment) -> str | None:

@@ -25,6 +25,7 @@ from embedswap.measure.tokens import probe_token_counter, query_with_instruction
 from embedswap.measure.workload import Workload, load_workload
 # the failure, the latency runs and the shim probes live in their own modules; `embedswap.measure.capture.X` stays
 from embedswap.measure.errors import StepFailed
+from embedswap.measure.model_limits import token_limit
 from embedswap.measure.latency import capture_latency
 from embedswap.measure.shim_probes import capture_shim_probes
 
@@ -148,8 +149,11 @@ def _combined(answers: list[dict[str, Any]]) -> dict[str, Any]:
 
 def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
                    prefix: str, model_path: str) -> None:
-    ctx = probe_context(experiment, workload, client.embed([workload.documents[0].text]), model_path)
+    limit = token_limit(model_path)  # the model's own, from its configuration
+    ctx = probe_context(experiment, workload, client.embed([workload.documents[0].text]), model_path,
+                        token_limit=limit)
     count = probe_token_counter(experiment, model_path)
+    count_whole = probe_token_counter(experiment, model_path, whole=True)
     records = []
     for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                      desc=f"{prefix}: probes", leave=False, mininterval=1.0):
@@ -173,6 +177,9 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
             "sent": describe_body(json.loads(sent) if body is not None else None, sent),
             **answer.record(),
             "tokenizer_tokens": count(body),
+            # the input uncut, and the model's limit: usage is checked against truncation (measure.request_checks)
+            "input_tokens": count_whole(body),
+            "token_limit": limit,
             "vector": vector,
         })
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)

@@ -63,6 +63,7 @@ class EmbeddingResponse:
             # data[] came back in index order 0..n-1 (a reordered answer is re-sorted by index, and flagged here)
             "index_order_ok": None if self.indices is None else self.indices == list(range(len(self.indices))),
             "error": self.error,
+            "model": self.model,  # as echoed: checked against the model asked for (measure.request_checks)
         }
         if self.shape != "openai":
             out["shape"] = self.shape

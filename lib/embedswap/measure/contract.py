@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from embedswap.config.sections import ProbeSpec
+from embedswap.measure.request_checks import REQUEST_ASPECTS, check_answer, check_broken
 from embedswap.reasons import explain, reason
 
 if TYPE_CHECKING:  # types of probe_context's arguments only
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # types of probe_context's arguments only
 
 DEFAULT_PROBE_PATH = "/v1/embeddings"
 VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference", "metadata-difference",
-            "not-applicable"]
+            "not-applicable", "empty-200"]
 
 # Placeholders filled per run: $doc (first document), $query (first query), $docs8 (first 8 documents),
 # $long (far over any token limit), $native_dim / $reduced_dim (from the plain answer), $token_ids (the
@@ -80,6 +81,11 @@ CATALOGUE: list[dict[str, Any]] = [
     {"name": "unicode_mixed", "description": "Korean, emoji and a zero-width space", "body": {"input": ["$unicode"]}},
 ]
 
+def long_input(token_limit: int | None) -> str:
+    """The over-long probe's input: far over the model's own limit (one token per word for every tokenizer here)."""
+    return "word " * max(2000, 4 * (token_limit or 0))
+
+
 UNICODE_SAMPLE = "임베딩 서버 교체 🚀 테스트\u200b입니다 — naïve café"
 
 
@@ -118,6 +124,7 @@ class ProbeContext:
     model: str
     native_dim: int = 0
     token_ids: list[int] = field(default_factory=list)
+    token_limit: int | None = None  # the model's own (measure.model_limits): $long is far over it
 
     def values(self) -> dict[str, Any]:
         reduced = 256 if self.native_dim > 256 else max(1, self.native_dim // 2)
@@ -126,7 +133,7 @@ class ProbeContext:
             "$docs8": self.docs8,
             "$query": self.query,
             "$task": self.task,
-            "$long": "word " * 2000,
+            "$long": long_input(self.token_limit),
             "$native_dim": self.native_dim,
             "$reduced_dim": reduced,
             "$token_ids": self.token_ids,
@@ -202,7 +209,7 @@ class Verdict:
 
 NORM_TOLERANCE = 1e-3  # relative: float32 answers of the same vector agree to ~1e-6 in L2 norm
 # the aspects in the order the report lists them (contract.classify's ``aspects``)
-ASPECTS = ["count", "dimension", "direction", "length", "order", "usage", "model", "encoding"]
+ASPECTS = ["count", "dimension", "direction", "length", "order", "usage", "model", "encoding", *REQUEST_ASPECTS]
 
 
 def norm_ratio(a: Any, b: Any) -> float | None:
@@ -289,33 +296,62 @@ def _usage_difference(legacy: dict[str, Any], candidate: dict[str, Any]) -> dict
     return reason("difference_usage_off", legacy=lt, candidate=ct, expected=expected, off=f"{ct - expected:+d}")
 
 
-def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999) -> Verdict:
+def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999,
+             against_request: bool = True) -> Verdict:
     """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector
     (and optionally model, index_order_ok, tokenizer_tokens). The verdict is the worst aspect's: a vector
     difference (direction, length, dimension, count, order) is silent-divergence; usage or model alone is
-    metadata-difference; an encoding alone is format-difference."""
+    metadata-difference; an encoding alone is format-difference. ``against_request`` also checks the candidate's
+    answer against its own request (``measure.request_checks``); a 200 without embeddings is ``empty-200``. The
+    shim's answers are not (it answers as the legacy server would, on purpose)."""
     if legacy.get("not_applicable") or candidate.get("not_applicable"):
         side = legacy if legacy.get("not_applicable") else candidate
         return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
                         field=side.get("not_applicable_field") or "?")
+    broken = check_broken(candidate) if against_request else None
+    if broken is not None:  # a 200 without embeddings: no status-based client notices, whatever legacy did
+        aspect, why = broken
+        return _verdict("empty-200", "detail_empty_200", None, [aspect], problem=why,
+                        legacy=legacy.get("status"))
     ls, cs = legacy["status"], candidate["status"]
+    if against_request and check_broken(legacy) is not None:  # the legacy server's 200 carried nothing; the swap changes that
+        return _verdict("loud-failure", "detail_legacy_empty_200", status=cs)
     if ls != 200 or cs != 200:
         return _status_verdict(ls, cs)
     differences, aspects, cos = _vector_differences(legacy, candidate, same_threshold)
+    candidate_metadata: list[tuple[str, dict[str, Any]]] = []
+    formats: list[tuple[str, dict[str, Any]]] = []
+    for aspect, why in check_answer(candidate) if against_request else []:  # the candidate's answer against its own request
+        if aspect == "count_asked":
+            differences.append(why)
+            aspects.append(aspect)
+        elif aspect == "encoding_asked":
+            formats.append((aspect, why))
+        else:
+            candidate_metadata.append((aspect, why))
     metadata: list[dict[str, Any]] = []
     usage = _usage_difference(legacy, candidate)
     if usage is not None:
         metadata.append(usage)
         aspects.append("usage")
-    if "model" in legacy and "model" in candidate and legacy.get("model") != candidate.get("model"):
+    if (legacy.get("model") is not None and candidate.get("model") is not None  # a shape without the field
+            and legacy.get("model") != candidate.get("model")
+            and not any(aspect == "model_asked" for aspect, _ in candidate_metadata)):
         metadata.append(reason("difference_model", legacy=repr(legacy.get("model")),
                                candidate=repr(candidate.get("model"))))
         aspects.append("model")
+    metadata += [why for _, why in candidate_metadata]
+    aspects += [aspect for aspect, _ in candidate_metadata] + [aspect for aspect, _ in formats]
     if differences:
-        return _verdict("silent-divergence", "detail_both_200_but", cos, aspects, differences=differences + metadata)
+        return _verdict("silent-divergence", "detail_both_200_but", cos, aspects,
+                        differences=differences + metadata + [why for _, why in formats])
     if metadata:
         # vectors match: billing and token budgets break, search does not
-        return _verdict("metadata-difference", "detail_metadata", cos, aspects, differences=metadata)
+        return _verdict("metadata-difference", "detail_metadata", cos, aspects,
+                        differences=metadata + [why for _, why in formats])
+    if formats:  # the legacy server may ignore the request too; the candidate's answer is checked on its own
+        return _verdict("format-difference", "detail_format_asked", cos, aspects,
+                        differences=[why for _, why in formats])
     if legacy.get("encoding") != candidate.get("encoding"):
         return _verdict("format-difference", "detail_format", cos, ["encoding"],
                         legacy=legacy.get("encoding"), candidate=candidate.get("encoding"))
@@ -330,7 +366,7 @@ def _token_ids(model_path: str, text: str) -> list[int]:
 
 
 def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingResponse, model_path: str,
-                  fallback_dim: int = 0) -> ProbeContext:
+                  fallback_dim: int = 0, token_limit: int | None = None) -> ProbeContext:
     """What the probe catalogue's placeholders are filled with; the native size comes from the plain answer."""
     return ProbeContext(
         doc=workload.documents[0].text,
@@ -340,4 +376,5 @@ def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingRe
         model=experiment.model.served_name,
         native_dim=len(plain.vectors[0]) if plain.ok and plain.vectors else fallback_dim,
         token_ids=_token_ids(model_path, workload.documents[0].text[:200]),
+        token_limit=token_limit,
     )

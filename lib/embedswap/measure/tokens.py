@@ -93,9 +93,10 @@ def request_token_count(tokenizer: Any, body: dict[str, Any] | None, max_length:
     return total
 
 
-def probe_token_counter(experiment: Experiment, model_path: str) -> Any:
+def probe_token_counter(experiment: Experiment, model_path: str, whole: bool = False) -> Any:
     """``body -> the model tokenizer's count of its inputs`` (None where it cannot count): the yardstick of each
-    probe's ``usage`` (a server that counts something else, or omits usage, says so against it)."""
+    probe's ``usage`` (a server that counts something else, or omits usage, says so against it). Each input is
+    cut at the limit as the servers cut or refuse it; ``whole``: not cut (the tokens the input has)."""
     from embedswap.shim.text import load_tokenizer, model_token_limit
     from embedswap.measure.tokens import request_token_count
 
@@ -104,7 +105,7 @@ def probe_token_counter(experiment: Experiment, model_path: str) -> Any:
         limits = [v for v in (experiment.model.max_input_tokens, model_token_limit(model_path)) if v]
     except Exception:  # no local tokenizer: the probes are compared without the yardstick
         return lambda body: None
-    limit = min(limits) if limits else None
+    limit = min(limits) if limits and not whole else None
 
     def count(body: dict[str, Any] | None) -> int | None:
         try:

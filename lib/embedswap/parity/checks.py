@@ -62,6 +62,7 @@ def model_facts(model_path: str) -> ModelFacts:
     from transformers import AutoConfig
 
     from embedswap.legacy.pipeline import read_sentence_transformers_config
+    from embedswap.measure.model_limits import model_limits
     from embedswap.models import local_model_folder, resolve_model_path
 
     path = resolve_model_path(model_path)
@@ -69,7 +70,8 @@ def model_facts(model_path: str) -> ModelFacts:
     config = AutoConfig.from_pretrained(path)
     causal = bool(getattr(config, "is_decoder", False)) or any(
         a.endswith("ForCausalLM") for a in getattr(config, "architectures", None) or [])
-    limit = int(st.max_seq_length or getattr(config, "max_position_embeddings", 0) or 512)
+    # the smallest of positions, tokenizer and sentence-transformers limits: what vLLM derives and enforces
+    limit = model_limits(path).tokens or int(getattr(config, "max_position_embeddings", 0) or LONG_CONTEXT_CAP)
     return ModelFacts(st.pooling, causal, limit)
 
 
@@ -119,7 +121,7 @@ class _Engine:
             vectors, meta = run_vllm_jobs(self.model_path, dtype, jobs, {"enforce_eager": True, **kwargs},
                                           name=f"matrix-{label}", env=env, timeout_s=self.timeout_s, log_path=log)
         except ParityBackendError as exc:
-            return None, {}, str(exc).splitlines()[0][:300]
+            return None, {}, str(exc).splitlines()[0][:500]  # with the engine's own error line (log_lines)
         return vectors, meta, None
 
 

@@ -116,6 +116,7 @@ class VllmOfflineBackend:
         from embedswap.models import resolve_model_path
         from embedswap.paths import cache_dir, engine_python
         from embedswap.targets.base import ManagedProcess, log_tail
+        from embedswap.targets.log_lines import with_error_line
 
         python = self.python or engine_python()
         if not Path(python).exists():
@@ -149,7 +150,8 @@ class VllmOfflineBackend:
                 raise ParityBackendError(f"{self.name}: vLLM did not finish in {self.timeout_s:.0f} s; log tail:\n"
                                          f"{log_tail(log_path, 20)}")
             if code != 0 or not (work / "vectors.npy").exists():
-                raise ParityBackendError(f"{self.name}: vLLM exited with code {code}; log tail:\n"
+                raise ParityBackendError(f"{with_error_line(f'{self.name}: vLLM exited with code {code}', log_path)}"
+                                         "; log tail:\n"
                                          f"{log_tail(log_path, 20)}")
             self.meta = json.loads((work / "meta.json").read_text())
             if self.meta.get("device"):
@@ -230,6 +232,7 @@ def run_vllm_jobs(model_path: str, dtype: str, jobs: list[tuple[list[str], int]]
     from embedswap.models import resolve_model_path
     from embedswap.paths import cache_dir, engine_python
     from embedswap.targets.base import ManagedProcess, log_tail
+    from embedswap.targets.log_lines import with_error_line
 
     python = python or engine_python()
     if not Path(python).exists():
@@ -261,7 +264,8 @@ def run_vllm_jobs(model_path: str, dtype: str, jobs: list[tuple[list[str], int]]
             raise ParityBackendError(f"{name}: vLLM did not finish in {timeout_s:.0f} s; log tail:\n"
                                      f"{log_tail(log, 20)}")
         if code != 0 or not (work / "out.npz").exists():
-            raise ParityBackendError(f"{name}: vLLM exited with code {code}; log tail:\n{log_tail(log, 20)}")
+            raise ParityBackendError(f"{with_error_line(f'{name}: vLLM exited with code {code}', log)}; log tail:\n"
+                                     f"{log_tail(log, 20)}")
         meta = json.loads((work / "meta.json").read_text())
         with np.load(work / "out.npz", allow_pickle=False) as data:
             vectors = [np.asarray(data[f"job{i}"], dtype=np.float32) for i in range(len(jobs))]

@@ -86,9 +86,23 @@ def catalogue(lang: str) -> Catalogue:
     if lang not in LANGUAGES:
         raise CatalogueError(f"unknown report language '{lang}' (known: {', '.join(LANGUAGES)})")
     text = resources.files("embedswap.report").joinpath(f"catalogue/{lang}.toml").read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = _merged(tomllib.loads(text))
     return Catalogue(lang=lang, labels=data["labels"], terms=data["terms"], prose=data.get("prose", {}),
                      reasons=data.get("reasons", {}), probes=data.get("probes", {}))
+
+
+def _merged(table: dict[str, Any]) -> dict[str, Any]:
+    """Sub-tables named ``more_*`` merged into their parent: TOML cannot reopen a table, so words added later to
+    ``[reasons]`` or ``[terms.aspects]`` are appended at the end of a file as ``[reasons.more_<topic>]``."""
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        if isinstance(value, dict) and key.startswith("more_"):
+            out.update(_merged(value))
+        elif isinstance(value, dict):
+            out[key] = _merged(value)
+        else:
+            out[key] = value
+    return out
 
 
 class SayExtension(Extension):

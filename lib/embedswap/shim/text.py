@@ -21,7 +21,13 @@ def load_tokenizer(path: str) -> Any:
 
 
 def model_token_limit(model_path: str) -> int | None:
-    """The model's own input limit: sentence-transformers' max_seq_length, else the tokenizer's (if sane)."""
+    """The model's own input limit: the smallest its configuration states (measure.model_limits), else the loaded
+    tokenizer's (if sane)."""
+    from embedswap.measure.model_limits import token_limit
+
+    stated = token_limit(model_path)
+    if stated:
+        return stated
     folder = Path(model_path)
     st_config = folder / "sentence_bert_config.json"
     if st_config.exists():

@@ -20,6 +20,7 @@ from embedswap.parity.checks import captured_matrix
 from embedswap.parity.multimodal_step import captured_multimodal
 from embedswap.parity.backends import backend_from_spec, measure_backend
 from embedswap.parity.gate import gate, golden_reference, record_modalities, thresholds_from
+from embedswap.parity.witnesses import agreement, witness_vectors
 from embedswap.steps.context import StepContext, StepError, why_fields
 from embedswap.measure.workload import sample_record, stratified_sample
 
@@ -52,11 +53,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     if len(not_asked) == len(experiment.target_order()) and not experiment.parity.backends:
         return _nothing_gated(experiment, attempt, not_asked)
     if not attempt.has("reference/doc_vectors.npy"):
-        model_path = resolve_model_path(experiment.model.path)
-        attempt.write_array("reference/doc_vectors.npy", golden_reference(model_path, texts))
-        attempt.write_json("reference/meta.json", {"implementation": "sentence-transformers", "dtype": "float32",
-                                                   "device": "cpu", "texts": len(texts), "sample": sample,
-                                                   "doc_ids": ids})
+        _reference(experiment, attempt, texts, {"texts": len(texts), "sample": sample, "doc_ids": ids})
     reference = attempt.read_array("reference/doc_vectors.npy")
 
     def offline_vectors(spec: ParityBackendSpec) -> dict[str, Any]:
@@ -128,8 +125,10 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         "thresholds": {"text": experiment.parity.text_threshold,
                        "multimodal": experiment.parity.multimodal_threshold},
         "multimodal": multimodal,
-        "reference": "captures/reference/doc_vectors.npy (sentence-transformers, fp32, cpu)",
+        "reference": f"captures/reference/doc_vectors.npy ({_reference_name(attempt)}, fp32, cpu)",
         "sample": sample,
+        # the witnesses of the reference: their agreement, the consensus the gate uses, who was left out and why
+        **({"witnesses": attempt.read_json(WITNESSES)} if attempt.has(WITNESSES) else {}),
         # article 003's matrix: its rows are findings beside the gate, they do not decide it
         "matrix": captured_matrix(experiment, attempt, texts),
     }
@@ -143,6 +142,28 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     attempt.mark_step("parity", "complete" if result["pass"] else "failed",
                       detail="gate passed" if result["pass"] else "gate failed")
     return result
+
+
+WITNESSES = "reference/witnesses.json"
+
+
+def _reference(experiment: Experiment, attempt: Attempt, texts: list[str], meta: dict[str, Any]) -> None:
+    """The gate's reference: the witnesses (parity.witnesses) run on the sample, and the vectors of one witness of
+    their consensus; with no consensus, sentence-transformers batched as before (its row then says so)."""
+    model_path = resolve_model_path(experiment.model.path)
+    vectors, errors = witness_vectors(model_path, texts)
+    found = agreement(vectors, experiment.parity.text_threshold, errors)
+    name = found["reference"]
+    chosen = vectors[name] if name is not None else golden_reference(model_path, texts)
+    attempt.write_json(WITNESSES, found)
+    attempt.write_array("reference/doc_vectors.npy", chosen)
+    attempt.write_json("reference/meta.json", {"implementation": name or "sentence-transformers batch",
+                                               "dtype": "float32", "device": "cpu", **meta})
+
+
+def _reference_name(attempt: Attempt) -> str:
+    meta = attempt.read_json("reference/meta.json") if attempt.has("reference/meta.json") else {}
+    return str(meta.get("implementation") or "sentence-transformers")
 
 
 def not_gated(experiment: Experiment, attempt: Attempt, name: str) -> bool:

@@ -123,6 +123,31 @@ class ParitySample(Strict):
     languages: dict[str, int] = {}
 
 
+class WitnessPair(Strict):
+    """Two witnesses' lowest cosine over the sample (None: not comparable)."""
+    a: str
+    b: str
+    cos_min: Number | None = None
+
+
+class WitnessLeftOut(Strict):
+    """A witness outside the consensus and why (reason code witness_*)."""
+    name: str
+    code: str
+    params: dict[str, Any] = {}  # the reason's parameters, as reasons.REASONS words them
+
+
+class WitnessAgreement(Strict):
+    """The reference's witnesses (parity.witnesses): pairwise agreement, consensus, who was left out, the one used."""
+    witnesses: list[str] = []
+    pairs: list[WitnessPair] = []
+    consensus: list[str] = []
+    left_out: list[WitnessLeftOut] = []
+    reference: str | None = None
+    threshold: Number | None = None
+    all_agree: bool = False
+
+
 class Parity(Section):
     """Step 05: every backend's vectors against the golden reference."""
     rows: list[ParityRow] = []
@@ -134,6 +159,7 @@ class Parity(Section):
     sample: ParitySample | None = None
     matrix: ParityMatrix | None = None  # absent in summaries from before the parity matrix
     multimodal: MultimodalParity | None = None
+    witnesses: WitnessAgreement | None = None  # absent in summaries from before the witnesses
 
     def threshold(self, part: str) -> Number | None:
         """The cosine gate one part (text, multimodal) was held to, or None: not stated."""

@@ -292,7 +292,28 @@ class Hypothesis(Strict):
     prompt: str | None = None
     max_tokens: int | None = None
     dtype: str = "float32"
+    batching: str | None = None  # mask_ignored / padding_flipped: vectors that depend on batch mates
     cos_min: Number | None = None
+
+
+class TruncationUsage(Strict):
+    """The server's own count for the over-long probe against that input cut at the limit found."""
+    prompt_tokens: int
+    expected: int
+    agrees: bool
+
+
+class TruncationFound(Strict):
+    """Where a server cuts its inputs (diagnosis.truncation): the unit and limit in which every searched document
+    was cut alike, confirmed on every diagnosed document; ``found`` False: no cut reproduces its vectors."""
+    found: bool
+    searched: int = 0
+    unit: Literal["tokens", "words", "characters"] | None = None
+    limit: int | None = None
+    tokens: int | None = None  # the median cut in tokens, special tokens counted
+    confirmed_on: int | None = None
+    cos_min: Number | None = None
+    usage: TruncationUsage | None = None
 
 
 class DiagnosisFinding(Strict):
@@ -303,6 +324,7 @@ class DiagnosisFinding(Strict):
     reasons: list[Finding] = []
     hypothesis: Hypothesis | None = None
     error: str | None = None
+    truncation: TruncationFound | None = None  # the real input limit, searched where no hypothesis matched
 
 
 class QueryDiagnosis(Section):
@@ -312,6 +334,17 @@ class QueryDiagnosis(Section):
     by_target: dict[str, DiagnosisFinding] = {}
 
 
+class DiagnosisSample(Strict):
+    """The documents step 03 diagnosed: the lowest cosines to legacy plus a seeded sample stratified by language."""
+    documents: int
+    of: int
+    whole: bool
+    method: str
+    seed: int | None = None
+    languages: dict[str, int] = {}
+    lowest: int = 0
+
+
 class Diagnosis(Section):
     """Step 03's diagnosis of every server's document vectors (captures/diagnosis/vectors.json)."""
     threshold: Number | None = None
@@ -319,3 +352,5 @@ class Diagnosis(Section):
     by_target: dict[str, DiagnosisFinding] = {}
     limits: list[int] = []
     queries: QueryDiagnosis | None = None
+    sample: DiagnosisSample | None = None  # which documents (diagnosis.sample); None: before the sample, all
+    seconds: Number | None = None  # how long the diagnosis took in step 03

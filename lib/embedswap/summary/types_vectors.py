@@ -8,7 +8,7 @@ from embedswap.summary.types_common import Number, Reason, Section, Spread, Stri
 
 # contract.classify's verdicts
 ProbeVerdict = Literal["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
-                       "metadata-difference", "not-applicable"]  # measure.contract.VERDICTS (a test keeps them equal)
+                       "metadata-difference", "not-applicable", "empty-200"]  # measure.contract.VERDICTS (a test keeps them equal)
 
 
 class LanguageSpread(Spread):
@@ -109,6 +109,8 @@ class ProbeSide(Strict):
     not_applicable: bool | None = None  # the target's API shape cannot say this probe: nothing was sent
     api_shape: str | None = None
     not_applicable_field: str | None = None
+    model: str | None = None  # the echoed model name (captures from before it was kept: None)
+    token_limit: int | None = None  # the model's own token limit at capture time (measure.model_limits)
 
 
 class Verdict(Strict):

@@ -19,6 +19,7 @@ import psutil
 
 from embedswap.config.sections import ModelConfig
 from embedswap.redact import redact, redact_file, register_secret_env
+from embedswap.targets.log_lines import with_error_line
 
 LOG_TAIL_LINES = 40
 
@@ -236,8 +237,9 @@ class Target(ABC):
             for proc in self.processes:
                 code = proc.exit_code()
                 if code is not None:
-                    raise TargetStartError(
-                        f"target '{self.name}': {proc.name} exited with code {code} during start-up.\n"
+                    what = f"target '{self.name}': {proc.name} exited with code {code} during start-up"
+                    raise TargetStartError(  # the engine's own error line first: the report shows one line
+                        f"{with_error_line(what, proc.log_path)}.\n"
                         f"--- last lines of {proc.log_path} ---\n{log_tail(proc.log_path)}"
                     )
             try:

@@ -28,6 +28,7 @@ class ZooModel:
     pooling: str = "mean"
     dense: bool = False
     normalize: bool = True
+    padding_side: str = "right"  # the tokenizer's; "left" with CLS pooling makes a batch pool a padding token
 
 
 ZOO: dict[str, ZooModel] = {
@@ -38,6 +39,11 @@ ZOO: dict[str, ZooModel] = {
         ZooModel("tiny-bert-no-normalize", pooling="mean", dense=False, normalize=False),
     )
 }
+
+
+# A model whose sentence-transformers reference depends on batch mates: CLS pooling reads position 0, which left
+# padding fills with [PAD] for every text shorter than the longest of its batch (not in ZOO: no server mistake).
+BATCH_MATES = ZooModel("tiny-bert-cls-left-padded", pooling="cls", padding_side="left")
 
 
 def vocabulary() -> list[str]:
@@ -56,7 +62,8 @@ def build_tiny_bert(out: Path | str, variant: ZooModel, seed: int = 0) -> Path:
     hf = out / "_hf"
     hf.mkdir(parents=True, exist_ok=True)
     (hf / "vocab.txt").write_text("\n".join(vocabulary()) + "\n")
-    tokenizer = BertTokenizerFast(vocab_file=str(hf / "vocab.txt"), do_lower_case=True, model_max_length=128)
+    tokenizer = BertTokenizerFast(vocab_file=str(hf / "vocab.txt"), do_lower_case=True, model_max_length=128,
+                                  padding_side=variant.padding_side)
     tokenizer.save_pretrained(hf)
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(vocabulary()), hidden_size=HIDDEN, num_hidden_layers=2, num_attention_heads=2,

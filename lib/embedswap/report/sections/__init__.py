@@ -8,7 +8,7 @@ from typing import Any
 from embedswap.report.article_data import Article
 from embedswap.report.format import code, esc
 from embedswap.report.sections import (article, contract, diagnosis, gaps, instruction, latency, parity,
-                                       parity_matrix, ranking, shim, status, vectors)
+                                       parity_matrix, ranking, shim, status, vectors, witnesses)
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.model import Summary
 
@@ -24,6 +24,7 @@ def build_context(summary: Summary, lang: str, figures: dict[str, bool], article
                              "instruction": instruction.instruction(ctx), "shim": shim.shim(ctx),
                              "latency": latency.latency(ctx), "parity": parity.parity(ctx),
                              "parity_matrix": parity_matrix.parity_matrix(ctx),
+                             "witnesses": witnesses.witnesses(ctx),
                              "article": article.article(ctx)}
     parts["gaps"] = gaps.gaps(ctx, parts["status"], parts["latency"], parts["contract"], parts["parity"],
                               parts["ranking"], parts["shim"])

@@ -138,6 +138,8 @@ class ReportContext:
             return f"0 ({self.terms['no_answer']})"
         if status != 200:
             return fmt(status, "raw") if isinstance(status, int) else esc(status)
+        if side.n_vectors is None and side.error is not None:  # a 200 that carried no embeddings (error body)
+            return self.terms["no_embeddings_cell"]
         parts = ["200"]
         gap = self.words.labels["unit_gap"]  # 384차원 / 384 dims
         if side.dim is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import is_measured
-from embedswap.report.format import code
+from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_common import Reason
 from embedswap.summary.types_decisions import DiagnosisDecision
@@ -31,7 +31,18 @@ def diagnosis(ctx: ReportContext) -> dict[str, Any]:
             "query_servers": ", ".join(code(n) for n in (queries.by_target if queries is not None else {})),
             "query_texts": queries.texts if queries is not None else None,
             "query_prompt": _shown(queries.prompt if queries is not None else None),
-            "query_why": ctx.why(queries) if queries is not None and not is_measured(queries) else None}
+            "query_why": ctx.why(queries) if queries is not None and not is_measured(queries) else None,
+            "sample": _sample(section)}
+
+
+def _sample(section: Any) -> dict[str, str] | None:
+    """The documents diagnosed when they were a sample (None: the whole corpus, or a summary from before)."""
+    sample = getattr(section, "sample", None)
+    if sample is None or sample.whole:
+        return None
+    return {"documents": fmt(sample.documents, "int"), "of": fmt(sample.of, "int"),
+            "lowest": fmt(sample.lowest, "int"), "seed": str(sample.seed),
+            "languages": ", ".join(f"{lang} {fmt(n, 'int')}" for lang, n in sample.languages.items())}
 
 
 def _findings(ctx: ReportContext, decisions: dict[str, DiagnosisDecision]) -> list[dict[str, Any]]:

@@ -15,7 +15,8 @@ from embedswap.reasons import not_measured
 def _probe_side(record: dict[str, Any] | None) -> dict[str, Any]:
     if record is None:
         return {"status": None, "measured": False}
-    keep = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms", "tokenizer_tokens")
+    keep = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms", "tokenizer_tokens",
+            "model", "token_limit")
     vector = record.get("vector")
     # the first vector's L2 length: cosine cannot see a scaled or sliced-without-renormalising answer, this can
     norm = float(np.linalg.norm(np.asarray(vector, dtype=np.float64))) if vector else None

@@ -30,7 +30,7 @@ def _side(record: dict[str, Any] | None) -> dict[str, Any]:
 def _verdict(legacy: dict[str, Any] | None, other: dict[str, Any] | None, threshold: float) -> dict[str, Any]:
     if legacy is None or other is None:
         return {"verdict": None, "detail": "not measured on both servers", "cosine": None}
-    return classify(legacy, other, threshold).record()
+    return classify(legacy, other, threshold, against_request=False).record()
 
 
 def _records(attempt: Attempt, relative: str) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,125 @@
+"""The real input limit: where a server cuts its inputs, found from its own vectors (and its own ``usage``).
+
+A server may cut inputs at its own length (a number of words, of characters, or a token limit below the model's)
+that neither it nor its documentation states, so the truncation hypothesis of a stated or probed limit does not
+find it. Here, for the documents whose vectors differ most from the model's, every cut of the document's tokens
+is embedded with the model's own pipeline (one batch per document: the content tokens ``1..n-1`` between the
+tokenizer's special tokens) and the cut that reproduces the server's vector is kept. The cuts are then read in
+three units: tokens, words (whitespace-separated words the kept text holds) and characters; the unit in which every
+document was cut at the same length is the server's limit. The limit is confirmed when cutting every diagnosed
+document that way reproduces all of the server's vectors. The server's own ``usage`` is the evidence beside it: the
+``prompt_tokens`` of its answer to the over-long probe against the token count of that input cut the same way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+SEARCHED = 6  # documents searched cut by cut (each a batch of its own length); the rest only confirm
+UNITS = ("tokens", "words", "characters")
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    norms = np.maximum(np.linalg.norm(a64, axis=-1) * np.linalg.norm(b64, axis=-1), 1e-30)
+    return (a64 * b64).sum(-1) / norms
+
+
+def _special(tokenizer: Any) -> tuple[int, int]:
+    """How many special tokens the tokenizer puts before and after the content ([CLS] ... [SEP]: 1, 1)."""
+    marked = tokenizer("a", add_special_tokens=True, return_special_tokens_mask=True)["special_tokens_mask"]
+    head = next((i for i, m in enumerate(marked) if not m), 0)
+    tail = len(marked) - 1 - max((i for i, m in enumerate(marked) if not m), default=len(marked) - 1)
+    return head, tail
+
+
+def _cut_ids(ids: list[int], head: int, tail: int, keep: int) -> list[int]:
+    return ids[:head] + ids[head: head + keep] + (ids[len(ids) - tail:] if tail else [])
+
+
+def cut_text(text: str, unit: str, limit: int) -> str:
+    """``text`` cut at ``limit`` words or characters."""
+    return " ".join(text.split()[:limit]) if unit == "words" else text[:limit]
+
+
+def _one(embedder: Any, text: str, served: np.ndarray, threshold: float,
+         head: int, tail: int) -> dict[str, Any] | None:
+    """The cut of one document that reproduces the served vector: kept content tokens, words and characters."""
+    tok = embedder.tokenizer
+    encoded = tok(text, truncation=True, max_length=embedder.limit, return_offsets_mapping=True)
+    ids, offsets = list(encoded["input_ids"]), list(encoded["offset_mapping"])
+    content = len(ids) - head - tail
+    if content < 2:
+        return None
+    cuts = list(range(1, content))
+    vectors = embedder.embed([_cut_ids(ids, head, tail, k) for k in cuts]).vectors.numpy()
+    cos = _cos(vectors, served[None, :])
+    best = int(np.argmax(cos))
+    if not cos[best] >= threshold:
+        return None
+    keep = cuts[best]
+    end = offsets[head + keep - 1][1]
+    return {"tokens": keep + head + tail, "content_tokens": keep, "words": len(text[:end].split()),
+            "characters": end, "cosine": float(cos[best])}
+
+
+def _unit(found: list[dict[str, Any]]) -> tuple[str, int] | None:
+    """The unit in which every searched document was cut at the same length (tokens first, then words)."""
+    for unit in UNITS:
+        values = Counter(f[unit] for f in found)
+        if len(values) == 1:
+            return unit, next(iter(values))
+    return None
+
+
+def search_truncation(embedder: Any, texts: list[str], served: np.ndarray, truth: np.ndarray, threshold: float,
+                      evidence: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Where the server cuts, or ``{"found": False}`` when no cut reproduces its vectors; None when no document
+    differs. ``truth`` is the model's own vectors of ``texts``; ``evidence`` the server's answer to the over-long
+    probe (``prompt_tokens`` and the input text ``text``)."""
+    served = np.asarray(served, dtype=np.float32)
+    cos = _cos(truth, served)
+    differing = [int(i) for i in np.argsort(cos, kind="stable") if cos[i] < threshold][:SEARCHED]
+    if not differing:
+        return None
+    head, tail = _special(embedder.tokenizer)
+    found = []
+    for i in differing:
+        cut = _one(embedder, texts[i], served[i], threshold, head, tail)
+        if cut is None:
+            return {"found": False, "searched": len(differing)}
+        found.append(cut)
+    unit = _unit(found)
+    if unit is None:
+        return {"found": False, "searched": len(differing)}
+    name, limit = unit
+    tok = embedder.tokenizer
+    if name == "tokens":  # the special tokens counted, as a server's max_length counts them
+        inputs: list[Any] = [list(tok(t, truncation=True, max_length=limit)["input_ids"]) for t in texts]
+    else:
+        inputs = [cut_text(t, name, limit) for t in texts]
+    confirmed = _cos(embedder.embed(inputs).vectors.numpy(), served)
+    if not float(confirmed.min()) >= threshold:
+        return {"found": False, "searched": len(differing)}
+    tokens = sorted(f["tokens"] for f in found)
+    result: dict[str, Any] = {"found": True, "unit": name, "limit": limit, "tokens": tokens[len(tokens) // 2],
+                              "searched": len(differing), "confirmed_on": len(texts),
+                              "cos_min": float(confirmed.min())}
+    result["usage"] = _usage(embedder.tokenizer, name, limit, evidence)
+    return result
+
+
+def _usage(tokenizer: Any, unit: str, limit: int, evidence: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The server's own count for the over-long probe against the tokens of that input cut the way found."""
+    if not evidence or not isinstance(evidence.get("prompt_tokens"), int) or not evidence.get("text"):
+        return None
+    text = str(evidence["text"])
+    if unit == "tokens":
+        expected = len(tokenizer(text, truncation=True, max_length=limit)["input_ids"])
+    else:
+        expected = len(tokenizer(cut_text(text, unit, limit))["input_ids"])
+    return {"prompt_tokens": evidence["prompt_tokens"], "expected": expected,
+            "agrees": abs(evidence["prompt_tokens"] - expected) <= 2}

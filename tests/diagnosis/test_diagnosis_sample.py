@@ -1,0 +1,52 @@
+"""The diagnosis is sized for a corpus: a sample (the lowest cosines + a seeded sample stratified by language, as
+large as parity.sample), and the hypotheses stop once one reproduces the vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embedswap.diagnosis.hypotheses import Diagnoser
+from embedswap.diagnosis.sample import diagnosis_sample, lowest, row_cosines
+
+TEXTS = ["hello world", "a much longer sentence about embeddings and servers", "x", "migration 2026!",
+         "the quick brown fox", "pooling decides the vector"]
+
+
+def test_the_sample_holds_the_lowest_cosines_and_every_language() -> None:
+    langs = ["ko"] * 600 + ["en"] * 300 + ["ja"] * 90 + ["zh"] * 10
+    cosines = np.ones(1000)
+    cosines[[5, 950, 999, 700]] = [0.2, 0.5, 0.3, 0.9]
+    chosen, record = diagnosis_sample(langs, [cosines], 64)
+    assert len(chosen) == 64 and chosen == sorted(chosen)
+    assert {5, 950, 999, 700} <= set(chosen)  # the worst documents are diagnosed
+    assert record["documents"] == 64 and record["of"] == 1000 and record["whole"] is False
+    assert record["lowest"] == 16 and set(record["languages"]) == {"ko", "en", "ja", "zh"}
+    again, _ = diagnosis_sample(langs, [cosines], 64)
+    assert again == chosen  # seeded
+
+
+def test_a_small_corpus_is_diagnosed_whole() -> None:
+    chosen, record = diagnosis_sample(["en"] * 10, [np.ones(10)], 512)
+    assert chosen == list(range(10)) and record["whole"] is True
+
+
+def test_lowest_takes_each_candidate_in_turn_and_non_finite_first() -> None:
+    a = np.array([0.9, 0.1, 0.5, 1.0])
+    b = np.array([0.2, 1.0, 1.0, 1.0])
+    assert lowest([a, b], 2) == [1, 0]
+    cos = row_cosines(np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([[1.0, 0.0], [1.0, 0.0]]))
+    assert cos[0] == pytest.approx(1.0) and cos[1] == -np.inf
+
+
+def test_the_hypotheses_stop_once_one_reproduces_the_vectors(tiny_zoo: dict[str, Path]) -> None:
+    model = tiny_zoo["tiny-bert-cls"]
+    found = Diagnoser(model, TEXTS, limits=[4])
+    served = found.candidates[next(h for h in found.candidates if h.pooling == "mean" and h.normalize)]
+    result = found.diagnose(served, "vllm")
+    assert result["cause"] == "diagnosis_pooling"
+    assert found.passes == 1  # the truth's own pass reproduced it: no other forward pass was made
+    found._complete()
+    assert found.passes > 3  # end token, prompts, truncation at 4, fp16, bf16: what it did not need

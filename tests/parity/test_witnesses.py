@@ -1,0 +1,88 @@
+"""Several witnesses for step 05's reference: pairwise agreement, the consensus the gate uses, and the witness left
+out with its reason, on a zoo model whose sentence-transformers reference depends on batch mates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embedswap.parity.witnesses import agreement, witness_vectors
+from embedswap.reasons import explain
+
+TEXTS = ["a", "a much longer text with many words in it", "b c", "the quick brown fox jumps", "x y z"]
+
+
+@pytest.fixture(scope="module")
+def batch_mates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from embedswap.zoo.bert import BATCH_MATES, build_tiny_bert
+
+    return build_tiny_bert(tmp_path_factory.mktemp("batch-mates") / "model", BATCH_MATES)
+
+
+def test_a_reference_that_depends_on_batch_mates_is_the_odd_one_out(batch_mates: Path) -> None:
+    vectors, errors = witness_vectors(str(batch_mates), TEXTS)
+    assert errors == {}
+    found = agreement(vectors, 0.999)
+    assert found["consensus"] == ["sentence-transformers alone", "transformers alone", "transformers batch"]
+    assert found["reference"] == "sentence-transformers alone"  # the gate compares with a consensus witness
+    assert found["all_agree"] is False
+    (odd,) = found["left_out"]
+    assert odd["name"] == "sentence-transformers batch" and odd["code"] == "witness_batch_dependent"
+    assert odd["params"]["other"] == "sentence-transformers alone"
+    assert "depend on batch mates" in explain(odd["code"], **odd["params"])
+
+
+def test_witnesses_that_agree_make_one_consensus(tiny_zoo: dict[str, Path]) -> None:
+    vectors, errors = witness_vectors(str(tiny_zoo["tiny-bert-cls"]), TEXTS)
+    found = agreement(vectors, 0.999, errors)
+    assert found["all_agree"] is True and found["left_out"] == []
+    assert found["reference"] == "sentence-transformers batch"  # unchanged where every witness agrees
+    assert len(found["pairs"]) == 6 and all(p["cos_min"] >= 0.999 for p in found["pairs"])
+
+
+def test_a_witness_disagreeing_with_the_others_and_one_that_failed() -> None:
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(4, 8)).astype(np.float32)
+    other = rng.normal(size=(4, 8)).astype(np.float32)
+    vectors = {"sentence-transformers batch": other, "sentence-transformers alone": other,
+               "transformers alone": base, "transformers batch": base}
+    found = agreement({**vectors, "transformers alone": base}, 0.999, {"vllm transformers": "RuntimeError: no engine"})
+    # two groups of two: the preferred implementation's pair is the consensus; the other pair disagrees
+    assert found["consensus"] == ["sentence-transformers batch", "sentence-transformers alone"]
+    assert {w["name"]: w["code"] for w in found["left_out"]} == {
+        "transformers alone": "witness_disagrees", "transformers batch": "witness_disagrees",
+        "vllm transformers": "witness_failed"}
+
+
+def test_no_two_witnesses_agree_is_no_consensus() -> None:
+    rng = np.random.default_rng(2)
+    vectors = {n: rng.normal(size=(3, 8)).astype(np.float32) for n in ("sentence-transformers batch", "transformers alone")}
+    found = agreement(vectors, 0.999)
+    assert found["consensus"] == [] and found["reference"] is None
+
+
+@pytest.mark.parametrize("lang", ["en", "ko", "ja", "zh"])
+def test_the_report_names_the_odd_one_out_and_the_consensus(batch_mates: Path, lang: str) -> None:
+    import copy
+    import json
+
+    from embedswap.report.markdown import render_markdown
+
+    vectors, errors = witness_vectors(str(batch_mates), TEXTS)
+    found = agreement(vectors, 0.999, errors)
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "summary_complete.json"
+    summary = json.loads(fixture.read_text(encoding="utf-8"))
+    odd = copy.deepcopy(summary)
+    odd["parity"]["witnesses"] = found
+    report = render_markdown(odd, lang)
+    assert "| `sentence-transformers batch` | 1 |" in report  # the matrix, diagonal first
+    assert "- `sentence-transformers batch`" in report  # named, with its reason
+    if lang == "en":
+        assert "The gate compares against the consensus of the witnesses that agree" in report
+        assert "depend on batch mates" in report
+    agreeing = copy.deepcopy(summary)
+    agreeing["parity"]["witnesses"] = {**found, "consensus": found["witnesses"], "left_out": [], "all_agree": True}
+    if lang == "en":
+        assert "Every witness agrees at the gate's threshold" in render_markdown(agreeing, lang)

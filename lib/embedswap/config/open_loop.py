@@ -69,7 +69,7 @@ class OpenLoopConfig(_Strict):
     repeats: int = Field(2, ge=1)
     # the client falls behind its own schedule by more than this (p99 of send lag): the point is invalid, the
     # figures are the client's, not the server's
-    max_lag_ms: float = Field(20.0, gt=0)
+    max_lag_ms: float = Field(50.0, gt=0)
     # connections the client may open at once; a request waiting for one still counts from its scheduled time
     max_in_flight: int = Field(256, ge=1)
 

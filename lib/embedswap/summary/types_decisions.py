@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from embedswap.summary.types_capacity import CapacityDecisions
 from embedswap.summary.types_common import Finding, Strict
 
 
@@ -269,6 +270,7 @@ class Decisions(Strict):
     parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before the multimodal part
     diagnosis: dict[str, DiagnosisDecision] = {}
     diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)
+    capacity: CapacityDecisions | None = None  # the open-loop sweep's capacity (absent: not configured)
 
     def shim_of(self, name: str) -> ShimOutcome | None:
         """What the shim closed, left and opened for one candidate (None: not probed through the shim)."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from embedswap.report.article_data import Article
 from embedswap.report.format import code, esc
-from embedswap.report.sections import (article, contract, diagnosis, gaps, instruction, latency, parity,
+from embedswap.report.sections import (article, capacity, contract, diagnosis, gaps, instruction, latency, parity,
                                        parity_matrix, ranking, shim, status, vectors)
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.model import Summary
@@ -24,7 +24,8 @@ def build_context(summary: Summary, lang: str, figures: dict[str, bool], article
                              "instruction": instruction.instruction(ctx), "shim": shim.shim(ctx),
                              "latency": latency.latency(ctx), "parity": parity.parity(ctx),
                              "parity_matrix": parity_matrix.parity_matrix(ctx),
-                             "article": article.article(ctx)}
+                             "article": article.article(ctx),
+                             "capacity": capacity.capacity(ctx)}
     parts["gaps"] = gaps.gaps(ctx, parts["status"], parts["latency"], parts["contract"], parts["parity"],
                               parts["ranking"], parts["shim"])
     ctx.ref("summary.json", always=True)

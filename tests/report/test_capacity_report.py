@@ -83,3 +83,12 @@ def test_the_figure_marks_the_target_and_each_capacity() -> None:
     assert any(label.startswith("legacy capacity") for label in labels)
     assert any("invalid" in label for label in labels)
     assert figures.capacity_curve(json.loads(FIXTURE.read_text(encoding="utf-8"))) is None
+
+
+def test_notebook_04_capacity_table_reads_the_decisions() -> None:
+    from embedswap.steps.capacity_table import capacity_table
+
+    table = capacity_table(summary_with_capacity())
+    assert list(table.index) == ["legacy", "vllm", "dynamo"]
+    assert table.loc["legacy", "replicas"] == 6 and table.loc["dynamo", "goodput_gap"] == "wrong_vectors"
+    assert capacity_table(json.loads(FIXTURE.read_text(encoding="utf-8"))).empty

@@ -143,6 +143,6 @@ def test_a_rate_the_client_cannot_send_is_invalid_not_a_server_figure() -> None:
 
     records, _ = _run(fast, 1_000_000.0, 1500, documents=1)  # 1,500 requests scheduled within 2 ms
     figures = _figures(records, 1_000_000.0)
-    assert figures["lag_p99_ms"] > 50.0
+    assert figures["lag_p90_ms"] > 50.0  # no client starts 1,500 requests in 50 ms, whatever the host
     assert figures["valid"] is False and misses(figures, 5000.0, None, 0.01) == ["invalid"]
     assert figures["sent_rate"] < 1_000_000.0 / 10

@@ -67,7 +67,7 @@ class OpenLoopConfig(_Strict):
     slo: SloConfig
     seed: int = 0
     repeats: int = Field(2, ge=1)
-    # the client falls behind its own schedule by more than this (p99 of send lag): the point is invalid, the
+    # the client falls behind its own schedule by more than this (p90 of send lag): the point is invalid, the
     # figures are the client's, not the server's
     max_lag_ms: float = Field(50.0, gt=0)
     # connections the client may open at once; a request waiting for one still counts from its scheduled time

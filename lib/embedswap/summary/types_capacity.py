@@ -27,7 +27,7 @@ class OpenRun(Strict):
     p99_ms: Number | None = None
     service_p50_ms: Number | None = None  # from the actual send
     service_p99_ms: Number | None = None
-    lag_p99_ms: Number | None = None  # the client's own lateness against its schedule
+    lag_p90_ms: Number | None = None  # the client's own lateness against its schedule
     valid: bool = True  # False: the client fell behind its schedule; the run says nothing of the server
     shed: int = 0  # requests that got a 429 (answered after a retry or not)
     shed_share: Number = 0

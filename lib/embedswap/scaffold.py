@@ -126,8 +126,8 @@ FULL_OPEN_LOOP = """\
   retry_after: count                  # a 429 counts as failed (honour: wait as told and retry)
   open_loop:                          # open-loop rate sweep: capacity at the latency target per server
     rates: auto                       # a short ramp (x2 per step) that brackets the knee
-    auto: {start: 1, factor: 2, max_steps: 5}
-    seconds: 8                        # per rate
+    auto: {start: 0.5, factor: 2, max_steps: 6}
+    seconds: 10                       # per rate
     arrival: poisson
     documents: 8
     slo: {p99_ms: 2000, p50_ms: 1000}

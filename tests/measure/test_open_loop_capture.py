@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from embedswap.captures import Attempt
+from embedswap.captures import Attempt, CaptureExistsError
 from embedswap.config.experiment import parse_experiment
 from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.workload import Document, Workload
@@ -124,7 +124,7 @@ def test_auto_ramp_stops_where_the_server_sheds_load_and_the_summary_says_from_w
     at_64 = [r for r in runs if r["rate"] == 64]
     assert all(r["statuses"].get("429", 0) > 0 and "errors" in r["misses"] for r in at_64)
     assert section["by_target"]["legacy"]["measured"] is False  # the legacy server was not swept here
-    with pytest.raises(Exception):  # captures are never overwritten
+    with pytest.raises(CaptureExistsError):  # captures are never overwritten
         capture_open_loop(FakeTarget("http://127.0.0.1:9"), experiment, workload, attempt, "cand")  # type: ignore
 
 

@@ -192,7 +192,7 @@ def check_answer(record: OpenRecord, content: bytes, content_type: str,
         record.vector_error = "no legacy vectors to compare with"
         return
     lowest = math.inf
-    for doc_id, vector in zip(record.doc_ids, vectors):
+    for doc_id, vector in zip(record.doc_ids, vectors, strict=True):
         ref = reference.get(doc_id)
         if ref is None:
             record.vector_error = f"no legacy vector for document {doc_id}"

@@ -82,3 +82,11 @@ def test_the_decisions_are_typed_in_the_summary() -> None:
     assert decisions.capacity is not None and decisions.capacity.of("cand").capacity > 9
     assert decisions.capacity.ratios["cand"].code in ("different", "non_inferior")
     assert decide(summary_body({})).capacity is None  # not configured: no decision
+
+
+def test_a_capacity_that_is_only_a_lower_bound_decides_no_ratio() -> None:
+    every_rate_met = [_run(r, k, 100.0) for k in range(2) for r in (2.0, 4.0)]
+    decisions = capacity.capacity_decisions(_summary({"legacy": every_rate_met, "cand": every_rate_met}))
+    assert decisions["servers"]["legacy"]["censored"] == "above"
+    ratio = decisions["ratios"]["cand"]
+    assert ratio["code"] == "inconclusive" and ratio["reason"] == "capacity_censored" and ratio["low"] is None

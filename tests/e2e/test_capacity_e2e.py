@@ -3,7 +3,7 @@
 workload capture): each server's capacity at a stated p99 target, with its interval over
 repeats and the replicas for a stated traffic, in summary.json, the report and the figure.
 
-What is pinned is the shape of the answer, not a figure of this host: the lowest rate (1 request/s of 1 document
+What is pinned is the shape of the answer, not a figure of this host: the lowest rate (2 requests/s of 4 documents
 against a 2,000 ms p99 target) is met by any server that answers at all, so a capacity, its interval and the
 replicas always exist; where the knee falls depends on the machine.
 """
@@ -23,7 +23,7 @@ SLO_P99_MS = 2000.0
 TRAFFIC = 50.0
 # the client shares two cores with the server it measures (and, in CI, with other jobs): a send up to 250 ms late,
 # an eighth of the target, cannot turn a met rate into a missed one, so only a real backlog voids a run here
-OPEN_LOOP = {"rates": [1, 4, 16], "requests": 6, "arrival": "poisson", "documents": 1,
+OPEN_LOOP = {"rates": [2, 8, 32], "requests": 12, "arrival": "poisson", "documents": 4,
              "slo": {"p99_ms": SLO_P99_MS}, "repeats": 2, "seed": 3, "max_lag_ms": 250}
 
 
@@ -39,17 +39,17 @@ def test_capacity_at_a_p99_target_with_intervals_and_replicas(tmp_path) -> None:
     for name in ("legacy", "nolock"):
         rows = [json.loads(line) for line in
                 (attempt / "captures" / name / "open_loop_requests.jsonl").read_text().splitlines()]
-        assert {r["rate"] for r in rows} == {1.0, 4.0, 16.0} and {r["repeat"] for r in rows} == {0, 1}
+        assert {r["rate"] for r in rows} == {2.0, 8.0, 32.0} and {r["repeat"] for r in rows} == {0, 1}
         assert all(r["cosine_min"] is not None for r in rows if r["status"] == 200)  # gated against legacy
     summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
     decided = summary["decisions"]["capacity"]
     assert decided["slo_p99_ms"] == SLO_P99_MS and decided["traffic"] == TRAFFIC
     for name in ("legacy", "nolock"):
         server = decided["servers"][name]
-        assert server["capacity"] is not None and server["capacity"] >= 1.0
+        assert server["capacity"] is not None and server["capacity"] >= 2.0
         assert server["low"] is not None and server["low"] <= server["capacity"] <= server["high"]
         assert server["replicas"] >= 1 and server["replicas_low"] <= server["replicas"] <= server["replicas_high"]
-        assert server["goodput_gap"] != "wrong_vectors"  # the same model on the same host: vectors pass the gate
+        assert server.get("goodput_gap") != "wrong_vectors"  # the same model on the same host: vectors pass the gate
     assert decided["ratios"]["nolock"]["code"] in ("equivalent", "non_inferior", "different", "inconclusive")
     report = tmp_path / "reports" / folder.name
     text = (report / "report.en.md").read_text(encoding="utf-8")

@@ -133,8 +133,15 @@ def capacity_decisions(summary: SummaryBody) -> dict[str, Any] | None:
     ratios = {}
     legacy = summary.roles.legacy
     base = [c for c in (servers.get(legacy) or {}).get("per_repeat", []) if c]
+    bounded = (servers.get(legacy) or {}).get("censored") == "above"
     for name in summary.roles.candidates:
         mine = [c for c in (servers.get(name) or {}).get("per_repeat", []) if c]
+        if mine and base and (bounded or (servers.get(name) or {}).get("censored") == "above"):
+            # a server that met every rate tried has a lower bound, not a capacity: no ratio is decided from it
+            ratios[name] = {"code": "inconclusive", "direction": None, "low": None, "high": None, "margin": margin,
+                            "estimate": statistics.geometric_mean(mine) / statistics.geometric_mean(base),
+                            "n": min(len(mine), len(base)), "n_needed": None, "reason": "capacity_censored"}
+            continue
         if len(mine) >= 2 and len(base) >= 2:
             est, low, high, n = log_ratio_interval(mine, base, alpha)
             verdict = ratio_verdict(est, low, high, margin, n=n, confidence=1 - 2 * alpha, lower_is_better=False,

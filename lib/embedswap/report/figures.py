@@ -303,7 +303,8 @@ def capacity_curve(summary: Summary | dict[str, Any]) -> Figure | None:
             left.errorbar(rates, p99, yerr=bars, marker="o", color=colour, capsize=3, label=f"{name} p99")
         if server.capacity is not None:
             left.axvline(float(server.capacity), color=colour, linestyle=":", linewidth=1.2,
-                         label=f"{name} capacity {float(server.capacity):.1f}/s")
+                         label=f"{name} capacity {'>= ' if server.censored == 'above' else ''}"
+                               f"{float(server.capacity):.1f}/s")
             if server.low is not None and server.high is not None:
                 left.axvspan(float(server.low), float(server.high), color=colour, alpha=0.12, linewidth=0)
         for key, style in (("throughput", "-"), ("goodput", "--")):

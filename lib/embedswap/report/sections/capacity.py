@@ -37,7 +37,8 @@ def _replicas_cell(t: dict[str, Any], server: ServerCapacity) -> str:
 
 
 def _ratio_line(t: dict[str, Any], name: str, legacy: str, verdict: CapacityVerdict) -> str:
-    word = t["verdicts"].get(f"{verdict.code}_{verdict.direction}") or t["verdicts"][verdict.code]
+    word = (t["verdicts"]["censored"] if verdict.reason == "capacity_censored"
+            else t["verdicts"].get(f"{verdict.code}_{verdict.direction}") or t["verdicts"][verdict.code])
     return t["ratio_line"].format(name=code(name), legacy=code(legacy),
                                   ratio=_interval(t, verdict.estimate, verdict.low, verdict.high, "ratio"),
                                   margin=fmt(verdict.margin, "ratio"), verdict=word)

@@ -42,6 +42,19 @@ figures.latency_points(summary)
 figures.latency_sweep(summary)
 
 # %% [markdown]
+# ## Capacity at a latency target (open loop)
+# `latency.open_loop`: the largest request rate each server keeps the p99 target at, with its interval over
+# repeats, and the replicas `latency.traffic` needs; empty when the sweep is not configured.
+
+# %%
+from embedswap.steps.capacity_table import capacity_table
+
+capacity_table(summary)
+
+# %%
+figures.capacity_curve(summary)
+
+# %% [markdown]
 # ## Ablation: the legacy server with and without its global lock
 # The article explained the gap at concurrency 4 by the legacy server's global lock, without measuring it (추정).
 

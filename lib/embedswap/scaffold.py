@@ -119,6 +119,20 @@ MULTIMODAL_ON = """\
     model: build:tiny-clip            # random weights, built offline (embedswap.zoo.clip); or a CLIP folder
     images: generated                 # 16 shapes drawn with Pillow from a fixed recipe, byte-identical everywhere
 """
+# make demo-full: capacity at a latency target (embedswap.config.open_loop), a short ramp per server; the lean
+# demo leaves it off so `make demo` keeps its budget
+FULL_OPEN_LOOP = """\
+  traffic: 20                         # peak requests/s to carry: the report sizes replicas for it
+  retry_after: count                  # a 429 counts as failed (honour: wait as told and retry)
+  open_loop:                          # open-loop rate sweep: capacity at the latency target per server
+    rates: auto                       # a short ramp (x2 per step) that brackets the knee
+    auto: {start: 0.5, factor: 2, max_steps: 6}
+    seconds: 10                       # per rate
+    arrival: poisson
+    documents: 8
+    slo: {p99_ms: 2000, p50_ms: 1000}
+    repeats: 2
+"""
 MULTIMODAL_OFF = "  # multimodal: true                  # a tiny CLIP on vLLM and legacy: captions, images (+~75 s)\n"
 
 TAIL = """\
@@ -293,6 +307,7 @@ def new_experiment(slug: str, experiments_root: Path, day: date | None = None, d
         text = HEAD.format(**fields) + LOCAL_TARGETS.format(**fields) + TAIL.format(restore=LOCAL_RESTORE,
                                                                                      backends=LOCAL_BACKENDS,
                                                                                      multimodal=multimodal)
+        text = text.replace("  warmup_requests: 3\n", "  warmup_requests: 3\n" + FULL_OPEN_LOOP, 1)
     config.write_text(text, encoding="utf-8")
     load_experiment(folder)  # the template must always validate
     return folder

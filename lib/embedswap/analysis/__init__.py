@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis import (client_changes, diagnosis, latency_ratios, parity_matrix, parity_multimodal,
-                                ranking_verdict, shim_outcome, slices)
+from embedswap.analysis import (capacity, client_changes, diagnosis, latency_ratios, parity_matrix,
+                                parity_multimodal, ranking_verdict, shim_outcome, slices)
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 
@@ -23,7 +23,9 @@ def decide(summary: SummaryBody) -> Decisions:
     """Every decision of one summary (the ``decisions`` section). A :class:`~embedswap.summary.model.Summary`
     that already has decisions is read the same way (they are not consulted). Stored with
     :func:`decisions_json`."""
+    found = {"capacity": capacity.capacity_decisions(summary)} if summary.capacity is not None else {}
     return Decisions.model_validate({
+        **found,
         "client_changes": client_changes.client_changes(summary),
         "ranking": ranking_verdict.ranking_verdicts(summary),
         "latency": latency_ratios.latency_decisions(summary),

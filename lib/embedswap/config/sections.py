@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from embedswap.models import EMBEDDED_DEFAULT
 from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE, _Strict
+from embedswap.config.open_loop import OpenLoopConfig
 
 
 class ModelConfig(_Strict):
@@ -68,6 +69,10 @@ class LatencyConfig(_Strict):
     # Documents the latency requests are cut from: a seeded sample of the corpus in file order, so
     # a 100k corpus does not build 100k request bodies for 30 + 40 requests; None: the whole corpus.
     sample: int | None = Field(None, ge=1)
+    # Open-loop rate sweep after the closed-loop points (embedswap.config.open_loop); absent: not run.
+    open_loop: OpenLoopConfig | None = None
+    traffic: float | None = Field(None, gt=0)  # peak requests/s the swap must carry: replicas are sized for it
+    retry_after: Literal["honour", "count"] = "count"  # a 429: wait as told and retry, or count it as failed
 
 
 class ProbeSpec(_Strict):

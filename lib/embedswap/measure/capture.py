@@ -27,6 +27,7 @@ from embedswap.measure.workload import Workload, load_workload
 from embedswap.measure.errors import StepFailed
 from embedswap.measure.model_limits import token_limit
 from embedswap.measure.latency import capture_latency
+from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.shim_probes import capture_shim_probes
 
 
@@ -218,6 +219,8 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                                                            embeddings_path=target.embeddings_path(),
                                                            api_shape=target.api_shape())),
                     ("latency", lambda: capture_latency(target, experiment, workload, attempt, prefix)),
+                    # after the closed-loop points: the open-loop rate sweep (latency.open_loop; off unless set)
+                    ("latency", lambda: capture_open_loop(target, experiment, workload, attempt, prefix)),
                 ]
                 for part, run in parts:
                     if part not in target.config.capture:

@@ -281,9 +281,60 @@ def parity_backends(summary: Summary | dict[str, Any]) -> Figure | None:
     return fig
 
 
+# --- capacity --------------------------------------------------------------------------------------------------
+def capacity_curve(summary: Summary | dict[str, Any]) -> Figure | None:
+    """The open-loop sweep: p99 from the scheduled send against the offered rate (median of the repeats, bars: their
+    min..max), the p99 target, and each server's capacity (dotted line, band: its interval over repeats); right,
+    throughput and goodput against the offered rate."""
+    summary = _typed(summary)
+    decided = summary.decisions.capacity
+    if summary.capacity is None or decided is None or not decided.servers:
+        return None
+    colours = dict(zip(decided.servers, sns.color_palette(PALETTE, len(decided.servers))))
+    fig, (left, right) = _figure(12.0, 4.2, ncols=2)
+    for name, server in decided.servers.items():
+        colour = colours[name]
+        points = [p for p in server.points if p.p99_ms is not None]
+        if points:
+            rates = [float(p.rate) for p in points]
+            p99 = [float(p.p99_ms) for p in points]
+            bars = [[v - float(p.p99_low) for v, p in zip(p99, points)],
+                    [float(p.p99_high) - v for v, p in zip(p99, points)]]
+            left.errorbar(rates, p99, yerr=bars, marker="o", color=colour, capsize=3, label=f"{name} p99")
+        if server.capacity is not None:
+            left.axvline(float(server.capacity), color=colour, linestyle=":", linewidth=1.2,
+                         label=f"{name} capacity {'>= ' if server.censored == 'above' else ''}"
+                               f"{float(server.capacity):.1f}/s")
+            if server.low is not None and server.high is not None:
+                left.axvspan(float(server.low), float(server.high), color=colour, alpha=0.12, linewidth=0)
+        for key, style in (("throughput", "-"), ("goodput", "--")):
+            rows = [(float(p.rate), float(getattr(p, key))) for p in server.points if getattr(p, key) is not None]
+            if rows:
+                right.plot(*zip(*rows), linestyle=style, marker="o", color=colour, label=f"{name} {key}")
+        invalid = [float(r) for r in server.invalid_rates]
+        if invalid:
+            left.plot(invalid, [decided.slo_p99_ms or 0] * len(invalid), "x", color=colour,
+                      label=f"{name} invalid (client lag)")
+    if decided.slo_p99_ms is not None:
+        left.axhline(float(decided.slo_p99_ms), color="crimson", linestyle="--", linewidth=1,
+                     label=f"p99 target {float(decided.slo_p99_ms):g} ms")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("offered rate (requests/s, open loop)")
+    left.set_yscale("log")
+    left.set_ylabel("p99 from scheduled send (ms)")
+    left.set_title("p99 vs offered rate (bars: min..max over repeats)")
+    left.legend(loc="upper left", fontsize="x-small")
+    right.set_ylabel("requests/s")
+    right.set_title("throughput (solid) and correctness-gated goodput (dashed)")
+    right.legend(loc="upper left", fontsize="x-small")
+    return fig
+
+
 FIGURES = {
     "cosine_by_language": cosine_by_language,
     "latency_points": latency_points,
     "latency_sweep": latency_sweep,
     "parity_backends": parity_backends,
+    "capacity_curve": capacity_curve,
 }

@@ -25,6 +25,7 @@ from embedswap.analysis import decide, decisions_json
 from embedswap.captures import Attempt, atomic_write_bytes, json_bytes
 from embedswap.config.experiment import Experiment
 from embedswap.diagnosis.step import diagnosis_section
+from embedswap.summary.sections.capacity import capacity_section
 from embedswap.summary.sections.contract import contract_section
 from embedswap.summary.sections.instruction import instruction_section
 from embedswap.summary.sections.latency import ablation_section, latency_section
@@ -119,6 +120,8 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "shim": shim_section(experiment, attempt),
         "timing": timing_section(experiment, attempt),
     }
+    if experiment.latency.open_loop is not None:  # the open-loop sweep: a section only where it was configured
+        summary["capacity"] = capacity_section(experiment, attempt)
     summary, non_finite = null_non_finite(summary)  # a NaN figure is null with its place recorded, never a crash
     summary["non_finite"] = non_finite
     attach_reasons(summary)  # free texts a builder recorded (an exception's message) keep no code

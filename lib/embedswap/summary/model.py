@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from embedswap.summary.types_capacity import Capacity
 from embedswap.summary.types_common import Number, Section, Strict
 from embedswap.summary.types_decisions import Decisions
 from embedswap.summary.types_latency import Ablation, Latency, Timing
@@ -154,6 +155,7 @@ class SummaryBody(Strict):
     ranking: Ranking
     shim: Shim
     timing: Timing | None = None  # absent in summaries from before it
+    capacity: Capacity | None = None  # the open-loop sweep; absent unless latency.open_loop is configured
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
     non_finite: list[str] = []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from embedswap.summary.types_capacity import CapacityDecisions
 from embedswap.summary.types_common import Finding, Strict
 from embedswap.summary.types_equivalence import EquivalenceVerdict, HostDrift, PointVerdicts, SlicedVerdict
 
@@ -267,6 +268,7 @@ class Decisions(Strict):
     diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)
     # per candidate, the per-document cosine to legacy against decisions.margins.cosine, per document language
     vectors: dict[str, SlicedVerdict] = {}
+    capacity: CapacityDecisions | None = None  # the open-loop sweep's capacity (absent: not configured)
 
     def shim_of(self, name: str) -> ShimOutcome | None:
         """What the shim closed, left and opened for one candidate (None: not probed through the shim)."""

@@ -7,8 +7,8 @@ from typing import Any
 
 from embedswap.report.article_data import Article
 from embedswap.report.format import code, esc
-from embedswap.report.sections import (article, contract, diagnosis, gaps, instruction, latency, parity,
-                                       parity_matrix, ranking, shim, status, vectors, witnesses)
+from embedswap.report.sections import (article, capacity, contract, diagnosis, gaps, instruction, latency,
+                                       parity, parity_matrix, ranking, shim, status, vectors, witnesses)
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.model import Summary
 
@@ -25,7 +25,8 @@ def build_context(summary: Summary, lang: str, figures: dict[str, bool], article
                              "latency": latency.latency(ctx), "parity": parity.parity(ctx),
                              "parity_matrix": parity_matrix.parity_matrix(ctx),
                              "witnesses": witnesses.witnesses(ctx),
-                             "article": article.article(ctx)}
+                             "article": article.article(ctx),
+                             "capacity": capacity.capacity(ctx)}
     parts["gaps"] = gaps.gaps(ctx, parts["status"], parts["latency"], parts["contract"], parts["parity"],
                               parts["ranking"], parts["shim"])
     ctx.ref("summary.json", always=True)

@@ -1,0 +1,94 @@
+"""The capacity section in every report language, and its figure, from a summary with an open-loop sweep: a
+server that sheds load, one whose fast answers carry truncated vectors, and a candidate with twice the capacity."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from embedswap.report import figures
+from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.markdown import render_markdown
+from typed_summary import decisions_of
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "summary_complete.json"
+SLO = 500.0
+
+
+def _run(rate: float, repeat: int, p99: float, *, shed: int = 0, wrong: int = 0, n: int = 40,
+         valid: bool = True) -> dict[str, Any]:
+    misses = [] if valid else ["invalid"]
+    if valid and shed / n > 0.01:
+        misses.append("errors")
+    if valid and wrong / n > 0.01:
+        misses.append("wrong_vectors")
+    if valid and p99 > SLO:
+        misses.append("p99")
+    return {"rate": rate, "repeat": repeat, "requests": n, "answered": n - shed, "p99_ms": p99, "p50_ms": p99 / 3,
+            "throughput": rate, "goodput": rate * (n - shed - wrong) / n, "good": n - shed - wrong, "shed": shed,
+            "shed_share": shed / n, "wrong_vectors": wrong, "valid": valid, "misses": misses,
+            "statuses": {"ok": n - shed, **({"429": shed} if shed else {})}}
+
+
+def summary_with_capacity() -> dict[str, Any]:
+    summary = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    legacy, vllm, dynamo = [], [], []
+    for repeat in range(2):
+        for rate in (2.0, 4.0, 8.0, 16.0):
+            legacy.append(_run(rate, repeat, SLO * rate / (5.0 + repeat)))
+            vllm.append(_run(rate, repeat, SLO * rate / (10.0 + repeat), shed=0 if rate < 8 else 12))
+            dynamo.append(_run(rate, repeat, 40.0, wrong=40, valid=rate < 16))
+    summary["capacity"] = {"measured": True, "slo_p99_ms": SLO, "slo_p50_ms": 200.0, "traffic": 30.0,
+                           "arrival": "poisson", "gate": 0.999, "error_margin": 0.01, "by_target": {
+                               name: {"measured": True, "runs": runs, "reference": True,
+                                      "source": f"captures/{name}/open_loop_requests.jsonl"}
+                               for name, runs in (("legacy", legacy), ("vllm", vllm), ("dynamo", dynamo))}}
+    summary.pop("decisions", None)
+    summary["decisions"] = decisions_of(summary)
+    return summary
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_capacity_section_states_capacity_replicas_shedding_and_the_goodput_gap(lang: str) -> None:
+    summary = summary_with_capacity()
+    text = render_markdown(copy.deepcopy(summary), lang, figures={"capacity_curve": True})
+    decided = summary["decisions"]["capacity"]
+    assert decided["servers"]["vllm"]["sheds_from"] == 8.0
+    assert decided["servers"]["dynamo"]["goodput_gap"] == "wrong_vectors"
+    assert decided["servers"]["dynamo"]["invalid_rates"] == [16.0]
+    assert decided["servers"]["legacy"]["replicas"] == 6
+    assert "figures/capacity_curve.png" in text
+    assert "429" in text and "`dynamo`" in text
+    capacity = f"{decided['servers']['vllm']['capacity']:,.1f}"
+    assert capacity in text
+    assert "{" not in text.split("capacity_curve.png")[0][-4000:]  # every placeholder filled
+
+
+def test_a_summary_without_the_sweep_has_no_capacity_section() -> None:
+    summary = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    text = render_markdown(summary, "en")
+    assert "Capacity at a latency target" not in text
+
+
+def test_the_figure_marks_the_target_and_each_capacity() -> None:
+    summary = summary_with_capacity()
+    fig = figures.capacity_curve(summary)
+    assert fig is not None
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()]
+    assert any("p99 target 500 ms" in label for label in labels)
+    assert any(label.startswith("legacy capacity") for label in labels)
+    assert any("invalid" in label for label in labels)
+    assert figures.capacity_curve(json.loads(FIXTURE.read_text(encoding="utf-8"))) is None
+
+
+def test_notebook_04_capacity_table_reads_the_decisions() -> None:
+    from embedswap.steps.capacity_table import capacity_table
+
+    table = capacity_table(summary_with_capacity())
+    assert list(table.index) == ["legacy", "vllm", "dynamo"]
+    assert table.loc["legacy", "replicas"] == 6 and table.loc["dynamo", "goodput_gap"] == "wrong_vectors"
+    assert capacity_table(json.loads(FIXTURE.read_text(encoding="utf-8"))).empty

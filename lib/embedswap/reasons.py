@@ -178,6 +178,12 @@ REASONS: dict[str, str] = {
     "rewrite_not_json": "body not a JSON object: sent as is",
     "rewrite_renormalised": "vectors re-normalised (L2)",
     "shim_usage_server": "`usage` as the server sent it (null where it sent none): the shim never makes up a count",
+    # the index part (embedswap.index): the searches on the vector store
+    "vector_store_lost": "the vector store went away mid-run: {error}",
+    "vector_store_failed": "the vector store could not be used: {error}",
+    "index_dimensions_too_many": "{dim} dimensions exceed pgvector's limit of {max} for an HNSW index",
+    "index_off": "the index part is off in experiment.yaml (`index.enabled: false`)",
+    "index_not_run": "step 03 did not search the index in this attempt",
 }
 # a parameter that holds a list of other reasons (joined by "; " in English), and the codes it may hold
 LIST_PARAMS = {"differences": "difference_", "findings": "shim_finding_", "items": "shim_no_retry_status"}

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis import (client_changes, diagnosis, latency_ratios, parity_matrix, parity_multimodal,
-                                ranking_verdict, shim_outcome)
+from embedswap.analysis import (client_changes, diagnosis, index_decision, latency_ratios, parity_matrix,
+                                parity_multimodal, ranking_verdict, shim_outcome)
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 
@@ -23,15 +23,17 @@ def decide(summary: SummaryBody) -> Decisions:
     """Every decision of one summary (the ``decisions`` section). A :class:`~embedswap.summary.model.Summary`
     that already has decisions is read the same way (they are not consulted). Stored with
     :func:`decisions_json`."""
+    latency = latency_ratios.latency_decisions(summary)
     return Decisions.model_validate({
         "client_changes": client_changes.client_changes(summary),
         "ranking": ranking_verdict.ranking_verdicts(summary),
-        "latency": latency_ratios.latency_decisions(summary),
+        "latency": latency,
         "shim": shim_outcome.shim_outcomes(summary),
         "parity_matrix": parity_matrix.matrix_findings(summary),
         "parity_multimodal": parity_multimodal.multimodal_finding(summary),
         "diagnosis": diagnosis.diagnosis_decisions(summary),
         "diagnosis_queries": diagnosis.diagnosis_query_decisions(summary),
+        "index": index_decision.index_decisions(summary, latency.get("points")),
     })
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from embedswap.summary.types_common import Number, Section, Strict
 from embedswap.summary.types_decisions import Decisions
+from embedswap.summary.types_index import Index
 from embedswap.summary.types_latency import Ablation, Latency, Timing
 from embedswap.summary.types_parity import Parity, ParitySample
 from embedswap.summary.types_sections import Diagnosis, Instruction, Matryoshka, Ranking, Restore, Shim
@@ -154,6 +155,7 @@ class SummaryBody(Strict):
     ranking: Ranking
     shim: Shim
     timing: Timing | None = None  # absent in summaries from before it
+    index: Index | None = None  # keep the index or re-embed it (absent in summaries from before it)
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
     non_finite: list[str] = []
 

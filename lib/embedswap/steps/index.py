@@ -67,3 +67,28 @@ def capture_index(ctx: Any) -> dict[str, Any]:
 def _store_failed(capture: dict[str, Any]) -> bool:
     return any((entry.get("reason") or {}).get("code") in ("vector_store_lost", "vector_store_failed")
                for entry in (capture.get("by_candidate") or {}).values())
+
+
+def index_table(summary: dict[str, Any]) -> Any:
+    """Step 03's table: per candidate the decision and the figures behind it (from ``decisions.index``)."""
+    import pandas as pd
+
+    rows = []
+    for name, d in ((summary.get("decisions") or {}).get("index") or {}).items():
+        cross = d.get("cross") or {}
+        adapter = d.get("adapter") or {}
+        cost = d.get("cost") or {}
+        rows.append({
+            "candidate": name, "decision": d.get("code"), "basis": d.get("basis"),
+            "cross_change": cross.get("estimate"), "cross_low": cross.get("low"), "cross_high": cross.get("high"),
+            "cross_verdict": cross.get("code"), "retention": d.get("retention"),
+            "backward_compatible": d.get("backward_compatible"), "hnsw_recall": d.get("hnsw_recall"),
+            "length": d.get("length"), "advice": d.get("advice"),
+            "adapter_identity": adapter.get("identity"), "adapter_residual": adapter.get("residual_test"),
+            "adapter_retained": adapter.get("retained"),
+            "reembed_hours": cost.get("hours_per_replica"), "replicas": cost.get("replicas"),
+        })
+    if not rows:
+        section = summary.get("index") or {}
+        return pd.DataFrame([{"index": "not measured", "why": section.get("why")}])
+    return pd.DataFrame(rows).set_index("candidate")

@@ -179,7 +179,9 @@ def candidate_decision(entry: IndexCandidate, config: DecisionsConfig, index: In
         advice = "keep_cosine" if distance == "cosine" else "use_cosine_or_renormalise"
     # new queries on the old index at least as good as old on old (judged), or the same top 5 (no judgements)
     if backward is True or (not judged and cross_verdict is not None and cross_verdict["code"] == "equivalent"):
-        code, reason = "keep_index", "cross_equivalent"
+        # the index holds, but vectors the candidate writes from now on differ in length: the advice says what to do
+        code = "keep_index"
+        reason = "cross_equivalent_renormalise_new" if advice == "use_cosine_or_renormalise" else "cross_equivalent"
     elif adapter and not adapter["identity"] and adapter["verdict"] \
             and adapter["verdict"]["code"] in ("equivalent", "non_inferior"):
         code, reason = "adapter", "adapter_recovers"

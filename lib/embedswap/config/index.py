@@ -57,7 +57,7 @@ class IndexConfig(_Strict):
     def _shares(cls, value: list[float]) -> list[float]:
         if any(not 0 <= s <= 1 for s in value):
             raise ValueError("every share is between 0 and 1")
-        out = sorted(set(float(s) for s in value))
+        out = sorted({float(s) for s in value})
         if out[0] != 0 or out[-1] != 1:
             raise ValueError("shares must include 0 (the index kept) and 1 (fully re-embedded)")
         return out

@@ -45,7 +45,7 @@ def residual(candidate: np.ndarray, legacy: np.ndarray, rotation: np.ndarray | N
 def split(n_docs: int, train_share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(train, test) document positions: a seeded permutation cut at ``round(train_share * n)`` (each side >= 1)."""
     order = np.random.default_rng(seed).permutation(n_docs)
-    cut = min(max(1, int(round(train_share * n_docs))), n_docs - 1)
+    cut = min(max(1, round(train_share * n_docs)), n_docs - 1)
     return np.sort(order[:cut]), np.sort(order[cut:])
 
 

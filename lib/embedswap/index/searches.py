@@ -23,7 +23,14 @@ from embedswap.reasons import not_measured
 from embedswap.vectorstore.connect import one_line
 from embedswap.vectorstore.server import StoreError
 from embedswap.vectorstore.session import Store, open_store
-from embedswap.vectorstore.tables import MAX_DIM, StoreLost, bulk_load, create_hnsw_index, create_table, drop_table
+from embedswap.vectorstore.tables import (
+    MAX_DIM,
+    StoreLost,
+    bulk_load,
+    create_hnsw_index,
+    create_table,
+    drop_table,
+)
 from embedswap.vectorstore.tables import search as store_search
 
 CAPTURE = "index/searches.json"
@@ -36,7 +43,7 @@ def share_draw(n_docs: int, share: float, seed: int) -> np.ndarray:
     """The documents re-embedded at ``share``: a seeded permutation's first ``round(share * n)``, so a larger
     share holds every document of a smaller one (a rolling re-embed only adds)."""
     order = np.random.default_rng(seed).permutation(n_docs)
-    return np.sort(order[: int(round(share * n_docs))])
+    return np.sort(order[: round(share * n_docs)])
 
 
 def mixed_documents(legacy: np.ndarray, candidate: np.ndarray, share: float, seed: int) -> np.ndarray:

@@ -11,7 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from embedswap.index.searches import CAPTURE, LEGACY_QUERY_FILE, QUERY_FILES, run_searches
+from embedswap.index.searches import (
+    CAPTURE,
+    LEGACY_QUERY_FILE,
+    QUERY_FILES,
+    run_searches,
+)
 from embedswap.reasons import not_measured
 from embedswap.redact import redact
 

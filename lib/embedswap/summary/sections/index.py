@@ -10,7 +10,13 @@ import numpy as np
 
 from embedswap.index.adapter import adapter_searches
 from embedswap.index.searches import CAPTURE
-from embedswap.ranking.metrics import OVERLAP_K, RECALL_K, jaccard, ndcg_at_k, recall_at_k
+from embedswap.ranking.metrics import (
+    OVERLAP_K,
+    RECALL_K,
+    jaccard,
+    ndcg_at_k,
+    recall_at_k,
+)
 from embedswap.reasons import not_measured
 
 
@@ -116,6 +122,18 @@ def _norm_ratio(legacy: np.ndarray, candidate: np.ndarray) -> dict[str, float]:
     return {"min": float(ratio.min()), "median": float(np.median(ratio)), "max": float(ratio.max())}
 
 
+def score_candidate(entry: dict[str, Any], docs: dict[str, np.ndarray], queries: dict[str, np.ndarray],
+                    config: Any, relevance: np.ndarray) -> dict[str, Any]:
+    """One candidate's measured searches (``entry`` of the capture) scored, with the adapter fitted on its
+    vectors (``docs``/``queries`` keyed legacy, candidate); ``relevance``: (queries, documents) grades."""
+    judged = relevance.max(axis=1) > 0 if relevance.size else np.zeros(len(queries["legacy"]), bool)
+    return {"measured": True, "dims": int(docs["legacy"].shape[1]),
+            "cells": _cells(entry, relevance, judged), "distances": _distances(entry),
+            "adapter": _adapter(docs, queries, config, relevance, judged),
+            "norm_ratio": _norm_ratio(docs["legacy"], docs["candidate"]),
+            "seconds": entry.get("seconds") or {}}
+
+
 def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any]:
     """summary.json's ``index``: per candidate, every grid cell per query, the distance checks and the adapter."""
     if not experiment.index.enabled:
@@ -140,13 +158,7 @@ def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any
                    "candidate": attempt.read_array(f"{name}/{files.get('candidate')}")
                    if attempt.has(f"{name}/{files.get('candidate')}")
                    else attempt.read_array(f"{name}/{files.get('legacy')}")}
-        by_candidate[name] = {
-            "measured": True, "dims": int(docs["legacy"].shape[1]),
-            "cells": _cells(entry, relevance, judged), "distances": _distances(entry),
-            "adapter": _adapter(docs, queries, experiment.index, relevance, judged),
-            "norm_ratio": _norm_ratio(docs["legacy"], docs["candidate"]),
-            "seconds": entry.get("seconds") or {},
-        }
+        by_candidate[name] = score_candidate(entry, docs, queries, experiment.index, relevance)
     return {"measured": True, "distance": capture["distance"], "k": capture["k"], "ef_search": capture["ef_search"],
             "shares": capture["shares"], "seed": capture["seed"], "judged": bool(judged.any()),
             "queries": len(workload.queries), "store": capture.get("store"), "by_candidate": by_candidate}

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.linalg import orthogonal_procrustes
 
 PRIOR = 1e-3
+RANK_CHUNK = 64
 IDENTITY_TOL = 1e-6  # ||R - I||_F / sqrt(dim) below this: the identity map (float32 captures give ~1e-8)
 
 
@@ -60,8 +61,23 @@ def scores(docs: np.ndarray, queries: np.ndarray, distance: str) -> np.ndarray:
 
 
 def rank(docs: np.ndarray, queries: np.ndarray, distance: str, k: int) -> np.ndarray:
-    """Top-``k`` document positions per query (ties in document order)."""
-    return np.argsort(-scores(docs, queries, distance), axis=1, kind="stable")[:, :k]
+    """Top-``k`` document positions per query, best first, in chunks of :data:`RANK_CHUNK` queries so that a
+    corpus-scale index never needs the whole (queries, documents) score matrix."""
+    docs = _unit(docs) if distance == "cosine" else np.asarray(docs, dtype=np.float64)
+    queries = np.asarray(queries, dtype=np.float64)
+    k = min(k, len(docs))
+    out = np.empty((len(queries), k), dtype=np.int64)
+    for start in range(0, len(queries), RANK_CHUNK):
+        chunk = scores(docs, queries[start : start + RANK_CHUNK], "inner_product" if distance == "cosine"
+                       else distance)
+        if distance == "cosine":
+            chunk /= np.maximum(np.linalg.norm(queries[start : start + RANK_CHUNK], axis=1, keepdims=True), 1e-30)
+        top = np.argpartition(-chunk, k - 1, axis=1)[:, :k] if k < chunk.shape[1] else \
+            np.tile(np.arange(chunk.shape[1]), (len(chunk), 1))
+        best = np.take_along_axis(chunk, top, axis=1)
+        order = np.lexsort((top, -best), axis=1)  # by score, ties by document position
+        out[start : start + len(chunk)] = np.take_along_axis(top, order, axis=1)
+    return out
 
 
 def adapter_searches(legacy_docs: np.ndarray, candidate_docs: np.ndarray, candidate_queries: np.ndarray,

@@ -21,6 +21,13 @@ from embedswap.reasons import not_measured
 from embedswap.redact import redact
 
 
+def query_rows(n: int, limit: int, seed: int) -> np.ndarray:
+    """The queries searched: all of them, or a seeded sample of ``limit`` (in workload order)."""
+    if n <= limit:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
+
+
 def _vectors(attempt: Any, name: str, query_file: str) -> dict[str, np.ndarray] | None:
     if not (attempt.has(f"{name}/doc_vectors.npy") and attempt.has(f"{name}/{query_file}")):
         return None
@@ -54,6 +61,8 @@ def capture_index(ctx: Any) -> dict[str, Any]:
     candidates = [n for n in experiment.candidates if n in vectors]
     if not candidates:
         return not_measured("candidate_not_captured")
+    rows = query_rows(len(ctx.workload.queries), config.max_queries, config.seed)
+    vectors = {name: {"docs": v["docs"], "queries": v["queries"][rows]} for name, v in vectors.items()}
     folder = attempt.path / "index"
     try:
         result = run_searches(vectors, experiment.legacy, candidates, config, folder)
@@ -65,6 +74,7 @@ def capture_index(ctx: Any) -> dict[str, Any]:
         shutil.rmtree(folder, ignore_errors=True)
     if result.get("measured"):
         result["queries"] = {"legacy": LEGACY_QUERY_FILE, "candidate": QUERY_FILES[config.queries]}
+        result["query_rows"] = rows.tolist()
     attempt.write_json(CAPTURE, result)  # a failure too: the summary states it as the reason
     return result
 

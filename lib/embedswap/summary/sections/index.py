@@ -143,8 +143,9 @@ def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any
     capture = attempt.read_json(CAPTURE)
     if not capture.get("measured"):
         return {k: capture[k] for k in ("measured", "why", "reason") if k in capture}
-    relevance = grades(workload)
-    judged = relevance.max(axis=1) > 0 if relevance.size else np.zeros(len(workload.queries), bool)
+    rows = np.asarray(capture.get("query_rows", range(len(workload.queries))), dtype=np.int64)
+    relevance = grades(workload)[rows]
+    judged = relevance.max(axis=1) > 0 if relevance.size else np.zeros(len(rows), bool)
     files = capture.get("queries") or {}
     legacy = experiment.legacy
     by_candidate: dict[str, Any] = {}
@@ -154,11 +155,11 @@ def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any
             continue
         docs = {"legacy": attempt.read_array(f"{legacy}/doc_vectors.npy", mmap=True)[0],
                 "candidate": attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)[0]}
-        queries = {"legacy": attempt.read_array(f"{legacy}/{files.get('legacy')}"),
-                   "candidate": attempt.read_array(f"{name}/{files.get('candidate')}")
-                   if attempt.has(f"{name}/{files.get('candidate')}")
-                   else attempt.read_array(f"{name}/{files.get('legacy')}")}
+        queries = {"legacy": attempt.read_array(f"{legacy}/{files.get('legacy')}")[rows],
+                   "candidate": (attempt.read_array(f"{name}/{files.get('candidate')}")
+                                 if attempt.has(f"{name}/{files.get('candidate')}")
+                                 else attempt.read_array(f"{name}/{files.get('legacy')}"))[rows]}
         by_candidate[name] = score_candidate(entry, docs, queries, experiment.index, relevance)
     return {"measured": True, "distance": capture["distance"], "k": capture["k"], "ef_search": capture["ef_search"],
             "shares": capture["shares"], "seed": capture["seed"], "judged": bool(judged.any()),
-            "queries": len(workload.queries), "store": capture.get("store"), "by_candidate": by_candidate}
+            "queries": len(rows), "store": capture.get("store"), "by_candidate": by_candidate}

@@ -27,10 +27,12 @@ attempt: str = ""  # attempt folder name; empty: the latest
 # %%
 from embedswap import steps
 from embedswap.diagnosis import step as diagnosis_step
+from embedswap.steps import index as index_step
 
 ctx = steps.open_step(experiment_dir, attempt)
 steps.require_captures(ctx)
 diagnosis_step.diagnose_vectors(ctx)  # why a server's vectors differ from the model's (captures/diagnosis/)
+index_step.capture_index(ctx)  # the index rebuilt in a real vector store, kept or re-embedded (captures/index/)
 summary = ctx.summary()
 
 # %% [markdown]
@@ -67,3 +69,14 @@ steps.contract_table(summary)
 
 # %%
 steps.instruction_table(summary)
+
+# %% [markdown]
+# ## What happens to your index
+# The index rebuilt in PostgreSQL with pgvector (HNSW with `index.distance`, beside exact search): the candidate's
+# queries on the legacy index, a mixed index at each re-embedded share, the Procrustes adapter and the decision.
+
+# %%
+index_step.index_table(summary)
+
+# %%
+figures.index_shares(summary)

@@ -222,6 +222,12 @@ REASONS: dict[str, str] = {
                                     "{counted}: the server embedded a shorter input",
     "difference_request_usage_cut_away": "usage counts {used} tokens, more than the model's limit of {limit}: it "
                                          "counts tokens that were cut away",
+    # the index part (embedswap.index): the searches on the vector store
+    "vector_store_lost": "the vector store went away mid-run: {error}",
+    "vector_store_failed": "the vector store could not be used: {error}",
+    "index_dimensions_too_many": "{dim} dimensions exceed pgvector's limit of {max} for an HNSW index",
+    "index_off": "the index part is off in experiment.yaml (`index.enabled: false`)",
+    "index_not_run": "step 03 did not search the index in this attempt",
 }
 # a parameter that holds a list of other reasons (joined by "; " in English), and the codes it may hold
 LIST_PARAMS = {"differences": "difference_", "findings": "shim_finding_", "items": "shim_no_retry_status"}

@@ -326,3 +326,19 @@ def test_parity_matrix_legacy_padding_and_cold_start(demo: dict) -> None:
     assert {r["reason"]["code"] for r in long_rows} == {"parity_matrix_off"}
     report = (demo["root"] / "reports" / demo["folder"].name / "report.en.md").read_text()
     assert "### Parity matrix (article 003)" in report and "parity.checks.engine' is off" in report
+
+
+def test_index_is_kept_on_the_demo(demo: dict) -> None:
+    # identical vectors: the candidate's queries on the legacy index rank as legacy's, on a real embedded
+    # PostgreSQL + pgvector that step 03 started and stopped (nothing of it is left: test_no_server_survives_the_run)
+    index = demo["summary"]["index"]
+    assert index["measured"] is True, index
+    assert index["store"]["kind"] == "embedded" and index["store"]["pgvector_version"] == "0.8.5"
+    assert (demo["attempt"] / "captures" / "index" / "searches.json").exists()
+    assert not (demo["attempt"] / "index").exists()  # the data folder is rebuilt from the captures, not kept
+    for name in ("dynamo", "vllm"):
+        decision = demo["summary"]["decisions"]["index"][name]
+        assert decision["code"] == "keep_index", decision["reason"]
+        assert decision["cross"]["code"] == "equivalent" and decision["retention"] == pytest.approx(1.0)
+        assert decision["adapter"]["identity"] is True and decision["adapter"]["residual_test"] < 1e-4
+        assert decision["hnsw_recall"] is not None and decision["length"] == "same"

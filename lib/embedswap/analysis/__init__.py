@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis import (capacity, client_changes, diagnosis, latency_ratios, parity_matrix,
+from embedswap.analysis import (capacity, client_changes, diagnosis, index_decision, latency_ratios, parity_matrix,
                                 parity_multimodal, ranking_verdict, shim_outcome, slices)
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
@@ -24,17 +24,19 @@ def decide(summary: SummaryBody) -> Decisions:
     that already has decisions is read the same way (they are not consulted). Stored with
     :func:`decisions_json`."""
     found = {"capacity": capacity.capacity_decisions(summary)} if summary.capacity is not None else {}
+    latency = latency_ratios.latency_decisions(summary)
     return Decisions.model_validate({
         **found,
         "client_changes": client_changes.client_changes(summary),
         "ranking": ranking_verdict.ranking_verdicts(summary),
-        "latency": latency_ratios.latency_decisions(summary),
+        "latency": latency,
         "shim": shim_outcome.shim_outcomes(summary),
         "parity_matrix": parity_matrix.matrix_findings(summary),
         "parity_multimodal": parity_multimodal.multimodal_finding(summary),
         "diagnosis": diagnosis.diagnosis_decisions(summary),
         "diagnosis_queries": diagnosis.diagnosis_query_decisions(summary),
         **({"vectors": vectors} if (vectors := slices.vector_decisions(summary)) else {}),
+        "index": index_decision.index_decisions(summary, latency.get("points")),
     })
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from embedswap.config.base import CONFIG_FILENAME, ConfigError, _Strict
 from embedswap.config.decisions import DecisionsConfig
+from embedswap.config.index import IndexConfig
 from embedswap.config.sections import (ContractConfig, LatencyConfig, MatryoshkaConfig, ModelConfig,
                                        ParityConfig, ReportConfig, SequencingConfig, WorkloadConfig)
 from embedswap.config.targets import (Target, _TARGET_KINDS)
@@ -45,6 +46,8 @@ class Experiment(_Strict):
     report: ReportConfig = Field(default_factory=ReportConfig)
     # margins the comparisons decide against (equivalence / non-inferiority): embedswap.config.decisions
     decisions: DecisionsConfig = Field(default_factory=DecisionsConfig)
+    # the user's vector index, rebuilt in a real store: keep it or re-embed (embedswap.config.index)
+    index: IndexConfig = Field(default_factory=IndexConfig)
 
     @field_validator("workload", mode="before")
     @classmethod

@@ -52,6 +52,7 @@ from embedswap.analysis.common import is_measured as _measured  # noqa: E402
 from embedswap.summary.model import Summary  # noqa: E402
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget  # noqa: E402
 from embedswap.summary.upgrade import read_summary  # noqa: E402
+from embedswap.report.figures_index import index_shares  # noqa: E402
 
 
 def _typed(summary: Summary | dict[str, Any]) -> Summary:
@@ -337,4 +338,5 @@ FIGURES = {
     "latency_sweep": latency_sweep,
     "parity_backends": parity_backends,
     "capacity_curve": capacity_curve,
+    "index_shares": index_shares,
 }

@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from embedswap.summary.types_capacity import CapacityDecisions
 from embedswap.summary.types_common import Finding, Strict
-from embedswap.summary.types_equivalence import EquivalenceVerdict, HostDrift, PointVerdicts, SlicedVerdict
+from embedswap.summary.types_equivalence import (EquivalenceVerdict, HostDrift, PointVerdicts, SlicedVerdict)
+from embedswap.summary.types_index import IndexDecision
 
 
 class DiagnosisDecision(Strict):
@@ -269,6 +270,7 @@ class Decisions(Strict):
     # per candidate, the per-document cosine to legacy against decisions.margins.cosine, per document language
     vectors: dict[str, SlicedVerdict] = {}
     capacity: CapacityDecisions | None = None  # the open-loop sweep's capacity (absent: not configured)
+    index: dict[str, IndexDecision] = {}  # keep the index or re-embed it, per candidate (analysis.index_decision)
 
     def shim_of(self, name: str) -> ShimOutcome | None:
         """What the shim closed, left and opened for one candidate (None: not probed through the shim)."""

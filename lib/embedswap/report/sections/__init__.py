@@ -7,8 +7,9 @@ from typing import Any
 
 from embedswap.report.article_data import Article
 from embedswap.report.format import code, esc
-from embedswap.report.sections import (article, capacity, contract, diagnosis, gaps, instruction, latency,
-                                       parity, parity_matrix, ranking, shim, status, vectors, witnesses)
+from embedswap.report.sections import (article, capacity, contract, diagnosis, gaps, index as index_section,
+                                       instruction, latency, parity, parity_matrix, ranking, shim, status, vectors,
+                                       witnesses)
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.model import Summary
 
@@ -20,7 +21,8 @@ def build_context(summary: Summary, lang: str, figures: dict[str, bool], article
     # the order matters: a capture file gets its reference number where it is first cited
     parts: dict[str, Any] = {"status": status.status(ctx), "setup": status.setup(ctx), "vectors": vectors.vectors(ctx),
                              "diagnosis": diagnosis.diagnosis(ctx),
-                             "ranking": ranking.ranking(ctx), "contract": contract.contract(ctx),
+                             "ranking": ranking.ranking(ctx), "index": index_section.index(ctx),
+                             "contract": contract.contract(ctx),
                              "instruction": instruction.instruction(ctx), "shim": shim.shim(ctx),
                              "latency": latency.latency(ctx), "parity": parity.parity(ctx),
                              "parity_matrix": parity_matrix.parity_matrix(ctx),

@@ -1,0 +1,67 @@
+"""``index:`` in experiment.yaml: the user's vector index, which the kit rebuilds in a real vector store to decide
+whether it can be kept through the swap or must be re-embedded.
+
+Example::
+
+    index:
+      distance: inner_product        # what the production index uses: cosine | inner_product | l2
+      shares: [0, 0.25, 0.5, 0.75, 1]
+      dsn_env: MY_PG_DSN             # optional: your own PostgreSQL (the DSN is read from $MY_PG_DSN, never written)
+      corpus_size: 2000000           # documents in production, for the re-embed cost
+      window_hours: 24
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from embedswap.config.base import _Strict
+
+
+class IndexConfig(_Strict):
+    """The index to rebuild and how; each default with its reason.
+
+    - ``distance`` = cosine: the most common choice for normalised sentence embeddings (and pgvector's
+      ``vector_cosine_ops``); set it to what your index uses, since a change of vector length moves inner-product
+      and L2 rankings but not cosine ones.
+    - ``shares``: the re-embedded shares of a rolling re-embed (0: the index kept, 1: fully re-embedded).
+    - ``k`` = 10: the depth of each search (nDCG@10 needs 10; recall@5 and the top-5 overlap read the first 5).
+    - ``ef_search`` = 40, ``hnsw_m`` = 16, ``ef_construction`` = 64: pgvector's own defaults, so HNSW recall is
+      what an index built without tuning gives.
+    - ``adapter_train_share`` = 0.5: half of the documents fit the Procrustes map, the other half test it.
+    - ``window_hours`` = 24: a re-embed that must finish within a day.
+    - ``max_queries`` = 500: a seeded sample of the queries when there are more; every exact search scans the whole
+      index, so a corpus-scale query set (thousands) would make the grid's exact searches the run's longest part,
+      while 500 paired queries already decide a 0.02 nDCG margin (docs/measurements.md).
+    """
+
+    enabled: bool = True
+    distance: Literal["cosine", "inner_product", "l2"] = "cosine"
+    shares: list[float] = Field(default_factory=lambda: [0.0, 0.25, 0.5, 0.75, 1.0], min_length=2)
+    seed: int = 0
+    k: int = Field(10, ge=10, le=100)
+    ef_search: int = Field(40, ge=1, le=1000)
+    hnsw_m: int = Field(16, ge=2, le=100)
+    ef_construction: int = Field(64, ge=4, le=1000)
+    # the queries a candidate's client sends after the swap: with the prompt added by the client (the shim's fix,
+    # "shim") or as the old client sent them ("naive")
+    queries: Literal["shim", "naive"] = "shim"
+    dsn_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    schema_name: str = Field("embedswap", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    adapter_train_share: float = Field(0.5, gt=0, lt=1)
+    corpus_size: int | None = Field(None, ge=1)
+    mean_tokens: float | None = Field(None, gt=0)
+    window_hours: float = Field(24.0, gt=0)
+    max_queries: int = Field(500, ge=10)
+
+    @field_validator("shares")
+    @classmethod
+    def _shares(cls, value: list[float]) -> list[float]:
+        if any(not 0 <= s <= 1 for s in value):
+            raise ValueError("every share is between 0 and 1")
+        out = sorted({float(s) for s in value})
+        if out[0] != 0 or out[-1] != 1:
+            raise ValueError("shares must include 0 (the index kept) and 1 (fully re-embedded)")
+        return out

@@ -1,0 +1,109 @@
+"""Step 03's index part: the compatibility grid searched on the real vector store (:mod:`embedswap.index.searches`),
+written once to ``captures/index/searches.json`` (a later call reads it back: captures are never overwritten).
+
+The embedded server's data folder is ``index/pgdata`` beside the captures (not a capture: it is rebuilt from them),
+its log ``logs/index-postgres.log``."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import numpy as np
+
+from embedswap.index.searches import (
+    CAPTURE,
+    LEGACY_QUERY_FILE,
+    QUERY_FILES,
+    run_searches,
+)
+from embedswap.reasons import not_measured
+from embedswap.redact import redact
+
+
+def query_rows(n: int, limit: int, seed: int) -> np.ndarray:
+    """The queries searched: all of them, or a seeded sample of ``limit`` (in workload order)."""
+    if n <= limit:
+        return np.arange(n)
+    return np.sort(np.random.default_rng(seed).choice(n, size=limit, replace=False))
+
+
+def _vectors(attempt: Any, name: str, query_file: str) -> dict[str, np.ndarray] | None:
+    if not (attempt.has(f"{name}/doc_vectors.npy") and attempt.has(f"{name}/{query_file}")):
+        return None
+    return {"docs": np.asarray(attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)[0], dtype=np.float32),
+            "queries": np.asarray(attempt.read_array(f"{name}/{query_file}"), dtype=np.float32)}
+
+
+def capture_index(ctx: Any) -> dict[str, Any]:
+    """Search the grid for every candidate with document and query captures; the capture (or why not)."""
+    experiment, attempt = ctx.experiment, ctx.attempt
+    config = experiment.index
+    if attempt.has(CAPTURE):
+        earlier = attempt.read_json(CAPTURE)
+        if (earlier.get("measured") or (earlier.get("reason") or {}).get("code") != "vector_store_failed") \
+                and not _store_failed(earlier):
+            return earlier
+        attempt.retire(CAPTURE)  # a store that failed before is tried again; the failure is kept aside
+    if not config.enabled:
+        return not_measured("index_off")
+    if not ctx.workload.queries:
+        return not_measured("no_queries")
+    legacy = _vectors(attempt, experiment.legacy, LEGACY_QUERY_FILE)
+    if legacy is None:
+        return not_measured("no_query_vectors_file", name=experiment.legacy,
+                            path=f"{experiment.legacy}/{LEGACY_QUERY_FILE}")
+    vectors = {experiment.legacy: legacy}
+    for name in experiment.candidates:
+        got = _vectors(attempt, name, QUERY_FILES[config.queries]) or _vectors(attempt, name, LEGACY_QUERY_FILE)
+        if got is not None:
+            vectors[name] = got
+    candidates = [n for n in experiment.candidates if n in vectors]
+    if not candidates:
+        return not_measured("candidate_not_captured")
+    rows = query_rows(len(ctx.workload.queries), config.max_queries, config.seed)
+    vectors = {name: {"docs": v["docs"], "queries": v["queries"][rows]} for name, v in vectors.items()}
+    folder = attempt.path / "index"
+    try:
+        result = run_searches(vectors, experiment.legacy, candidates, config, folder)
+    finally:
+        log = folder / "postgres.log"
+        if log.exists():  # the server's log goes with the attempt's logs, redacted like every log
+            (attempt.logs / "index-postgres.log").write_text(redact(log.read_text(errors="replace")))
+        # the data folder is rebuilt from the captures on every run: not kept
+        shutil.rmtree(folder, ignore_errors=True)
+    if result.get("measured"):
+        result["queries"] = {"legacy": LEGACY_QUERY_FILE, "candidate": QUERY_FILES[config.queries]}
+        result["query_rows"] = rows.tolist()
+    attempt.write_json(CAPTURE, result)  # a failure too: the summary states it as the reason
+    return result
+
+
+def _store_failed(capture: dict[str, Any]) -> bool:
+    return any((entry.get("reason") or {}).get("code") in ("vector_store_lost", "vector_store_failed")
+               for entry in (capture.get("by_candidate") or {}).values())
+
+
+def index_table(summary: dict[str, Any]) -> Any:
+    """Step 03's table: per candidate the decision and the figures behind it (from ``decisions.index``)."""
+    import pandas as pd
+
+    rows = []
+    for name, d in ((summary.get("decisions") or {}).get("index") or {}).items():
+        cross = d.get("cross") or {}
+        adapter = d.get("adapter") or {}
+        cost = d.get("cost") or {}
+        rows.append({
+            "candidate": name, "decision": d.get("code"), "basis": d.get("basis"),
+            "cross_change": cross.get("estimate"), "cross_low": cross.get("low"), "cross_high": cross.get("high"),
+            "cross_verdict": cross.get("code"), "retention": d.get("retention"),
+            "backward_compatible": d.get("backward_compatible"), "hnsw_recall": d.get("hnsw_recall"),
+            "length": d.get("length"), "advice": d.get("advice"),
+            "adapter_identity": adapter.get("identity"), "adapter_residual": adapter.get("residual_test"),
+            "adapter_retained": adapter.get("retained"),
+            "reembed_hours": cost.get("hours_per_replica"), "replicas": cost.get("replicas"),
+        })
+    if not rows:
+        section = summary.get("index") or {}
+        return pd.DataFrame([{"index": "not measured", "why": section.get("why")}])
+    return pd.DataFrame(rows).set_index("candidate")

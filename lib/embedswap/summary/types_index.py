@@ -1,0 +1,156 @@
+"""The ``index`` section of summary.json (the compatibility grid searched on the real vector store, per query) and
+``decisions.index`` (keep the index, re-embed, adapter or blocked, per candidate).
+
+``IndexVerdict`` repeats the stored fields of ``types_decisions.EquivalenceVerdict``: importing that one here would
+make types_decisions (which holds ``Decisions.index``) and this module import each other."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from embedswap.summary.types_common import Number, Section, Spread, Strict
+
+Method = Literal["exact", "hnsw"]
+QuerySource = Literal["legacy", "candidate"]
+
+
+class CellValues(Strict):
+    """One cell of the grid: one query source on the index at one re-embedded share, searched one way; per query
+    (in the workload's order; None where a query has no judged relevant document)."""
+    queries: QuerySource
+    share: Number
+    method: Method
+    ndcg_at_10: list[Number | None] = []
+    recall_at_5: list[Number | None] = []
+    top5_overlap: list[Number | None] = []  # against the legacy-only search (share 0, legacy queries), same method
+    hnsw_recall: list[Number] = []  # HNSW cells: the share of the exact top k the index returned
+
+
+class DistanceValues(Strict):
+    """Exact searches with one distance, top-5 overlap per query against legacy on legacy with that distance."""
+    distance: Literal["cosine", "inner_product", "l2"]
+    cross_overlap: list[Number | None] = []  # candidate queries on the legacy documents
+    full_overlap: list[Number | None] = []  # candidate queries on the candidate documents
+
+
+class AdapterValues(Strict):
+    """The Procrustes map fitted on ``train_docs`` document pairs, searched on the ``test_docs`` held out."""
+    identity: bool
+    from_identity: Number
+    train_docs: int
+    test_docs: int
+    residual_train: Number
+    residual_test: Number
+    residual_unmapped: Number  # the held-out documents without the map
+    basis: Literal["ndcg_at_10", "top5_overlap"]
+    # per query, the metric of each search on the held-out documents: legacy, cross, adapter, full
+    per_query: dict[str, list[Number | None]] = {}
+
+
+class StoreInfo(Strict):
+    kind: Literal["embedded", "dsn"]
+    server_version: str
+    pgvector_version: str
+    dsn_env: str | None = None  # the variable's name only: the DSN is never stored
+
+
+class IndexCandidate(Section):
+    dims: int | None = None
+    cells: list[CellValues] = []
+    distances: list[DistanceValues] = []
+    adapter: AdapterValues | None = None
+    norm_ratio: Spread | None = None  # candidate / legacy document vector length
+    seconds: dict[str, Number] = {}
+
+    def cell(self, queries: QuerySource, share: float, method: Method) -> CellValues | None:
+        return next((c for c in self.cells if c.queries == queries and abs(c.share - share) < 1e-9
+                     and c.method == method), None)
+
+    def distance(self, name: str) -> DistanceValues | None:
+        return next((d for d in self.distances if d.distance == name), None)
+
+
+class Index(Section):
+    distance: Literal["cosine", "inner_product", "l2"] | None = None
+    k: int | None = None
+    ef_search: int | None = None
+    shares: list[Number] = []
+    seed: int | None = None
+    judged: bool = False
+    queries: int = 0
+    store: StoreInfo | None = None
+    by_candidate: dict[str, IndexCandidate] = {}
+
+    def of(self, name: str) -> IndexCandidate | None:
+        return self.by_candidate.get(name)
+
+
+class IndexVerdict(Strict):
+    """A verdict against a margin (the stored fields of ``EquivalenceVerdict``)."""
+    code: Literal["equivalent", "non_inferior", "different", "inconclusive", "failed"]
+    direction: Literal["worse", "better", "slower", "faster"] | None = None
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    margin: float | None = None
+    n: int | None = None
+    n_needed: int | None = None
+    reason: str = ""
+
+
+class CellDecision(Strict):
+    """One cell against the legacy-only search: means, paired verdicts (cell - legacy per query), HNSW recall."""
+    queries: QuerySource
+    share: Number
+    method: Method
+    ndcg_at_10: float | None = None
+    recall_at_5: float | None = None
+    top5_overlap: float | None = None
+    ndcg: IndexVerdict | None = None
+    recall: IndexVerdict | None = None
+    overlap: IndexVerdict | None = None
+    hnsw_recall: float | None = None
+
+
+class ReembedCost(Strict):
+    """An estimate from measured parts: the corpus over the candidate's measured docs/s."""
+    corpus_size: int
+    point: str  # the operating point whose throughput it uses (concurrent, c<n>)
+    docs_per_s: float
+    docs_per_s_low: float | None = None
+    docs_per_s_high: float | None = None
+    token_scale: float = 1.0
+    hours_per_replica: float
+    hours_low: float | None = None
+    hours_high: float | None = None
+    window_hours: float
+    replicas: int
+    replicas_high: int | None = None
+
+
+class AdapterDecision(Strict):
+    identity: bool
+    residual_test: float
+    residual_unmapped: float
+    retained: float | None = None  # adapter / full re-embed (held-out documents)
+    cross_retained: float | None = None  # without the map
+    verdict: IndexVerdict | None = None  # adapter - full re-embed per query
+
+
+class IndexDecision(Strict):
+    """Keep the index, re-embed it, map the queries, or blocked; with the figures behind it."""
+    code: Literal["keep_index", "re_embed", "adapter", "blocked", "not_measured"]
+    reason: str = ""
+    distance: str | None = None
+    basis: Literal["ndcg_at_10", "top5_overlap"] | None = None
+    cross: IndexVerdict | None = None  # new queries on the old index against old on old (the basis metric)
+    backward_compatible: bool | None = None  # new/old at least old/old within the margin (Shen et al. 2020)
+    retention: float | None = None  # cross / full re-embed (the basis metric, exact)
+    hnsw_recall: float | None = None  # HNSW against exact, mean over the cells
+    # length: 'same' vectors, 'length_only' (cosine unchanged, inner product or L2 changed), 'direction'
+    length: Literal["same", "length_only", "direction"] | None = None
+    advice: Literal["none", "keep_cosine", "use_cosine_or_renormalise"] = "none"
+    cells: list[CellDecision] = []
+    adapter: AdapterDecision | None = None
+    cost: ReembedCost | None = None  # at the article's operating point (concurrent)
+    cost_best: ReembedCost | None = None  # at the sweep's best concurrency

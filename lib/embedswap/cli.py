@@ -255,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--port", type=int)
     # any further option goes to jupyter lab itself (e.g. --IdentityProvider.token=...)
     lab.set_defaults(func=_cmd_lab)
+
+    from embedswap.guard.cli import add_guard_commands  # guard init / check / index / cronjob
+
+    add_guard_commands(add, debug)
     return parser
 
 

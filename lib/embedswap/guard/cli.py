@@ -145,8 +145,7 @@ def add_guard_commands(add: Callable[..., argparse.ArgumentParser], debug: argpa
     cron.add_argument("--schedule", default="*/30 * * * *")
     cron.add_argument("--name", default="embedswap-guard")
     cron.add_argument("--namespace", default="default")
-    cron.add_argument("--image", default="python:3.11-slim",
-                      help="an image with embedswap installed (default: python:3.11-slim + pip install)")
+    cron.add_argument("--image", required=True, help="an image with embedswap installed (e.g. built from the wheel)")
     cron.add_argument("--api-key-secret", help="SECRET/KEY of a Secret holding the API key (by reference)")
     cron.add_argument("--out", help="write the manifests here (default: stdout)")
     cron.set_defaults(func=_cmd_cronjob)

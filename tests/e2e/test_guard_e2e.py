@@ -18,15 +18,20 @@ from pathlib import Path
 
 import pytest
 import yaml
-from ports import free_ports
-from realkit import EMBEDSWAP, SMALL_LATENCY, legacy_target, make_experiment, wait_no_processes
-from vector_proxy import vector_proxy
-
 from embedswap.captures import new_attempt
 from embedswap.config.experiment import load_experiment
 from embedswap.measure.capture import measure_target
 from embedswap.paths import engine_python
 from embedswap.targets import build_target
+from ports import free_ports
+from realkit import (
+    EMBEDSWAP,
+    SMALL_LATENCY,
+    legacy_target,
+    make_experiment,
+    wait_no_processes,
+)
+from vector_proxy import vector_proxy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 PROBES = ["plain", "input_type_query", "dimensions_reduced", "over_long_input", "batch8_member"]

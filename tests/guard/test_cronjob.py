@@ -8,11 +8,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from embedswap.cli import main
 from embedswap.guard.cronjob import render_cronjob, validate
-from embedswap.guard.guard_file import (Canary, Guard, Latency, Server, Source, Tolerance, Tolerances, pack_arrays,
-                                        write_guard)
+from embedswap.guard.guard_file import (
+    Canary,
+    Guard,
+    Latency,
+    Server,
+    Source,
+    Tolerance,
+    Tolerances,
+    pack_arrays,
+    write_guard,
+)
 
 
 def small_guard(path: Path) -> Path:

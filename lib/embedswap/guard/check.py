@@ -126,6 +126,11 @@ def _describe_server(client: EmbeddingClient, guard: Guard) -> dict[str, Any]:
     return out
 
 
+def server_root(url: str) -> str:
+    """The server's root, as the kit's external targets read a URL: it may end in ``/v1`` or not."""
+    return url.rstrip("/").removesuffix("/v1")
+
+
 def run_check(guard: Guard, url: str, *, api_shape: str | None = None, embeddings_path: str | None = None,
               headers: dict[str, str] | None = None, timeout_s: float = 60.0, guard_name: str = "") -> CheckResult:
     shape = api_shape or guard.server.api_shape
@@ -133,7 +138,7 @@ def run_check(guard: Guard, url: str, *, api_shape: str | None = None, embedding
                                else EMBEDDINGS_PATHS[shape])
     reference = guard.vectors()
     started = time.monotonic()
-    with EmbeddingClient(url, guard.server.served_name, timeout_s, headers, embeddings_path=path, api_shape=shape,
+    with EmbeddingClient(server_root(url), guard.server.served_name, timeout_s, headers, embeddings_path=path, api_shape=shape,
                          models_path=guard.server.models_path) as client:
         documents = [c for c in guard.canaries if c.kind == "document"]
         answers, latencies = _send(client, documents, guard.batch_size)

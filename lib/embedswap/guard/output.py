@@ -26,7 +26,9 @@ def one_line(result: CheckResult) -> str:
     direction = next((a for a in result.aspects if a.name == "direction"), None)
     worst = "" if direction is None or direction.cosine is None else \
         f"; worst canary {direction.worst} cosine {direction.cosine:.6f}"
-    return (f"pass: {len([c for c in result.canaries])} canaries in {result.requests} requests, {result.seconds:.1f} s"
+    probes = sum(1 for c in result.canaries if c.id.startswith("probe:"))
+    return (f"pass: {len(result.canaries) - probes} canaries and {probes} probes in {result.requests} requests, "
+            f"{result.seconds:.1f} s"
             f"{worst}" + (f"; warning: {'; '.join(warnings)}" if warnings else ""))
 
 

@@ -2,6 +2,9 @@
 the same vLLM server and fails, naming the aspect, against vLLM with another pooling (``--pooler-config``), with
 another dtype (bf16), and behind a proxy that scales the vectors.
 
+The same servers fill an embedded PostgreSQL table where one row in ten holds the CLS server's vector: `guard index`
+finds exactly those rows.
+
 Cost: the demo's attempt takes ~15 minutes to make, so the guard is made from a lean real capture in a
 module-scoped fixture (the legacy server and vLLM fp32, 2 repeats, five probes, the small latency runs). The three
 vLLM servers (fp32 mean, fp32 CLS, bf16 mean) start side by side with ``--enforce-eager`` (one start's wall time
@@ -21,6 +24,8 @@ import yaml
 from embedswap.captures import new_attempt
 from embedswap.config.experiment import load_experiment
 from embedswap.measure.capture import measure_target
+from embedswap.measure.client import EmbeddingClient
+from embedswap.measure.workload import load_documents, load_queries
 from embedswap.paths import engine_python
 from embedswap.targets import build_target
 from ports import free_ports
@@ -79,7 +84,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory):
             measure_target(experiment, folder, attempt, name, f"capture:{name}")
         guard = root / "guard-vllm.json"
         made = subprocess.run([EMBEDSWAP, "guard", "init", str(folder), "--out", str(guard)],
-                              capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                              check=False, capture_output=True, text=True,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
         assert made.returncode == 0, made.stdout + made.stderr
         print(made.stdout)
         yield {"guard": guard, "urls": {n: f"http://127.0.0.1:{p}" for n, p in vllm_ports.items()}}
@@ -93,7 +99,7 @@ def _check(guard: Path, url: str, tmp_path: Path) -> tuple[int, dict, float]:
     junit = tmp_path / "junit.xml"
     began = time.monotonic()
     done = subprocess.run([EMBEDSWAP, "guard", "check", str(guard), "--url", url, "--json", "--junit", str(junit)],
-                          capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                          check=False, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     seconds = time.monotonic() - began
     assert done.returncode in (0, 1), done.stdout + done.stderr
     assert junit.exists()
@@ -123,3 +129,39 @@ def test_a_changed_server_fails_naming_the_aspect(servers, tmp_path, variant, as
     assert result["summary"].startswith(f"drift: {aspect}: worst canary ")
     first = next(a for a in result["aspects"] if a["status"] == "fail")
     assert first["name"] == aspect and first["worst"] and first["cosine"] is not None
+
+
+def test_an_index_with_a_tenth_of_rows_from_another_pooling(servers, tmp_path) -> None:
+    import numpy as np
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from embedswap.vectorstore.server import EmbeddedPostgres
+
+    texts = [d.text for d in load_documents(DATA / "documents.jsonl")] + \
+        [q.text for q in load_queries(DATA / "queries.jsonl")][:20]
+    vectors = {}
+    for name in ("fp32", "cls"):
+        with EmbeddingClient(servers["urls"][name], "minilm") as client:
+            answer = client.embed(texts)
+        assert answer.ok, answer.error
+        vectors[name] = answer.as_array()
+    other = {f"row-{i:02d}" for i in range(0, len(texts), 10)}  # 6 of 60 rows: CLS pooling
+    with EmbeddedPostgres(tmp_path / "pg", port=free_ports(1)[0]) as pg:
+        with psycopg.connect(pg.dsn, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            register_vector(conn)
+            conn.execute("CREATE TABLE chunks (id text PRIMARY KEY, content text, embedding vector(384))")
+            for i, text in enumerate(texts):
+                row = f"row-{i:02d}"
+                vector = vectors["cls" if row in other else "fp32"][i]
+                conn.execute("INSERT INTO chunks VALUES (%s, %s, %s)", (row, text, np.asarray(vector, np.float32)))
+        done = subprocess.run([EMBEDSWAP, "guard", "index", str(servers["guard"]), "--url", servers["urls"]["fp32"],
+                               "--dsn-env", "INDEX_DSN", "--table", "chunks", "--id-column", "id",
+                               "--vector-column", "embedding", "--text-column", "content", "--json"],
+                              check=False, capture_output=True, text=True, env={**os.environ, "INDEX_DSN": pg.dsn})
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    print(result["summary"])
+    assert result["sampled"] == 60 and result["share"] == 0.1
+    assert set(result["mixed_ids"]) == other and result["by_aspect"] == {"direction": 6}

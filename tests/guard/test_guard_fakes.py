@@ -26,29 +26,41 @@ REPO = Path(__file__).resolve().parents[2]
 PROBES = ["plain", "input_type_query", "dimensions_reduced", "batch8_member", "empty_string"]
 
 
+def _captured(root: Path, legacy_port: int, port: int, shape: str = "openai") -> Path:
+    """An experiment whose legacy and candidate are fake servers, captured for real (measure_target)."""
+    folder = new_experiment(f"guarded-{shape}", root / "experiments", data_dir=REPO / "data")
+    config = yaml.safe_load((folder / "experiment.yaml").read_text())
+    capture = ["workload", "queries", "probes"]
+    config["targets"] = {
+        "legacy": {"kind": "external", "url": f"http://127.0.0.1:{legacy_port}/v1", "capture": capture},
+        "cand": {"kind": "external", "url": f"http://127.0.0.1:{port}", "capture": capture, "api_shape": shape}}
+    config["candidates"] = ["cand"]
+    for key in ("ablations", "matryoshka"):
+        config.pop(key, None)
+    config["workload"]["repeats"] = 2
+    config["contract"]["probes"] = PROBES
+    (folder / "experiment.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
+    experiment = load_experiment(folder)
+    attempt = new_attempt(folder)
+    for name in ("legacy", "cand"):
+        measure_target(experiment, folder, attempt, name, f"capture:{name}")
+    return folder
+
+
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory: pytest.TempPathFactory):
-    """An experiment whose legacy and candidate are the same kind of fake server, captured for real; the candidate
-    stays up for the checks (yields its URL with the folder)."""
-    root = tmp_path_factory.mktemp("guard")
+    """The candidate stays up for the checks (yields its URL with the folder)."""
     with serve(Behaviour()) as legacy_port, serve(Behaviour()) as port:
-        folder = new_experiment("guarded", root / "experiments", data_dir=REPO / "data")
-        config = yaml.safe_load((folder / "experiment.yaml").read_text())
-        capture = ["workload", "queries", "probes"]
-        config["targets"] = {
-            "legacy": {"kind": "external", "url": f"http://127.0.0.1:{legacy_port}/v1", "capture": capture},
-            "cand": {"kind": "external", "url": f"http://127.0.0.1:{port}/v1", "capture": capture}}
-        config["candidates"] = ["cand"]
-        for key in ("ablations", "matryoshka"):
-            config.pop(key, None)
-        config["workload"]["repeats"] = 2
-        config["contract"]["probes"] = PROBES
-        (folder / "experiment.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
-        experiment = load_experiment(folder)
-        attempt = new_attempt(folder)
-        for name in ("legacy", "cand"):
-            measure_target(experiment, folder, attempt, name, f"capture:{name}")
-        yield folder, f"http://127.0.0.1:{port}"
+        yield _captured(tmp_path_factory.mktemp("guard"), legacy_port, port), f"http://127.0.0.1:{port}"
+
+
+def test_a_guard_of_another_api_shape_keeps_its_probes_and_checks_in_that_shape(tmp_path) -> None:
+    with serve(Behaviour()) as legacy_port, serve(Behaviour(shape="tei")) as port:
+        guard = build_guard(_captured(tmp_path, legacy_port, port, shape="tei"))
+        assert guard.server.api_shape == "tei" and guard.server.embeddings_path == "/embed"
+        assert {p.probe for p in guard.contract} >= {"plain", "dimensions_reduced"}
+        result = run_check(guard, f"http://127.0.0.1:{port}")
+    assert result.exit_code == 0, [a for a in result.aspects if a.status == "fail"]
 
 
 def test_init_reads_the_captures_and_the_file_round_trips(captured, tmp_path) -> None:

@@ -9,6 +9,7 @@ from how much the server's own answers moved inside the attempt (repeats, a docu
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from embedswap.guard.guard_file import (
     Tolerances,
     pack_arrays,
 )
-from embedswap.measure.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS
+from embedswap.measure.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS, shaped_request
 from embedswap.measure.contract import (
     ProbeContext,
     build_request,
@@ -91,13 +92,21 @@ def _check_rows(attempt: Attempt, target: str, workload: Workload) -> None:
                               "since the attempt?); make the guard from an attempt of the current workload")
 
 
-def _probe_bodies(experiment: Experiment, workload: Workload, dim: int) -> dict[str, tuple[bytes, dict | None]]:
-    """Each probe's request rebuilt from the catalogue (the capture keeps a shortened copy of long inputs)."""
+def _probe_bodies(experiment: Experiment, workload: Workload, dim: int,
+                  server: Server) -> dict[str, tuple[bytes, dict | None, dict[str, Any]]]:
+    """Each probe's request rebuilt from the catalogue (the capture keeps a shortened copy of long inputs), with the
+    description the capture recorded of it in the target's shape, to check that the rebuild is what was sent."""
     ctx = ProbeContext(doc=workload.documents[0].text, docs8=[d.text for d in workload.documents[:8]],
                        query=workload.queries[0].text if workload.queries else workload.documents[1].text,
                        task=experiment.model.query_task, model=experiment.model.served_name, native_dim=dim)
-    return {spec.name: build_request(spec, ctx)
-            for spec in select_probes(experiment.contract.probes, experiment.contract.custom)}
+    out = {}
+    for spec in select_probes(experiment.contract.probes, experiment.contract.custom):
+        raw, body = build_request(spec, ctx)
+        sent, _, why_not = shaped_request(spec, raw, body, server.api_shape, server.embeddings_path,
+                                          experiment.model.served_name)
+        if why_not is None:
+            out[spec.name] = (raw, body, describe_body(json.loads(sent) if body is not None else None, sent))
+    return out
 
 
 def _contract(attempt: Attempt, experiment: Experiment, workload: Workload, target: str, dim: int,
@@ -109,15 +118,15 @@ def _contract(attempt: Attempt, experiment: Experiment, workload: Workload, targ
     legacy = {}
     if legacy_name != target and attempt.has(f"{legacy_name}/probes.jsonl"):
         legacy = {r["probe"]: r for r in attempt.read_jsonl(f"{legacy_name}/probes.jsonl")}
-    bodies = _probe_bodies(experiment, workload, dim)
+    bodies = _probe_bodies(experiment, workload, dim, _server(experiment, attempt, target))
     canaries: list[ContractCanary] = []
     rows: list[np.ndarray] = []
     for record in records:
         name = record["probe"]
         if record.get("not_applicable") or name in SKIPPED_PROBES or name not in bodies:
             continue
-        raw, body = bodies[name]
-        if record.get("sent_path") is None and describe_body(body, raw) != record.get("sent"):
+        raw, body, described = bodies[name]
+        if described != record.get("sent"):
             continue  # the catalogue says something else than was sent then (a custom probe changed): not resent
         why = PROBE_REASONS.get(name)
         theirs = legacy.get(name)

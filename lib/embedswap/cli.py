@@ -278,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command != "lab":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
+    if args.command == "guard":  # seconds a check: none of the report's imports below
+        from embedswap.guard.cli import run_guard
+
+        return run_guard(args)
     from embedswap.config.base import ConfigError
     from embedswap.engine import EngineError
     from embedswap.models import ModelNotFoundError

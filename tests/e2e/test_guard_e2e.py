@@ -30,6 +30,7 @@ from embedswap.paths import engine_python
 from embedswap.targets import build_target
 from ports import free_ports
 from realkit import (
+    DATA,
     EMBEDSWAP,
     SMALL_LATENCY,
     legacy_target,

@@ -96,6 +96,31 @@ def _cmd_cronjob(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_guard(args: argparse.Namespace) -> int:
+    """Run a guard subcommand with the kit's exit codes and one-line errors, without importing the report's modules
+    (``embedswap.cli.main`` imports them for its own errors: seconds a command, most of a check's time)."""
+    from embedswap.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, _one_line
+
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        from embedswap.config.base import ConfigError
+        from embedswap.measure.workload import WorkloadError
+        from embedswap.redact import redact
+        from embedswap.steps.context import StepError
+
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
+        usage = (UsageError, ConfigError, StepError, WorkloadError, FileExistsError, FileNotFoundError)
+        prefix = "" if isinstance(exc, usage) else f"{type(exc).__name__}: "
+        print(redact(f"embedswap: {prefix}{_one_line(exc)}"), file=sys.stderr)
+        return EXIT_USAGE if isinstance(exc, usage) else EXIT_FAILED
+
+
 def add_guard_commands(add: Callable[..., argparse.ArgumentParser], debug: argparse.ArgumentParser) -> None:
     """``embedswap guard ...``; ``add`` makes a subcommand of the main parser, ``debug`` is its --debug parent."""
     guard = add("guard", help="after the swap: check in seconds that a server (or an index) still matches an "

@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import yaml
-
 from embedswap.captures import new_attempt
 from embedswap.config.experiment import load_experiment
 from embedswap.measure.capture import measure_target

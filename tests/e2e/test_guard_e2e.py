@@ -135,9 +135,8 @@ def test_a_changed_server_fails_naming_the_aspect(servers, tmp_path, variant, as
 def test_an_index_with_a_tenth_of_rows_from_another_pooling(servers, tmp_path) -> None:
     import numpy as np
     import psycopg
-    from pgvector.psycopg import register_vector
-
     from embedswap.vectorstore.server import EmbeddedPostgres
+    from pgvector.psycopg import register_vector
 
     texts = [d.text for d in load_documents(DATA / "documents.jsonl")] + \
         [q.text for q in load_queries(DATA / "queries.jsonl")][:20]

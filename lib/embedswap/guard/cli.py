@@ -99,13 +99,19 @@ def _cmd_cronjob(args: argparse.Namespace) -> int:
 def run_guard(args: argparse.Namespace) -> int:
     """Run a guard subcommand with the kit's exit codes and one-line errors, without importing the report's modules
     (``embedswap.cli.main`` imports them for its own errors: seconds a command, most of a check's time)."""
-    from embedswap.cli import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError, _one_line
+    from embedswap.cli import (
+        EXIT_FAILED,
+        EXIT_INTERRUPTED,
+        EXIT_USAGE,
+        UsageError,
+        _one_line,
+    )
 
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001  (as cli.main: anything unexpected is still one line and an exit code)
         from embedswap.config.base import ConfigError
         from embedswap.measure.workload import WorkloadError
         from embedswap.redact import redact

@@ -90,10 +90,22 @@ def test_an_edited_guard_file_does_not_load(captured, tmp_path) -> None:
     assert main(["guard", "check", str(path), "--url", "http://127.0.0.1:9"]) == 2
 
 
-def test_an_attempt_not_captured_completely_gives_no_guard(captured) -> None:
+def test_only_an_accepted_attempt_gives_a_guard(captured, tmp_path) -> None:
+    import shutil
+
     folder, _ = captured
     with pytest.raises(GuardBuildError, match="not a target"):
         build_guard(folder, target="nope")
+    copy = Path(shutil.copytree(folder, tmp_path / folder.name))
+    (done,) = [p.name for p in (copy / "attempts").iterdir()]
+    vectors = copy / "attempts" / done / "captures" / "cand" / "doc_vectors.npy"
+    vectors.chmod(0o644)
+    vectors.write_bytes(vectors.read_bytes()[:-4] + b"\0\0\0\0")  # one float changed by hand
+    with pytest.raises(GuardBuildError, match="captures changed since they were written"):
+        build_guard(copy, attempt_name=done)
+    empty = new_attempt(copy)
+    with pytest.raises(GuardBuildError, match="was not captured completely"):
+        build_guard(copy, attempt_name=empty.name)
 
 
 def test_the_same_server_passes(captured, tmp_path, capsys) -> None:

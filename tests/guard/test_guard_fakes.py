@@ -151,3 +151,12 @@ def test_an_unreachable_server_is_exit_2(captured, tmp_path, capsys) -> None:
     path = write_guard(build_guard(folder, documents=4, queries=2), tmp_path / "g.json")
     assert main(["guard", "check", str(path), "--url", "http://127.0.0.1:9"]) == 2
     assert "no answer" in capsys.readouterr().err
+
+
+def test_a_non_finite_answer_fails_the_contract(captured) -> None:
+    folder, url = captured
+    guard = build_guard(folder, documents=8, queries=2)
+    with vector_proxy(url, lambda v: [float("nan"), *v[1:]]) as proxied:
+        result = run_check(guard, proxied)
+    assert result.failed and result.failed[0].name == "contract"
+    assert "non-finite" in result.failed[0].detail

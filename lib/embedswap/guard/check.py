@@ -137,8 +137,8 @@ def run_check(guard: Guard, url: str, *, api_shape: str | None = None, embedding
                                else EMBEDDINGS_PATHS[shape])
     reference = guard.vectors()
     started = time.monotonic()
-    with EmbeddingClient(server_root(url), guard.server.served_name, timeout_s, headers, embeddings_path=path, api_shape=shape,
-                         models_path=guard.server.models_path) as client:
+    with EmbeddingClient(server_root(url), guard.server.served_name, timeout_s, headers, embeddings_path=path,
+                         api_shape=shape, models_path=guard.server.models_path) as client:
         documents = [c for c in guard.canaries if c.kind == "document"]
         answers, latencies = _send(client, documents, guard.batch_size)
         requests = -(-len(documents) // guard.batch_size)
@@ -172,7 +172,9 @@ def run_check(guard: Guard, url: str, *, api_shape: str | None = None, embedding
 
 
 def _compare(name: str, answer: _Answer, ref: np.ndarray | None, expected_status: int = 200) -> CanaryResult:
-    row = CanaryResult(id=name, status=answer.status, error=answer.error if answer.status != expected_status else None)
+    # an error beside the expected status is the expected refusal's text, except on a 200 (NaN, wrong count, ...)
+    unexpected = answer.status != expected_status or answer.status == 200
+    row = CanaryResult(id=name, status=answer.status, error=answer.error if unexpected else None)
     if answer.vector is None or ref is None:
         return row
     row.dim = int(answer.vector.shape[0])
@@ -187,11 +189,14 @@ def _aspects(guard: Guard, rows: list[CanaryResult], contract: list[CanaryResult
              server: dict[str, Any]) -> list[Aspect]:
     out = []
     statuses = {p.probe: p.status for p in guard.contract}
-    broken = [r for r in rows if r.status != 200] + [r for r in contract if r.status != statuses[r.id[6:]]]
+    def expected_status(row: CanaryResult) -> int:
+        return statuses[row.id.removeprefix("probe:")] if row.id.startswith("probe:") else 200
+
+    broken = [r for r in rows + contract if r.status != expected_status(r) or r.error]
     if broken:
         first = broken[0]
-        expected = 200 if not first.id.startswith("probe:") else statuses[first.id[6:]]
-        out.append(Aspect("contract", "fail", f"{len(broken)} answer(s) of another status: {first.id} answered "
+        expected = expected_status(first)
+        out.append(Aspect("contract", "fail", f"{len(broken)} answer(s) not as recorded: {first.id} answered "
                           f"{first.status} where the attempt's answered {expected}"
                           + (f" ({first.error[:160]})" if first.error else ""), worst=first.id))
     else:

@@ -128,9 +128,12 @@ def test_the_same_server_passes(captured, tmp_path, capsys) -> None:
 def test_a_changed_server_fails_naming_the_aspect(captured, tmp_path, capsys, change, aspect) -> None:
     folder, url = captured
     path = write_guard(build_guard(folder), tmp_path / "g.json")
+    junit = tmp_path / "junit.xml"
     with vector_proxy(url, change) as proxied:
-        assert main(["guard", "check", str(path), "--url", proxied, "--json"]) == 1
+        assert main(["guard", "check", str(path), "--url", proxied, "--json", "--junit", str(junit)]) == 1
     result = json.loads(capsys.readouterr().out)
+    failures = {case.get("name"): case.find("failure") for case in ET.parse(junit).getroot().iter("testcase")}
+    assert failures[aspect] is not None and failures[aspect].get("message").startswith(f"{aspect}: worst canary ")
     assert result["result"] == "drift"
     assert result["summary"].startswith(f"drift: {aspect}: worst canary ")
     failed = [a for a in result["aspects"] if a["status"] == "fail"]

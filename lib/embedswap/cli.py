@@ -255,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     lab.add_argument("--port", type=int)
     # any further option goes to jupyter lab itself (e.g. --IdentityProvider.token=...)
     lab.set_defaults(func=_cmd_lab)
+
+    from embedswap.guard.cli import add_guard_commands  # guard init / check / index / cronjob
+
+    add_guard_commands(add, debug)
     return parser
 
 
@@ -274,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command != "lab":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
+    if args.command == "guard":  # seconds a check: none of the report's imports below
+        from embedswap.guard.cli import run_guard
+
+        return run_guard(args)
     from embedswap.config.base import ConfigError
     from embedswap.engine import EngineError
     from embedswap.models import ModelNotFoundError

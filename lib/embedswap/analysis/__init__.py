@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis import (client_changes, diagnosis, latency_ratios, parity_matrix, parity_multimodal,
-                                ranking_verdict, shim_outcome)
+from embedswap.analysis import (client_changes, diagnosis, latency_ratios, latency_shown, parity_matrix,
+                                parity_multimodal, post, ranking_verdict, shim_outcome)
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 
@@ -23,10 +23,14 @@ def decide(summary: SummaryBody) -> Decisions:
     """Every decision of one summary (the ``decisions`` section). A :class:`~embedswap.summary.model.Summary`
     that already has decisions is read the same way (they are not consulted). Stored with
     :func:`decisions_json`."""
+    latency = latency_ratios.latency_decisions(summary)
+    ranking = ranking_verdict.ranking_verdicts(summary)
     return Decisions.model_validate({
         "client_changes": client_changes.client_changes(summary),
-        "ranking": ranking_verdict.ranking_verdicts(summary),
-        "latency": latency_ratios.latency_decisions(summary),
+        "ranking": ranking,
+        "latency": latency,
+        "shown": latency_shown.latency_shown(summary, latency["points"]),
+        "post": post.post_decision(summary, latency, ranking),
         "shim": shim_outcome.shim_outcomes(summary),
         "parity_matrix": parity_matrix.matrix_findings(summary),
         "parity_multimodal": parity_multimodal.multimodal_finding(summary),

@@ -89,8 +89,9 @@ def lock_measured(summary: SummaryBody, base: LatencyTarget, variants: list[tupl
     return {"measured": True, "variants": out}
 
 
-def lock_estimate(summary: SummaryBody) -> dict[str, Any] | None:
-    """The article's estimate (unconfirmed): the locked legacy server's concurrent / sequential p50."""
+def lock_estimate(summary: SummaryBody, estimates: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The article's estimate (unconfirmed): the locked legacy server's concurrent / sequential p50, pooled over
+    the repeats when both points have per-request data (the figures the latency table shows), else their medians."""
     legacy_name = roles(summary)[0]
     legacy = summary.latency.by_target.get(legacy_name)
     target = summary.target(legacy_name)
@@ -98,6 +99,9 @@ def lock_estimate(summary: SummaryBody) -> dict[str, Any] | None:
     if config.kind != "legacy" or not config.lock or latency_state(legacy) is not True:
         return None
     seq, conc = _value(legacy, "sequential", "p50_ms"), _value(legacy, "concurrent", "p50_ms")
+    pooled = (estimates or {}).get(legacy_name) or {}
+    if "sequential" in pooled and "concurrent" in pooled:
+        seq, conc = (pooled[run][0]["p50"]["value"] for run in ("sequential", "concurrent"))
     if not seq or conc is None:
         return None
     return {"measured": False, "factor": conc / seq}
@@ -113,7 +117,7 @@ def lock_reading(summary: SummaryBody, estimates: dict[str, Any] | None = None) 
                 if n != legacy_name and r.lock is False and latency_state(r) is True]
     if is_measured(section) and base is not None and base.lock is True and latency_state(base) is True and variants:
         return lock_measured(summary, base, variants, estimates)
-    return lock_estimate(summary)
+    return lock_estimate(summary, estimates)
 
 
 def latency_decisions(summary: SummaryBody) -> dict[str, Any]:

@@ -56,15 +56,18 @@ def headline(summary: Summary | dict[str, Any]) -> Headline:
     comparison = summary.vectors.comparison(candidate)
     lat = summary.latency.of(candidate)
     cosine = comparison.cosine if comparison is not None and is_measured(comparison) else None
-    seq = lat.sequential if lat is not None and is_measured(lat) else None
-    conc = lat.concurrent if lat is not None and is_measured(lat) else None
+    measured = lat is not None and is_measured(lat)
+    # the report's one statistic (decisions.shown), so the index and the front matter print the body's numbers
+    seq = summary.decisions.shown.at(candidate, "sequential") if measured else None
+    conc = lat.concurrent if measured else None
+    conc_shown = summary.decisions.shown.at(candidate, "concurrent") if measured else None
     return Headline(
         candidate=candidate,
         legacy=summary.roles.legacy,
         cosine_min=cosine.min if cosine is not None else None,
         cosine_measured=is_measured(comparison),
         candidate_seq_p50_ms=seq.p50_ms if seq is not None else None,
-        candidate_conc_docs_per_s=conc.docs_per_s if conc is not None else None,
+        candidate_conc_docs_per_s=conc_shown.docs_per_s if conc_shown is not None else None,
         concurrency=conc.concurrency if conc is not None else None,
         latency_state=latency_state(lat),
         parity_pass=summary.parity.passed if is_measured(summary.parity) else None,

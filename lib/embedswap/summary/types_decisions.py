@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from embedswap.summary.types_common import Finding, Strict
+from embedswap.summary.types_post import LatencyShown, PostDecision
 
 
 class DiagnosisDecision(Strict):
@@ -269,6 +270,8 @@ class Decisions(Strict):
     parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before the multimodal part
     diagnosis: dict[str, DiagnosisDecision] = {}
     diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)
+    shown: LatencyShown = LatencyShown()  # the one latency statistic every part of the report shows
+    post: PostDecision = PostDecision()  # the post's conclusions
 
     def shim_of(self, name: str) -> ShimOutcome | None:
         """What the shim closed, left and opened for one candidate (None: not probed through the shim)."""

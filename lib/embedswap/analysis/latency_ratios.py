@@ -74,17 +74,24 @@ def lock_measured(summary: SummaryBody, base: LatencyTarget, variants: list[tupl
     estimates = estimates if estimates is not None else latency_intervals.all_estimates(summary)
     legacy_name = roles(summary)[0]
     by_target = summary.latency.by_target
-    lock_rate, lock_p50 = _value(base, "concurrent", "docs_per_s"), _value(base, "concurrent", "p50_ms")
+
+    def shown(name: str, entry: LatencyTarget | None, field: str, key: str) -> float | None:
+        # the figure the report shows (decisions.shown): pooled over the repeats when per-request data exists
+        pooled = (estimates.get(name) or {}).get("concurrent")
+        return pooled[0][key]["value"] if pooled is not None else _value(entry, "concurrent", field)
+
+    lock_rate, lock_p50 = (shown(legacy_name, base, "docs_per_s", "docs_per_s"),
+                           shown(legacy_name, base, "p50_ms", "p50"))
     out = []
     for name, row in variants:
-        free_rate = _value(row, "concurrent", "docs_per_s")
+        free_rate = shown(name, row, "docs_per_s", "docs_per_s")
         shares = []
         for candidate in roles(summary)[1]:
-            rate = _value(by_target.get(candidate), "concurrent", "docs_per_s")
+            rate = shown(candidate, by_target.get(candidate), "docs_per_s", "docs_per_s")
             case, share = _share(rate, lock_rate, free_rate)
             shares.append({"candidate": candidate, "case": case, "share": share})
         out.append({"variant": name, "rate_ratio": _divide(free_rate, lock_rate),
-                    "p50_ratio": _divide(_value(row, "concurrent", "p50_ms"), lock_p50), "shares": shares,
+                    "p50_ratio": _divide(shown(name, row, "p50_ms", "p50"), lock_p50), "shares": shares,
                     "intervals": _intervals(estimates, name, legacy_name)})
     return {"measured": True, "variants": out}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedswap.analysis.common import roles
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_ratios import point_state
 from embedswap.summary.model import SummaryBody
@@ -39,7 +40,19 @@ def latency_shown(summary: SummaryBody, points: dict[str, dict[str, Any]]) -> di
         else:
             figures = {field: getattr(point, field) for field, _ in FIELDS}
         by_target.setdefault(name, {})[run] = figures
-    return {"statistic": "pooled" if pooled else "median_of_repeats", "by_target": by_target}
+    legacy, candidates = roles(summary)
+    base = by_target.get(legacy, {})
+    ratios = {}
+    for name in candidates:
+        own = by_target.get(name, {})
+        ratios[name] = {"seq_p50": _divide(own, base, "sequential", "p50_ms"),
+                        "conc_docs_per_s": _divide(own, base, "concurrent", "docs_per_s")}
+    return {"statistic": "pooled" if pooled else "median_of_repeats", "by_target": by_target, "ratios": ratios}
+
+
+def _divide(own: dict[str, Any], base: dict[str, Any], run: str, field: str) -> float | None:
+    top, bottom = (own.get(run) or {}).get(field), (base.get(run) or {}).get(field)
+    return top / bottom if top is not None and bottom else None
 
 
 def _value(entry: Any, key: str) -> float | None:

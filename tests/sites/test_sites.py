@@ -30,7 +30,8 @@ from browser import require_chromium, run_chromium
 from synthetic_experiment import ATTEMPT, executed_notebook, load_summary, synthetic_experiment
 
 LANGS = ["ko", "en"]
-FIGURES = 4
+FIGURES = 4  # the full report's
+POST_FIGURES = 2  # the post's: cosine by language, latency
 PROBE_JS = """window.addEventListener("load", function () {
   var images = Array.prototype.slice.call(document.querySelectorAll("article img, .post img, main img"));
   var links = Array.prototype.slice.call(document.querySelectorAll("a")).filter(function (a) {
@@ -41,7 +42,9 @@ PROBE_JS = """window.addEventListener("load", function () {
     broken: images.filter(function (i) { return !i.complete || i.naturalWidth === 0; }).length,
     links: links.map(function (a) { return [a.textContent.trim(), a.href]; }),
     notebooks: Array.prototype.map.call(document.querySelectorAll("a[href*='notebooks/']"),
-                                        function (a) { return a.href; })
+                                        function (a) { return a.href; }),
+    reports: Array.prototype.map.call(document.querySelectorAll("article a[href*='reports/'], body > main a[href*='reports/']"),
+                                      function (a) { return a.href; })
   });
 });
 """ % json.dumps(list(LANGUAGE_NAMES.values()))
@@ -104,14 +107,25 @@ def probe(url: str, tmp: Path) -> dict[str, Any]:
         pytest.fail(f"the probe did not run on {url} (title {match.group(1)!r})")
 
 
-def check_post(url: str, lang: str, front: dict[str, Any], tables: int, tmp: Path) -> None:
+def check_full_report(url: str, lang: str, tmp: Path, experiment: Path) -> None:
+    """The full report the post links: every table, the four figures, the notebook."""
+    front, tables = report_tables(experiment, lang, "report")
     found = probe(url, tmp)
-    assert found["h1"] == [front["title"]], found["h1"]  # the theme's title, the report's own H1 not repeated
-    assert found["tables"] == tables, found
+    assert found["h1"] == [front["title"]], found["h1"]
+    assert found["tables"] == tables and tables >= 10, found
     assert found["images"] == FIGURES and found["broken"] == 0, found
     assert len(found["notebooks"]) == 1, found
     with urllib.request.urlopen(found["notebooks"][0], timeout=10) as answer:  # the notebook is in the site
         assert "measured-cell-03" in answer.read().decode("utf-8")
+
+
+def check_post(url: str, lang: str, front: dict[str, Any], tables: int, tmp: Path, experiment: Path) -> None:
+    found = probe(url, tmp)
+    assert found["h1"] == [front["title"]], found["h1"]  # the theme's title, the post's own H1 not repeated
+    assert found["tables"] == tables, found
+    assert found["images"] == POST_FIGURES and found["broken"] == 0, found
+    assert len(set(found["reports"])) == 1, found  # the link to the full report
+    check_full_report(found["reports"][0], lang, tmp, experiment)
     others = {LANGUAGE_NAMES[o] for o in LANGS if o != lang}
     assert {name for name, _ in found["links"]} == others, found["links"]
     for name, href in found["links"]:
@@ -121,8 +135,8 @@ def check_post(url: str, lang: str, front: dict[str, Any], tables: int, tmp: Pat
         assert catalogue(other).terms["publish"]["languages"] in page, href  # its own language-links line
 
 
-def report_tables(experiment: Path, lang: str) -> tuple[dict[str, Any], int]:
-    text = (experiment.parent.parent / "reports" / experiment.name / f"report.{lang}.md").read_text(encoding="utf-8")
+def report_tables(experiment: Path, lang: str, kind: str = "post") -> tuple[dict[str, Any], int]:
+    text = (experiment.parent.parent / "reports" / experiment.name / f"{kind}.{lang}.md").read_text(encoding="utf-8")
     front, body = split(text)
     return front, len(re.findall(r"^\|( *:?-+:? *\|)+$", body, flags=re.M))
 
@@ -140,8 +154,9 @@ def test_hugo_site_shows_the_post(experiment: Path, tmp_path: Path, serve: Any) 
     base = serve(site / "public")
     for lang in LANGS:
         front, tables = report_tables(experiment, lang)
-        assert tables >= 10
-        check_post(f"{base}{'' if lang == 'ko' else '/' + lang}/posts/synthetic/", lang, front, tables, tmp_path)
+        assert tables == 2  # the post: one contract table, one latency table
+        check_post(f"{base}{'' if lang == 'ko' else '/' + lang}/posts/synthetic/", lang, front, tables, tmp_path,
+                   experiment)
 
 
 def test_mkdocs_blog_site_shows_the_post(experiment: Path, tmp_path: Path, serve: Any) -> None:
@@ -157,7 +172,7 @@ def test_mkdocs_blog_site_shows_the_post(experiment: Path, tmp_path: Path, serve
     for lang in LANGS:
         front, tables = report_tables(experiment, lang)
         slug = "synthetic" if lang == "ko" else f"synthetic-{lang}"
-        check_post(f"{base}/blog/2026/11/30/{slug}/", lang, front, tables, tmp_path)
+        check_post(f"{base}/blog/2026/11/30/{slug}/", lang, front, tables, tmp_path, experiment)
 
 
 def test_jekyll_layout(experiment: Path, tmp_path: Path) -> None:
@@ -168,14 +183,17 @@ def test_jekyll_layout(experiment: Path, tmp_path: Path) -> None:
     front, body = split((tmp_path / "_posts" / "2026-11-30-synthetic-en.md").read_text(encoding="utf-8"))
     assert front["permalink"] == "/en/posts/synthetic/" and front["published"] is False
     assert "(/posts/synthetic/)" in body  # the Korean version
-    assert "](/assets/synthetic/notebooks/03_diff.html)" in body
-    for name in re.findall(r"\]\((/assets/synthetic/[\w./-]+)\)", body):
+    assert "](/en/reports/synthetic/)" in body  # the full report, a page of its own
+    full_front, full = split((tmp_path / "reports" / "synthetic-en.md").read_text(encoding="utf-8"))
+    assert full_front["permalink"] == "/en/reports/synthetic/" and full_front["published"] is False
+    assert "](/assets/synthetic/notebooks/03_diff.html)" in full
+    for name in re.findall(r"\]\((/assets/synthetic/[\w./-]+)\)", body + full):
         assert (tmp_path / name.lstrip("/")).is_file()
 
 
 def test_an_existing_post_is_kept_unless_forced(experiment: Path, tmp_path: Path, capsys: Any) -> None:
     publish(experiment, "hugo", tmp_path)
-    page = tmp_path / "content" / "posts" / "synthetic" / "index.ko.md"
+    page = tmp_path / "content" / "posts" / "synthetic" / "index.md"  # no site config: Hugo's one language
     page.write_text("my edits\n", encoding="utf-8")
     assert main(["publish", str(experiment), "--to", "hugo", "--into", str(tmp_path)]) == 2
     assert "exists" in capsys.readouterr().err and page.read_text(encoding="utf-8") == "my edits\n"
@@ -183,3 +201,27 @@ def test_an_existing_post_is_kept_unless_forced(experiment: Path, tmp_path: Path
     assert page.read_text(encoding="utf-8").startswith("---\n")
     with pytest.raises(PublishError, match="no such folder"):
         publish(experiment, "hugo", tmp_path / "missing")
+
+
+def test_a_default_one_language_hugo_site_builds(experiment: Path, tmp_path: Path, serve: Any,
+                                                 capsys: Any) -> None:
+    """`hugo new site` (no languages: English only) with a one-line layout, then `embedswap publish --to hugo`: the
+    site builds; only the English versions are written, linked without lang=, and the command says what the site
+    would need for the Korean one."""
+    generator("hugo", "new", "site", "blog", cwd=tmp_path)
+    site = tmp_path / "blog"
+    (site / "layouts" / "_default").mkdir(parents=True, exist_ok=True)
+    (site / "layouts" / "_default" / "single.html").write_text(HUGO_SINGLE, encoding="utf-8")
+    assert main(["publish", str(experiment), "--to", "hugo", "--into", str(site)]) == 0
+    err = capsys.readouterr().err
+    assert "the site serves en; not written: ko" in err and "[languages.ko]" in err
+    bundle = site / "content" / "posts" / "synthetic"
+    assert sorted(p.name for p in bundle.glob("index*.md")) == ["index.md"]
+    text = (bundle / "index.md").read_text(encoding="utf-8")
+    assert "lang=" not in text and '{{< relref "/reports/synthetic" >}}' in text
+    generator("hugo", "--buildDrafts", "--quiet", "-d", "public", cwd=site)
+    base = serve(site / "public")
+    front, tables = report_tables(experiment, "en")
+    found = probe(f"{base}/posts/synthetic/", tmp_path)
+    assert found["h1"] == [front["title"]] and found["tables"] == tables and found["broken"] == 0, found
+    check_full_report(found["reports"][0], "en", tmp_path, experiment)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis import (capacity, client_changes, diagnosis, index_decision, latency_ratios, parity_matrix,
-                                parity_multimodal, ranking_verdict, shim_outcome, slices)
+from embedswap.analysis import (capacity, client_changes, diagnosis, index_decision, latency_ratios, latency_shown,
+                                parity_matrix, parity_multimodal, post, ranking_verdict, shim_outcome, slices)
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 
@@ -25,11 +25,14 @@ def decide(summary: SummaryBody) -> Decisions:
     :func:`decisions_json`."""
     found = {"capacity": capacity.capacity_decisions(summary)} if summary.capacity is not None else {}
     latency = latency_ratios.latency_decisions(summary)
+    ranking = ranking_verdict.ranking_verdicts(summary)
     return Decisions.model_validate({
         **found,
         "client_changes": client_changes.client_changes(summary),
-        "ranking": ranking_verdict.ranking_verdicts(summary),
+        "ranking": ranking,
         "latency": latency,
+        "shown": latency_shown.latency_shown(summary, latency["points"]),
+        "post": post.post_decision(summary, latency, ranking),
         "shim": shim_outcome.shim_outcomes(summary),
         "parity_matrix": parity_matrix.matrix_findings(summary),
         "parity_multimodal": parity_multimodal.multimodal_finding(summary),

@@ -77,23 +77,31 @@ def lock_measured(summary: SummaryBody, base: LatencyTarget, variants: list[tupl
     estimates = estimates if estimates is not None else latency_intervals.all_estimates(summary)
     legacy_name = roles(summary)[0]
     by_target = summary.latency.by_target
-    lock_rate, lock_p50 = _value(base, "concurrent", "docs_per_s"), _value(base, "concurrent", "p50_ms")
+
+    def shown(name: str, entry: LatencyTarget | None, field: str, key: str) -> float | None:
+        # the figure the report shows (decisions.shown): pooled over the repeats when per-request data exists
+        pooled = (estimates.get(name) or {}).get("concurrent")
+        return pooled[0][key]["value"] if pooled is not None else _value(entry, "concurrent", field)
+
+    lock_rate, lock_p50 = (shown(legacy_name, base, "docs_per_s", "docs_per_s"),
+                           shown(legacy_name, base, "p50_ms", "p50"))
     out = []
     for name, row in variants:
-        free_rate = _value(row, "concurrent", "docs_per_s")
+        free_rate = shown(name, row, "docs_per_s", "docs_per_s")
         shares = []
         for candidate in roles(summary)[1]:
-            rate = _value(by_target.get(candidate), "concurrent", "docs_per_s")
+            rate = shown(candidate, by_target.get(candidate), "docs_per_s", "docs_per_s")
             case, share = _share(rate, lock_rate, free_rate)
             shares.append({"candidate": candidate, "case": case, "share": share})
         out.append({"variant": name, "rate_ratio": _divide(free_rate, lock_rate),
-                    "p50_ratio": _divide(_value(row, "concurrent", "p50_ms"), lock_p50), "shares": shares,
+                    "p50_ratio": _divide(shown(name, row, "p50_ms", "p50"), lock_p50), "shares": shares,
                     "intervals": _intervals(estimates, name, legacy_name)})
     return {"measured": True, "variants": out}
 
 
-def lock_estimate(summary: SummaryBody) -> dict[str, Any] | None:
-    """The article's estimate (unconfirmed): the locked legacy server's concurrent / sequential p50."""
+def lock_estimate(summary: SummaryBody, estimates: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The article's estimate (unconfirmed): the locked legacy server's concurrent / sequential p50, pooled over
+    the repeats when both points have per-request data (the figures the latency table shows), else their medians."""
     legacy_name = roles(summary)[0]
     legacy = summary.latency.by_target.get(legacy_name)
     target = summary.target(legacy_name)
@@ -101,6 +109,9 @@ def lock_estimate(summary: SummaryBody) -> dict[str, Any] | None:
     if config.kind != "legacy" or not config.lock or latency_state(legacy) is not True:
         return None
     seq, conc = _value(legacy, "sequential", "p50_ms"), _value(legacy, "concurrent", "p50_ms")
+    pooled = (estimates or {}).get(legacy_name) or {}
+    if "sequential" in pooled and "concurrent" in pooled:
+        seq, conc = (pooled[run][0]["p50"]["value"] for run in ("sequential", "concurrent"))
     if not seq or conc is None:
         return None
     return {"measured": False, "factor": conc / seq}
@@ -116,7 +127,7 @@ def lock_reading(summary: SummaryBody, estimates: dict[str, Any] | None = None) 
                 if n != legacy_name and r.lock is False and latency_state(r) is True]
     if is_measured(section) and base is not None and base.lock is True and latency_state(base) is True and variants:
         return lock_measured(summary, base, variants, estimates)
-    return lock_estimate(summary)
+    return lock_estimate(summary, estimates)
 
 
 def aba_drift(legacy: LatencyTarget | None, summary: SummaryBody) -> dict[str, float]:

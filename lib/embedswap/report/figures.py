@@ -51,6 +51,7 @@ from embedswap.analysis.latency_points import FIXED_POINTS, fixed_points_of, swe
 from embedswap.analysis.common import is_measured as _measured  # noqa: E402
 from embedswap.summary.model import Summary  # noqa: E402
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget  # noqa: E402
+from embedswap.summary.types_post import ShownPoint  # noqa: E402
 from embedswap.summary.upgrade import read_summary  # noqa: E402
 from embedswap.report.figures_index import index_shares  # noqa: E402
 
@@ -120,19 +121,27 @@ def _latency_entries(summary: Summary, ablations: bool) -> list[tuple[str, Laten
     return entries
 
 
+def shown_point(summary: Summary, name: str, run: str) -> ShownPoint:
+    """The figures of one point as the whole report shows them (``decisions.shown``: the table, the front matter
+    and the prose read the same decision)."""
+    return summary.decisions.shown.at(name, run) or ShownPoint()
+
+
 def latency_frame(summary: Summary | dict[str, Any], ablations: bool = False) -> pd.DataFrame:
     """One row per (target, operating point) with p50_ms, p99_ms, docs_per_s; points without numbers dropped.
 
     ``sweep`` tells a sweep point from the article's two points; ``ablations`` adds the lock ablation's variants.
+    The values are the report's one statistic (``decisions.shown``).
     """
     summary = _typed(summary)
     rows = []
     for name, entry in _latency_entries(summary, ablations):
         for sweep, points in ((False, fixed_points_of(entry)), (True, sweep_points_of(entry))):
             for run, label, point in points:
+                shown = shown_point(summary, name, run)
                 rows.append({"target": name, "run": run, "point": label, "concurrency": point.concurrency,
-                             "sweep": sweep, "p50_ms": point.p50_ms, "p99_ms": point.p99_ms,
-                             "docs_per_s": point.docs_per_s})
+                             "sweep": sweep, "p50_ms": shown.p50_ms, "p99_ms": shown.p99_ms,
+                             "docs_per_s": shown.docs_per_s})
     frame = pd.DataFrame(rows, columns=COLUMNS)
     return frame.dropna(subset=["p50_ms", "p99_ms", "docs_per_s"], how="all")
 

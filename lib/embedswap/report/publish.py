@@ -1,4 +1,5 @@
-"""Files of a report: report.<lang>.md/.html, figures/*.png, report.json, and the index of all reports."""
+"""Files of a report: post.<lang>.md/.html (the blog draft), report.<lang>.md/.html (the full report it links),
+figures/*.png, report.json, and the index of all reports."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from embedswap.report.html import markdown_to_html, page_title
 from embedswap.report.notebooks import export_notebooks
 from embedswap.report.portable import locality, scrub
 from embedswap.report.markdown import load_article, render_markdown
+from embedswap.report.post import FULL_REPORT, render_post
 from embedswap.report.report_data import Headline, ModelRef, ReportJson, read_report_json
 from embedswap.summary.model import Summary
 from embedswap.summary.upgrade import load_summary, read_summary
@@ -56,15 +58,18 @@ def headline(summary: Summary | dict[str, Any]) -> Headline:
     comparison = summary.vectors.comparison(candidate)
     lat = summary.latency.of(candidate)
     cosine = comparison.cosine if comparison is not None and is_measured(comparison) else None
-    seq = lat.sequential if lat is not None and is_measured(lat) else None
-    conc = lat.concurrent if lat is not None and is_measured(lat) else None
+    measured = lat is not None and is_measured(lat)
+    # the report's one statistic (decisions.shown), so the index and the front matter print the body's numbers
+    seq = summary.decisions.shown.at(candidate, "sequential") if measured else None
+    conc = lat.concurrent if measured else None
+    conc_shown = summary.decisions.shown.at(candidate, "concurrent") if measured else None
     return Headline(
         candidate=candidate,
         legacy=summary.roles.legacy,
         cosine_min=cosine.min if cosine is not None else None,
         cosine_measured=is_measured(comparison),
         candidate_seq_p50_ms=seq.p50_ms if seq is not None else None,
-        candidate_conc_docs_per_s=conc.docs_per_s if conc is not None else None,
+        candidate_conc_docs_per_s=conc_shown.docs_per_s if conc_shown is not None else None,
         concurrency=conc.concurrency if conc is not None else None,
         latency_state=latency_state(lat),
         parity_pass=summary.parity.passed if is_measured(summary.parity) else None,
@@ -118,13 +123,21 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     written.update(export_notebooks(chosen.path, out, where))
     article = load_article()
     fallback = f"embedswap report {summary.experiment.folder}"
+    footer = f"embedswap · summary {summary.generated} · {chosen.name}"
     for lang in languages:
+        # the full report: every table (the post's appendix)
         text = scrub(render_markdown(summary, lang, drawn, manifest, chosen.path, title, article), where)
         front = front_matter(summary, lang, page_title(text, fallback), head, config.publish)
         written[f"report.{lang}.md"] = write_file(out / f"report.{lang}.md", dump(front) + text)
-        html = markdown_to_html(text, lang, page_title(text, fallback), images, languages,
-                                footer=f"embedswap · summary {summary.generated} · {chosen.name}")
+        html = markdown_to_html(text, lang, page_title(text, fallback), images, languages, footer=footer)
         written[f"report.{lang}.html"] = write_file(out / f"report.{lang}.html", scrub(html, where))
+        # the post: the blog draft that leads with its conclusion and links the full report
+        post = scrub(render_post(summary, lang, drawn, title, article), where)
+        front = front_matter(summary, lang, page_title(post, fallback), head, config.publish)
+        written[f"post.{lang}.md"] = write_file(out / f"post.{lang}.md", dump(front) + post)
+        html = markdown_to_html(post.replace(f"]({FULL_REPORT.format(lang=lang)})", f"](report.{lang}.html)"),
+                                lang, page_title(post, fallback), images, languages, footer=footer)
+        written[f"post.{lang}.html"] = write_file(out / f"post.{lang}.html", scrub(html, where))
     for suffix in ("md", "html"):
         target = out / f"report.{suffix}"
         write_file(target, (out / f"report.{languages[0]}.{suffix}").read_bytes())

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from embedswap.report.catalogue import catalogue
 from embedswap.report.front_matter import dump, split
+from embedswap.report.post import FULL_REPORT
 from embedswap.report.report_data import read_report_json
 
 LANGUAGE_NAMES = {"ko": "한국어", "en": "English", "ja": "日本語", "zh": "中文"}
@@ -30,23 +31,39 @@ class Post:
     body: dict[str, str]  # by language
     figures: dict[str, Path]  # file name -> rendered PNG
     notebooks: dict[str, Path]  # file name -> exported HTML (report/notebooks.py)
+    # the full report the post links (report.<lang>.md), by language; empty for a folder rendered before posts
+    full_front: dict[str, dict[str, Any]] = field(default_factory=dict)
+    full_body: dict[str, str] = field(default_factory=dict)
+
+    def with_full_report_at(self, lang: str, body: str, target: str) -> str:
+        """The post's body with its link to the full report (report.<lang>.md) pointing at ``target``."""
+        return body.replace(f"]({FULL_REPORT.format(lang=lang)})", f"]({target})")
+
+
+def _read(path: Path) -> tuple[dict[str, Any], str]:
+    front, body = split(path.read_text(encoding="utf-8"))
+    if not front:
+        raise PublishError(f"{path} has no front matter: render it again with `embedswap report`")
+    return front, without_title(body, str(front.get("title", "")))
 
 
 def read_post(report_folder: Path) -> Post:
-    """The post of a rendered report folder (report.json, report.<lang>.md, figures/, notebooks/)."""
+    """The post of a rendered report folder (report.json, post.<lang>.md, report.<lang>.md, figures/,
+    notebooks/). A folder rendered before there were posts publishes its full report as the post."""
     languages = list(read_report_json(report_folder / "report.json").languages)
-    front, body = {}, {}
+    front, body, full_front, full_body = {}, {}, {}, {}
     for lang in languages:
-        front[lang], body[lang] = split((report_folder / f"report.{lang}.md").read_text(encoding="utf-8"))
-        if not front[lang]:
-            raise PublishError(f"{report_folder}/report.{lang}.md has no front matter: render it again with "
-                               "`embedswap report`")
-        body[lang] = without_title(body[lang], str(front[lang].get("title", "")))
+        post = report_folder / f"post.{lang}.md"
+        if post.exists():
+            front[lang], body[lang] = _read(post)
+            full_front[lang], full_body[lang] = _read(report_folder / f"report.{lang}.md")
+        else:
+            front[lang], body[lang] = _read(report_folder / f"report.{lang}.md")
     first = front[languages[0]]
     figures = {p.name: p for p in sorted((report_folder / "figures").glob("*.png"))}
     notebooks = {p.name: p for p in sorted((report_folder / "notebooks").glob("*.html"))}
     return Post(slug=first["slug"], date=str(first["date"]), languages=languages, front=front, body=body,
-                figures=figures, notebooks=notebooks)
+                figures=figures, notebooks=notebooks, full_front=full_front, full_body=full_body)
 
 
 def without_title(body: str, title: str) -> str:
@@ -62,9 +79,11 @@ def without_title(body: str, title: str) -> str:
     return body
 
 
-def language_links(post: Post, lang: str, url_of) -> str:
-    """One line linking every other language version (url_of(lang) -> the link target in that generator)."""
-    others = [f"[{LANGUAGE_NAMES[o]}]({url_of(o)})" for o in post.languages if o != lang]
+def language_links(post: Post, lang: str, url_of, served: list[str] | None = None) -> str:
+    """One line linking every other language version the site serves (url_of(lang) -> the link target in that
+    generator; ``served``: the site's languages, None for all of the post's)."""
+    others = [f"[{LANGUAGE_NAMES[o]}]({url_of(o)})" for o in post.languages
+              if o != lang and (served is None or o in served)]
     if not others:
         return ""
     return f"{catalogue(lang).terms['publish']['languages']}: " + " · ".join(others) + "\n\n"

@@ -9,6 +9,7 @@ from embedswap.summary.types_capacity import CapacityDecisions
 from embedswap.summary.types_common import Finding, Strict
 from embedswap.summary.types_equivalence import (EquivalenceVerdict, HostDrift, PointVerdicts, SlicedVerdict)
 from embedswap.summary.types_index import IndexDecision
+from embedswap.summary.types_post import LatencyShown, PostDecision
 
 
 class DiagnosisDecision(Strict):
@@ -271,6 +272,8 @@ class Decisions(Strict):
     vectors: dict[str, SlicedVerdict] = {}
     capacity: CapacityDecisions | None = None  # the open-loop sweep's capacity (absent: not configured)
     index: dict[str, IndexDecision] = {}  # keep the index or re-embed it, per candidate (analysis.index_decision)
+    shown: LatencyShown = LatencyShown()  # the one latency statistic every part of the report shows
+    post: PostDecision = PostDecision()  # the post's conclusions
 
     def shim_of(self, name: str) -> ShimOutcome | None:
         """What the shim closed, left and opened for one candidate (None: not probed through the shim)."""

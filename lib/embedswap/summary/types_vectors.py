@@ -46,6 +46,7 @@ class TargetVectors(Section):
     repeat_min_cosine: Number | None = None
     repeats: int | None = None
     source: str | None = None
+    sha256: str | None = None  # of the first repeat's vectors as float32 bytes: identical vectors, identical hash
     token_total_matches_tokenizer: bool | None = None
 
 

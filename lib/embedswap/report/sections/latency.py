@@ -15,6 +15,7 @@ from embedswap.report.sections.sweep import ablation, sweep
 from embedswap.report.sections.verdicts import drift_text, ratio_cell
 from embedswap.summary.types_decisions import LockReading
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
+from embedswap.summary.types_post import ShownPoint
 
 
 def _point(info: LatencyTarget | None, run: str) -> LatencyPoint | None:
@@ -22,7 +23,7 @@ def _point(info: LatencyTarget | None, run: str) -> LatencyPoint | None:
     return getattr(info, run) if info is not None else None
 
 
-def _figure(point: LatencyPoint | None, field: str) -> Any:
+def _figure(point: LatencyPoint | ShownPoint | None, field: str) -> Any:
     """One stored figure of a point (``field``: p50_ms, docs_per_s, ...), or None without the point."""
     return getattr(point, field) if point is not None else None
 
@@ -62,9 +63,8 @@ def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
         figure = "docs_per_s" if kind == "rate" else "p50"
         for side, name_, entry_ in (("legacy", ctx.legacy, legacy), ("candidate", name, info)):
             intervals = ctx.decisions.latency.intervals(name_, run)
-            pooled = getattr(intervals, figure).value if intervals is not None else None  # the ratio's own values
-            plain = _figure(_point(entry_, run), field) if is_measured(entry_) else None
-            out[f"{key}_{side}"] = fmt(pooled if pooled is not None else plain, kind)
+            shown = ctx.decisions.shown.at(name_, run) if is_measured(entry_) else None
+            out[f"{key}_{side}"] = fmt(getattr(shown, field) if shown is not None else None, kind)
         value = getattr(stored, ratio_key) if stored is not None else None
         point_ratio = stored.at(run) if stored is not None else None
         entry = getattr(point_ratio, figure) if point_ratio is not None else None
@@ -101,21 +101,18 @@ def ratio_table(ctx: ReportContext) -> str | None:
 
 
 def _lock_measured(ctx: ReportContext, reading: LockReading) -> dict[str, Any]:
-    ablation = ctx.summary.ablation
-    base = ablation.of(ctx.legacy)
-    lock_conc, lock_seq = _point(base, "concurrent"), _point(base, "sequential")
-    rates = {n: _figure(i.concurrent, "docs_per_s") if is_measured(i) else None
-             for n, i in ctx.latency_by_target().items()}
+    rates = {n: _figure(ctx.decisions.shown.at(n, "concurrent"), "docs_per_s") for n in ctx.latency_by_target()}
     out = []
+    shown = ctx.decisions.shown
+    lock_conc, lock_seq = shown.at(ctx.legacy, "concurrent"), shown.at(ctx.legacy, "sequential")
     for variant in reading.variants:
-        row = ablation.of(variant.variant)
-        conc, seq = _point(row, "concurrent"), _point(row, "sequential")
+        conc, seq = shown.at(variant.variant, "concurrent"), shown.at(variant.variant, "sequential")
         shares = [{"name": s.candidate, "rate": fmt(rates.get(s.candidate), "rate"), "case": s.case,
                    "share": fmt(s.share, "pct"), "rest": fmt(None if s.share is None else 1 - s.share, "pct")}
                   for s in variant.shares]
         iv = variant.at("concurrent")
         out.append({
-            "name": variant.variant,
+            "name": variant.variant,  # every figure from decisions.shown, as in the table above
             "lock_p50": fmt(_figure(lock_conc, "p50_ms"), "ms"), "free_p50": fmt(_figure(conc, "p50_ms"), "ms"),
             "lock_seq": fmt(_figure(lock_seq, "p50_ms"), "ms"), "free_seq": fmt(_figure(seq, "p50_ms"), "ms"),
             "lock_rate": fmt(_figure(lock_conc, "docs_per_s"), "rate"),
@@ -124,8 +121,7 @@ def _lock_measured(ctx: ReportContext, reading: LockReading) -> dict[str, Any]:
             "p50_ratio": ratio_text(ctx.terms, iv.p50 if iv is not None else None, variant.p50_ratio),
             "shares": shares,
         })
-    return {"measured": True, "label": ctx.label(True), "variants": out,
-            "concurrency": fmt(_figure(lock_conc, "concurrency"), "raw")}
+    return {"measured": True, "label": ctx.label(True), "variants": out, "concurrency": fmt(ctx.concurrency(), "raw")}
 
 
 def lock(ctx: ReportContext, ablation_label: str) -> dict[str, Any] | None:
@@ -136,11 +132,11 @@ def lock(ctx: ReportContext, ablation_label: str) -> dict[str, Any] | None:
         return None
     if reading.measured:
         return _lock_measured(ctx, reading)
-    legacy = ctx.summary.latency.of(ctx.legacy)
+    legacy = ctx.decisions.shown
     section = ctx.summary.ablation
     why = ctx.why(section) or next((ctx.why(r) for r in section.by_target.values() if r.why), "")
-    return {"factor": fmt(reading.factor, "ratio"), "seq": fmt(_figure(_point(legacy, "sequential"), "p50_ms"), "ms"),
-            "conc": fmt(_figure(_point(legacy, "concurrent"), "p50_ms"), "ms"), "label": ctx.label(None),
+    return {"factor": fmt(reading.factor, "ratio"), "seq": fmt(_figure(legacy.at(ctx.legacy, "sequential"), "p50_ms"), "ms"),
+            "conc": fmt(_figure(legacy.at(ctx.legacy, "concurrent"), "p50_ms"), "ms"), "label": ctx.label(None),
             "measured": False, "ablation_label": ablation_label, "ablation_why": why or None}
 
 

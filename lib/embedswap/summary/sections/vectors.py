@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,7 @@ def vectors_section(experiment: Experiment, attempt: Attempt, workload: Workload
             "repeat_min_cosine": repeat_stability(stack),
             "repeats": int(stack.shape[0]),
             "source": f"captures/{name}/doc_vectors.npy",
+            "sha256": hashlib.sha256(np.ascontiguousarray(stack[0], dtype=np.float32).tobytes()).hexdigest(),
         }
     legacy = _doc_vectors(attempt, experiment.legacy)
     comparisons: dict[str, Any] = {}

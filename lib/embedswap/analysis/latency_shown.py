@@ -1,0 +1,61 @@
+"""Which latency statistic the report shows, decided once (``decisions.shown``) so that the latency table, the
+figures, the front matter and every sentence print the same number for the same quantity.
+
+Pooled over the repeats when every measured operating point has per-request data: that is the statistic the
+intervals and the candidate / legacy ratios are computed on, so a ratio and the two numbers beside it agree. A
+summary without per-request data (schema 1) keeps the median of the per-repeat figures, for every point alike."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.common import roles
+from embedswap.analysis.latency_points import latency_points_of
+from embedswap.analysis.latency_ratios import point_state
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_latency import LatencyTarget
+
+FIELDS = (("p50_ms", "p50"), ("p99_ms", "p99"), ("docs_per_s", "docs_per_s"))
+
+
+def _targets(summary: SummaryBody) -> dict[str, LatencyTarget]:
+    out = dict(summary.latency.by_target)
+    for name, entry in summary.ablation.by_target.items():
+        out.setdefault(name, entry)
+    return out
+
+
+def latency_shown(summary: SummaryBody, points: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """``{statistic, by_target: {server: {run: {p50_ms, p99_ms, docs_per_s}}}}``; ``points`` is
+    ``decisions.latency.points`` as :func:`embedswap.analysis.latency_ratios.latency_decisions` returns it."""
+    targets = _targets(summary)
+    measured = [(name, run, point) for name, info in targets.items()
+                for run, _, point in latency_points_of(info) if point_state(point) is True]
+    pooled = bool(measured) and all(run in points.get(name, {}) for name, run, _ in measured)
+    by_target: dict[str, dict[str, Any]] = {}
+    for name, run, point in measured:
+        if pooled:
+            entry = points[name][run]
+            figures = {field: _value(entry, key) for field, key in FIELDS}
+        else:
+            figures = {field: getattr(point, field) for field, _ in FIELDS}
+        by_target.setdefault(name, {})[run] = figures
+    legacy, candidates = roles(summary)
+    base = by_target.get(legacy, {})
+    ratios = {}
+    for name in candidates:
+        own = by_target.get(name, {})
+        ratios[name] = {"seq_p50": _divide(own, base, "sequential", "p50_ms"),
+                        "conc_docs_per_s": _divide(own, base, "concurrent", "docs_per_s")}
+    return {"statistic": "pooled" if pooled else "median_of_repeats", "by_target": by_target, "ratios": ratios}
+
+
+def _divide(own: dict[str, Any], base: dict[str, Any], run: str, field: str) -> float | None:
+    top, bottom = (own.get(run) or {}).get(field), (base.get(run) or {}).get(field)
+    return top / bottom if top is not None and bottom else None
+
+
+def _value(entry: Any, key: str) -> float | None:
+    interval = entry[key] if isinstance(entry, dict) else getattr(entry, key)
+    value = interval["value"] if isinstance(interval, dict) else interval.value
+    return None if value is None else float(value)

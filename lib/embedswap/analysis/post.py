@@ -1,0 +1,259 @@
+"""The post's conclusions (``decisions.post``): the decision per candidate, candidates that the same vectors grouped,
+what separates the members of a group, what the run cannot say, and the versions against the article's.
+
+A difference the legacy server itself causes (it failed, the candidate answered) is not charged to the candidate:
+the swap removes it. Candidates are grouped when their document vectors are the same (equal sha256, or equal
+per-document cosines to the legacy server when the summary holds no sha256): they then share the post's rows and
+sentences, and what still tells them apart is a separator (a 4xx where the other answers 5xx, another probe
+answered differently, throughput)."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from typing import Any
+
+from embedswap.analysis.common import is_measured, roles, shim_rows
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_vectors import ProbeRow
+
+ARTICLE = "data/article_000.json"  # the article the report follows (embedswap/data)
+DEFAULT_THRESHOLD = 0.999
+
+
+def _status(row: ProbeRow, name: str) -> int | None:
+    side = row.by_target.get(name)
+    if side is None and name == "legacy":
+        side = row.legacy
+    return side.status if side is not None and side.measured else None
+
+
+def _failed(status: int | None) -> bool:
+    return isinstance(status, int) and (status == 0 or status >= 500)
+
+
+def _error_kind(status: int | None) -> str:
+    if not isinstance(status, int):
+        return "none"
+    if status == 0 or status >= 500:
+        return "server"
+    return "client" if status >= 400 else "ok"
+
+
+def _answers(summary: SummaryBody, legacy: str, name: str) -> list[dict[str, Any]]:
+    rows = summary.contract if isinstance(summary.contract, list) else []
+    shim = {r.probe: r for r in shim_rows(summary)}
+    out = []
+    for row in rows:
+        verdict = row.verdicts.get(name)
+        v = verdict.verdict if verdict is not None else None
+        status, base = _status(row, name), _status(row, legacy)
+        if v is None:
+            outcome = "not_measured"
+        elif v in ("same", "not-applicable"):
+            outcome = "same"
+        elif _failed(base) and not _failed(status):
+            outcome = "legacy_failed"
+        else:
+            outcome = "differs"
+        through = shim.get(row.probe)
+        after = through.verdicts.get(name) if through is not None else None
+        out.append({"probe": row.probe, "status": status, "verdict": v, "outcome": outcome,
+                    "shim_verdict": after.verdict if after is not None else None,
+                    "_legacy": base, "_cosine": verdict.cosine if verdict is not None else None})
+    return out
+
+
+def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: dict[str, Any]) -> dict[str, Any]:
+    answers = _answers(summary, legacy, name)
+    lists: dict[str, list[str]] = {k: [] for k in ("silent", "refused", "accepted", "retry", "shape",
+                                                   "legacy_failed", "shim_left")}
+    for a in answers:
+        if a["outcome"] == "legacy_failed":
+            lists["legacy_failed"].append(a["probe"])
+        if a["outcome"] != "differs":
+            continue
+        v, kind = a["verdict"], _error_kind(a["status"])
+        key = ("silent" if v == "silent-divergence" else "shape" if v in ("format-difference", "metadata-difference")
+               else "retry" if kind == "server" else "refused" if kind == "client" else "accepted")
+        lists[key].append(a["probe"])
+        if a["shim_verdict"] not in (None, "same"):
+            lists["shim_left"].append(a["probe"])
+    comparison = summary.vectors.comparison(name)
+    cosine = comparison.cosine.min if is_measured(comparison) and comparison.cosine is not None else None
+    threshold = summary.parity.threshold("text") or DEFAULT_THRESHOLD
+    compared = sum(a["outcome"] in ("same", "differs") for a in answers)
+    differ = sum(a["outcome"] == "differs" for a in answers)
+    reindex = (ranking.get("by_candidate", {}).get(name) or {}).get("decision") == "reindex"
+    if not compared and cosine is None:
+        code = "not_measured"
+    elif not _vectors_pass(summary, name, cosine, threshold) or reindex:
+        code = "not_swappable"
+    elif differ == 0:
+        code = "drop_in"
+    else:
+        code = "client_changes"
+    return {"name": name, "code": code, "compared": compared, "differ": differ,
+            **{k: v for k, v in lists.items() if k != "accepted"}, "refused": lists["refused"] + lists["accepted"],
+            "cosine_min": cosine, "threshold": threshold,
+            "answers": [{k: v for k, v in a.items() if not k.startswith("_")} for a in answers]}
+
+
+def _vectors_pass(summary: SummaryBody, name: str, cosine: float | None, threshold: float) -> bool:
+    """The parity gate's verdict on the server when step 05 ran (against the fp32 reference, as the article's
+    0.999 is meant), else its lowest cosine to the legacy server against the same threshold."""
+    row = next((r for r in summary.parity.rows if getattr(r, "backend", None) == name), None)
+    passed = getattr(row, "passed", None) if row is not None else None
+    if isinstance(passed, bool):
+        return passed
+    return cosine is None or cosine >= threshold
+
+
+def _vectors_key(summary: SummaryBody, name: str) -> tuple[str, Any] | None:
+    target = summary.vectors.by_target.get(name)
+    sha = getattr(target, "sha256", None) if target is not None else None
+    if sha:
+        return "sha256", sha
+    comparison = summary.vectors.comparison(name)
+    if not is_measured(comparison) or not comparison.per_document:
+        return None
+    return "cosine", tuple((d.doc_id, None if d.cosine is None else round(float(d.cosine), 6)) for d in comparison.per_document)
+
+
+def _engine(summary: SummaryBody, name: str) -> tuple[str, str]:
+    target = summary.target(name)
+    kind = (target.config.kind or target.kind or "") if target is not None else ""
+    version = (target.version or "") if target is not None else ""
+    return kind, f"{name} {version}".lower()
+
+
+def _is_dynamo(summary: SummaryBody, name: str) -> bool:
+    kind, text = _engine(summary, name)
+    return kind == "dynamo" or "dynamo" in text
+
+
+def _separators(summary: SummaryBody, legacy: str, members: list[str],
+                points: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    first = members[0]
+    for other in members[1:]:
+        a = {x["probe"]: x for x in _answers(summary, legacy, first)}
+        b = {x["probe"]: x for x in _answers(summary, legacy, other)}
+        probes = [p for p in a if p in b and {_error_kind(a[p]["status"]), _error_kind(b[p]["status"])}
+                  == {"client", "server"}]
+        if probes:
+            client = first if _error_kind(a[probes[0]]["status"]) == "client" else other
+            server = other if client == first else first
+            origin = server if _is_dynamo(summary, server) and _engine(summary, client)[0] == "vllm" else None
+            out.append({"kind": "error_class", "probes": probes, "client_error": client, "server_error": server,
+                        "origin": origin})
+        others = [p for p in a if p in b and p not in probes and a[p]["verdict"] != b[p]["verdict"]]
+        if others:
+            out.append({"kind": "answers", "probes": others, "client_error": first, "server_error": other})
+    rates, bounds = {}, {}
+    for name in members:
+        entry = points.get(name, {}).get("concurrent")
+        interval = entry["docs_per_s"] if isinstance(entry, dict) else getattr(entry, "docs_per_s", None)
+        if interval is None:
+            point = summary.latency.of(name)
+            conc = point.concurrent if point is not None and is_measured(point) else None
+            rates[name] = conc.docs_per_s if conc is not None else None
+            continue
+        data = interval if isinstance(interval, dict) else interval.model_dump()
+        rates[name] = data["value"]
+        if data["low"] is not None and data["high"] is not None:
+            bounds[name] = (data["low"], data["high"])
+    if any(v is not None for v in rates.values()):
+        faster = slower = None
+        if len(members) == 2 and all(m in bounds for m in members):
+            x, y = members
+            if bounds[x][0] > bounds[y][1]:
+                faster, slower = x, y
+            elif bounds[y][0] > bounds[x][1]:
+                faster, slower = y, x
+        out.append({"kind": "throughput", "rates": rates, "faster": faster, "slower": slower})
+    return out
+
+
+def _groups(summary: SummaryBody, legacy: str, candidates: list[str],
+            points: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    keyed: dict[Any, list[str]] = {}
+    basis: dict[Any, str] = {}
+    for name in candidates:
+        vectors = _vectors_key(summary, name)
+        key: Any = vectors if vectors is not None else name
+        keyed.setdefault(key, []).append(name)
+        basis[key] = vectors[0] if vectors is not None else "alone"
+    out = []
+    for key, members in keyed.items():
+        if len(members) == 1:
+            out.append({"members": members, "basis": "alone"})
+            continue
+        unknown = []
+        if any(_is_dynamo(summary, m) for m in members):
+            unknown.append("several_workers")
+        out.append({"members": members, "basis": basis[key],
+                    "separators": _separators(summary, legacy, members, points), "unknown": unknown})
+    return out
+
+
+def _article_versions() -> dict[str, str]:
+    data = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
+    env = data["environment"]
+    return {"dynamo": str(env["dynamo"]), "vllm": str(env["vllm"])}
+
+
+def _versions(summary: SummaryBody, names: list[str]) -> list[dict[str, Any]]:
+    article = _article_versions()
+    patterns = {"dynamo": re.compile(r"(?:ai-)?dynamo[ =]+v?([0-9][\w.]*)", re.I),
+                "vllm": re.compile(r"\bvllm[ =]+v?([0-9][\w.]*)", re.I)}
+    out = []
+    for component, pattern in patterns.items():
+        found, server, present = None, None, False
+        for name in names:
+            target = summary.target(name)
+            version = (target.version or "") if target is not None else ""
+            kind = _engine(summary, name)[0]
+            is_it = _is_dynamo(summary, name) if component == "dynamo" else kind == "vllm" or "vllm" in version
+            present = present or is_it
+            match = pattern.search(version)
+            if match and found is None:
+                found, server = match.group(1), name
+            elif is_it and server is None:
+                server = name
+        if not present:
+            continue
+        out.append({"component": component, "article": article[component], "run": found, "server": server,
+                    "same": None if found is None else found == article[component]})
+    return out
+
+
+def _not_measured(summary: SummaryBody, candidates: list[str]) -> list[str]:
+    out = []
+    kinds = {_engine(summary, n)[0] for n in candidates}
+    if any(_is_dynamo(summary, n) for n in candidates):
+        if "vllm" not in kinds:
+            out.append("vllm_alone")
+        out.append("several_workers")
+    if not is_measured(summary.ranking):
+        out.append("ranking")
+    if not is_measured(summary.ablation):
+        out.append("lock_ablation")
+    if not is_measured(summary.parity):
+        out.append("parity")
+    if not summary.environment.gpu:
+        out.append("gpu")
+    out.append("reranker_speech")
+    return out
+
+
+def post_decision(summary: SummaryBody, latency: dict[str, Any], ranking: dict[str, Any]) -> dict[str, Any]:
+    """``decisions.post``; ``latency`` and ``ranking`` are the latency and ranking decisions as
+    :func:`embedswap.analysis.decide` computes them (the intervals separate members; a re-index decides)."""
+    legacy, candidates = roles(summary)
+    points = latency.get("points") or {}
+    return {"conclusions": [_conclusion(summary, legacy, n, ranking) for n in candidates],
+            "groups": _groups(summary, legacy, candidates, points),
+            "versions": _versions(summary, [legacy, *candidates]),
+            "not_measured": _not_measured(summary, candidates)}

@@ -1,0 +1,226 @@
+"""The post: the blog draft in the article's shape (conclusion first, claim headings, one contract table, one
+latency table, what cannot be moved, what was not measured, a closing judgement), built from ``decisions.post``
+and ``decisions.shown`` only. The full report (report.md.j2, every table) is the linked appendix.
+
+Candidates with the same vectors share a column, a row and a sentence: a group is worded once, with what
+separates its members."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from embedswap.analysis.common import is_measured
+from embedswap.report.article_data import Article, load_article
+from embedswap.report.catalogue import LANGUAGES, environment
+from embedswap.report.errors import ReportError
+from embedswap.report.format import code, esc, fmt, md_table
+from embedswap.report.josa import josa
+from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.status import status
+from embedswap.summary.model import Summary
+from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
+from embedswap.summary.upgrade import read_summary
+
+TEMPLATE = "post.md.j2"
+FULL_REPORT = "report.{lang}.md"  # the appendix beside the post; publish rewrites the link per site
+FIXED = ("sequential", "concurrent")
+
+
+def _names(ctx: ReportContext, members: list[str]) -> str:
+    return " · ".join(code(m) for m in members)
+
+
+def _status_cell(ctx: ReportContext, members: list[str], probe: str) -> str:
+    rows = {r.probe: r for r in ctx.summary.contract} if isinstance(ctx.summary.contract, list) else {}
+    row = rows.get(probe)
+    if row is None:
+        return ctx.label(False)
+    cells = [(m, ctx.side_cell(row.by_target.get(m))) for m in members]
+    if len({c for _, c in cells}) == 1:
+        return cells[0][1]
+    return ", ".join(f"{c} ({code(m)})" for m, c in cells)
+
+
+def _verdict_word(ctx: ReportContext, conclusions: list[CandidateConclusion], probe: str, shim: bool) -> str:
+    words = ctx.terms["post"]["verdict"]
+    found = []
+    for c in conclusions:
+        answer = next((a for a in c.answers if a.probe == probe), None)
+        if answer is None:
+            continue
+        if answer.outcome == "legacy_failed":
+            found.append("legacy_failed")
+        else:
+            found.append(answer.shim_verdict if shim else answer.verdict)
+    found = [f for f in dict.fromkeys(found)]
+    if not found or found == [None]:
+        return ctx.label(False)
+    return " / ".join(words.get(f or "", ctx.label(False)) for f in found)
+
+
+def _contract(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
+    post = ctx.decisions.post
+    rows = ctx.summary.contract if isinstance(ctx.summary.contract, list) else []
+    if not rows:
+        return {"table": None}
+    differing = {a.probe for c in post.conclusions for a in c.answers if a.outcome in ("differs", "legacy_failed")}
+    by_article = {e.probe: e for e in (article.contract if article is not None else [])}
+    probes = [r.probe for r in rows if r.probe in differing or r.probe in by_article]
+    t, p = ctx.terms, ctx.terms["post"]
+    shimmed = bool(ctx.shimmed())
+    header = [t["post"]["request"]]
+    if article is not None:
+        header += [p["article_legacy"], p["article_candidate"]]
+    header += [p["this_run"].format(name=code(ctx.legacy))]
+    header += [p["this_run"].format(name=_names(ctx, g.members)) for g in post.groups]
+    header += [p["verdict_col"]] + ([p["shim_col"]] if shimmed else [])
+    table = []
+    for probe in probes:
+        entry = by_article.get(probe)
+        row = [esc(ctx.words.probes.get(probe, probe))]
+        if article is not None:
+            row += [entry.legacy.in_lang(ctx.lang), entry.candidate.in_lang(ctx.lang)] if entry else ["—", "—"]
+        row.append(_status_cell(ctx, [ctx.legacy], probe))
+        row += [_status_cell(ctx, g.members, probe) for g in post.groups]
+        row.append(_verdict_word(ctx, post.conclusions, probe, shim=False))
+        if shimmed:
+            row.append(_verdict_word(ctx, post.conclusions, probe, shim=True))
+        table.append(row)
+    return {"table": md_table(header, table, ["l"] * len(header)) if table else None}
+
+
+def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
+    shown = ctx.decisions.shown
+    c = fmt(ctx.concurrency(), "raw")
+    p = ctx.terms["post"]
+    header = ["", p["seq_p50"], p["seq_p99"], p["conc_p50"].format(c=c), p["conc_p99"].format(c=c),
+              p["conc_rate"].format(c=c)]
+    rows = []
+    if article is not None:
+        for side, label in (("legacy", p["article_legacy"]), ("candidate", p["article_candidate"])):
+            a = getattr(article.latency, side)
+            rows.append([label, fmt(a.seq_p50_ms, "ms"), fmt(a.seq_p99_ms, "ms"), fmt(a.conc_p50_ms, "ms"),
+                         fmt(a.conc_p99_ms, "ms"), fmt(a.conc_docs_per_s, "rate")])
+    measured = False
+    for name in ctx.names:
+        seq, conc = shown.at(name, "sequential"), shown.at(name, "concurrent")
+        if seq is None and conc is None:
+            continue
+        measured = True
+        rows.append([p["this_run"].format(name=code(name)), *(fmt(getattr(pt, f) if pt else None, k) for pt, f, k in (
+            (seq, "p50_ms", "ms"), (seq, "p99_ms", "ms"), (conc, "p50_ms", "ms"), (conc, "p99_ms", "ms"),
+            (conc, "docs_per_s", "rate")))])
+    ratios = []
+    for name in ctx.candidates:
+        r = shown.ratios.get(name)
+        if r is None:
+            continue
+        ratios.append({"name": code(name), "seq_from": fmt(_at(shown, ctx.legacy, "sequential", "p50_ms"), "ms"),
+                       "seq_to": fmt(_at(shown, name, "sequential", "p50_ms"), "ms"),
+                       "seq_ratio": fmt(r.seq_p50, "ratio"),
+                       "rate_from": fmt(_at(shown, ctx.legacy, "concurrent", "docs_per_s"), "rate"),
+                       "rate_to": fmt(_at(shown, name, "concurrent", "docs_per_s"), "rate"),
+                       "rate_ratio": fmt(r.conc_docs_per_s, "ratio"),
+                       "faster": r.conc_docs_per_s is not None and r.conc_docs_per_s > 1})
+    return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
+            "statistic": shown.statistic, "ratios": ratios,
+            "all_faster": bool(ratios) and all(r["faster"] for r in ratios),
+            "figure": "latency_points" if ctx.figures.get("latency_points") else None}
+
+
+def _at(shown: Any, name: str | None, run: str, field: str) -> float | None:
+    point = shown.at(name, run)
+    return getattr(point, field) if point is not None else None
+
+
+def _separator(ctx: ReportContext, s: Separator) -> dict[str, Any]:
+    return {"kind": s.kind, "probes": ", ".join(code(x) for x in s.probes), "client": code(s.client_error or ""),
+            "server": code(s.server_error or ""), "origin": code(s.origin) if s.origin else None,
+            "rates": [{"name": code(n), "rate": fmt(v, "rate")} for n, v in s.rates.items()],
+            "faster": code(s.faster) if s.faster else None, "slower": code(s.slower) if s.slower else None}
+
+
+def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
+    post = ctx.decisions.post
+    members = [post.conclusion(m) for m in g.members]
+    first = members[0]
+    codes = list(dict.fromkeys(m.code for m in members if m is not None))
+    union = lambda key: list(dict.fromkeys(x for m in members if m is not None for x in getattr(m, key)))  # noqa: E731
+    refused = list(dict.fromkeys(union("refused") + union("retry")))
+    return {
+        "label": _names(ctx, g.members), "plural": len(g.members) > 1, "basis": g.basis,
+        "code": codes[0] if len(codes) == 1 else "client_changes",
+        "compared": fmt(first.compared if first else None, "int"), "differ": fmt(first.differ if first else None, "int"),
+        "silent": ", ".join(code(x) for x in union("silent")), "refused": ", ".join(code(x) for x in refused),
+        "retry": ", ".join(code(x) for x in union("retry")), "shape": ", ".join(code(x) for x in union("shape")),
+        "legacy_failed": ", ".join(code(x) for x in union("legacy_failed")),
+        "shim_left": ", ".join(code(x) for x in union("shim_left")),
+        "cosine": fmt(min((m.cosine_min for m in members if m and m.cosine_min is not None), default=None), "cos4"),
+        "threshold": fmt(first.threshold if first else None, "raw"),
+        "separators": [_separator(ctx, s) for s in g.separators],
+        "unknown": [ctx.terms["post"]["unknown"][u] for u in g.unknown if u not in post.not_measured],
+        "dynamo_pair": len(g.members) > 1 and "several_workers" in g.unknown,
+    }
+
+
+def _versions(ctx: ReportContext) -> list[dict[str, Any]]:
+    names = ctx.terms["post"]["component"]
+    return [{"component": names.get(v.component, v.component), "article": v.article,
+             "run": v.run or ctx.label(None), "same": v.same, "server": code(v.server) if v.server else ""}
+            for v in ctx.decisions.post.versions]
+
+
+def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], article: Article | None,
+                       title: str | None) -> dict[str, Any]:
+    ctx = ReportContext(summary, lang, figures, article, None, None, title)
+    post = summary.decisions.post
+    groups = [_group(ctx, g) for g in post.groups]
+    vectors_measured = [g for g in groups if g["cosine"] != fmt(None, "cos4")]
+    st = status(ctx)
+    contract_lines: list[dict[str, Any]] = []  # candidates with the same counts share one sentence
+    for g in groups:
+        if g["differ"] in ("0", fmt(None, "int")):
+            continue
+        same = next((line for line in contract_lines
+                     if (line["compared"], line["differ"]) == (g["compared"], g["differ"])), None)
+        if same is None:
+            contract_lines.append({"label": g["label"], "compared": g["compared"], "differ": g["differ"]})
+        else:
+            same["label"] += " · " + g["label"]
+    retry = any(g["retry"] for g in groups)
+    return {
+        "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
+                            "unconfirmed": ctx.label(None)},
+        "title": title, "st": st, "env": st["env"], "experiment": summary.experiment,
+        "legacy": code(ctx.legacy), "legacy_name": ctx.legacy, "names": ctx.names, "groups": groups,
+        "default_title": ctx.terms["post"]["default_title"],
+        "vectors_state": ("none" if not vectors_measured else "differ" if any(
+            g["code"] == "not_swappable" for g in groups) else "same"),
+        "contract_state": ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
+                           "same" if all(g["differ"] == "0" for g in groups) else "differs"),
+        "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
+        "versions_differ": any(v.same is False for v in post.versions),
+        "versions_unknown": any(v.same is None for v in post.versions), "retry": retry,
+        "dynamo": any(v.component == "dynamo" for v in post.versions),
+        "not_measured": [ctx.terms["post"]["not_measured"][c] for c in post.not_measured],
+        "article": article, "full_report": FULL_REPORT.format(lang=lang),
+        "figure_cosine": "cosine_by_language" if figures.get("cosine_by_language") else None,
+        "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
+        "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
+    }
+
+
+def render_post(summary: Summary | dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,
+                title: str | None = None, article: Article | None = None) -> str:
+    """The post of one summary in one language, as markdown (figures as figures/<name>.png, the full report as
+    report.<lang>.md)."""
+    if lang not in LANGUAGES:
+        raise ReportError(f"no report catalogue for language '{lang}' (known: {', '.join(LANGUAGES)})")
+    if not isinstance(summary, Summary):
+        summary = read_summary(summary)
+    context = build_post_context(summary, lang, figures if figures is not None else {},
+                                 article if article is not None else load_article(), title)
+    env = environment(lang, {"fmt": fmt, "code": code, "esc": esc, "josa": josa})
+    text = env.get_template(TEMPLATE).render(**context)
+    return re.sub(r"\n{3,}", "\n\n", text).strip() + "\n"

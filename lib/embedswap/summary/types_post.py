@@ -1,0 +1,115 @@
+"""The decisions the post states (``decisions.shown`` and ``decisions.post``): which latency statistic every part
+of the report shows, and the conclusion per candidate, with candidates that answered alike grouped."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from embedswap.summary.types_common import Strict
+
+
+class ShownPoint(Strict):
+    """One operating point as the report shows it (every table, figure, front matter and sentence)."""
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    docs_per_s: float | None = None
+
+
+class ShownRatio(Strict):
+    """A candidate's shown figure over the legacy server's, so a ratio agrees with the two numbers beside it."""
+    seq_p50: float | None = None
+    conc_docs_per_s: float | None = None
+
+
+class LatencyShown(Strict):
+    """The one latency statistic of the report: ``pooled`` (every answered request of the three repeats, the
+    statistic the intervals and ratios use) when per-request data exists, else ``median_of_repeats`` (the median of
+    the per-repeat figures, what summaries without per-request data hold)."""
+    statistic: Literal["pooled", "median_of_repeats"] = "median_of_repeats"
+    by_target: dict[str, dict[str, ShownPoint]] = {}  # server -> run (sequential, concurrent, sweep_c<n>) -> figures
+    ratios: dict[str, ShownRatio] = {}  # candidate -> its shown figures over the legacy server's
+
+    def at(self, name: str | None, run: str) -> ShownPoint | None:
+        """One server's figures at one operating point (None: not measured there)."""
+        return self.by_target.get(name or "", {}).get(run)
+
+
+ProbeOutcome = Literal["same", "differs", "legacy_failed", "not_measured"]
+
+
+class ProbeAnswer(Strict):
+    """One candidate's answer to one probe, reduced to what the post compares."""
+    probe: str
+    status: int | None = None
+    verdict: str | None = None
+    outcome: ProbeOutcome = "not_measured"
+    shim_verdict: str | None = None  # the verdict through the client shim (None: not probed through it)
+
+
+class Separator(Strict):
+    """What tells apart candidates that returned the same vectors and the same answers.
+
+    ``error_class``: on ``probes`` the ``client_error`` server answered 4xx and the ``server_error`` one 5xx;
+    ``origin`` names the server whose front adds the 5xx when that is known (a Dynamo graph over the same vLLM
+    engine), else None. ``answers``: other probes the two answered differently (``client_error`` is then the first
+    member, ``server_error`` the other). ``throughput``: concurrent docs/s of each member and whether their intervals overlap."""
+    kind: Literal["error_class", "answers", "throughput"]
+    probes: list[str] = []
+    client_error: str | None = None
+    server_error: str | None = None
+    origin: str | None = None
+    faster: str | None = None  # throughput: the server whose interval lies above the other's (None: they overlap)
+    slower: str | None = None
+    rates: dict[str, float | None] = {}
+
+
+class CandidateGroup(Strict):
+    """Candidates that returned the same vectors (``basis``: equal sha256 of the document vectors, or equal
+    per-document cosines to the legacy server when no sha256 was stored); ``separators`` say what still differs."""
+    members: list[str]
+    basis: Literal["sha256", "cosine", "alone"] = "alone"
+    separators: list[Separator] = []
+    unknown: list[str] = []  # codes of what the run cannot say about the difference (reasons in the catalogues)
+
+
+CandidateCode = Literal["drop_in", "client_changes", "not_swappable", "not_measured"]
+
+
+class CandidateConclusion(Strict):
+    """The decision on one candidate: whether the legacy server can be swapped for it, and on what condition."""
+    name: str
+    code: CandidateCode
+    compared: int = 0  # contract probes compared (the legacy server's own failures left out)
+    differ: int = 0
+    silent: list[str] = []
+    refused: list[str] = []  # 4xx where the legacy server answered
+    retry: list[str] = []  # 5xx or no answer where the legacy server answered
+    shape: list[str] = []  # format or metadata only
+    legacy_failed: list[str] = []  # the legacy server itself failed: not charged to the candidate
+    shim_left: list[str] = []  # still different through the shim (legacy failures aside)
+    cosine_min: float | None = None
+    threshold: float | None = None
+    answers: list[ProbeAnswer] = []
+
+
+class VersionRow(Strict):
+    """One component of the article's setup against this run's (``same``: None when this run's is not known)."""
+    component: str
+    article: str
+    run: str | None = None
+    server: str | None = None
+    same: bool | None = None
+
+
+class PostDecision(Strict):
+    """The post's conclusions, computed before rendering."""
+    conclusions: list[CandidateConclusion] = []
+    groups: list[CandidateGroup] = []
+    versions: list[VersionRow] = []
+    not_measured: list[str] = []  # codes: what the run did not measure, worded by the catalogues
+
+    def conclusion(self, name: str) -> CandidateConclusion | None:
+        return next((c for c in self.conclusions if c.name == name), None)
+
+    def group_of(self, name: str) -> CandidateGroup | None:
+        return next((g for g in self.groups if name in g.members), None)

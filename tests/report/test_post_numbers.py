@@ -1,0 +1,67 @@
+"""One figure per quantity: the post's prose and tables, its front matter and the latency figure's data print only
+numbers that exist in the decision they cite (tests/support/post_numbers.py), for every fixture and language; and
+the check catches a figure switched to another statistic (the deliberate breakage below)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from embedswap.report import figures
+from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.post import render_post
+from embedswap.summary.types_post import ShownPoint
+from embedswap.summary.upgrade import read_summary
+from post_numbers import decimals, figure_problems, front_matter_problems, post_problems
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
+ALL_FIGURES = {name: True for name in figures.FIGURES}
+
+
+def _summary(name: str):
+    return read_summary(json.loads((FIXTURES / name).read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize("name", SUMMARIES)
+def test_every_number_of_the_post_is_in_its_decision(name: str) -> None:
+    summary = _summary(name)
+    problems = figure_problems(summary)
+    for lang in LANGUAGES:
+        post = render_post(summary, lang, ALL_FIGURES)
+        problems += post_problems(summary, post, lang) + front_matter_problems(summary, lang)
+    assert problems == []
+
+
+def test_the_check_reads_numbers_and_leaves_versions_alone() -> None:
+    assert decimals("p50 1,565.7 ms, 0.68×, Dynamo 1.6.2, vLLM 0.31.0, 2.8배") == ["1,565.7", "0.68", "2.8"]
+
+
+def test_a_figure_switched_to_another_statistic_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deliberate breakage: the latency figure draws the median of the repeats while the table, the front matter and
+    the prose show the pooled percentiles (the report's 1,565.1 vs 1,565.7 ms)."""
+    summary = _summary("summary_complete.json")
+    assert summary.decisions.shown.statistic == "pooled"
+    assert figure_problems(summary) == []
+
+    def median_of_repeats(summary, name, run):  # the other statistic, as the figure once read it
+        info = summary.latency.of(name) or summary.ablation.of(name)
+        point = figures._fixed_point(info, run) if run in ("sequential", "concurrent") else next(
+            (p for p in info.sweep if p.run == run), None)
+        return ShownPoint(p50_ms=point.p50_ms, p99_ms=point.p99_ms, docs_per_s=point.docs_per_s)
+
+    monkeypatch.setattr(figures, "shown_point", median_of_repeats)
+    problems = figure_problems(summary)
+    assert any("figure legacy sequential p50_ms" in p for p in problems), problems
+
+
+def test_a_post_number_from_another_statistic_is_caught() -> None:
+    summary = _summary("summary_complete.json")
+    post = render_post(summary, "en", ALL_FIGURES)
+    median = summary.latency.of("dynamo").concurrent.docs_per_s  # the median of the repeats, 380.2 docs/s
+    pooled = summary.decisions.shown.at("dynamo", "concurrent").docs_per_s  # what the post shows, 379.5
+    broken = post.replace(f"to {pooled:,.1f} docs/s", f"to {median:,.1f} docs/s")
+    assert broken != post
+    assert any("380.2 is in no decision" in p for p in post_problems(summary, broken, "en"))

@@ -1,0 +1,102 @@
+"""Every number the post, its front matter and its figure data print exists in the decision it cites.
+
+Decimal numbers are the ones that can disagree (a percentile, a throughput, a ratio, a cosine); each one the post
+prints must be the formatted value of ``decisions.shown`` (latency, and the ratios beside it), ``decisions.post``
+(cosines, thresholds), the article's published figures, or the host's memory; the latency table's cells and the
+figure's data must be exactly ``decisions.shown``'s values. Used by tests/report/test_post_numbers.py on every
+fixture and by the end-to-end test on the demo's own summary."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from embedswap.report import figures
+from embedswap.report.article_data import load_article
+from embedswap.report.format import fmt
+from embedswap.report.front_matter import description
+from embedswap.report.publish import headline
+from embedswap.summary.model import Summary
+
+DECIMAL = re.compile(r"(?<![\dA-Za-z_.])\d[\d,]*\.\d+(?![\dA-Za-z_.])")  # 36.8, 1,565.7; not a version (1.6.2)
+FIXED = ("sequential", "concurrent")
+
+
+def decimals(text: str) -> list[str]:
+    return DECIMAL.findall(text)
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, (list, tuple)):
+        return [n for v in value for n in _numbers(v)]
+    if hasattr(value, "model_dump"):
+        return _numbers(value.model_dump())
+    return []
+
+
+def allowed(summary: Summary) -> set[str]:
+    """Every formatted value a post may print, by the decision it comes from."""
+    shown = summary.decisions.shown
+    out: set[str] = set()
+    for points in shown.by_target.values():
+        for point in points.values():
+            out |= {fmt(point.p50_ms, "ms"), fmt(point.p99_ms, "ms"), fmt(point.docs_per_s, "rate")}
+    for r in shown.ratios.values():
+        out |= {fmt(r.seq_p50, "ratio").rstrip("×"), fmt(r.conc_docs_per_s, "ratio").rstrip("×")}
+    for c in summary.decisions.post.conclusions:
+        out |= {fmt(c.cosine_min, "cos4"), fmt(c.cosine_min, "cos"), fmt(c.threshold, "raw")}
+    for group in summary.decisions.post.groups:
+        for s in group.separators:
+            out |= {fmt(v, "rate") for v in s.rates.values()}
+    article = load_article()
+    out |= {f"{n:,.1f}" for n in _numbers(article.latency)} | {f"{n:.4f}" for n in _numbers(article.vectors)}
+    out |= {str(n) for n in _numbers(article)} | {f"{n:,.1f}" for n in _numbers(article)}
+    out.add(fmt(summary.environment.memory_gib, "gib"))
+    return out
+
+
+def post_problems(summary: Summary, post: str, lang: str) -> list[str]:
+    """Decimal numbers of the post not found in its decisions, and latency cells that are not the shown ones."""
+    ok = allowed(summary)
+    problems = [f"{lang}: {n} is in no decision" for n in decimals(post) if n not in ok]
+    shown = summary.decisions.shown
+    for name in summary.decisions.shown.by_target:
+        row = re.search(rf"^\| [^|]*`{re.escape(name)}` \|(.*)\|$", post, flags=re.M)
+        if row is None:
+            continue
+        seq, conc = shown.at(name, "sequential"), shown.at(name, "concurrent")
+        want = [fmt(getattr(p, f) if p else None, k) for p, f, k in (
+            (seq, "p50_ms", "ms"), (seq, "p99_ms", "ms"), (conc, "p50_ms", "ms"), (conc, "p99_ms", "ms"),
+            (conc, "docs_per_s", "rate"))]
+        cells = [c.strip() for c in row.group(1).split("|")]
+        if cells != want:
+            problems.append(f"{lang}: latency row of {name} is {cells}, decisions.shown says {want}")
+    return problems
+
+
+def front_matter_problems(summary: Summary, lang: str) -> list[str]:
+    text = description(headline(summary), lang)
+    ok = allowed(summary)
+    return [f"front matter ({lang}): {n} is in no decision" for n in decimals(text) if n not in ok]
+
+
+def figure_problems(summary: Summary) -> list[str]:
+    """The latency figure's data against decisions.shown, value by value."""
+    frame = figures.latency_frame(summary, ablations=True)
+    problems = []
+    for row in frame.itertuples():
+        point = summary.decisions.shown.at(row.target, row.run)
+        for field in ("p50_ms", "p99_ms", "docs_per_s"):
+            drawn, decided = getattr(row, field), getattr(point, field) if point is not None else None
+            same = (decided is None and (drawn is None or (isinstance(drawn, float) and math.isnan(drawn)))) or \
+                (decided is not None and drawn is not None and math.isclose(drawn, decided, rel_tol=1e-12))
+            if not same:
+                problems.append(f"figure {row.target} {row.run} {field}: drawn {drawn}, decisions.shown {decided}")
+    return problems

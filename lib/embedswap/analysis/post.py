@@ -242,7 +242,7 @@ def _not_measured(summary: SummaryBody, candidates: list[str]) -> list[str]:
         out.append("lock_ablation")
     if not is_measured(summary.parity):
         out.append("parity")
-    if not summary.environment.gpu:
+    if summary.environment is None or not summary.environment.gpu:
         out.append("gpu")
     out.append("reranker_speech")
     return out

@@ -17,6 +17,8 @@ import pytest
 
 import psutil
 
+from embedswap.paths import report_dir
+
 from realkit import legacy_target, make_experiment, run_whole_experiment
 from ports import free_ports
 
@@ -72,6 +74,6 @@ def test_a_host_loaded_only_during_legacy_does_not_make_the_candidate_faster(tmp
                 assert verdict["code"] == "inconclusive" and verdict["reason"] == "host_drift", (run, figure, verdict)
     assert decided["verdict"]["code"] == "inconclusive"
     # the report shows the drift beside the ratio
-    report = (tmp_path / "reports" / "host-drift" / "report.en.md").read_text(encoding="utf-8")
+    report = (report_dir(folder) / "report.en.md").read_text(encoding="utf-8")
     assert "| Host drift |" in report
     assert "inconclusive: the host itself drifted by" in report

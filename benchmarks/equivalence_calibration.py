@@ -14,6 +14,10 @@ side. (a) the analytic Welch t interval on log latencies (ratio of geometric mea
 (b) the p50 ratio of embedswap.analysis.intervals (stratified bootstrap, 3 repeats, 95 % interval rescaled to
 90 %), the interval the report already computes. Candidates: twins (1.00), 10 % slower (exactly at the margin:
 TOST calls it equivalent at most alpha = 5 % of the time by construction), 20 % slower.
+
+By language: the same quality deltas in two languages of n/2 queries, decided pooled and per language
+(``sliced_verdict``: Holm across the two, equivalent only when both are): what slicing costs twins and what it
+finds when one language alone got worse.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from embedswap.analysis import intervals  # noqa: E402
-from embedswap.analysis.equivalence import paired_verdict  # noqa: E402
+from embedswap.analysis.equivalence import paired_verdict, sliced_verdict  # noqa: E402
 from embedswap.analysis.latency_equivalence import log_ratio_interval, ratio_verdict  # noqa: E402
 
 LABELS = ("equivalent", "non_inferior", "different/worse", "different/slower", "inconclusive")
@@ -78,6 +82,25 @@ def quality(runs: int) -> None:
             print(row(name, n, verdicts, f" {100 * covered / runs:5.1f} |"))
 
 
+def sliced(runs: int) -> None:
+    """Two languages of n/2 queries each, pooled against per-language (analysis.slices: sliced_verdict, Holm)."""
+    print("\nQuality by language: nDCG@10 deltas, two languages of n/2 queries, margin 0.02\n")
+    print(HEADER + " method |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, mus, sd in (("twins, numeric noise (sd 0.03)", (0.0, 0.0), 0.03),
+                          ("twins, ranking spread (sd 0.12)", (0.0, 0.0), 0.12),
+                          ("one language 0.08 worse (sd 0.03)", (-0.08, 0.0), 0.03)):
+        for n in (24, 100, 400):
+            rng = np.random.default_rng(4000 + n)
+            pooled, per_language = [], []
+            for _ in range(runs):
+                parts = {lang: quality_deltas(rng, n // 2, mu, sd) for lang, mu in zip(("en", "ko"), mus)}
+                pooled.append(paired_verdict(np.concatenate(list(parts.values())), 0.02))
+                per_language.append(sliced_verdict(parts, 0.02)[0])
+            print(row(name, n, pooled, " pooled |"))
+            print(row(name, n, per_language, " per language, Holm |"))
+
+
 def latency(runs: int, boot_runs: int) -> None:
     print("\nLatency p50 ratio, margin 1.10, faster harmless\n")
     print(HEADER + " method |")
@@ -115,6 +138,7 @@ def main() -> None:
     print(f"equivalence calibration: {args.runs} seeded runs per row ({args.boot_runs} for the bootstrap rows), "
           "alpha 0.05 (90 % intervals), power 0.80 for n_needed")
     quality(args.runs)
+    sliced(args.runs)
     latency(args.runs, args.boot_runs)
     print(f"\n({time.perf_counter() - start:.0f} s)")
 

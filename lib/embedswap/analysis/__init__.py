@@ -2,8 +2,10 @@
 
 Each module here reads typed-enough summary sections and returns language-neutral codes and figures: the client
 changes a migration needs (:mod:`.client_changes`), whether search ranking stays the legacy one, with a paired
-test (:mod:`.ranking_verdict`, :mod:`.ranking_tests`), the latency ratios with their intervals and the lock's share
-of the concurrent gap (:mod:`.latency_ratios`, :mod:`.intervals`, :mod:`.latency_intervals`), what the client
+test (:mod:`.ranking_verdict`, :mod:`.ranking_tests`), per language (:mod:`.slices`, also the document cosine), the
+latency ratios with their intervals, their verdicts against the margins (error gate, host drift) and the lock's share
+of the concurrent gap (:mod:`.latency_ratios`, :mod:`.latency_verdicts`, :mod:`.host_drift`, :mod:`.intervals`,
+:mod:`.latency_intervals`), what the client
 shim closed or left open (:mod:`.shim_outcome`), what article 003's parity matrix found (:mod:`.parity_matrix`), the multimodal part (:mod:`.parity_multimodal`)
 and why a server's vectors differ (:mod:`.diagnosis`). The report only formats what is stored; a user's CI reads the
 same codes.

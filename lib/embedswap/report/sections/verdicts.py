@@ -78,6 +78,8 @@ def ratio_cell(terms: dict[str, Any], entry: RatioInterval | None, point: PointV
     if verdict.code == "failed":
         return failed(terms, point) or words(terms, verdict)
     said = words(terms, verdict)
+    if verdict.reason == "missing_interval" and entry is not None and entry.verdict in ("too_few", "missing"):
+        said += f" ({terms['stats']['verdicts'][entry.verdict]})"  # why there is no interval to decide on
     if verdict.reason == "host_drift" and drift is not None:
         said = t["host_drift"].format(drift=drift_text(terms, drift), margin=fmt(verdict.margin, "ratio"))
     # the stored 95 % interval, as the tables' headers say (the verdict itself is decided on the 1 - 2 alpha one)

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "lib"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from aiperf_crosscheck import ensure_aiperf, fake_hf_cache, pct, start_legacy, stop, write_pool  # noqa: E402
+from aiperf_crosscheck import (ServerLog, ensure_aiperf, fake_hf_cache, pct, start_legacy, stop,  # noqa: E402
+                               write_pool)
 
 GOAL_RATE = 0.05
 GOAL_LATENCY = 0.10
@@ -82,6 +83,11 @@ def run_embedswap(args: argparse.Namespace, rate: float, text: str) -> dict[str,
             "service_p99": f["service_p99_ms"], "lag_p90": f["lag_p90_ms"], "sent_rate": f["sent_rate"]}
 
 
+def offset(r: dict[str, Any]) -> float | None:
+    """What the tool (and the loopback) adds to the server's own median time."""
+    return r["p50"] - r["server_p50"] if r.get("p50") is not None and r.get("server_p50") is not None else None
+
+
 def fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -119,12 +125,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"starting the legacy server on port {args.port} (log: {work / 'legacy.log'})", flush=True)
             server = start_legacy(args.port, work / "legacy.log")
             args.url = f"http://127.0.0.1:{args.port}"
+        server_log = ServerLog(work / "legacy.log" if server is not None else None)
         for index, rate in enumerate(rates):
             order = ["aiperf", "embedswap"] if index % 2 == 0 else ["embedswap", "aiperf"]
             for tool in order:
                 print(f"rate {rate:g}/s: {tool} ...", flush=True)
+                mark = server_log.mark()
                 result = (run_aiperf(exe, args, rate, hf_home, tokenizer, pool, work / f"aiperf-{rate:g}")
                           if tool == "aiperf" else run_embedswap(args, rate, text))
+                server_ms = server_log.since(mark, args.warmup)  # the server's own time for the same requests
+                result["server_p50"], result["server_p99"] = pct(server_ms, 50), pct(server_ms, 99)
                 results.append((rate, tool, result))
     finally:
         stop(server)
@@ -134,12 +144,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.requests} requests of {args.batch} x {args.doc_id} per rate after {args.warmup} warm-up; load "
           f"average now {load1:.1f}/{load5:.1f} on {os.cpu_count()} cores")
     print(f"{'rate':>6} {'tool':<10}{'ok/sent':>9}{'req/s':>8}{'p50 ms':>10}{'p99 ms':>10}{'service p50':>13}"
-          f"{'service p99':>13}")
+          f"{'service p99':>13}{'server p50':>12}{'server p99':>12}{'client-server p50':>19}")
     by_rate: dict[float, dict[str, dict[str, Any]]] = {}
     for rate, tool, r in results:
         by_rate.setdefault(rate, {})[tool] = r
         print(f"{rate:>6g} {tool:<10}{r['requests'] - r['errors']:>4}/{r['requests']:<4}{fmt(r['rate'], 2):>8}"
-              f"{fmt(r['p50']):>10}{fmt(r['p99']):>10}{fmt(r['service_p50']):>13}{fmt(r['service_p99']):>13}")
+              f"{fmt(r['p50']):>10}{fmt(r['p99']):>10}{fmt(r['service_p50']):>13}{fmt(r['service_p99']):>13}"
+              f"{fmt(r['server_p50']):>12}{fmt(r['server_p99']):>12}{fmt(offset(r), 2):>19}")
     print()
     for rate, pair in sorted(by_rate.items()):
         a, e = pair.get("aiperf"), pair.get("embedswap")
@@ -150,6 +161,10 @@ def main(argv: list[str] | None = None) -> int:
                  for k, v in ratios.items()}
         print(f"rate {rate:g}/s: embedswap / AIPerf  achieved rate {ratios['rate']:.3f} ({marks['rate']}, goal 5 %)  "
               f"p50 {ratios['p50']:.3f} ({marks['p50']}, goal 10 %)  p99 {ratios['p99']:.3f} ({marks['p99']})")
+        if a.get("server_p50") and e.get("server_p50"):
+            print(f"         the server's own p50 in the same runs: embedswap / AIPerf "
+                  f"{e['server_p50'] / a['server_p50']:.3f}; client - server p50: AIPerf {fmt(offset(a), 2)} ms, "
+                  f"embedswap {fmt(offset(e), 2)} ms")
     commands = [r["command"] for _, tool, r in results if tool == "aiperf"]
     if commands:
         print(f"\nAIPerf command (first rate): {commands[0]}")

@@ -146,3 +146,10 @@ def test_a_rate_the_client_cannot_send_is_invalid_not_a_server_figure() -> None:
     assert figures["lag_p90_ms"] > 50.0  # no client starts 1,500 requests in 50 ms, whatever the host
     assert figures["valid"] is False and misses(figures, 5000.0, None, 0.01) == ["invalid"]
     assert figures["sent_rate"] < 1_000_000.0 / 10
+
+
+def test_a_short_run_above_the_knee_is_saturated_even_when_its_p99_is_within_the_target() -> None:
+    figures = {"valid": True, "requests": 10, "answered": 10, "wrong_vectors": 0, "p99_ms": 2700.0, "p50_ms": 1600.0,
+               "sent_rate": 32.0, "throughput": 3.4}
+    assert misses(figures, 5000.0, None, 0.01) == ["saturated"]
+    assert misses({**figures, "sent_rate": 2.0, "throughput": 1.6}, 5000.0, None, 0.01) == []

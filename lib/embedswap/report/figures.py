@@ -315,8 +315,10 @@ def capacity_curve(summary: Summary | dict[str, Any]) -> Figure | None:
             left.axvline(float(server.capacity), color=colour, linestyle=":", linewidth=1.2,
                          label=f"{name} capacity {'>= ' if server.censored == 'above' else ''}"
                                f"{float(server.capacity):.1f}/s")
-            if server.low is not None and server.high is not None:
-                left.axvspan(float(server.low), float(server.high), color=colour, alpha=0.12, linewidth=0)
+            if server.low is not None and server.high is not None:  # clipped to the rates tried: two repeats
+                tried = [float(p.rate) for p in server.points] or [float(server.capacity)]  # give wide intervals
+                left.axvspan(max(float(server.low), min(tried) / 2), min(float(server.high), max(tried) * 2),
+                             color=colour, alpha=0.12, linewidth=0)
         for key, style in (("throughput", "-"), ("goodput", "--")):
             rows = [(float(p.rate), float(getattr(p, key))) for p in server.points if getattr(p, key) is not None]
             if rows:

@@ -35,7 +35,8 @@ class OpenRun(Strict):
     retry_wait_ms: Number | None = None  # honour: mean wait added per retried request
     retry_after_s: Number | None = None  # the longest Retry-After the server sent
     wall_s: Number | None = None
-    misses: list[str] = []  # why the run misses the target (empty: it meets it)
+    misses: list[str] = []  # why the run misses the target (empty: it meets it): invalid, errors, wrong_vectors,
+    # p99, p50, saturated (answered at under half the rate sent), no_answers
 
 
 class CapacityTarget(Section):
@@ -83,7 +84,7 @@ class ServerCapacity(Strict):
     high: Number | None = None
     per_repeat: list[Number | None] = []
     censored: Literal["none", "above", "below"] = "none"  # above: every rate met; below: none did
-    limit: str | None = None  # why the next rate missed: p99, p50, errors, wrong_vectors, invalid
+    limit: str | None = None  # why the next rate missed: p99, p50, saturated, errors, wrong_vectors, invalid
     met_rate: Number | None = None  # the grid's bracket of the knee: the highest rate met, the lowest missed
     missed_rate: Number | None = None
     replicas: int | None = None  # for the stated traffic

@@ -76,15 +76,21 @@ def bulk_load(conn: Any, schema: str, table: str, vectors: np.ndarray, ids: np.n
 
 
 def create_hnsw_index(conn: Any, schema: str, table: str, distance: Distance, *, m: int = 16,
-                      ef_construction: int = 64) -> None:
-    """An HNSW index with the operator class of ``distance`` (pgvector's defaults m=16, ef_construction=64)."""
+                      ef_construction: int = 64, maintenance_work_mem: str = "512MB") -> None:
+    """An HNSW index with the operator class of ``distance`` (pgvector's defaults m=16, ef_construction=64).
+
+    ``maintenance_work_mem`` is raised for this build only (``SET LOCAL``): pgvector builds the graph in memory
+    while it fits and much more slowly once it does not; PostgreSQL's default 64MB holds about 100k 384-dimension
+    vectors' graph only partly."""
     if distance not in OPCLASS:
         raise StoreError(f"unknown distance {distance!r} (cosine, inner_product or l2)")
     statement = sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = {}, ef_construction = {})").format(
         sql.Identifier(check_identifier(f"{table}_hnsw")), _qualified(schema, table), sql.SQL(OPCLASS[distance]),
         sql.Literal(int(m)), sql.Literal(int(ef_construction)))
     try:
-        conn.execute(statement)
+        with conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
+            conn.execute(statement)
     except psycopg.Error as exc:
         raise _guard(f"building the HNSW index on {schema}.{table}", exc) from None
 

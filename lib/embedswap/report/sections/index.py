@@ -86,8 +86,10 @@ def index(ctx: ReportContext) -> dict[str, Any]:
     """The section's template values: ``state``, ``store``, ``candidates`` (one dict each), ``figure``."""
     section = ctx.summary.index
     if section is None or not is_measured(section):
-        return {"state": False, "label": ctx.label(False), "why": ctx.why(section, ctx.words.reason("index_not_run")),
-                "candidates": [], "figure": None}
+        # a summary from before the index part has no section at all
+        default = ctx.words.reason("section_absent" if section is None else "index_not_run")
+        return {"state": False, "label": ctx.label(False), "why": ctx.why(section, default), "candidates": [],
+                "figure": None}
     store = section.store
     return {
         "state": True, "label": ctx.label(True),

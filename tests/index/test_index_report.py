@@ -7,7 +7,6 @@ import copy
 from typing import Any
 
 import pytest
-
 from embedswap.analysis import decide, decisions_json
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.figures_index import index_shares

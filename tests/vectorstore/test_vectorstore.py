@@ -181,3 +181,13 @@ def test_start_failure_stops_everything(tmp_path: Path, monkeypatch: pytest.Monk
     assert server.process is not None and server.process.exit_code() is not None
     assert server.socket_dir is None and not server.alive()
     assert not _postgres_running(tmp_path / "pg")
+
+
+def test_dsn_and_its_password_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedswap.vectorstore.connect import register_dsn_env
+
+    monkeypatch.setenv("EMBEDSWAP_TEST_REDACT_DSN", "postgresql://app:s3cret-Pa55@db.internal:5432/prod")
+    assert register_dsn_env("EMBEDSWAP_TEST_REDACT_DSN").startswith("postgresql://")
+    text = redact("connect postgresql://app:s3cret-Pa55@db.internal:5432/prod failed; password s3cret-Pa55")
+    assert "s3cret-Pa55" not in text and "db.internal" not in text
+    assert register_dsn_env("EMBEDSWAP_TEST_UNSET_DSN_X") == ""

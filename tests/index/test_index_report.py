@@ -90,3 +90,13 @@ def test_old_summary_says_the_section_is_absent(complete: dict[str, Any]) -> Non
 
 def test_figure(with_index: dict[str, Any]) -> None:
     assert index_shares(with_index) is not None
+
+
+def test_mixed_index_worse_is_said(with_index: dict[str, Any]) -> None:
+    summary = copy.deepcopy(with_index)
+    summary["decisions"]["index"]["dynamo"]["mixed_worse"] = [0.5]
+    for lang in LANGUAGES:
+        part = render_markdown(summary, lang)
+        part = part[part.index(HEADINGS[lang]):]
+        assert "50%" in part[: part.index("\n## ")] and "{{" not in part
+    assert "an index holding vectors of both servers ranks worse" in render_markdown(summary, "en")

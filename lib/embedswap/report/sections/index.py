@@ -78,6 +78,7 @@ def _candidate(ctx: ReportContext, name: str, decision: IndexDecision) -> dict[s
             "unmapped": f"{adapter.residual_unmapped:.1e}", "retained": fmt(adapter.retained, "pct"),
             "cross_retained": fmt(adapter.cross_retained, "pct"), "verdict": _verdict(ctx, adapter.verdict)},
         "costs": _cost(ctx, decision),
+        "mixed_worse": fmt(decision.mixed_worse, "pct") if decision.mixed_worse else "",
         "table": _table(ctx, decision) if decision.cells else "",
     }
 

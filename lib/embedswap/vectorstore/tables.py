@@ -75,6 +75,27 @@ def bulk_load(conn: Any, schema: str, table: str, vectors: np.ndarray, ids: np.n
     return len(vectors)
 
 
+def update_rows(conn: Any, schema: str, table: str, ids: np.ndarray, vectors: np.ndarray) -> int:
+    """Replace the vectors of ``ids`` in place, as a rolling re-embed does (an HNSW index on the table takes the new
+    versions as inserts): COPY into a temporary table, then one UPDATE ... FROM."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    staging = sql.Identifier(check_identifier(f"{table}_staging"))
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} (id integer PRIMARY KEY, embedding vector({})) "
+                                 "ON COMMIT DROP").format(staging, sql.Literal(int(vectors.shape[1]))))
+            with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} (id, embedding) FROM STDIN WITH (FORMAT BINARY)")
+                                                .format(staging)) as copy:
+                copy.set_types(["int4", "vector"])
+                for i, row in zip(ids, vectors, strict=True):
+                    copy.write_row((int(i), row))
+            done = conn.execute(sql.SQL("UPDATE {} AS t SET embedding = s.embedding FROM {} AS s WHERE t.id = s.id")
+                                .format(_qualified(schema, table), staging))
+            return int(done.rowcount)
+    except psycopg.Error as exc:
+        raise _guard(f"updating {schema}.{table}", exc) from None
+
+
 def create_hnsw_index(conn: Any, schema: str, table: str, distance: Distance, *, m: int = 16,
                       ef_construction: int = 64, maintenance_work_mem: str = "512MB") -> None:
     """An HNSW index with the operator class of ``distance`` (pgvector's defaults m=16, ef_construction=64).

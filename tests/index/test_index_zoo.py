@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from embedswap.analysis.index_decision import candidate_decision
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.index import IndexConfig

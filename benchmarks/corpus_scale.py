@@ -1,6 +1,7 @@
 """Corpus-scale benchmark (issue 20): the whole kit against two fast fake servers at 1k, 10k and 100k documents.
 
 Run:  HF_HUB_OFFLINE=1 .venvs/kit/bin/python benchmarks/corpus_scale.py [--sizes 1000,10000,100000]
+      (``--index-only``: only the index part, on synthetic vectors: the embedded PostgreSQL, HNSW, the grid)
 (about 15 minutes for the three sizes on the shared 2-core machine; exit 0 always: a benchmark prints, it does not
 gate).
 
@@ -191,12 +192,60 @@ def one_size(n: int, keep: Path | None) -> dict[str, Any]:
             "diagnosis_causes": {n: f.get("cause") for n, f in (diagnosis.get("by_target") or {}).items()}}
 
 
+def index_part(n: int, queries: int, dim: int, keep: Path | None) -> dict[str, Any]:
+    """The index part alone (step 03's searches on the embedded PostgreSQL, then their scoring and the adapter in
+    the summary) at ``n`` documents of synthetic vectors: a candidate that is the legacy vectors plus a little noise
+    (the demo's case, where nothing decides early). Wall seconds per phase and peak RSS of this process with the
+    server's processes (postgres runs as this process's child)."""
+    import numpy as np
+
+    from embedswap.config.index import IndexConfig
+    from embedswap.index.searches import run_searches
+    from embedswap.summary.sections.index import score_candidate
+
+    rng = np.random.default_rng(0)
+    legacy = rng.normal(size=(n, dim)).astype(np.float32)
+    legacy /= np.linalg.norm(legacy, axis=1, keepdims=True)
+    candidate = legacy + rng.normal(scale=1e-3, size=legacy.shape).astype(np.float32)
+    source = rng.choice(n, size=queries, replace=False)
+    query_vectors = legacy[source] + rng.normal(scale=0.05, size=(queries, dim)).astype(np.float32)
+    relevance = np.zeros((queries, n), dtype=np.float32)
+    relevance[np.arange(queries), source] = 2
+    config = IndexConfig()
+    folder = Path(tempfile.mkdtemp(prefix=f"scale-index-{n}-", dir=keep))
+    with RssPeak(set()) as rss:
+        started = time.monotonic()
+        capture = run_searches({"legacy": {"docs": legacy, "queries": query_vectors},
+                                "candidate": {"docs": candidate, "queries": query_vectors}},
+                               "legacy", ["candidate"], config, folder)
+        searches_s = time.monotonic() - started
+        started = time.monotonic()
+        score_candidate(capture["by_candidate"]["candidate"], {"legacy": legacy, "candidate": candidate},
+                        {"legacy": query_vectors, "candidate": query_vectors}, config, relevance)
+        summary_s = time.monotonic() - started
+    return {"documents": n, "queries": queries, "dim": dim, "shares": len(config.shares),
+            "searches_s": round(searches_s, 1), "phases_s": capture["by_candidate"]["candidate"].get("seconds"),
+            "score_and_adapter_s": round(summary_s, 1), "peak_rss_largest_mib": round(rss.largest / 2**20),
+            "peak_rss_total_mib": round(rss.total / 2**20), "load_average": os.getloadavg()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="embedswap at corpus scale against fast fake servers")
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--keep", type=Path, default=None, help="folder for the generated corpora and attempts")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument("--index-only", action="store_true",
+                        help="measure only the index part (the embedded PostgreSQL, HNSW, the grid's searches)")
+    parser.add_argument("--queries", type=int, default=500, help="--index-only: queries (index.max_queries)")
     args = parser.parse_args(argv)
+    if args.index_only:
+        found = []
+        for n in [int(s) for s in args.sizes.split(",")]:
+            found.append(index_part(n, args.queries, 384, args.keep))
+            print(json.dumps(found[-1]), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(found, indent=2) + "\n")
+        return 0
     results = []
     for n in [int(s) for s in args.sizes.split(",")]:
         print(f"--- {n:,} documents", flush=True)

@@ -206,6 +206,10 @@ def run_experiment(experiment_dir: Path, attempt_name: str = "new", only: list[s
     resumes one: capture notebooks whose targets are complete are skipped (02 measures only the candidates that
     are not), and the analysis notebooks rerun when a capture was redone or when they did not complete."""
     experiment = load_experiment(experiment_dir)  # a bad config stops here, before any server starts
+    if experiment.index.dsn_env:  # the user's PostgreSQL DSN: kept out of every log and notebook this run writes
+        from embedswap.vectorstore.connect import register_dsn_env
+
+        register_dsn_env(experiment.index.dsn_env)
     existing = _existing_attempt(experiment_dir, attempt_name)
     resuming = existing is not None and bool(existing.steps())
     notebooks = only or NOTEBOOKS

@@ -151,3 +151,24 @@ def test_user_dsn_wrong_dsn_and_a_server_lost_mid_run(tmp_path: Path, monkeypatc
     assert lost["measured"] is True and lost["by_candidate"]["a"]["measured"] is True
     assert lost["by_candidate"]["b"]["reason"]["code"] == "vector_store_lost"
     assert "\n" not in lost["by_candidate"]["b"]["why"]
+
+
+def test_numpy_exact_beyond_the_store_limit_ranks_as_the_store(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedswap.index import searches
+
+    docs, queries, _ = _world()
+    vectors = {"legacy": {"docs": docs, "queries": queries}, "c": {"docs": docs * 1.5, "queries": queries}}
+    config = IndexConfig(shares=[0, 1])
+    on_store = run_searches(vectors, "legacy", ["c"], config, tmp_path / "a")["by_candidate"]["c"]
+    monkeypatch.setattr(searches, "EXACT_ON_STORE_MAX_PAIRS", 0)
+    in_numpy = run_searches(vectors, "legacy", ["c"], config, tmp_path / "b")["by_candidate"]["c"]
+    assert (on_store["exact"], in_numpy["exact"]) == ("store", "numpy")
+    for distance in ("cosine", "inner_product", "l2"):
+        for side in ("legacy", "candidate"):
+            for source in ("legacy", "candidate"):
+                a = np.asarray(on_store["by_distance"][distance][side][source])
+                b = np.asarray(in_numpy["by_distance"][distance][side][source])
+                assert (a[:, 0] == b[:, 0]).mean() >= 0.95, (distance, side, source)  # float4 vs float64 ties
+    assert np.mean(np.asarray(on_store["shares"]["1"]["candidate"]["exact"])
+                   == np.asarray(in_numpy["shares"]["1"]["candidate"]["exact"])) >= 0.95

@@ -118,3 +118,16 @@ def test_blocked_and_not_measured(complete_upgraded: dict) -> None:
     decided = index_decisions(validate_body(body))
     assert decided["vllm"]["code"] == "blocked" and decided["dynamo"]["code"] == "not_measured"
     assert decided["dynamo"]["reason"] == "vector_store_lost"
+
+
+def test_a_mixed_index_that_ranks_worse_is_not_kept() -> None:
+    same = [0.5 + 0.001 * (i % 3) for i in range(30)]
+    entry = _entry(same, same, identity=True, adapter=same)
+    worse = [0.1 + 0.01 * (i % 4) for i in range(30)]
+    cells = [c.model_dump() for c in entry.cells]
+    cells.append({"queries": "candidate", "share": 0.5, "method": "exact", "ndcg_at_10": worse, "recall_at_5": worse,
+                  "top5_overlap": [0.4] * 30, "hnsw_recall": []})
+    mixed = IndexCandidate.model_validate({**entry.model_dump(), "cells": cells})
+    decision = candidate_decision(mixed, DecisionsConfig(), IndexConfig(), "cosine", [])
+    assert decision["code"] == "re_embed" and decision["reason"] == "mixed_index_worse"
+    assert decision["mixed_worse"] == [0.5]

@@ -181,3 +181,30 @@ def test_start_failure_stops_everything(tmp_path: Path, monkeypatch: pytest.Monk
     assert server.process is not None and server.process.exit_code() is not None
     assert server.socket_dir is None and not server.alive()
     assert not _postgres_running(tmp_path / "pg")
+
+
+def test_dsn_and_its_password_are_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedswap.vectorstore.connect import register_dsn_env
+
+    monkeypatch.setenv("EMBEDSWAP_TEST_REDACT_DSN", "postgresql://app:s3cret-Pa55@db.internal:5432/prod")
+    assert register_dsn_env("EMBEDSWAP_TEST_REDACT_DSN").startswith("postgresql://")
+    text = redact("connect postgresql://app:s3cret-Pa55@db.internal:5432/prod failed; password s3cret-Pa55")
+    assert "s3cret-Pa55" not in text and "db.internal" not in text
+    assert register_dsn_env("EMBEDSWAP_TEST_UNSET_DSN_X") == ""
+
+
+def test_update_rows_in_place_under_an_hnsw_index(pg: EmbeddedPostgres) -> None:
+    from embedswap.vectorstore.tables import update_rows
+
+    rng = np.random.default_rng(2)
+    docs = rng.normal(size=(100, 8)).astype(np.float32)
+    with connect(pg.socket_dsn) as conn:
+        schema = ensure_schema(conn)
+        create_table(conn, schema, "rolling", 8)
+        bulk_load(conn, schema, "rolling", docs)
+        create_hnsw_index(conn, schema, "rolling", "l2")
+        target = docs[7] + 100.0  # far from everything else
+        assert update_rows(conn, schema, "rolling", np.array([3]), target[None, :]) == 1
+        for exact in (True, False):
+            assert search(conn, schema, "rolling", target[None, :], 1, "l2", exact=exact)[0, 0] == 3
+        assert conn.execute("SELECT count(*) FROM embedswap.rolling").fetchone()[0] == 100

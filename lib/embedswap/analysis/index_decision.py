@@ -70,6 +70,10 @@ def _cell_decision(cell: CellValues, reference: CellValues, config: DecisionsCon
     return out
 
 
+def _harmful(verdict: dict[str, Any] | None) -> bool:
+    return verdict is not None and verdict["code"] == "different" and verdict["direction"] == "worse"
+
+
 def _length(entry: IndexCandidate, config: DecisionsConfig) -> str | None:
     """'same', 'length_only' (cosine equivalent, inner product or L2 not) or 'direction', from the exact full
     re-embed's top-5 overlap with the legacy search, per distance."""
@@ -177,8 +181,12 @@ def candidate_decision(entry: IndexCandidate, config: DecisionsConfig, index: In
     advice = "none"
     if length == "length_only":
         advice = "keep_cosine" if distance == "cosine" else "use_cosine_or_renormalise"
+    # vectors of both origins in one index (new documents written after the swap) must not rank worse either
+    mixed_worse = [c["share"] for c in cells if c["queries"] == "candidate" and c["method"] == "exact"
+                   and 0 < c["share"] < 1 and _harmful(c["ndcg"] if judged else c["overlap"])]
     # new queries on the old index at least as good as old on old (judged), or the same top 5 (no judgements)
-    if backward is True or (not judged and cross_verdict is not None and cross_verdict["code"] == "equivalent"):
+    compatible = backward is True or (not judged and cross_verdict is not None and cross_verdict["code"] == "equivalent")
+    if compatible and not mixed_worse:
         # the index holds, but vectors the candidate writes from now on differ in length: the advice says what to do
         code = "keep_index"
         reason = "cross_equivalent_renormalise_new" if advice == "use_cosine_or_renormalise" else "cross_equivalent"
@@ -186,12 +194,14 @@ def candidate_decision(entry: IndexCandidate, config: DecisionsConfig, index: In
             and adapter["verdict"]["code"] in ("equivalent", "non_inferior"):
         code, reason = "adapter", "adapter_recovers"
     else:
-        code, reason = "re_embed", "cross_not_equivalent" if cross_verdict else "cross_not_measured"
+        code = "re_embed"
+        reason = ("mixed_index_worse" if compatible else "cross_not_equivalent") if cross_verdict \
+            else "cross_not_measured"
     return {"code": code, "reason": reason, "distance": distance, "basis": basis, "cross": cross_verdict,
             "backward_compatible": backward, "retention": retention,
             "hnsw_recall": float(np.mean(recalls)) if recalls else None, "length": length, "advice": advice,
             "cells": cells, "adapter": adapter, "cost": costs[0] if costs else None,
-            "cost_best": costs[1] if len(costs) > 1 else None}
+            "cost_best": costs[1] if len(costs) > 1 else None, "mixed_worse": mixed_worse}
 
 
 def index_decisions(summary: SummaryBody, latency_points: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """Step 03's searches for the compatibility grid, on the real vector store, written as one raw capture.
 
-Per candidate, one table per re-embedded share (0: the legacy documents, 1: the candidate's, in between a seeded
-draw of documents holding candidate vectors), each with an HNSW index of the index's distance; both query sources
-(legacy, candidate) are searched through the index and exactly. The four corners of the grid are shares 0 and 1
+Per candidate, one table per re-embedded share (0: the legacy documents, 1: the candidate's, in between a seeded,
+nested draw of documents holding candidate vectors), each with an HNSW index of the index's distance; both query
+sources
+(legacy, candidate) are searched through the index and exactly (on the store while the index is small, with numpy
+beyond: :func:`exact_on_store`). The four corners of the grid are shares 0 and 1
 with either query source. Beside it, the legacy index, the cross search and the full re-embed are searched exactly
 with every distance, since a change of vector length moves inner-product and L2 rankings but not cosine ones.
 
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from embedswap.config.index import IndexConfig
+from embedswap.index.adapter import rank
 from embedswap.reasons import not_measured
 from embedswap.vectorstore.connect import one_line
 from embedswap.vectorstore.server import StoreError
@@ -37,6 +40,7 @@ CAPTURE = "index/searches.json"
 DISTANCES = ("cosine", "inner_product", "l2")
 QUERY_FILES = {"shim": "query_vectors_client_prefixed.npy", "naive": "query_vectors_server_instruction.npy"}
 LEGACY_QUERY_FILE = "query_vectors_server_instruction.npy"  # what the old client sent (as ranking's legacy)
+EXACT_ON_STORE_MAX_PAIRS = 1_000_000  # documents x queries searched exactly on the store (see exact_on_store)
 
 
 def share_draw(n_docs: int, share: float, seed: int) -> np.ndarray:
@@ -73,16 +77,30 @@ def _drop(store: Store, name: str) -> None:
     store.tables.remove(name)
 
 
-def _searches(store: Store, name: str, queries: dict[str, np.ndarray], config: IndexConfig, distance: str,
-              *, hnsw: bool) -> dict[str, dict[str, list[list[int]]]]:
+def _exact(store: Store | None, name: str | None, docs: np.ndarray, vectors: np.ndarray, config: IndexConfig,
+           distance: str) -> list[list[int]]:
+    if store is not None and name is not None:
+        return store_search(store.conn, store.schema, name, vectors, config.k, distance,  # type: ignore[arg-type]
+                            exact=True).tolist()
+    return rank(docs, vectors, distance, config.k).tolist()
+
+
+def _searches(store: Store, name: str, docs: np.ndarray, queries: dict[str, np.ndarray], config: IndexConfig,
+              *, exact_on_store: bool) -> dict[str, dict[str, list[list[int]]]]:
     out: dict[str, dict[str, list[list[int]]]] = {}
     for source, vectors in queries.items():
-        out[source] = {"exact": store_search(store.conn, store.schema, name, vectors, config.k, distance,  # type: ignore[arg-type]
-                                             exact=True).tolist()}
-        if hnsw:
-            out[source]["hnsw"] = store_search(store.conn, store.schema, name, vectors, config.k, distance,  # type: ignore[arg-type]
-                                               ef_search=config.ef_search).tolist()
+        out[source] = {
+            "exact": _exact(store if exact_on_store else None, name, docs, vectors, config, config.distance),
+            "hnsw": store_search(store.conn, store.schema, name, vectors, config.k, config.distance,
+                                 ef_search=config.ef_search).tolist()}
     return out
+
+
+def exact_on_store(n_docs: int, n_queries: int) -> bool:
+    """Exact search on the store (a sequential scan per query) while it stays small; beyond, numpy's exact scan
+    (float64, the same ranking up to near-ties of the store's float4): at 100k documents and 500 queries the
+    store's scans would take about an hour on two cores (docs/measurements.md)."""
+    return n_docs * n_queries <= EXACT_ON_STORE_MAX_PAIRS
 
 
 def candidate_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.ndarray,
@@ -90,8 +108,11 @@ def candidate_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np
                        tag: str) -> dict[str, Any]:
     """Every search of one candidate (``tag``: a short table-name part)."""
     queries = {"legacy": legacy_queries, "candidate": candidate_queries}
+    on_store = exact_on_store(len(legacy_docs), 2 * len(legacy_queries))
     shares: dict[str, Any] = {}
-    seconds = {"load_s": 0.0, "index_s": 0.0, "search_s": 0.0}
+    seconds = {"load_s": 0.0, "index_s": 0.0, "search_s": 0.0, "exact_s": 0.0}
+    # one fresh index per share: updating rows in place under an HNSW index (a rolling re-embed) was measured far
+    # slower than a rebuild (docs/measurements.md), so each share is loaded and built anew
     for i, share in enumerate(config.shares):
         name = f"{tag}_s{i}"
         docs = mixed_documents(legacy_docs, candidate_docs, share, config.seed)
@@ -99,19 +120,24 @@ def candidate_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np
             seconds[key] += value
         started = time.perf_counter()
         shares[f"{share:g}"] = {"share": share, "reembedded": share_draw(len(docs), share, config.seed).tolist(),
-                                **_searches(store, name, queries, config, config.distance, hnsw=True)}
+                                **_searches(store, name, docs, queries, config, exact_on_store=on_store)}
         seconds["search_s"] += time.perf_counter() - started
         _drop(store, name)
+    started = time.perf_counter()
     by_distance: dict[str, Any] = {}
     for side, docs in (("legacy", legacy_docs), ("candidate", candidate_docs)):
         name = f"{tag}_{side}_exact"
-        _table(store, name, docs, config, hnsw=False)
+        if on_store:
+            _table(store, name, docs, config, hnsw=False)
         for distance in DISTANCES:
-            found = _searches(store, name, queries, config, distance, hnsw=False)
-            by_distance.setdefault(distance, {})[side] = {src: v["exact"] for src, v in found.items()}
-        _drop(store, name)
-    return {"measured": True, "shares": shares, "by_distance": by_distance,
-            "seconds": {k: round(v, 4) for k, v in seconds.items()}}
+            by_distance.setdefault(distance, {})[side] = {
+                src: _exact(store if on_store else None, name, docs, vectors, config, distance)
+                for src, vectors in queries.items()}
+        if on_store:
+            _drop(store, name)
+    seconds["exact_s"] = time.perf_counter() - started
+    return {"measured": True, "exact": "store" if on_store else "numpy", "shares": shares,
+            "by_distance": by_distance, "seconds": {k: round(v, 4) for k, v in seconds.items()}}
 
 
 def _blocked(legacy_docs: np.ndarray, candidate_docs: np.ndarray) -> dict[str, Any] | None:

@@ -151,6 +151,7 @@ class IndexDecision(Strict):
     length: Literal["same", "length_only", "direction"] | None = None
     advice: Literal["none", "keep_cosine", "use_cosine_or_renormalise"] = "none"
     cells: list[CellDecision] = []
+    mixed_worse: list[Number] = []  # re-embedded shares whose mixed index ranks worse than legacy (exact)
     adapter: AdapterDecision | None = None
     cost: ReembedCost | None = None  # at the article's operating point (concurrent)
     cost_best: ReembedCost | None = None  # at the sweep's best concurrency

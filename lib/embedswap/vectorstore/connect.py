@@ -19,11 +19,11 @@ SCHEMA = "embedswap"
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
-def dsn_from_env(name: str) -> str:
-    """The DSN in ``$name``, registered as a secret (with its password, if any) before anything can print it."""
+def register_dsn_env(name: str) -> str:
+    """Register the DSN in ``$name`` (and its password) with ``redact``; returns it ('' when unset)."""
     value = os.environ.get(name, "").strip()
     if not value:
-        raise StoreError(f"index.dsn_env names ${name}, which is not set (export the DSN of your PostgreSQL there)")
+        return ""
     register_secret(value)
     try:
         from psycopg.conninfo import conninfo_to_dict
@@ -33,6 +33,14 @@ def dsn_from_env(name: str) -> str:
         password = None
     if password:
         register_secret(str(password))
+    return value
+
+
+def dsn_from_env(name: str) -> str:
+    """The DSN in ``$name``, registered as a secret (with its password, if any) before anything can print it."""
+    value = register_dsn_env(name)
+    if not value:
+        raise StoreError(f"index.dsn_env names ${name}, which is not set (export the DSN of your PostgreSQL there)")
     return value
 
 

@@ -64,15 +64,19 @@ def _run_as() -> pwd.struct_passwd | None:
     return pwd.getpwnam(RUN_AS_WHEN_ROOT) if os.geteuid() == 0 else None
 
 
-def _as_user(command: list[str], user: pwd.struct_passwd | None) -> list[str]:
-    if user is None:
-        return command
+def _as_user(command: list[str], user: pwd.struct_passwd | None, *, death_signal: str = "INT") -> list[str]:
+    """``command`` as ``user`` (None: as we are), getting ``death_signal`` when its parent dies. For postgres that is
+    SIGINT, the fast shutdown: SIGTERM (what other servers get) is its smart shutdown, which waits for every running
+    query, and a query whose client died runs to its end."""
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        raise StoreError("running as root, the embedded PostgreSQL needs setpriv (util-linux) to drop to 'nobody'")
-    # the parent-death signal is cleared by a change of user, so setpriv sets it again after the switch
-    return [setpriv, f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups",
-            "--pdeathsig", "TERM", "--", *command]
+        if user is not None:
+            raise StoreError("running as root, the embedded PostgreSQL needs setpriv (util-linux) to drop to "
+                             "'nobody'")
+        return command
+    switch = [] if user is None else [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--clear-groups"]
+    # set last: a change of user clears the parent-death signal an outer setpriv set
+    return [setpriv, *switch, "--pdeathsig", death_signal, "--", *command]
 
 
 def _chown_tree(path: Path, user: pwd.struct_passwd | None) -> None:
@@ -167,7 +171,7 @@ class EmbeddedPostgres:
         _chown_tree(self.data_dir, user)
         command = _as_user([str(binaries / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
                             "--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8",
-                            "--no-instructions"], user)
+                            "--no-instructions"], user, death_signal="TERM")
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, start_new_session=True,
                               check=False)
         if done.returncode != 0:

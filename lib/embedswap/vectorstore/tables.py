@@ -75,16 +75,43 @@ def bulk_load(conn: Any, schema: str, table: str, vectors: np.ndarray, ids: np.n
     return len(vectors)
 
 
+def update_rows(conn: Any, schema: str, table: str, ids: np.ndarray, vectors: np.ndarray) -> int:
+    """Replace the vectors of ``ids`` in place, as a rolling re-embed does (an HNSW index on the table takes the new
+    versions as inserts): COPY into a temporary table, then one UPDATE ... FROM."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    staging = sql.Identifier(check_identifier(f"{table}_staging"))
+    try:
+        with conn.transaction():
+            conn.execute(sql.SQL("CREATE TEMPORARY TABLE {} (id integer PRIMARY KEY, embedding vector({})) "
+                                 "ON COMMIT DROP").format(staging, sql.Literal(int(vectors.shape[1]))))
+            with conn.cursor() as cur, cur.copy(sql.SQL("COPY {} (id, embedding) FROM STDIN WITH (FORMAT BINARY)")
+                                                .format(staging)) as copy:
+                copy.set_types(["int4", "vector"])
+                for i, row in zip(ids, vectors, strict=True):
+                    copy.write_row((int(i), row))
+            done = conn.execute(sql.SQL("UPDATE {} AS t SET embedding = s.embedding FROM {} AS s WHERE t.id = s.id")
+                                .format(_qualified(schema, table), staging))
+            return int(done.rowcount)
+    except psycopg.Error as exc:
+        raise _guard(f"updating {schema}.{table}", exc) from None
+
+
 def create_hnsw_index(conn: Any, schema: str, table: str, distance: Distance, *, m: int = 16,
-                      ef_construction: int = 64) -> None:
-    """An HNSW index with the operator class of ``distance`` (pgvector's defaults m=16, ef_construction=64)."""
+                      ef_construction: int = 64, maintenance_work_mem: str = "512MB") -> None:
+    """An HNSW index with the operator class of ``distance`` (pgvector's defaults m=16, ef_construction=64).
+
+    ``maintenance_work_mem`` is raised for this build only (``SET LOCAL``): pgvector builds the graph in memory
+    while it fits and much more slowly once it does not; PostgreSQL's default 64MB holds about 100k 384-dimension
+    vectors' graph only partly."""
     if distance not in OPCLASS:
         raise StoreError(f"unknown distance {distance!r} (cosine, inner_product or l2)")
     statement = sql.SQL("CREATE INDEX {} ON {} USING hnsw (embedding {}) WITH (m = {}, ef_construction = {})").format(
         sql.Identifier(check_identifier(f"{table}_hnsw")), _qualified(schema, table), sql.SQL(OPCLASS[distance]),
         sql.Literal(int(m)), sql.Literal(int(ef_construction)))
     try:
-        conn.execute(statement)
+        with conn.transaction():
+            conn.execute(sql.SQL("SET LOCAL maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
+            conn.execute(statement)
     except psycopg.Error as exc:
         raise _guard(f"building the HNSW index on {schema}.{table}", exc) from None
 

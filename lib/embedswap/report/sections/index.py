@@ -78,6 +78,7 @@ def _candidate(ctx: ReportContext, name: str, decision: IndexDecision) -> dict[s
             "unmapped": f"{adapter.residual_unmapped:.1e}", "retained": fmt(adapter.retained, "pct"),
             "cross_retained": fmt(adapter.cross_retained, "pct"), "verdict": _verdict(ctx, adapter.verdict)},
         "costs": _cost(ctx, decision),
+        "mixed_worse": fmt(decision.mixed_worse, "pct") if decision.mixed_worse else "",
         "table": _table(ctx, decision) if decision.cells else "",
     }
 
@@ -86,8 +87,10 @@ def index(ctx: ReportContext) -> dict[str, Any]:
     """The section's template values: ``state``, ``store``, ``candidates`` (one dict each), ``figure``."""
     section = ctx.summary.index
     if section is None or not is_measured(section):
-        return {"state": False, "label": ctx.label(False), "why": ctx.why(section, ctx.words.reason("index_not_run")),
-                "candidates": [], "figure": None}
+        # a summary from before the index part has no section at all
+        default = ctx.words.reason("section_absent" if section is None else "index_not_run")
+        return {"state": False, "label": ctx.label(False), "why": ctx.why(section, default), "candidates": [],
+                "figure": None}
     store = section.store
     return {
         "state": True, "label": ctx.label(True),

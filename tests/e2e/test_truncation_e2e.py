@@ -82,7 +82,8 @@ def hosted(tmp_path: Path) -> Iterator[tuple[int, int]]:
                     break
             except httpx.HTTPError:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(f"the upstream legacy server did not start: {(tmp_path / 'upstream.log').read_text()[-2000:]}")
+                    tail = (tmp_path / "upstream.log").read_text()[-2000:]
+                    pytest.fail(f"the upstream legacy server did not start: {tail}")
                 time.sleep(1)
         yield proxy_port, legacy_port
     finally:

@@ -83,7 +83,9 @@ def _st_encode(folder: Path, texts: list[str], **kwargs: object) -> np.ndarray:
 def test_truncation_at_the_servers_limit_is_named_with_that_limit(zoo: dict[str, Path]) -> None:
     served = _st_encode(zoo["tiny-bert-dense"], LONG, max_seq_length=12)
     without = diagnose(zoo["tiny-bert-dense"], LONG, served, "legacy")
-    assert without["cause"] == "diagnosis_unknown"  # the limit is not guessed: it comes from the server
+    # no limit stated: the limit is found from the vectors themselves (diagnosis.truncation), in tokens
+    assert without["cause"] == "diagnosis_truncation_tokens", without
+    assert without["truncation"]["limit"] == 12
     result = diagnose(zoo["tiny-bert-dense"], LONG, served, "legacy", limits=[12, 40, 10_000])
     assert result["cause"] == "diagnosis_truncation", result
     assert result["reasons"][0]["params"] == {"name": "legacy", "limit": 12, "expected": 128}

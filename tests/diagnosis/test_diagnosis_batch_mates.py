@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from embedswap.diagnosis.hypotheses import Diagnoser, padded
 from embedswap.diagnosis.step import workload_batches

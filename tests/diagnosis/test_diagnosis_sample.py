@@ -50,3 +50,20 @@ def test_the_hypotheses_stop_once_one_reproduces_the_vectors(tiny_zoo: dict[str,
     assert found.passes == 1  # the truth's own pass reproduced it: no other forward pass was made
     found._complete()
     assert found.passes > 3  # end token, prompts, truncation at 4, fp16, bf16: what it did not need
+
+
+MANY = [f"text number {i} with {'some ' * (i % 7)}words about servers" for i in range(40)]
+
+
+def test_a_variant_is_screened_on_the_worst_documents_before_a_full_pass(tiny_zoo: dict[str, Path]) -> None:
+    found = Diagnoser(tiny_zoo["tiny-bert-cls"], MANY, limits=[5])
+    rng = np.random.default_rng(3)
+    noise = rng.normal(size=found.candidates[found.truth].shape).astype(np.float32)
+    assert found.diagnose(noise, "noise")["cause"] == "diagnosis_unknown"
+    assert found.passes == 1  # no variant reproduced the 16 worst documents: no full pass was made
+    # a server truncating at 5 tokens: its variant passes the screen, and only then is computed on every text
+    tok = found.embedder.tokenizer
+    cut = found.embedder.embed([list(tok(t, truncation=True, max_length=5)["input_ids"]) for t in MANY])
+    result = found.diagnose(cut.vectors.numpy(), "cut")
+    assert result["cause"] == "diagnosis_truncation", result
+    assert found.passes == 2

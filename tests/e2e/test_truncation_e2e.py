@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from embedswap.paths import report_dir
 from ports import free_ports
 from realkit import JsonHandler, kill_tree, legacy_target, make_experiment, run_whole_experiment
 
@@ -81,7 +82,8 @@ def hosted(tmp_path: Path) -> Iterator[tuple[int, int]]:
                     break
             except httpx.HTTPError:
                 if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(f"the upstream legacy server did not start: {(tmp_path / 'upstream.log').read_text()[-2000:]}")
+                    tail = (tmp_path / "upstream.log").read_text()[-2000:]
+                    pytest.fail(f"the upstream legacy server did not start: {tail}")
                 time.sleep(1)
         yield proxy_port, legacy_port
     finally:
@@ -110,6 +112,9 @@ def test_a_word_limit_is_diagnosed_as_truncation_through_embedswap_run(tmp_path:
     over_long = next(r for r in summary["contract"] if r["probe"] == "over_long_input")
     assert "usage_truncation" in over_long["verdicts"]["hosted"]["aspects"]
     assert summary["diagnosis"]["sample"]["whole"] is True  # 40 documents: fewer than parity.sample
-    report = (attempt / "report" / "report.en.md").read_text(encoding="utf-8") \
-        if (attempt / "report" / "report.en.md").exists() else next(attempt.rglob("report.en.md")).read_text()
+    report = (report_dir(folder) / "report.en.md").read_text(encoding="utf-8")
     assert f"'hosted' cuts its inputs at about {WORDS} words" in report
+    # step 05's witnesses on MiniLM (the demo's model): every one agrees, and the report says so
+    witnesses = summary["parity"]["witnesses"]
+    assert witnesses["all_agree"] is True and witnesses["left_out"] == [], witnesses
+    assert "Every witness agrees at the gate's threshold" in report

@@ -48,7 +48,7 @@ def test_a_witness_disagreeing_with_the_others_and_one_that_failed() -> None:
     other = rng.normal(size=(4, 8)).astype(np.float32)
     vectors = {"sentence-transformers batch": other, "sentence-transformers alone": other,
                "transformers alone": base, "transformers batch": base}
-    found = agreement({**vectors, "transformers alone": base}, 0.999, {"vllm transformers": "RuntimeError: no engine"})
+    found = agreement(vectors, 0.999, {"vllm transformers": "RuntimeError: no engine"})
     # two groups of two: the preferred implementation's pair is the consensus; the other pair disagrees
     assert found["consensus"] == ["sentence-transformers batch", "sentence-transformers alone"]
     assert {w["name"]: w["code"] for w in found["left_out"]} == {

@@ -28,6 +28,7 @@ from embedswap.reasons import explain
 
 POOLINGS = ("mean", "cls", "lasttoken", "max")
 LOWER_DTYPES = ("float16", "bfloat16")
+SCREEN = 16  # the worst documents a variant is first tried on (diagnosis sized for a corpus)
 BATCHINGS = ("mask_ignored", "padding_flipped", "padding_flipped_position")
 NORM_RELATIVE_TOLERANCE = 1e-2
 BATCH = 32
@@ -114,19 +115,44 @@ class Diagnoser:
         self.batches = batches
         self.end_token: str | None = None  # the token the end-token hypothesis drops or appends
         self._variants = self._inputs()
+        self._pending: list[tuple[Hypothesis, list[list[int]], Any]] = []  # screened out for an earlier server
         self._reduce(*next(self._variants))  # the truth's own pass; the others only when a server differs
 
     def _complete(self) -> None:
         while self._advance() is not None:
             pass
 
-    def _advance(self) -> list[Hypothesis] | None:
-        """The next input-side variant's hypotheses (computed now), None when every variant is computed."""
-        try:
-            variant, ids, model = next(self._variants)  # a generator: each lower-precision model loaded in turn
-        except StopIteration:
-            return None
-        return self._reduce(variant, ids, model)
+    def _advance(self, screen: Callable[[Hypothesis, list[list[int]], Any], bool] | None = None
+                 ) -> list[Hypothesis] | None:
+        """The next input-side variant's hypotheses (computed now) that passes ``screen`` (variants that do not
+        wait, for the next server), None when none is left."""
+        for item in list(self._pending):
+            if screen is None or screen(*item):
+                self._pending.remove(item)
+                return self._reduce(*item)
+        for item in self._variants:  # a generator: each lower-precision model loaded in turn
+            if screen is None or screen(*item):
+                return self._reduce(*item)
+            self._pending.append(item)
+        return None
+
+    def _screen(self, served: np.ndarray, threshold: float) -> Callable[[Hypothesis, list[list[int]], Any], bool]:
+        """Whether a variant can reproduce ``served``, judged on its :data:`SCREEN` worst documents first (a
+        hypothesis must reproduce every document): a full pass only for a variant that reproduces those."""
+        truth = self.candidates[self.truth]
+        if len(self.texts) <= 2 * SCREEN or served.shape != truth.shape:
+            return lambda variant, ids, model: True
+        a, b = truth.astype(np.float64), served.astype(np.float64)
+        cos = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-30)
+        rows = sorted(int(i) for i in np.argsort(np.nan_to_num(cos, nan=-2.0), kind="stable")[:SCREEN])
+
+        def screen(variant: Hypothesis, ids: list[list[int]], model: Any) -> bool:
+            if variant.batching:  # batch mates: only the whole batches say anything
+                return True
+            subset = self._reduce(variant, [ids[i] for i in rows], model, store=False)
+            return any(_matches(v, served[rows], threshold) is not None for v in subset.values())
+
+        return screen
 
     # -- inputs: token ids per text for each input-side variant ------------------------------------------------------
     def _ids(self, texts: list[str], max_tokens: int) -> list[list[int]]:
@@ -174,7 +200,7 @@ class Diagnoser:
         return AutoModel.from_pretrained(self.path, dtype=DTYPES[dtype]).eval()
 
     # -- outputs: every pooling x Dense x Normalize of one forward pass ---------------------------------------------
-    def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any) -> list[Hypothesis]:
+    def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any, store: bool = True) -> Any:
         import torch
         import torch.nn.functional as F
 
@@ -199,6 +225,8 @@ class Diagnoser:
                         vec = F.normalize(vec, p=2, dim=1) if normalize else vec
                         key = replace(variant, pooling=mode, dense=dense, normalize=normalize)
                         out.setdefault(key, []).append(vec)
+        if not store:  # a screening pass: the vectors of a subset, not kept
+            return {key: torch.cat(parts).numpy() for key, parts in out.items()}
         added = [key for key in out if key not in self.candidates]
         for key in added:
             self.candidates[key] = torch.cat(out[key]).numpy()
@@ -215,8 +243,9 @@ class Diagnoser:
         found = self._reproducing(list(self.candidates), served, threshold)
         # one input-side pass at a time, stopping once a single difference reproduces the vectors (none can
         # beat it: every pass still to come differs at least once); two differences keep looking for one
+        screen = self._screen(served, threshold)
         while not any(h.differences(self.truth) <= 1 for h, _ in found):
-            added = self._advance()
+            added = self._advance(screen)
             if added is None:
                 break
             found += self._reproducing(added, served, threshold)

@@ -81,6 +81,7 @@ CATALOGUE: list[dict[str, Any]] = [
     {"name": "unicode_mixed", "description": "Korean, emoji and a zero-width space", "body": {"input": ["$unicode"]}},
 ]
 
+
 def long_input(token_limit: int | None) -> str:
     """The over-long probe's input: far over the model's own limit (one token per word for every tokenizer here)."""
     return "word " * max(2000, 4 * (token_limit or 0))
@@ -314,14 +315,15 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         return _verdict("empty-200", "detail_empty_200", None, [aspect], problem=why,
                         legacy=legacy.get("status"))
     ls, cs = legacy["status"], candidate["status"]
-    if against_request and check_broken(legacy) is not None:  # the legacy server's 200 carried nothing; the swap changes that
+    if against_request and check_broken(legacy) is not None:  # legacy's 200 carried nothing: the swap cures it
         return _verdict("loud-failure", "detail_legacy_empty_200", status=cs)
     if ls != 200 or cs != 200:
         return _status_verdict(ls, cs)
     differences, aspects, cos = _vector_differences(legacy, candidate, same_threshold)
     candidate_metadata: list[tuple[str, dict[str, Any]]] = []
     formats: list[tuple[str, dict[str, Any]]] = []
-    for aspect, why in check_answer(candidate) if against_request else []:  # the candidate's answer against its own request
+    # the candidate's answer against its own request
+    for aspect, why in check_answer(candidate) if against_request else []:
         if aspect == "count_asked":
             differences.append(why)
             aspects.append(aspect)

@@ -92,10 +92,12 @@ def check_answer(record: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         found.append(("count_asked", reason("difference_request_count", asked=want["n_inputs"], answered=n)))
     echoed = record.get("model")
     if want["model"] is not None and echoed is not None and echoed != want["model"]:
-        found.append(("model_asked", reason("difference_request_model", asked=repr(want["model"]), echoed=repr(echoed))))
+        found.append(("model_asked", reason("difference_request_model", asked=repr(want["model"]),
+                                            echoed=repr(echoed))))
     encoding = record.get("encoding")
     if want["encoding"] is not None and encoding is not None and encoding != want["encoding"]:
-        found.append(("encoding_asked", reason("difference_request_encoding", asked=want["encoding"], answered=encoding)))
+        found.append(("encoding_asked", reason("difference_request_encoding", asked=want["encoding"],
+                                               answered=encoding)))
     usage = usage_against_truncation(record)
     if usage is not None:
         found.append(("usage_truncation", usage))

@@ -9,6 +9,7 @@ from tqdm import tqdm  # text bars: they show both in JupyterLab and in the pape
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import probe_context, DEFAULT_PROBE_PATH, build_request, describe_body, select_probes
+from embedswap.measure.model_limits import token_limit
 from embedswap.measure.tokens import probe_token_counter
 from embedswap.measure.workload import Workload
 
@@ -85,6 +86,8 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
                             fallback_dim=config.native_dim or 0)
         records = []
         count = probe_token_counter(experiment, model_path)
+        count_whole = probe_token_counter(experiment, model_path, whole=True)
+        limit = token_limit(model_path)
         for spec in tqdm(select_probes(experiment.contract.probes, experiment.contract.custom),
                          desc=f"{prefix}: shim probes", leave=False, mininterval=1.0):
             if spec.path != DEFAULT_PROBE_PATH:
@@ -101,6 +104,8 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
                 "sent": describe_body(body, raw),
                 **answer.record(),
                 "tokenizer_tokens": count(body),  # of what the caller sent, as for the bare probes
+                "input_tokens": count_whole(body),
+                "token_limit": limit,
                 "vector": answer.vectors[0] if answer.ok and answer.vectors else None,
                 "shim": info,
             })

@@ -114,7 +114,7 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     ratios = []
     for name in ctx.candidates:
         r = shown.ratios.get(name)
-        if r is None:
+        if r is None or r.seq_p50 is None or r.conc_docs_per_s is None:
             continue
         ratios.append({"name": code(name), "seq_from": fmt(_at(shown, ctx.legacy, "sequential", "p50_ms"), "ms"),
                        "seq_to": fmt(_at(shown, name, "sequential", "p50_ms"), "ms"),
@@ -126,7 +126,7 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
             "statistic": shown.statistic, "ratios": ratios,
             "all_faster": bool(ratios) and all(r["faster"] for r in ratios),
-            "figure": "latency_points" if ctx.figures.get("latency_points") else None}
+            "figure": "latency_points" if measured and ctx.figures.get("latency_points") else None}
 
 
 def _at(shown: Any, name: str | None, run: str, field: str) -> float | None:
@@ -134,8 +134,12 @@ def _at(shown: Any, name: str | None, run: str, field: str) -> float | None:
     return getattr(point, field) if point is not None else None
 
 
+def _join(ctx: ReportContext, names: list[str]) -> str:
+    return ctx.terms["post"]["list_sep"].join(code(x) for x in names)
+
+
 def _separator(ctx: ReportContext, s: Separator) -> dict[str, Any]:
-    return {"kind": s.kind, "probes": ", ".join(code(x) for x in s.probes), "client": code(s.client_error or ""),
+    return {"kind": s.kind, "probes": _join(ctx, s.probes), "client": code(s.client_error or ""),
             "server": code(s.server_error or ""), "origin": code(s.origin) if s.origin else None,
             "rates": [{"name": code(n), "rate": fmt(v, "rate")} for n, v in s.rates.items()],
             "faster": code(s.faster) if s.faster else None, "slower": code(s.slower) if s.slower else None}
@@ -146,16 +150,26 @@ def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
     members = [post.conclusion(m) for m in g.members]
     first = members[0]
     codes = list(dict.fromkeys(m.code for m in members if m is not None))
-    union = lambda key: list(dict.fromkeys(x for m in members if m is not None for x in getattr(m, key)))  # noqa: E731
-    refused = list(dict.fromkeys(union("refused") + union("retry")))
+    present = [m for m in members if m is not None]
+
+    def union(key: str) -> list[str]:
+        return list(dict.fromkeys(x for m in present for x in getattr(m, key)))
+
+    def shared(*keys: str) -> list[str]:
+        # what every member shares: a probe only one member answers that way is a separator, worded apart
+        sets = [{x for k in keys for x in getattr(m, k)} for m in present]
+        return [x for x in union(keys[0]) + (union(keys[1]) if len(keys) > 1 else [])
+                if all(x in s for s in sets)] if sets else []
+
+    refused = list(dict.fromkeys(shared("refused", "retry")))
     return {
         "label": _names(ctx, g.members), "plural": len(g.members) > 1, "basis": g.basis,
         "code": codes[0] if len(codes) == 1 else "client_changes",
         "compared": fmt(first.compared if first else None, "int"), "differ": fmt(first.differ if first else None, "int"),
-        "silent": ", ".join(code(x) for x in union("silent")), "refused": ", ".join(code(x) for x in refused),
-        "retry": ", ".join(code(x) for x in union("retry")), "shape": ", ".join(code(x) for x in union("shape")),
-        "legacy_failed": ", ".join(code(x) for x in union("legacy_failed")),
-        "shim_left": ", ".join(code(x) for x in union("shim_left")),
+        "silent": _join(ctx, shared("silent")), "refused": _join(ctx, refused),
+        "retry": _join(ctx, union("retry")), "shape": _join(ctx, shared("shape")),
+        "legacy_failed": _join(ctx, shared("legacy_failed")),
+        "shim_left": _join(ctx, union("shim_left")),
         "cosine": fmt(min((m.cosine_min for m in members if m and m.cosine_min is not None), default=None), "cos4"),
         "threshold": fmt(first.threshold if first else None, "raw"),
         "separators": [_separator(ctx, s) for s in g.separators],
@@ -205,7 +219,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "dynamo": any(v.component == "dynamo" for v in post.versions),
         "not_measured": [ctx.terms["post"]["not_measured"][c] for c in post.not_measured],
         "article": article, "full_report": FULL_REPORT.format(lang=lang),
-        "figure_cosine": "cosine_by_language" if figures.get("cosine_by_language") else None,
+        "figure_cosine": "cosine_by_language" if vectors_measured and figures.get("cosine_by_language") else None,
         "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
     }

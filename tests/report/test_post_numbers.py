@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from embedswap.report import figures
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.post import render_post

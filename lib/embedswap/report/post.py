@@ -126,6 +126,8 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
             "statistic": shown.statistic, "ratios": ratios,
             "all_faster": bool(ratios) and all(r["faster"] for r in ratios),
+            "all_slower": bool(ratios) and all(shown.ratios[n].conc_docs_per_s < 1 for n in ctx.candidates
+                                                if n in shown.ratios and shown.ratios[n].conc_docs_per_s is not None),
             "figure": "latency_points" if measured and ctx.figures.get("latency_points") else None}
 
 
@@ -178,6 +180,14 @@ def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
     }
 
 
+def _older(run: str | None, article: str) -> bool:
+    """Whether this run's release is older than the article's (1.6.1 against 1.6.2); False when unreadable."""
+    try:
+        return tuple(int(x) for x in str(run).split(".")[:3]) < tuple(int(x) for x in article.split(".")[:3])
+    except ValueError:
+        return False
+
+
 def _versions(ctx: ReportContext) -> list[dict[str, Any]]:
     names = ctx.terms["post"]["component"]
     return [{"component": names.get(v.component, v.component), "article": v.article,
@@ -215,6 +225,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
                            "same" if all(g["differ"] == "0" for g in groups) else "differs"),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
+        "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),
         "versions_unknown": any(v.same is None for v in post.versions), "retry": retry,
         "dynamo": any(v.component == "dynamo" for v in post.versions),
         "not_measured": [ctx.terms["post"]["not_measured"][c] for c in post.not_measured],

@@ -209,9 +209,11 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         same = next((line for line in contract_lines
                      if (line["compared"], line["differ"]) == (g["compared"], g["differ"])), None)
         if same is None:
-            contract_lines.append({"label": g["label"], "compared": g["compared"], "differ": g["differ"]})
-        else:
-            same["label"] += " · " + g["label"]
+            contract_lines.append({"label": g["label"], "compared": g["compared"], "differ": g["differ"],
+                                   "each": False})
+        else:  # same counts, not the same answers: named side by side, "each"
+            same["label"] += ctx.terms["post"]["list_sep"] + g["label"]
+            same["each"] = True
     retry = any(g["retry"] for g in groups)
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),

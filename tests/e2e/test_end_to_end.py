@@ -215,6 +215,33 @@ def test_report_rendered_with_labels(demo: dict) -> None:
         assert "<html" in (report / "notebooks" / f"{name}.html").read_text(encoding="utf-8")[:2000].lower()
 
 
+def test_the_post_leads_with_its_conclusion_and_its_numbers_agree(demo: dict) -> None:
+    """The demo's post (the blog draft): at most 220 lines, the conclusion before the first section, claim
+    headings, a link to the full report; every number in it, its front matter and the latency figure's data exists
+    in the decision it cites (tests/support/post_numbers.py); Dynamo and vLLM alone share their rows."""
+    from post_numbers import figure_problems, front_matter_problems, post_problems
+
+    from embedswap.report.front_matter import split
+    from embedswap.summary.upgrade import read_summary
+
+    summary = read_summary(demo["summary"])
+    report = demo["root"] / "reports" / demo["folder"].name
+    problems = figure_problems(summary)
+    for lang in ("ko", "en"):
+        _, post = split((report / f"post.{lang}.md").read_text(encoding="utf-8"))
+        assert len(post.splitlines()) <= 220, lang
+        assert post.index("**") < post.index("\n## 1."), lang  # the conclusion comes first
+        assert f"](report.{lang}.md)" in post and (report / f"report.{lang}.md").exists()
+        problems += post_problems(summary, post, lang) + front_matter_problems(summary, lang)
+    assert problems == []
+    ko = split((report / "post.ko.md").read_text(encoding="utf-8"))[1]
+    assert "## 3. 벡터는 같았다" in ko
+    groups = summary.decisions.post.groups
+    assert any(set(g.members) == {"dynamo", "vllm"} and g.basis == "sha256" for g in groups), groups
+    assert "`dynamo` · `vllm`" in ko or "`vllm` · `dynamo`" in ko  # one column, one sentence
+    assert "Dynamo 가 vLLM 단독에 더하는 것은" in ko  # what separates them, and what it does not know
+
+
 def test_verify_detects_a_flipped_byte(demo: dict, tmp_path: Path) -> None:
     ok = subprocess.run([EMBEDSWAP, "verify", str(demo["folder"])], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stdout

@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from embedswap.report.josa import josa
 from embedswap.report.post import render_post
 

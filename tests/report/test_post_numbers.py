@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from embedswap.report import figures
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.post import render_post
@@ -65,3 +64,16 @@ def test_a_post_number_from_another_statistic_is_caught() -> None:
     broken = post.replace(f"to {pooled:,.1f} docs/s", f"to {median:,.1f} docs/s")
     assert broken != post
     assert any("380.2 is in no decision" in p for p in post_problems(summary, broken, "en"))
+
+
+def test_a_summary_decided_before_the_post_gets_its_decisions() -> None:
+    """A current-schema summary.json written before decisions.shown and decisions.post existed: they are computed
+    at load from the decisions it stores, the others left as stored."""
+    from embedswap.summary.upgrade import upgrade_summary
+
+    current = upgrade_summary(json.loads((FIXTURES / "summary_complete.json").read_text(encoding="utf-8")))
+    older = {**current, "decisions": {k: v for k, v in current["decisions"].items() if k not in ("shown", "post")}}
+    again = read_summary(older)
+    expected = read_summary(current)
+    assert again.decisions.shown == expected.decisions.shown and again.decisions.shown.by_target
+    assert again.decisions.post == expected.decisions.post

@@ -13,6 +13,7 @@ import pytest
 
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.markdown import render_markdown
+from embedswap.report.post import render_post
 from embedswap.summary.upgrade import read_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -29,3 +30,17 @@ def test_rendered_report_is_unchanged(name: str, lang: str) -> None:
         stored.write_text(text, encoding="utf-8")
     assert stored.exists(), f"{stored} missing: write it with EMBEDSWAP_UPDATE_RENDERED=1"
     assert text == stored.read_text(encoding="utf-8"), f"{stored.name} differs from the stored report"
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+@pytest.mark.parametrize("name", SUMMARIES)
+def test_rendered_post_is_unchanged(name: str, lang: str) -> None:
+    """The post (the blog draft) of every fixture, with every figure drawn, byte for byte."""
+    summary = read_summary(json.loads((FIXTURES / name).read_text(encoding="utf-8")))
+    text = render_post(summary, lang, {"cosine_by_language": True, "latency_points": True})
+    stored = RENDERED / f"{Path(name).stem}.post.{lang}.md"
+    if os.environ.get("EMBEDSWAP_UPDATE_RENDERED") == "1":
+        stored.write_text(text, encoding="utf-8")
+    assert stored.exists(), f"{stored} missing: write it with EMBEDSWAP_UPDATE_RENDERED=1"
+    assert text == stored.read_text(encoding="utf-8"), f"{stored.name} differs from the stored post"
+    assert len(text.splitlines()) <= 220  # a post, not a data dump

@@ -68,7 +68,7 @@ def post_problems(summary: Summary, post: str, lang: str) -> list[str]:
     problems = [f"{lang}: {n} is in no decision" for n in decimals(post) if n not in ok]
     shown = summary.decisions.shown
     for name in summary.decisions.shown.by_target:
-        row = re.search(rf"^\| [^|]*`{re.escape(name)}` \|(.*)\|$", post, flags=re.M)
+        row = re.search(rf"^\| [^|]*`{re.escape(name)}` \|(.*)\|$", post, flags=re.MULTILINE)
         if row is None:
             continue
         seq, conc = shown.at(name, "sequential"), shown.at(name, "concurrent")

@@ -45,6 +45,14 @@ def decide(summary: SummaryBody) -> Decisions:
     })
 
 
+def post_decisions(summary: SummaryBody, stored: dict[str, Any]) -> dict[str, Any]:
+    """``shown`` and ``post`` alone, from the latency and ranking decisions a summary already stores (one decided
+    before they existed), as summary.json stores them."""
+    latency, ranking = stored.get("latency") or {}, stored.get("ranking") or {}
+    return {"shown": latency_shown.latency_shown(summary, latency.get("points") or {}),
+            "post": post.post_decision(summary, latency, ranking)}
+
+
 def decisions_json(decisions: Decisions) -> dict[str, Any]:
     """The ``decisions`` section as summary.json stores it: only the keys the analysis set (an absent optional
     key stays absent, as before the model)."""

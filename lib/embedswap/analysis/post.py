@@ -206,8 +206,8 @@ def _article_versions() -> dict[str, str]:
 
 def _versions(summary: SummaryBody, names: list[str]) -> list[dict[str, Any]]:
     article = _article_versions()
-    patterns = {"dynamo": re.compile(r"(?:ai-)?dynamo[ =]+v?([0-9][\w.]*)", re.I),
-                "vllm": re.compile(r"\bvllm[ =]+v?([0-9][\w.]*)", re.I)}
+    patterns = {"dynamo": re.compile(r"(?:ai-)?dynamo[ =]+v?([0-9][\w.]*)", re.IGNORECASE),
+                "vllm": re.compile(r"\bvllm[ =]+v?([0-9][\w.]*)", re.IGNORECASE)}
     out = []
     for component, pattern in patterns.items():
         found, server, present = None, None, False

@@ -1,7 +1,8 @@
 """The report of an experiment: one skeleton template, a catalogue of words per language, one module per section.
 
 Layout: ``format.py`` (numbers, labels, markdown cells), ``catalogue.py`` + ``catalogue/<lang>.toml`` (words),
-``sections/<name>.py`` (summary section -> template values), ``markdown.py`` (the skeleton rendered),
+``sections/<name>.py`` (summary section -> template values), ``markdown.py`` (the skeleton rendered: the full
+report), ``post.py`` (the post: the blog draft that leads with its conclusion and links the full report),
 ``html.py`` (the page), ``publish.py`` (files, figures, report.json, the index), ``figures.py`` (charts).
 """
 
@@ -11,6 +12,7 @@ from embedswap.report.errors import ReportError
 from embedswap.report.format import fmt, label
 from embedswap.report.html import markdown_to_html
 from embedswap.report.markdown import render_markdown
+from embedswap.report.post import render_post
 from embedswap.report.publish import headline, render_index, render_report
 from embedswap.report.sections.gaps import not_measured_items
 
@@ -25,5 +27,6 @@ __all__ = [
     "not_measured_items",
     "render_index",
     "render_markdown",
+    "render_post",
     "render_report",
 ]

@@ -114,7 +114,7 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     ratios = []
     for name in ctx.candidates:
         r = shown.ratios.get(name)
-        if r is None:
+        if r is None or r.seq_p50 is None or r.conc_docs_per_s is None:
             continue
         ratios.append({"name": code(name), "seq_from": fmt(_at(shown, ctx.legacy, "sequential", "p50_ms"), "ms"),
                        "seq_to": fmt(_at(shown, name, "sequential", "p50_ms"), "ms"),
@@ -126,7 +126,9 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
             "statistic": shown.statistic, "ratios": ratios,
             "all_faster": bool(ratios) and all(r["faster"] for r in ratios),
-            "figure": "latency_points" if ctx.figures.get("latency_points") else None}
+            "all_slower": bool(ratios) and all(shown.ratios[n].conc_docs_per_s < 1 for n in ctx.candidates
+                                                if n in shown.ratios and shown.ratios[n].conc_docs_per_s is not None),
+            "figure": "latency_points" if measured and ctx.figures.get("latency_points") else None}
 
 
 def _at(shown: Any, name: str | None, run: str, field: str) -> float | None:
@@ -134,8 +136,12 @@ def _at(shown: Any, name: str | None, run: str, field: str) -> float | None:
     return getattr(point, field) if point is not None else None
 
 
+def _join(ctx: ReportContext, names: list[str]) -> str:
+    return ctx.terms["post"]["list_sep"].join(code(x) for x in names)
+
+
 def _separator(ctx: ReportContext, s: Separator) -> dict[str, Any]:
-    return {"kind": s.kind, "probes": ", ".join(code(x) for x in s.probes), "client": code(s.client_error or ""),
+    return {"kind": s.kind, "probes": _join(ctx, s.probes), "client": code(s.client_error or ""),
             "server": code(s.server_error or ""), "origin": code(s.origin) if s.origin else None,
             "rates": [{"name": code(n), "rate": fmt(v, "rate")} for n, v in s.rates.items()],
             "faster": code(s.faster) if s.faster else None, "slower": code(s.slower) if s.slower else None}
@@ -146,22 +152,40 @@ def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
     members = [post.conclusion(m) for m in g.members]
     first = members[0]
     codes = list(dict.fromkeys(m.code for m in members if m is not None))
-    union = lambda key: list(dict.fromkeys(x for m in members if m is not None for x in getattr(m, key)))  # noqa: E731
-    refused = list(dict.fromkeys(union("refused") + union("retry")))
+    present = [m for m in members if m is not None]
+
+    def union(key: str) -> list[str]:
+        return list(dict.fromkeys(x for m in present for x in getattr(m, key)))
+
+    def shared(*keys: str) -> list[str]:
+        # what every member shares: a probe only one member answers that way is a separator, worded apart
+        sets = [{x for k in keys for x in getattr(m, k)} for m in present]
+        return [x for x in union(keys[0]) + (union(keys[1]) if len(keys) > 1 else [])
+                if all(x in s for s in sets)] if sets else []
+
+    refused = list(dict.fromkeys(shared("refused", "retry")))
     return {
         "label": _names(ctx, g.members), "plural": len(g.members) > 1, "basis": g.basis,
         "code": codes[0] if len(codes) == 1 else "client_changes",
         "compared": fmt(first.compared if first else None, "int"), "differ": fmt(first.differ if first else None, "int"),
-        "silent": ", ".join(code(x) for x in union("silent")), "refused": ", ".join(code(x) for x in refused),
-        "retry": ", ".join(code(x) for x in union("retry")), "shape": ", ".join(code(x) for x in union("shape")),
-        "legacy_failed": ", ".join(code(x) for x in union("legacy_failed")),
-        "shim_left": ", ".join(code(x) for x in union("shim_left")),
+        "silent": _join(ctx, shared("silent")), "refused": _join(ctx, refused),
+        "retry": _join(ctx, union("retry")), "shape": _join(ctx, shared("shape")),
+        "legacy_failed": _join(ctx, shared("legacy_failed")),
+        "shim_left": _join(ctx, union("shim_left")),
         "cosine": fmt(min((m.cosine_min for m in members if m and m.cosine_min is not None), default=None), "cos4"),
         "threshold": fmt(first.threshold if first else None, "raw"),
         "separators": [_separator(ctx, s) for s in g.separators],
         "unknown": [ctx.terms["post"]["unknown"][u] for u in g.unknown if u not in post.not_measured],
         "dynamo_pair": len(g.members) > 1 and "several_workers" in g.unknown,
     }
+
+
+def _older(run: str | None, article: str) -> bool:
+    """Whether this run's release is older than the article's (1.6.1 against 1.6.2); False when unreadable."""
+    try:
+        return tuple(int(x) for x in str(run).split(".")[:3]) < tuple(int(x) for x in article.split(".")[:3])
+    except ValueError:
+        return False
 
 
 def _versions(ctx: ReportContext) -> list[dict[str, Any]]:
@@ -185,9 +209,11 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         same = next((line for line in contract_lines
                      if (line["compared"], line["differ"]) == (g["compared"], g["differ"])), None)
         if same is None:
-            contract_lines.append({"label": g["label"], "compared": g["compared"], "differ": g["differ"]})
-        else:
-            same["label"] += " · " + g["label"]
+            contract_lines.append({"label": g["label"], "compared": g["compared"], "differ": g["differ"],
+                                   "each": False})
+        else:  # same counts, not the same answers: named side by side, "each"
+            same["label"] += ctx.terms["post"]["list_sep"] + g["label"]
+            same["each"] = True
     retry = any(g["retry"] for g in groups)
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
@@ -201,11 +227,12 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
                            "same" if all(g["differ"] == "0" for g in groups) else "differs"),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
+        "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),
         "versions_unknown": any(v.same is None for v in post.versions), "retry": retry,
         "dynamo": any(v.component == "dynamo" for v in post.versions),
         "not_measured": [ctx.terms["post"]["not_measured"][c] for c in post.not_measured],
         "article": article, "full_report": FULL_REPORT.format(lang=lang),
-        "figure_cosine": "cosine_by_language" if figures.get("cosine_by_language") else None,
+        "figure_cosine": "cosine_by_language" if vectors_measured and figures.get("cosine_by_language") else None,
         "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
     }

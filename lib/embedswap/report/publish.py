@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,39 @@ def _write_figures(summary: Summary, figure_dir: Path, written: dict[str, Path])
     return images
 
 
+@dataclass(frozen=True)
+class Page:
+    """What every page of one render shares: figures, manifest, attempt, title, article, languages, footer."""
+    drawn: dict[str, bool]
+    manifest: dict[str, Any] | None
+    attempt_dir: Path
+    title: str | None
+    article: Any
+    images: dict[str, bytes]
+    languages: list[str]
+    footer: str
+    where: Any
+    fallback: str
+
+
+def _write_language(summary: Summary, lang: str, out: Path, page: Page, head: Headline,
+                    config: ReportConfig) -> dict[str, Path]:
+    """The full report (every table, the post's appendix) and the post (the blog draft that leads with its
+    conclusion and links the full report) of one language, as markdown with front matter and as HTML."""
+    written = {}
+    text = scrub(render_markdown(summary, lang, page.drawn, page.manifest, page.attempt_dir, page.title,
+                                 page.article), page.where)
+    post = scrub(render_post(summary, lang, page.drawn, page.title, page.article), page.where)
+    link = f"]({FULL_REPORT.format(lang=lang)})"
+    for kind, body, html_body in (("report", text, text), ("post", post, post.replace(link, f"](report.{lang}.html)"))):
+        title = page_title(body, page.fallback)
+        front = front_matter(summary, lang, title, head, config.publish)
+        written[f"{kind}.{lang}.md"] = write_file(out / f"{kind}.{lang}.md", dump(front) + body)
+        html = markdown_to_html(html_body, lang, title, page.images, page.languages, footer=page.footer)
+        written[f"{kind}.{lang}.html"] = write_file(out / f"{kind}.{lang}.html", scrub(html, page.where))
+    return written
+
+
 def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     """Render the report of one attempt (default: the newest) from its summary.json.
 
@@ -125,19 +159,9 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     fallback = f"embedswap report {summary.experiment.folder}"
     footer = f"embedswap · summary {summary.generated} · {chosen.name}"
     for lang in languages:
-        # the full report: every table (the post's appendix)
-        text = scrub(render_markdown(summary, lang, drawn, manifest, chosen.path, title, article), where)
-        front = front_matter(summary, lang, page_title(text, fallback), head, config.publish)
-        written[f"report.{lang}.md"] = write_file(out / f"report.{lang}.md", dump(front) + text)
-        html = markdown_to_html(text, lang, page_title(text, fallback), images, languages, footer=footer)
-        written[f"report.{lang}.html"] = write_file(out / f"report.{lang}.html", scrub(html, where))
-        # the post: the blog draft that leads with its conclusion and links the full report
-        post = scrub(render_post(summary, lang, drawn, title, article), where)
-        front = front_matter(summary, lang, page_title(post, fallback), head, config.publish)
-        written[f"post.{lang}.md"] = write_file(out / f"post.{lang}.md", dump(front) + post)
-        html = markdown_to_html(post.replace(f"]({FULL_REPORT.format(lang=lang)})", f"](report.{lang}.html)"),
-                                lang, page_title(post, fallback), images, languages, footer=footer)
-        written[f"post.{lang}.html"] = write_file(out / f"post.{lang}.html", scrub(html, where))
+        written.update(_write_language(summary, lang, out, Page(drawn, manifest, chosen.path, title, article,
+                                                                images, languages, footer, where, fallback),
+                                       head, config))
     for suffix in ("md", "html"):
         target = out / f"report.{suffix}"
         write_file(target, (out / f"report.{languages[0]}.{suffix}").read_bytes())

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from embedswap.analysis import decide, decisions_json
+from embedswap.analysis import decide, decisions_json, post_decisions
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
 
@@ -40,6 +40,9 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
     attach_reasons(out)
     if version < SCHEMA_VERSION or not isinstance(out.get("decisions"), dict):
         out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
+    elif not {"shown", "post"} <= set(out["decisions"]):  # decided before the post's decisions existed
+        out["decisions"] = {**out["decisions"], **post_decisions(
+            validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])}
     out["schema_version"] = SCHEMA_VERSION
     return out
 

@@ -113,7 +113,11 @@ def _verdict(row: ProbeRow, name: str) -> str | None:
 def _counts(ctx: ReportContext, contract: list[ProbeRow]) -> list[dict[str, Any]]:
     counts = []
     for name in ctx.candidates:
-        found = [_verdict(r, name) for r in contract]
+        # a difference only the legacy server's own failure makes is not the candidate's (decisions.post): the
+        # counts here are the post's
+        conclusion = ctx.decisions.post.conclusion(name)
+        legacy_failed = set(conclusion.legacy_failed) if conclusion is not None else set()
+        found = [None if r.probe in legacy_failed else _verdict(r, name) for r in contract]
         counted = [(v, sum(1 for f in found if f == v)) for v in VERDICT_ORDER]
         counts.append({"name": name, "total": len(found), "compared": sum(1 for f in found if f),
                        "differ": sum(1 for f in found if f and f != "same"),

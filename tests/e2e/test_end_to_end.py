@@ -296,6 +296,30 @@ def test_ranking_impact_is_measured(demo: dict) -> None:
         assert tests[name]["shim"]["unchanged"] is True, name
 
 
+HOLM_HEADER = {"en": "Overall (Holm-corrected)", "ko": "전체 (Holm 보정)", "ja": "全体（Holm 補正）",
+               "zh": "总体（Holm 校正）"}
+
+
+def test_ranking_and_cosines_are_decided_per_language(demo: dict) -> None:
+    """The demo's queries and documents are Korean and English: each comparison is decided per language with
+    Holm's correction, typed in the summary and shown as a table in every language's report."""
+    from embedswap.summary.model import validate_summary
+
+    decisions = validate_summary(demo["summary"]).decisions
+    for name in ("dynamo", "vllm"):
+        for variant in ("naive", "shim"):
+            slices = getattr(decisions.ranking.by_candidate[name], variant).slices
+            assert set(slices) >= {"ndcg_at_10", "recall_at_5", "top5_overlap"}, (name, variant, slices)
+            assert set(slices["ndcg_at_10"].by_slice) == {"en", "ko"}, (name, variant)
+        # the shim sends legacy's own query text: no language ranks worse
+        assert decisions.ranking.by_candidate[name].shim.slices["ndcg_at_10"].worse() == [], name
+        assert set(decisions.vectors[name].by_slice) == {"en", "ko"}, name
+        assert decisions.vectors[name].overall.code == "equivalent", name  # the same vectors in both languages
+    report = demo["root"] / "reports" / demo["folder"].name
+    for lang, header in HOLM_HEADER.items():
+        assert header in (report / f"report.{lang}.md").read_text(encoding="utf-8"), lang
+
+
 def test_lock_ablation_is_measured(demo: dict) -> None:
     ablation = demo["summary"]["ablation"]
     assert ablation["measured"] is True

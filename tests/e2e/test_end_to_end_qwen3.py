@@ -178,6 +178,11 @@ def test_the_written_summary_is_typed_and_carries_its_decisions(qwen3: dict) -> 
         assert pooled.p99.verdict == "too_few"  # 90 requests carry no p99 interval
         point = typed.decisions.latency.points[name]["sequential"]
         assert point.n == point.requests == len(seq[name]["sequential"]["requests"]["latency_ms"][0]) * point.repeats
+    # the document cosines decided per language (Korean, English) with Holm's correction, in the report's table
+    for name in ("dynamo", "vllm"):
+        assert set(typed.decisions.vectors[name].by_slice) == {"en", "ko"}, name
+        assert typed.decisions.vectors[name].overall.code == "equivalent", name
+    assert "Overall (Holm-corrected)" in (qwen3["report"] / "report.en.md").read_text(encoding="utf-8")
     # every reason the kit wrote carries its code
     for section in ("ablation", "restore"):
         assert summary[section]["measured"] is False and summary[section]["reason"]["code"], section

@@ -51,7 +51,7 @@ def _zoo_run(root: Path, model_name: str, legacy: dict[str, Any], candidates: di
     run = run_whole_experiment(folder, RUN_TIMEOUT_S)
     attempt = sorted((folder / "attempts").iterdir())[-1]
     summary_path = attempt / "summary.json"
-    return {"returncode": run.returncode, "out": run.stdout[-3000:] + run.stderr[-3000:], "attempt": attempt,
+    return {"returncode": run.returncode, "out": run.stdout + run.stderr[-3000:], "attempt": attempt,
             "summary": json.loads(summary_path.read_text()) if summary_path.exists() else {}, "ports": ports,
             "model": str(model), "targets": ["legacy", *candidates], "report": root / "reports" / folder.name}
 

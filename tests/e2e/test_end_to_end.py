@@ -185,6 +185,9 @@ def test_parity_rows(demo: dict) -> None:
     # the dtype sweep: vLLM offline at its default dtype and in bf16 (fp32 is the served vllm target)
     sweep = {row["dtype"] for name, row in rows.items() if name not in ("legacy", "dynamo", "vllm")}
     assert any("auto" in d for d in sweep) and any("bfloat16" in d for d in sweep), rows.keys()
+    # five witnesses of the reference, vLLM's transformers implementation among them (a vLLM target: auto), agree
+    witnesses = parity["witnesses"]
+    assert "vllm-transformers batch" in witnesses["witnesses"] and witnesses["all_agree"] is True, witnesses
     # the legacy server is transformers in fp32, the reference sentence-transformers in fp32
     assert rows["legacy"]["cos_min"] >= 0.9999 and rows["legacy"]["pass"] is True
     # every served backend, each one's figure against the measured values (README: 1.000000 for all three), not the

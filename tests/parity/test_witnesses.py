@@ -86,3 +86,44 @@ def test_the_report_names_the_odd_one_out_and_the_consensus(batch_mates: Path, l
     agreeing["parity"]["witnesses"] = {**found, "consensus": found["witnesses"], "left_out": [], "all_agree": True}
     if lang == "en":
         assert "Every witness agrees at the gate's threshold" in render_markdown(agreeing, lang)
+
+
+@pytest.mark.e2e
+def test_the_engine_witness_reads_the_model_as_the_other_witnesses_do() -> None:
+    """vLLM on the model's transformers implementation (``model_impl="transformers"``) is one more witness: on the
+    embedded MiniLM it agrees with sentence-transformers and the kit's transformers backend."""
+    from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
+    from embedswap.parity.witnesses import ENGINE_WITNESS, WITNESSES
+    from embedswap.paths import engine_python
+
+    if not Path(engine_python()).exists():
+        pytest.fail(f"engine environment missing ({engine_python()}): run `make engine`")
+    texts = [*TEXTS, "한국어 문서도 같은 벡터가 나와야 합니다", "ベクトルは同じであるべきです"]
+    vectors, errors = witness_vectors(resolve_model_path(EMBEDDED_DEFAULT), texts, [WITNESSES[0], ENGINE_WITNESS])
+    assert errors == {}
+    found = agreement(vectors, 0.999, errors)
+    assert found["all_agree"] is True, found
+    assert found["consensus"] == ["sentence-transformers batch", "vllm-transformers batch"]
+    assert found["reference"] == "sentence-transformers batch"
+
+
+def test_the_engine_witness_that_cannot_start_is_named() -> None:
+    from embedswap.parity.witnesses import ENGINE_WITNESS
+
+    vectors, errors = witness_vectors("/no/such/model", TEXTS, [ENGINE_WITNESS])
+    assert vectors == {} and set(errors) == {"vllm-transformers batch"}
+    found = agreement(vectors, 0.999, errors)
+    assert [w["code"] for w in found["left_out"]] == ["witness_failed"] and found["all_agree"] is False
+
+
+@pytest.mark.parametrize(("asked", "kinds", "runs"), [
+    ("auto", ["legacy", "vllm"], True), ("auto", ["legacy", "dynamo"], True), ("auto", ["legacy", "external"], False),
+    (False, ["legacy", "vllm"], False), (True, ["legacy", "external"], True)])
+def test_parity_engine_witness_runs_where_a_target_is_served_by_vllm(asked, kinds: list[str], runs: bool) -> None:
+    from types import SimpleNamespace
+
+    from embedswap.steps.parity import _engine_witness
+
+    experiment = SimpleNamespace(parity=SimpleNamespace(engine_witness=asked),
+                                 targets={f"t{i}": SimpleNamespace(kind=k) for i, k in enumerate(kinds)})
+    assert _engine_witness(experiment) is runs  # type: ignore[arg-type]

@@ -191,6 +191,10 @@ class ParityConfig(_Strict):
     # The fp32 reference embeds a sample of the documents, stratified by language (~17 docs/s on
     # this CPU, 20 minutes for 20k documents); a corpus this size or smaller is used whole.
     sample: int = Field(512, ge=1)
+    # vLLM's transformers implementation as one more witness of the reference (parity/witnesses.py): ``auto``
+    # runs it when a target is served by vLLM or Dynamo (the engine environment is there, and it is the engine
+    # the gate judges); one engine start, ~15-20 s on 2 CPU cores for MiniLM.
+    engine_witness: bool | Literal["auto"] = "auto"
 
     @field_validator("backends")
     @classmethod

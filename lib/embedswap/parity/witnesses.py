@@ -7,7 +7,11 @@ independent implementations, each one text at a time and in padded batches:
 
 - ``sentence-transformers``: the library's own ``encode`` (the kit's former single golden reference, batched);
 - ``transformers``: the kit's transformers backend (``parity.backends.TransformersBackend``: AutoModel and the
-  model's pooling, with the padding side and attention mask the pooling needs).
+  model's pooling, with the padding side and attention mask the pooling needs);
+- ``vllm-transformers``: vLLM's offline pooling runner on the model's transformers implementation
+  (``model_impl="transformers"``) in the engine environment, batched only (vLLM schedules the texts together
+  whatever the call size). Another engine's reading of the same weights, without vLLM's own model code; one engine
+  start (~15-20 s on 2 CPU cores, MiniLM). ``parity.engine_witness`` decides whether it runs.
 
 Their pairwise agreement (lowest cosine over the sample) is a small matrix. The consensus is the largest group of
 witnesses that all agree at the gate's threshold; a witness outside it is named with its reason and left out: it
@@ -44,6 +48,7 @@ class Witness:
 
 WITNESSES = [Witness("sentence-transformers", BATCH), Witness("sentence-transformers", 1),
              Witness("transformers", 1), Witness("transformers", BATCH)]
+ENGINE_WITNESS = Witness("vllm-transformers", BATCH)
 
 
 def _sentence_transformers(model_path: str) -> Callable[[list[str], int], np.ndarray]:
@@ -72,8 +77,24 @@ def _transformers(model_path: str) -> Callable[[list[str], int], np.ndarray]:
     return embed
 
 
+def _vllm_transformers(model_path: str) -> Callable[[list[str], int], np.ndarray]:
+    from embedswap.measure.model_limits import token_limit
+    from embedswap.parity.vllm import VllmOfflineBackend
+
+    # the engine's context is the model's own limit, as sentence-transformers truncates at it
+    backend = VllmOfflineBackend(model_path, "float32", name="vllm-transformers", max_model_len=token_limit(model_path),
+                                 engine_kwargs={"model_impl": "transformers"}, timeout_s=900)
+
+    def embed(texts: list[str], batch: int) -> np.ndarray:
+        backend.batch_size = batch
+        return backend.embed(texts)
+
+    return embed
+
+
 IMPLEMENTATIONS: dict[str, Callable[[str], Callable[[list[str], int], np.ndarray]]] = {
-    "sentence-transformers": _sentence_transformers, "transformers": _transformers}
+    "sentence-transformers": _sentence_transformers, "transformers": _transformers,
+    "vllm-transformers": _vllm_transformers}
 
 
 def witness_vectors(model_path: str, texts: list[str],

@@ -20,7 +20,7 @@ from embedswap.parity.checks import captured_matrix
 from embedswap.parity.multimodal_step import captured_multimodal
 from embedswap.parity.backends import backend_from_spec, measure_backend
 from embedswap.parity.gate import gate, golden_reference, record_modalities, thresholds_from
-from embedswap.parity.witnesses import agreement, witness_vectors
+from embedswap.parity.witnesses import ENGINE_WITNESS, WITNESSES, agreement, witness_vectors
 from embedswap.steps.context import StepContext, StepError, why_fields
 from embedswap.measure.workload import sample_record, stratified_sample
 
@@ -151,7 +151,8 @@ def _reference(experiment: Experiment, attempt: Attempt, texts: list[str], meta:
     """The gate's reference: the witnesses (parity.witnesses) run on the sample, and the vectors of one witness of
     their consensus; with no consensus, sentence-transformers batched as before (its row then says so)."""
     model_path = resolve_model_path(experiment.model.path)
-    vectors, errors = witness_vectors(model_path, texts)
+    witnesses = WITNESSES + ([ENGINE_WITNESS] if _engine_witness(experiment) else [])
+    vectors, errors = witness_vectors(model_path, texts, witnesses)
     found = agreement(vectors, experiment.parity.text_threshold, errors)
     name = found["reference"]
     chosen = vectors[name] if name is not None else golden_reference(model_path, texts)
@@ -159,6 +160,14 @@ def _reference(experiment: Experiment, attempt: Attempt, texts: list[str], meta:
     attempt.write_array("reference/doc_vectors.npy", chosen)
     attempt.write_json("reference/meta.json", {"implementation": name or "sentence-transformers batch",
                                                "dtype": "float32", "device": "cpu", **meta})
+
+
+def _engine_witness(experiment: Experiment) -> bool:
+    """``parity.engine_witness``: ``auto`` is on where a target runs on vLLM (its own kind or Dynamo's worker)."""
+    asked = experiment.parity.engine_witness
+    if asked == "auto":
+        return any(target.kind in ("vllm", "dynamo") for target in experiment.targets.values())
+    return bool(asked)
 
 
 def _reference_name(attempt: Attempt) -> str:

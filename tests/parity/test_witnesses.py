@@ -127,3 +127,14 @@ def test_parity_engine_witness_runs_where_a_target_is_served_by_vllm(asked, kind
     experiment = SimpleNamespace(parity=SimpleNamespace(engine_witness=asked),
                                  targets={f"t{i}": SimpleNamespace(kind=k) for i, k in enumerate(kinds)})
     assert _engine_witness(experiment) is runs  # type: ignore[arg-type]
+
+
+def test_auto_leaves_the_engine_witness_out_without_an_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from embedswap.steps.parity import _engine_witness
+
+    monkeypatch.setenv("EMBEDSWAP_ENGINE_PYTHON", str(tmp_path / "no-engine" / "python"))
+    experiment = SimpleNamespace(parity=SimpleNamespace(engine_witness="auto"),
+                                 targets={"legacy": SimpleNamespace(kind="legacy"), "v": SimpleNamespace(kind="vllm")})
+    assert _engine_witness(experiment) is False  # type: ignore[arg-type]

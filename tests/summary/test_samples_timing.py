@@ -23,7 +23,7 @@ def _experiment(tmp_path: Path, parity_sample: int, latency_sample: int | None =
     documents = [{"id": f"d{i}", "lang": lang, "text": f"text {i}"} for i, lang in enumerate(LANGS)]
     config = {"name": "t", "date": "2026-12-02", "workload": {"documents": "d.jsonl"},
               "targets": {"legacy": {"kind": "legacy", "port": 18801}, "vllm": {"kind": "vllm", "port": 18802}},
-              "candidates": ["vllm"], "parity": {"sample": parity_sample},
+              "candidates": ["vllm"], "parity": {"sample": parity_sample, "engine_witness": False},
               "latency": {"sample": latency_sample}}
     return write_experiment(tmp_path / "exp", config, documents)
 

@@ -7,6 +7,7 @@ Split out of ``embedswap.steps``, which re-exports ``run_parity`` and ``not_gate
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -163,10 +164,14 @@ def _reference(experiment: Experiment, attempt: Attempt, texts: list[str], meta:
 
 
 def _engine_witness(experiment: Experiment) -> bool:
-    """``parity.engine_witness``: ``auto`` is on where a target runs on vLLM (its own kind or Dynamo's worker)."""
+    """``parity.engine_witness``: ``auto`` is on where a target runs on vLLM (its own kind or Dynamo's worker) and
+    the engine environment is there; ``true`` runs it regardless (a missing engine is then a named witness failure)."""
+    from embedswap.paths import engine_python
+
     asked = experiment.parity.engine_witness
     if asked == "auto":
-        return any(target.kind in ("vllm", "dynamo") for target in experiment.targets.values())
+        return (any(target.kind in ("vllm", "dynamo") for target in experiment.targets.values())
+                and Path(engine_python()).exists())
     return bool(asked)
 
 

@@ -138,3 +138,33 @@ def test_auto_leaves_the_engine_witness_out_without_an_engine(monkeypatch: pytes
     experiment = SimpleNamespace(parity=SimpleNamespace(engine_witness="auto"),
                                  targets={"legacy": SimpleNamespace(kind="legacy"), "v": SimpleNamespace(kind="vllm")})
     assert _engine_witness(experiment) is False  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("engine_witness", [False, True])
+def test_step_05_writes_the_witnesses_and_gates_against_their_consensus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      tiny_zoo: dict[str, Path],
+                                                                      engine_witness: bool) -> None:
+    """Step 05 without a stored reference: the witnesses run on the sample (vLLM's one only when asked; here its
+    engine is missing, so it is named as failed, not fatal) and the gate compares with their consensus."""
+    from synthetic_experiment import write_experiment
+
+    from embedswap import steps
+    from embedswap.parity.witnesses import witness_vectors as run_witnesses
+
+    monkeypatch.setenv("EMBEDSWAP_ENGINE_PYTHON", str(tmp_path / "no-engine" / "python"))
+    model = str(tiny_zoo["tiny-bert-cls"])
+    documents = [{"id": f"d{i}", "lang": "en", "text": text} for i, text in enumerate(TEXTS)]
+    config = {"name": "t", "date": "2026-12-03", "model": {"path": model}, "workload": {"documents": "d.jsonl"},
+              "targets": {"legacy": {"kind": "legacy", "port": 18801}, "vllm": {"kind": "vllm", "port": 18802}},
+              "candidates": ["vllm"], "parity": {"engine_witness": engine_witness}}
+    ctx = steps.open_step(write_experiment(tmp_path / "exp", config, documents), create=True)
+    served = run_witnesses(model, TEXTS)[0]["sentence-transformers batch"]
+    for name in ("legacy", "vllm"):
+        ctx.attempt.write_array(f"{name}/doc_vectors.npy", served[None])
+    result = steps.run_parity(ctx)
+    assert result["pass"] is True, result
+    found = result["witnesses"]
+    assert found["consensus"] == ["sentence-transformers batch", "sentence-transformers alone", "transformers alone",
+                                  "transformers batch"]
+    failed = [w["name"] for w in found["left_out"] if w["code"] == "witness_failed"]
+    assert failed == (["vllm-transformers batch"] if engine_witness else [])

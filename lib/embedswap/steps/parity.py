@@ -21,7 +21,8 @@ from embedswap.parity.checks import captured_matrix
 from embedswap.parity.multimodal_step import captured_multimodal
 from embedswap.parity.backends import backend_from_spec, measure_backend
 from embedswap.parity.gate import gate, golden_reference, record_modalities, thresholds_from
-from embedswap.parity.witnesses import ENGINE_WITNESS, WITNESSES, agreement, witness_vectors
+from embedswap.parity.witnesses import ENGINE_WITNESS, agreement, witness_vectors
+from embedswap.parity.witnesses import WITNESSES as DEFAULT_WITNESSES  # WITNESSES here is the capture's path
 from embedswap.steps.context import StepContext, StepError, why_fields
 from embedswap.measure.workload import sample_record, stratified_sample
 
@@ -152,7 +153,7 @@ def _reference(experiment: Experiment, attempt: Attempt, texts: list[str], meta:
     """The gate's reference: the witnesses (parity.witnesses) run on the sample, and the vectors of one witness of
     their consensus; with no consensus, sentence-transformers batched as before (its row then says so)."""
     model_path = resolve_model_path(experiment.model.path)
-    witnesses = WITNESSES + ([ENGINE_WITNESS] if _engine_witness(experiment) else [])
+    witnesses = DEFAULT_WITNESSES + ([ENGINE_WITNESS] if _engine_witness(experiment) else [])
     vectors, errors = witness_vectors(model_path, texts, witnesses)
     found = agreement(vectors, experiment.parity.text_threshold, errors)
     name = found["reference"]

@@ -161,5 +161,6 @@ def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any
                                  else attempt.read_array(f"{name}/{files.get('legacy')}"))[rows]}
         by_candidate[name] = score_candidate(entry, docs, queries, experiment.index, relevance)
     return {"measured": True, "distance": capture["distance"], "k": capture["k"], "ef_search": capture["ef_search"],
-            "shares": capture["shares"], "seed": capture["seed"], "judged": bool(judged.any()),
+            "shares": capture["shares"], "hnsw_plan": capture.get("hnsw_plan"),
+            "seed": capture["seed"], "judged": bool(judged.any()),
             "queries": len(rows), "store": capture.get("store"), "by_candidate": by_candidate}

@@ -1,6 +1,7 @@
 """The index part's figure: the basis metric (nDCG@10, or the top-5 overlap without judgements) of the candidate's
 queries against the re-embedded share of the index, exact and HNSW (where it was measured: points alone when only
-some shares had it), with the (1 - 2 alpha) interval of the change from the legacy-only search. Drawn from ``decisions.index`` only; ASCII text, as every figure of the report."""
+some shares had it), with the (1 - 2 alpha) interval of the change from the legacy-only search. Drawn from
+``decisions.index`` only; ASCII text, as every figure of the report."""
 
 from __future__ import annotations
 

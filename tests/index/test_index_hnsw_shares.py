@@ -121,3 +121,17 @@ def test_grid_exact_ranks_every_share_and_distance_as_rank() -> None:
         docs = mixed_documents(legacy, candidate, share, 4)
         for source, q in queries.items():
             assert (got["shares"][f"{share:g}"][source] == rank(docs, q, "l2", 10)).mean() >= 0.99
+
+
+def test_grades_of_the_searched_queries_only() -> None:
+    from types import SimpleNamespace
+
+    from embedswap.summary.sections.index import grades
+
+    docs = [SimpleNamespace(id=f"d{i}") for i in range(4)]
+    queries = [SimpleNamespace(id=f"q{i}") for i in range(3)]
+    workload = SimpleNamespace(documents=docs, queries=queries,
+                               qrels={"q0": {"d1": 2}, "q2": {"d3": 1, "d0": 2, "gone": 1}})
+    whole = grades(workload)
+    assert whole.shape == (3, 4) and whole[0, 1] == 2 and whole[2, 3] == 1 and whole[2, 0] == 2
+    assert np.array_equal(grades(workload, np.array([2, 0])), whole[[2, 0]])

@@ -106,10 +106,12 @@ def _adapter(docs: dict[str, np.ndarray], queries: dict[str, np.ndarray], config
     held = relevance[:, test].max(axis=1) > 0 if relevance.size else np.zeros(len(judged), bool)
     basis = "ndcg_at_10" if held.any() else "top5_overlap"
     per_query: dict[str, list[float | None]] = {}
+    masked = None
+    if basis == "ndcg_at_10":  # once for the four searches: a (queries, documents) matrix at corpus scale
+        masked = np.zeros_like(relevance)
+        masked[:, test] = relevance[:, test]
     for name, found in got["searches"].items():
-        if basis == "ndcg_at_10":
-            masked = np.zeros_like(relevance)
-            masked[:, test] = relevance[:, test]
+        if masked is not None:
             per_query[name] = score(found, masked, held)["ndcg_at_10"]
         else:
             per_query[name] = overlaps(found, got["searches"]["full"])

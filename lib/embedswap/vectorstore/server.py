@@ -112,7 +112,6 @@ class EmbeddedPostgres:
     password: str = field(default_factory=lambda: secrets.token_urlsafe(18))
     process: ManagedProcess | None = None
     socket_dir: Path | None = None
-    settings: dict[str, str] = field(default_factory=dict)  # extra ``-c name=value`` server settings
     _data_dir: Path | None = None  # set when the attempt's folder is closed to the server's user
 
     def __post_init__(self) -> None:
@@ -156,9 +155,7 @@ class EmbeddedPostgres:
             command = _as_user([str(binaries / "postgres"), "-D", str(self.data_dir),
                                 "-c", "listen_addresses=127.0.0.1", "-p", str(self.port),
                                 "-c", f"unix_socket_directories={self.socket_dir}",
-                                "-c", "unix_socket_permissions=0700",
-                                *(arg for name, value in self.settings.items() for arg in ("-c", f"{name}={value}"))],
-                               user)
+                                "-c", "unix_socket_permissions=0700"], user)
             env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
             self.process = ManagedProcess("postgres", command, env, self.log_path)
             self.process.start()

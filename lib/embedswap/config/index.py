@@ -32,12 +32,12 @@ class IndexConfig(_Strict):
       ``ends``: only shares 0 and 1 (the index kept and the index fully re-embedded, where HNSW recall against
       exact search is still stated); the mixed shares in between are searched exactly, which is where a mixed
       index's ranking loss shows, and the report says so. ``auto``: ``all`` up to ``hnsw_auto_max_documents``
-      documents, ``ends`` above. Why: an HNSW build costs more than linearly in the documents (measured 4.8 s
-      at 10,000 and ~134 s at 100,000 documents, docs/measurements.md), one build per share made the index part
-      grow 16x for 10x documents, and the mixed shares' ranking loss is a property of the vectors that exact
-      search measures without the index's own approximation on top.
-    - ``hnsw_auto_max_documents`` = 20,000: where ``auto`` stops building every share; below it five builds
-      take about a minute on two cores, above it they become the run's longest part.
+      documents, ``ends`` above. Why: an HNSW build costs more than linearly in the documents (measured 2.1-2.5 s
+      a build at 10,000 and 43-52 s at 100,000 documents, docs/measurements.md), one build per share made the
+      index part grow 14.5x for 10x documents (``auto``: 6-8x), and the mixed shares' ranking loss is a property
+      of the vectors that exact search measures without the index's own approximation on top.
+    - ``hnsw_auto_max_documents`` = 20,000: where ``auto`` stops building every share; at 20,000 documents the
+      whole part took 33 s with five builds on two cores (24 s with two), at 100,000 252 s (125-135 s with two).
     - ``k`` = 10: the depth of each search (nDCG@10 needs 10; recall@5 and the top-5 overlap read the first 5).
     - ``ef_search`` = 40, ``hnsw_m`` = 16, ``ef_construction`` = 64: pgvector's own defaults, so HNSW recall is
       what an index built without tuning gives.

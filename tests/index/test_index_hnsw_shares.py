@@ -135,3 +135,12 @@ def test_grades_of_the_searched_queries_only() -> None:
     whole = grades(workload)
     assert whole.shape == (3, 4) and whole[0, 1] == 2 and whole[2, 3] == 1 and whole[2, 0] == 2
     assert np.array_equal(grades(workload, np.array([2, 0])), whole[[2, 0]])
+
+
+def test_step_table_names_the_hnsw_shares() -> None:
+    from embedswap.steps.index import index_table
+
+    decided = {"decisions": {"index": {"c": {"code": "keep_index"}}}}
+    assert index_table(decided).loc["c", "hnsw_shares"] == "all"  # no plan: an older summary, every share
+    decided["index"] = {"hnsw_plan": {"shares": [0.0, 1.0], "exact_only": [0.5]}}
+    assert index_table(decided).loc["c", "hnsw_shares"] == "0 1"

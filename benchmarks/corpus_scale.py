@@ -1,7 +1,8 @@
 """Corpus-scale benchmark (issue 20): the whole kit against two fast fake servers at 1k, 10k and 100k documents.
 
 Run:  HF_HUB_OFFLINE=1 .venvs/kit/bin/python benchmarks/corpus_scale.py [--sizes 1000,10000,100000]
-      (``--index-only``: only the index part, on synthetic vectors: the embedded PostgreSQL, HNSW, the grid)
+      (``--index-only``: only the index part, on synthetic vectors: the embedded PostgreSQL, HNSW, the grid;
+      ``--hnsw-shares auto|all|ends`` as ``index.hnsw_shares``)
 (about 15 minutes for the three sizes on the shared 2-core machine; exit 0 always: a benchmark prints, it does not
 gate).
 
@@ -192,11 +193,12 @@ def one_size(n: int, keep: Path | None) -> dict[str, Any]:
             "diagnosis_causes": {n: f.get("cause") for n, f in (diagnosis.get("by_target") or {}).items()}}
 
 
-def index_part(n: int, queries: int, dim: int, keep: Path | None) -> dict[str, Any]:
+def index_part(n: int, queries: int, dim: int, keep: Path | None, hnsw_shares: str = "auto") -> dict[str, Any]:
     """The index part alone (step 03's searches on the embedded PostgreSQL, then their scoring and the adapter in
     the summary) at ``n`` documents of synthetic vectors: a candidate that is the legacy vectors plus a little noise
     (the demo's case, where nothing decides early). Wall seconds per phase and peak RSS of this process with the
-    server's processes (postgres runs as this process's child)."""
+    server's processes (postgres runs as this process's child). ``hnsw_shares``: ``index.hnsw_shares`` (auto: every
+    share up to ``index.hnsw_auto_max_documents`` documents, shares 0 and 1 above)."""
     import numpy as np
 
     from embedswap.config.index import IndexConfig
@@ -211,7 +213,7 @@ def index_part(n: int, queries: int, dim: int, keep: Path | None) -> dict[str, A
     query_vectors = legacy[source] + rng.normal(scale=0.05, size=(queries, dim)).astype(np.float32)
     relevance = np.zeros((queries, n), dtype=np.float32)
     relevance[np.arange(queries), source] = 2
-    config = IndexConfig()
+    config = IndexConfig(hnsw_shares=hnsw_shares)
     folder = Path(tempfile.mkdtemp(prefix=f"scale-index-{n}-", dir=keep))
     with RssPeak(set()) as rss:
         started = time.monotonic()
@@ -224,6 +226,7 @@ def index_part(n: int, queries: int, dim: int, keep: Path | None) -> dict[str, A
                         {"legacy": query_vectors, "candidate": query_vectors}, config, relevance)
         summary_s = time.monotonic() - started
     return {"documents": n, "queries": queries, "dim": dim, "shares": len(config.shares),
+            "hnsw_plan": capture.get("hnsw_plan"), "exact": capture["by_candidate"]["candidate"].get("exact"),
             "searches_s": round(searches_s, 1), "phases_s": capture["by_candidate"]["candidate"].get("seconds"),
             "score_and_adapter_s": round(summary_s, 1), "peak_rss_largest_mib": round(rss.largest / 2**20),
             "peak_rss_total_mib": round(rss.total / 2**20), "load_average": os.getloadavg()}
@@ -237,11 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--index-only", action="store_true",
                         help="measure only the index part (the embedded PostgreSQL, HNSW, the grid's searches)")
     parser.add_argument("--queries", type=int, default=500, help="--index-only: queries (index.max_queries)")
+    parser.add_argument("--hnsw-shares", default="auto", choices=["auto", "all", "ends"],
+                        help="--index-only: index.hnsw_shares (which shares get an HNSW build)")
     args = parser.parse_args(argv)
     if args.index_only:
         found = []
         for n in [int(s) for s in args.sizes.split(",")]:
-            found.append(index_part(n, args.queries, 384, args.keep))
+            found.append(index_part(n, args.queries, 384, args.keep, args.hnsw_shares))
             print(json.dumps(found[-1]), flush=True)
         if args.json:
             args.json.write_text(json.dumps(found, indent=2) + "\n")

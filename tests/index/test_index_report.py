@@ -100,3 +100,50 @@ def test_mixed_index_worse_is_said(with_index: dict[str, Any]) -> None:
         part = part[part.index(HEADINGS[lang]):]
         assert "50%" in part[: part.index("\n## ")] and "{{" not in part
     assert "an index holding vectors of both servers ranks worse" in render_markdown(summary, "en")
+
+
+def _partial(with_index: dict[str, Any], setting: str) -> dict[str, Any]:
+    """The section as a large corpus leaves it: HNSW at shares 0 and 1 only (the mixed share's HNSW cells gone)."""
+    summary = copy.deepcopy(with_index)
+    summary["index"]["hnsw_plan"] = {"setting": setting, "mode": "ends", "documents": 100_000,
+                                     "auto_max_documents": 20_000, "shares": [0, 1], "exact_only": [0.5]}
+    for entry in summary["index"]["by_candidate"].values():
+        entry["cells"] = [c for c in entry["cells"] if c["method"] == "exact" or c["share"] != 0.5]
+    summary["decisions"] = decisions_json(decide(validate_body(summary)))
+    return summary
+
+
+HNSW_PARTIAL = {"en": "HNSW was built and searched only at the shares", "ko": "HNSW 인덱스는 비율",
+                "ja": "HNSW インデックスは割合", "zh": "HNSW 索引只在比例"}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_shares_without_hnsw_are_said_in_every_language(with_index: dict[str, Any], lang: str) -> None:
+    for setting in ("auto", "ends"):
+        text = render_markdown(_partial(with_index, setting), lang)
+        part = text[text.index(HEADINGS[lang]):]
+        part = part[: part.index("\n## ")]
+        assert part.count(HNSW_PARTIAL[lang]) == 1 and "{{" not in part and "{%" not in part
+        assert f"`index.hnsw_shares: {setting}`" in part
+        assert ("100,000" in part) == (setting == "auto")  # auto says the corpus size that chose it
+    # every share with HNSW (all, or an older summary without the plan): nothing to say
+    text = render_markdown(with_index, lang)
+    assert HNSW_PARTIAL[lang] not in text
+    complete = copy.deepcopy(with_index)
+    complete["index"]["hnsw_plan"] = {"setting": "all", "mode": "all", "documents": 30, "auto_max_documents": 20_000,
+                                      "shares": [0, 0.5, 1], "exact_only": []}
+    assert HNSW_PARTIAL[lang] not in render_markdown(complete, lang)
+
+
+def test_partial_hnsw_sentence_and_figure(with_index: dict[str, Any]) -> None:
+    summary = _partial(with_index, "auto")
+    text = render_markdown(summary, "en")
+    assert ("HNSW was built and searched only at the shares 0% · 100% (`index.hnsw_shares: auto`, chosen for "
+            "100,000 documents, more than 20,000); the shares 50% were searched exactly only") in text
+    decided = summary["decisions"]["index"]["dynamo"]
+    assert {c["share"] for c in decided["cells"] if c["method"] == "hnsw"} == {0, 1}
+    figure = index_shares(summary)
+    assert figure is not None
+    lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
+    hnsw = lines["dynamo hnsw (measured shares)"]
+    assert list(hnsw.get_xdata()) == [0, 1] and hnsw.get_linestyle() == "None"

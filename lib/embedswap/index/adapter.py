@@ -72,12 +72,18 @@ def rank(docs: np.ndarray, queries: np.ndarray, distance: str, k: int) -> np.nda
                        else distance)
         if distance == "cosine":
             chunk /= np.maximum(np.linalg.norm(queries[start : start + RANK_CHUNK], axis=1, keepdims=True), 1e-30)
-        top = np.argpartition(-chunk, k - 1, axis=1)[:, :k] if k < chunk.shape[1] else \
-            np.tile(np.arange(chunk.shape[1]), (len(chunk), 1))
-        best = np.take_along_axis(chunk, top, axis=1)
-        order = np.lexsort((top, -best), axis=1)  # by score, ties by document position
-        out[start : start + len(chunk)] = np.take_along_axis(top, order, axis=1)
+        out[start : start + len(chunk)] = top_k(chunk, k)
     return out
+
+
+def top_k(chunk: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` best columns of each row of a (queries, documents) score block, best first, ties by position."""
+    k = min(k, chunk.shape[1])
+    top = np.argpartition(-chunk, k - 1, axis=1)[:, :k] if k < chunk.shape[1] else \
+        np.tile(np.arange(chunk.shape[1]), (len(chunk), 1))
+    best = np.take_along_axis(chunk, top, axis=1)
+    order = np.lexsort((top, -best), axis=1)  # by score, ties by document position
+    return np.take_along_axis(top, order, axis=1)
 
 
 def adapter_searches(legacy_docs: np.ndarray, candidate_docs: np.ndarray, candidate_queries: np.ndarray,

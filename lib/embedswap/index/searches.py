@@ -1,15 +1,17 @@
 """Step 03's searches for the compatibility grid, on the real vector store, written as one raw capture.
 
-Per candidate, one table per re-embedded share (0: the legacy documents, 1: the candidate's, in between a seeded,
-nested draw of documents holding candidate vectors), each with an HNSW index of the index's distance; both query
-sources
-(legacy, candidate) are searched through the index and exactly (on the store while the index is small, with numpy
-beyond: :func:`exact_on_store`). The four corners of the grid are shares 0 and 1
-with either query source. Beside it, the legacy index, the cross search and the full re-embed are searched exactly
-with every distance, since a change of vector length moves inner-product and L2 rankings but not cosine ones.
+Per candidate, one index per re-embedded share (0: the legacy documents, 1: the candidate's, in between a seeded,
+nested draw of documents holding candidate vectors). Both query sources (legacy, candidate) are searched exactly at
+every share (on the store while the grid is small, in numpy beyond: :func:`exact_on_store`) and through an HNSW
+index of the index's distance at the shares ``index.hnsw_shares`` gives (:func:`hnsw_plan`: every share, or only 0
+and 1 on a large corpus, where one HNSW build per share would make the part grow faster than the corpus). The four
+corners of the grid are shares 0 and 1 with either query source. Beside it, the legacy index, the cross search and
+the full re-embed are searched exactly with every distance, since a change of vector length moves inner-product
+and L2 rankings but not cosine ones.
 
-Only top-k document positions are captured (``captures/index/searches.json``); the summary scores them. A store that
-goes away mid-run is recorded as the reason for the candidates not searched; the ones done are kept.
+Only top-k document positions are captured (``captures/index/searches.json``, with the HNSW plan); the summary
+scores them. A store that goes away mid-run is recorded as the reason for the candidates not searched; the ones done
+are kept.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from embedswap.config.index import IndexConfig
-from embedswap.index.adapter import rank
+from embedswap.index.exact import grid_exact
 from embedswap.reasons import not_measured
 from embedswap.vectorstore.connect import one_line
 from embedswap.vectorstore.server import StoreError
@@ -77,22 +79,31 @@ def _drop(store: Store, name: str) -> None:
     store.tables.remove(name)
 
 
-def _exact(store: Store | None, name: str | None, docs: np.ndarray, vectors: np.ndarray, config: IndexConfig,
-           distance: str) -> list[list[int]]:
-    if store is not None and name is not None:
-        return store_search(store.conn, store.schema, name, vectors, config.k, distance,  # type: ignore[arg-type]
-                            exact=True).tolist()
-    return rank(docs, vectors, distance, config.k).tolist()
-
-
-def _searches(store: Store, name: str, docs: np.ndarray, queries: dict[str, np.ndarray], config: IndexConfig,
-              *, exact_on_store: bool) -> dict[str, dict[str, list[list[int]]]]:
+def _store_searches(store: Store, name: str, queries: dict[str, np.ndarray], config: IndexConfig, *,
+                    hnsw: bool, seconds: dict[str, float]) -> dict[str, dict[str, list[list[int]]]]:
     out: dict[str, dict[str, list[list[int]]]] = {}
     for source, vectors in queries.items():
-        out[source] = {
-            "exact": _exact(store if exact_on_store else None, name, docs, vectors, config, config.distance),
-            "hnsw": store_search(store.conn, store.schema, name, vectors, config.k, config.distance,
-                                 ef_search=config.ef_search).tolist()}
+        started = time.perf_counter()
+        out[source] = {"exact": store_search(store.conn, store.schema, name, vectors, config.k,
+                                             config.distance, exact=True).tolist()}  # type: ignore[arg-type]
+        seconds["exact_shares_s"] += time.perf_counter() - started
+        if hnsw:
+            started = time.perf_counter()
+            out[source]["hnsw"] = store_search(store.conn, store.schema, name, vectors, config.k,
+                                               config.distance,  # type: ignore[arg-type]
+                                               ef_search=config.ef_search).tolist()
+            seconds["hnsw_search_s"] += time.perf_counter() - started
+    return out
+
+
+def _hnsw_searches(store: Store, name: str, queries: dict[str, np.ndarray], config: IndexConfig,
+                   seconds: dict[str, float]) -> dict[str, list[list[int]]]:
+    started = time.perf_counter()
+    out = {source: store_search(store.conn, store.schema, name, vectors, config.k,
+                                config.distance,  # type: ignore[arg-type]
+                                ef_search=config.ef_search).tolist()
+           for source, vectors in queries.items()}
+    seconds["hnsw_search_s"] += time.perf_counter() - started
     return out
 
 
@@ -103,41 +114,89 @@ def exact_on_store(n_docs: int, n_queries: int) -> bool:
     return n_docs * n_queries <= EXACT_ON_STORE_MAX_PAIRS
 
 
-def candidate_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.ndarray,
-                       legacy_queries: np.ndarray, candidate_queries: np.ndarray, config: IndexConfig,
-                       tag: str) -> dict[str, Any]:
-    """Every search of one candidate (``tag``: a short table-name part)."""
-    queries = {"legacy": legacy_queries, "candidate": candidate_queries}
-    on_store = exact_on_store(len(legacy_docs), 2 * len(legacy_queries))
-    shares: dict[str, Any] = {}
-    seconds = {"load_s": 0.0, "index_s": 0.0, "search_s": 0.0, "exact_s": 0.0}
-    # one fresh index per share: updating rows in place under an HNSW index (a rolling re-embed) was measured far
-    # slower than a rebuild (docs/measurements.md), so each share is loaded and built anew
-    for i, share in enumerate(config.shares):
-        name = f"{tag}_s{i}"
-        docs = mixed_documents(legacy_docs, candidate_docs, share, config.seed)
-        for key, value in _table(store, name, docs, config, hnsw=True).items():
-            seconds[key] += value
-        started = time.perf_counter()
-        shares[f"{share:g}"] = {"share": share, "reembedded": share_draw(len(docs), share, config.seed).tolist(),
-                                **_searches(store, name, docs, queries, config, exact_on_store=on_store)}
-        seconds["search_s"] += time.perf_counter() - started
-        _drop(store, name)
-    started = time.perf_counter()
+def hnsw_plan(config: IndexConfig, n_docs: int) -> dict[str, Any]:
+    """Which shares get an HNSW build and search (``index.hnsw_shares`` resolved for ``n_docs`` documents), as
+    the capture records it."""
+    with_hnsw = config.hnsw_share_list(n_docs)
+    return {"setting": config.hnsw_shares, "mode": config.hnsw_mode(n_docs), "documents": n_docs,
+            "auto_max_documents": config.hnsw_auto_max_documents, "shares": with_hnsw,
+            "exact_only": [s for s in config.shares if s not in with_hnsw]}
+
+
+def _store_exact_by_distance(store: Store, legacy_docs: np.ndarray, candidate_docs: np.ndarray,
+                             queries: dict[str, np.ndarray], config: IndexConfig, tag: str) -> dict[str, Any]:
     by_distance: dict[str, Any] = {}
     for side, docs in (("legacy", legacy_docs), ("candidate", candidate_docs)):
         name = f"{tag}_{side}_exact"
-        if on_store:
-            _table(store, name, docs, config, hnsw=False)
+        _table(store, name, docs, config, hnsw=False)
         for distance in DISTANCES:
             by_distance.setdefault(distance, {})[side] = {
-                src: _exact(store if on_store else None, name, docs, vectors, config, distance)
+                src: store_search(store.conn, store.schema, name, vectors, config.k, distance,  # type: ignore[arg-type]
+                                  exact=True).tolist()
                 for src, vectors in queries.items()}
-        if on_store:
+        _drop(store, name)
+    return by_distance
+
+
+def candidate_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.ndarray,
+                       legacy_queries: np.ndarray, candidate_queries: np.ndarray, config: IndexConfig,
+                       tag: str) -> dict[str, Any]:
+    """Every search of one candidate (``tag``: a short table-name part).
+
+    HNSW runs at the shares of :func:`hnsw_plan`; every share is searched exactly. A small grid is searched
+    exactly on the store (a table per share, with or without its index); a large one in numpy
+    (:func:`embedswap.index.exact.grid_exact`), where a share without HNSW needs no table at all."""
+    queries = {"legacy": legacy_queries, "candidate": candidate_queries}
+    n_docs = len(legacy_docs)
+    on_store = exact_on_store(n_docs, 2 * len(legacy_queries))
+    with_hnsw = hnsw_plan(config, n_docs)["shares"]
+    seconds = {"load_s": 0.0, "index_s": 0.0, "hnsw_search_s": 0.0, "exact_shares_s": 0.0, "exact_s": 0.0}
+    draws = {f"{share:g}": share_draw(n_docs, share, config.seed) for share in config.shares}
+    in_numpy: dict[str, Any] | None = None
+    if not on_store:
+        started = time.perf_counter()
+        masks = {}
+        for key, drawn in draws.items():
+            masks[key] = np.zeros(n_docs, dtype=bool)
+            masks[key][drawn] = True
+        in_numpy = grid_exact(legacy_docs, candidate_docs, queries, masks, config.distance, config.k)
+        seconds["exact_s"] = time.perf_counter() - started
+    shares: dict[str, Any] = {}
+    # one fresh index per share: updating rows in place under an HNSW index (a rolling re-embed) was measured far
+    # slower than a rebuild (docs/measurements.md), so each share is loaded and built anew
+    for i, share in enumerate(config.shares):
+        key, hnsw = f"{share:g}", share in with_hnsw
+        entry: dict[str, Any] = {"share": share, "reembedded": draws[key].tolist()}
+        if on_store or hnsw:
+            name = f"{tag}_s{i}"
+            docs = mixed_documents(legacy_docs, candidate_docs, share, config.seed)
+            for part, value in _table(store, name, docs, config, hnsw=hnsw).items():
+                seconds[part] += value
+            if on_store:
+                entry.update(_store_searches(store, name, queries, config, hnsw=hnsw, seconds=seconds))
+            else:
+                found = _hnsw_searches(store, name, queries, config, seconds)
+                for source in queries:
+                    entry[source] = {"exact": in_numpy["shares"][key][source].tolist(),  # type: ignore[index]
+                                     "hnsw": found[source]}
             _drop(store, name)
-    seconds["exact_s"] = time.perf_counter() - started
+        else:
+            entry.update({source: {"exact": in_numpy["shares"][key][source].tolist()}  # type: ignore[index]
+                          for source in queries})
+        shares[key] = entry
+    if on_store:
+        started = time.perf_counter()
+        by_distance = _store_exact_by_distance(store, legacy_docs, candidate_docs, queries, config, tag)
+        seconds["exact_s"] = time.perf_counter() - started
+    else:
+        by_distance = {d: {side: {src: found.tolist() for src, found in by_source.items()}
+                           for side, by_source in sides.items()}
+                       for d, sides in in_numpy["by_distance"].items()}  # type: ignore[index]
+    # the share loop's searches, as the capture always named them
+    seconds["search_s"] = seconds["hnsw_search_s"] + seconds["exact_shares_s"]
     return {"measured": True, "exact": "store" if on_store else "numpy", "shares": shares,
-            "by_distance": by_distance, "seconds": {k: round(v, 4) for k, v in seconds.items()}}
+            "hnsw_shares": with_hnsw, "by_distance": by_distance,
+            "seconds": {k: round(v, 4) for k, v in seconds.items()}}
 
 
 def _blocked(legacy_docs: np.ndarray, candidate_docs: np.ndarray) -> dict[str, Any] | None:
@@ -156,6 +215,9 @@ def run_searches(vectors: dict[str, dict[str, np.ndarray]], legacy: str, candida
         "measured": True, "distance": config.distance, "k": config.k, "ef_search": config.ef_search,
         "hnsw": {"m": config.hnsw_m, "ef_construction": config.ef_construction},
         "shares": config.shares, "seed": config.seed, "by_candidate": {}}
+    documents = {len(vectors[name]["docs"]) for name in (legacy, *candidates)}
+    # every candidate's documents are the legacy ones re-embedded, so one corpus size decides the plan
+    result["hnsw_plan"] = hnsw_plan(config, max(documents))
     by_candidate: dict[str, Any] = result["by_candidate"]
     try:
         with open_store(folder, config.dsn_env, config.schema_name) as store:

@@ -1,6 +1,7 @@
 """The index part's figure: the basis metric (nDCG@10, or the top-5 overlap without judgements) of the candidate's
-queries against the re-embedded share of the index, exact and HNSW, with the (1 - 2 alpha) interval of the change
-from the legacy-only search. Drawn from ``decisions.index`` only; ASCII text, as every figure of the report."""
+queries against the re-embedded share of the index, exact and HNSW (where it was measured: points alone when only
+some shares had it), with the (1 - 2 alpha) interval of the change from the legacy-only search. Drawn from
+``decisions.index`` only; ASCII text, as every figure of the report."""
 
 from __future__ import annotations
 
@@ -49,6 +50,12 @@ def index_shares(summary: Summary | dict[str, Any]) -> Figure | None:
                 lows.append(reference + verdict.low if verdict is not None and verdict.low is not None else value)
                 highs.append(reference + verdict.high if verdict is not None and verdict.high is not None else value)
             if not xs:
+                continue
+            measured_at = {c.share for c in decision.cells if c.queries == "candidate"}
+            if method == "hnsw" and len(xs) < len(measured_at):
+                # HNSW measured at some shares only (index.hnsw_shares: ends): points, no line that would
+                # suggest values between them
+                ax.plot(xs, ys, linestyle="none", marker="D", color=colour, label=f"{name} {method} (measured shares)")
                 continue
             ax.plot(xs, ys, style, marker="o", color=colour, label=f"{name} {method}")
             ax.fill_between(xs, lows, highs, color=colour, alpha=0.15 if method == "exact" else 0.08)

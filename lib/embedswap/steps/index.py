@@ -89,6 +89,9 @@ def index_table(summary: dict[str, Any]) -> Any:
     import pandas as pd
 
     rows = []
+    plan = (summary.get("index") or {}).get("hnsw_plan")
+    # the shares HNSW was built and searched at (index.hnsw_shares); a summary without a plan had it at every share
+    hnsw_at = "all" if not plan or not plan.get("exact_only") else " ".join(f"{s:g}" for s in plan["shares"])
     for name, d in ((summary.get("decisions") or {}).get("index") or {}).items():
         cross = d.get("cross") or {}
         adapter = d.get("adapter") or {}
@@ -98,6 +101,7 @@ def index_table(summary: dict[str, Any]) -> Any:
             "cross_change": cross.get("estimate"), "cross_low": cross.get("low"), "cross_high": cross.get("high"),
             "cross_verdict": cross.get("code"), "retention": d.get("retention"),
             "backward_compatible": d.get("backward_compatible"), "hnsw_recall": d.get("hnsw_recall"),
+            "hnsw_shares": hnsw_at,
             "length": d.get("length"), "advice": d.get("advice"),
             "adapter_identity": adapter.get("identity"), "adapter_residual": adapter.get("residual_test"),
             "adapter_retained": adapter.get("retained"),

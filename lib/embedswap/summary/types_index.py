@@ -70,11 +70,24 @@ class IndexCandidate(Section):
         return next((d for d in self.distances if d.distance == name), None)
 
 
+class HnswPlan(Strict):
+    """Which shares were searched through HNSW (``index.hnsw_shares`` resolved for the corpus): ``all`` every
+    share, ``ends`` only 0 and 1, the shares in between exactly only."""
+    setting: Literal["auto", "all", "ends"]
+    mode: Literal["all", "ends"]
+    documents: int
+    auto_max_documents: int
+    shares: list[Number]  # searched through HNSW (and exactly)
+    exact_only: list[Number] = []  # searched exactly only: no HNSW recall there
+
+
 class Index(Section):
     distance: Literal["cosine", "inner_product", "l2"] | None = None
     k: int | None = None
     ef_search: int | None = None
     shares: list[Number] = []
+    # absent in summaries from before the plan existed: every share then had its HNSW build and search
+    hnsw_plan: HnswPlan | None = None
     seed: int | None = None
     judged: bool = False
     queries: int = 0

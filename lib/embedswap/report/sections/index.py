@@ -9,7 +9,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
-from embedswap.summary.types_index import CellDecision, IndexDecision, IndexVerdict
+from embedswap.summary.types_index import CellDecision, HnswPlan, IndexDecision, IndexVerdict
 
 
 def _verdict(ctx: ReportContext, v: IndexVerdict | None, kind: str = "delta") -> str:
@@ -83,6 +83,14 @@ def _candidate(ctx: ReportContext, name: str, decision: IndexDecision) -> dict[s
     }
 
 
+def _hnsw(plan: HnswPlan | None) -> dict[str, Any] | None:
+    """The plan's figures when some shares had no HNSW search (None: every share had it, or an older summary)."""
+    if plan is None or not plan.exact_only:
+        return None
+    return {"shares": fmt(plan.shares, "pct"), "exact_only": fmt(plan.exact_only, "pct"), "setting": plan.setting,
+            "documents": fmt(plan.documents, "int"), "limit": fmt(plan.auto_max_documents, "int")}
+
+
 def index(ctx: ReportContext) -> dict[str, Any]:
     """The section's template values: ``state``, ``store``, ``candidates`` (one dict each), ``figure``."""
     section = ctx.summary.index
@@ -99,6 +107,7 @@ def index(ctx: ReportContext) -> dict[str, Any]:
             "dsn_env": code(f"${store.dsn_env}") if store.dsn_env else ""},
         "distance": code(section.distance), "k": section.k, "ef_search": section.ef_search,
         "shares": fmt(section.shares, "pct"),
+        "hnsw": _hnsw(section.hnsw_plan),
         "seed": section.seed, "queries": section.queries,
         "sources": ctx.refs_for(["captures/index/searches.json"]),
         "candidates": [_candidate(ctx, name, decision) for name, decision in ctx.decisions.index.items()],

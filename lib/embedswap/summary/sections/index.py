@@ -20,11 +20,14 @@ from embedswap.ranking.metrics import (
 from embedswap.reasons import not_measured
 
 
-def grades(workload: Any) -> np.ndarray:
-    """(queries, documents) relevance grades in the workload's order."""
+def grades(workload: Any, rows: np.ndarray | None = None) -> np.ndarray:
+    """(queries, documents) relevance grades in the workload's order, of the queries at ``rows`` only (all when
+    None): at corpus scale the whole workload's matrix (2,000 queries x 100,000 documents) would be 1.6 GB, the
+    searched sample's a quarter of it."""
     position = {d.id: i for i, d in enumerate(workload.documents)}
-    out = np.zeros((len(workload.queries), len(workload.documents)))
-    for row, query in enumerate(workload.queries):
+    picked = [workload.queries[i] for i in (range(len(workload.queries)) if rows is None else rows)]
+    out = np.zeros((len(picked), len(workload.documents)))
+    for row, query in enumerate(picked):
         for doc_id, grade in (workload.qrels.get(query.id) or {}).items():
             if doc_id in position:
                 out[row, position[doc_id]] = grade
@@ -103,10 +106,12 @@ def _adapter(docs: dict[str, np.ndarray], queries: dict[str, np.ndarray], config
     held = relevance[:, test].max(axis=1) > 0 if relevance.size else np.zeros(len(judged), bool)
     basis = "ndcg_at_10" if held.any() else "top5_overlap"
     per_query: dict[str, list[float | None]] = {}
+    masked = None
+    if basis == "ndcg_at_10":  # once for the four searches: a (queries, documents) matrix at corpus scale
+        masked = np.zeros_like(relevance)
+        masked[:, test] = relevance[:, test]
     for name, found in got["searches"].items():
-        if basis == "ndcg_at_10":
-            masked = np.zeros_like(relevance)
-            masked[:, test] = relevance[:, test]
+        if masked is not None:
             per_query[name] = score(found, masked, held)["ndcg_at_10"]
         else:
             per_query[name] = overlaps(found, got["searches"]["full"])
@@ -144,7 +149,7 @@ def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any
     if not capture.get("measured"):
         return {k: capture[k] for k in ("measured", "why", "reason") if k in capture}
     rows = np.asarray(capture.get("query_rows", range(len(workload.queries))), dtype=np.int64)
-    relevance = grades(workload)[rows]
+    relevance = grades(workload, rows)
     judged = relevance.max(axis=1) > 0 if relevance.size else np.zeros(len(rows), bool)
     files = capture.get("queries") or {}
     legacy = experiment.legacy
@@ -161,5 +166,6 @@ def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any
                                  else attempt.read_array(f"{name}/{files.get('legacy')}"))[rows]}
         by_candidate[name] = score_candidate(entry, docs, queries, experiment.index, relevance)
     return {"measured": True, "distance": capture["distance"], "k": capture["k"], "ef_search": capture["ef_search"],
-            "shares": capture["shares"], "seed": capture["seed"], "judged": bool(judged.any()),
+            "shares": capture["shares"], "hnsw_plan": capture.get("hnsw_plan"),
+            "seed": capture["seed"], "judged": bool(judged.any()),
             "queries": len(rows), "store": capture.get("store"), "by_candidate": by_candidate}

@@ -15,7 +15,8 @@ from typed_summary import decisions_of, summary_body
 from embedswap.diagnosis import step as diagnosis_step
 from embedswap.analysis.diagnosis import diagnosis_query_decisions
 from embedswap.captures import new_attempt
-from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
+from embedswap.diagnosis.findings import explain_difference
+from embedswap.diagnosis.hypotheses import Hypothesis
 from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

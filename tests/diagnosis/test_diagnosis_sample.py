@@ -55,15 +55,42 @@ def test_the_hypotheses_stop_once_one_reproduces_the_vectors(tiny_zoo: dict[str,
 MANY = [f"text number {i} with {'some ' * (i % 7)}words about servers" for i in range(40)]
 
 
-def test_a_variant_is_screened_on_the_worst_documents_before_a_full_pass(tiny_zoo: dict[str, Path]) -> None:
+def test_a_variant_is_probed_on_a_few_texts_before_a_full_pass(tiny_zoo: dict[str, Path]) -> None:
     found = Diagnoser(tiny_zoo["tiny-bert-cls"], MANY, limits=[5])
+    assert found.rows is not None and len(found.rows) == 16 and found.passes == 0  # the model's pass: probe only
     rng = np.random.default_rng(3)
-    noise = rng.normal(size=found.candidates[found.truth].shape).astype(np.float32)
+    noise = rng.normal(size=(len(MANY), 16)).astype(np.float32)
     assert found.diagnose(noise, "noise")["cause"] == "diagnosis_unknown"
-    assert found.passes == 1  # no variant reproduced the 16 worst documents: no full pass was made
-    # a server truncating at 5 tokens: its variant passes the screen, and only then is computed on every text
+    assert found.passes == 0  # nothing reproduced the probe texts: no pass over every text was made
+    assert not found._lower_models  # nor was a lower precision loaded: noise is further than a precision moves
+    # a server truncating at 5 tokens: its variant reproduces the probe texts, and only then is run on every text
     tok = found.embedder.tokenizer
     cut = found.embedder.embed([list(tok(t, truncation=True, max_length=5)["input_ids"]) for t in MANY])
     result = found.diagnose(cut.vectors.numpy(), "cut")
     assert result["cause"] == "diagnosis_truncation", result
-    assert found.passes == 2
+    assert found.passes == 1
+    right = found.embedder.embed(MANY).vectors.numpy()
+    assert found.diagnose(right, "right")["cause"] is None and found.passes == 2  # the model's own, on every text
+
+
+def test_a_lower_precision_is_still_loaded_when_the_vectors_are_near_the_model(tiny_zoo: dict[str, Path]) -> None:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(tiny_zoo["tiny-bert-no-normalize"]), device="cpu",
+                                model_kwargs={"torch_dtype": torch.bfloat16})
+    served = model.encode(MANY, convert_to_numpy=True).astype(np.float32)
+    found = Diagnoser(tiny_zoo["tiny-bert-no-normalize"], MANY)
+    result = found.diagnose(served, "vllm", 0.99995)  # bf16 stays within 0.999 on these texts (0.99991)
+    assert result["cause"] == "diagnosis_dtype", result
+    assert result["reasons"][0]["params"]["dtype"] == "bfloat16" and "bfloat16" in found._lower_models
+
+
+def test_the_probe_holds_the_longest_texts_and_a_spread() -> None:
+    from embedswap.diagnosis.hypotheses import probe_rows
+
+    lengths = [5] * 100
+    lengths[37], lengths[90] = 400, 300
+    rows = probe_rows(lengths, 8)
+    assert len(rows) == 8 and rows == sorted(rows) and {37, 90} <= set(rows)
+    assert rows[0] == 0 and max(rows) >= 75  # spread over the texts, not the first eight

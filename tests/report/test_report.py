@@ -747,7 +747,8 @@ def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[st
 def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -> None:
     """A failed row's diagnosis (embedswap.diagnosis.hypotheses) is one sentence with the fix, worded per catalogue (in the
     diagnosis block, which a parity row's diagnosis reaches through decisions.diagnosis)."""
-    from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
+    from embedswap.diagnosis.findings import explain_difference
+    from embedswap.diagnosis.hypotheses import Hypothesis
 
     reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
     summary = copy.deepcopy(complete)
@@ -763,7 +764,8 @@ def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -
 def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: dict[str, Any]) -> None:
     """Step 03's diagnosis (captures/diagnosis/vectors.json) -> decisions.diagnosis -> one sentence per differing
     server with the fix, in the vectors section of every language, and in the HTML page."""
-    from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
+    from embedswap.diagnosis.findings import explain_difference
+    from embedswap.diagnosis.hypotheses import Hypothesis
 
     truth = Hypothesis("mean", True, True)
     reasons = explain_difference(truth, Hypothesis("mean", True, True, max_tokens=8), "legacy", 128)
@@ -801,7 +803,8 @@ def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: 
 def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_to_it(
         complete: dict[str, Any]) -> None:
     """Issue 24: the diagnosis block states the cause with its fix; the parity row it fails only refers to it."""
-    from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
+    from embedswap.diagnosis.findings import explain_difference
+    from embedswap.diagnosis.hypotheses import Hypothesis
 
     reasons = explain_difference(Hypothesis("cls", True, True), Hypothesis("cls", False, True), "vllm")
     summary = copy.deepcopy(complete)
@@ -824,7 +827,8 @@ def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_
 
 
 def test_the_end_token_sentence_names_the_token_in_every_language(complete: dict[str, Any]) -> None:
-    from embedswap.diagnosis.hypotheses import Hypothesis, explain_difference
+    from embedswap.diagnosis.findings import explain_difference
+    from embedswap.diagnosis.hypotheses import Hypothesis
 
     truth = Hypothesis("lasttoken", False, True)
     reasons = explain_difference(truth, Hypothesis("lasttoken", False, True, eos=False), "vllm", 128,

@@ -17,49 +17,31 @@ reproducing it gives ``diagnosis_unknown``. The model's own pipeline is the lega
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from collections.abc import Iterator
 from typing import Any, Callable
 
 import numpy as np
 
-from embedswap.reasons import explain
+from embedswap.diagnosis.findings import Hypothesis, explain_difference
+from embedswap.diagnosis.truncation import truncation_finding
 
 POOLINGS = ("mean", "cls", "lasttoken", "max")
 LOWER_DTYPES = ("float16", "bfloat16")
-SCREEN = 16  # the worst documents a variant is first tried on (diagnosis sized for a corpus)
+PROBE = 16  # the texts an input-side variant is first computed on (diagnosis sized for a corpus)
+# How far (an angle, radians) a lower precision may move a vector: twice the farthest measured, bf16 on the tiny
+# BERT zoo (lowest cosine to fp32 0.956, 17 degrees; MiniLM and tiny Qwen3 0.9998; fp16 0.999 and above), so a
+# server further than the gate plus this from every reduction of the model's own pass is no precision's doing.
+DTYPE_REACH = float(np.radians(35.0))
 BATCHINGS = ("mask_ignored", "padding_flipped", "padding_flipped_position")
 NORM_RELATIVE_TOLERANCE = 1e-2
 BATCH = 32
 
 
-@dataclass(frozen=True)
-class Hypothesis:
-    """One way of turning the texts into vectors. ``eos``: None as the tokenizer does, True appended, False dropped;
-    ``prompt``: the text prepended (None: none); ``max_tokens``: None is the model's own limit."""
-
-    pooling: str
-    dense: bool
-    normalize: bool
-    eos: bool | None = None
-    prompt: str | None = None
-    max_tokens: int | None = None
-    dtype: str = "float32"
-    # how a batch is padded (None: as the model's pipeline does): "mask_ignored" pools (and attends) over the
-    # padding of its batch; "padding_flipped" pads on the other side (absolute positions shift by the padding);
-    # "padding_flipped_position" also pools at the position the model's own side would hold (a pad token)
-    batching: str | None = None
-
-    def differences(self, truth: Hypothesis) -> int:
-        return sum(getattr(self, f.name) != getattr(truth, f.name) for f in fields(self))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-def _matches(candidate: np.ndarray, served: np.ndarray, threshold: float) -> float | None:
-    """Lowest cosine when ``candidate`` reproduces ``served`` (shape, direction and norm), else None."""
+def _matches(candidate: np.ndarray, served: np.ndarray, threshold: float, norms: bool = True) -> float | None:
+    """Lowest cosine when ``candidate`` reproduces ``served`` (shape, direction and, with ``norms``, length), else
+    None."""
     if candidate.shape != served.shape:
         return None
     a, b = candidate.astype(np.float64), served.astype(np.float64)
@@ -67,7 +49,7 @@ def _matches(candidate: np.ndarray, served: np.ndarray, threshold: float) -> flo
     cos = (a * b).sum(1) / np.maximum(na * nb, 1e-30)
     if not np.all(np.isfinite(cos)) or cos.min() < threshold:
         return None
-    if abs(np.median(na) - np.median(nb)) > NORM_RELATIVE_TOLERANCE * max(float(np.median(nb)), 1e-12):
+    if norms and abs(np.median(na) - np.median(nb)) > NORM_RELATIVE_TOLERANCE * max(float(np.median(nb)), 1e-12):
         return None
     return float(cos.min())
 
@@ -93,32 +75,71 @@ def template_prefix(template: str, task: str) -> str | None:
 
 
 class Diagnoser:
-    """The model's vectors for ``texts`` under every hypothesis, computed once; :meth:`diagnose` per server."""
+    """The model's vectors for ``texts`` under every hypothesis, computed as needed; :meth:`diagnose` per server.
+
+    Sized for a corpus: with more than ``2 * PROBE`` texts every input-side variant (the model's own pipeline too)
+    is first computed on :data:`PROBE` texts only (the longest, where a cut shows, and an even spread), and on
+    every text only when one of its reductions reproduces the server there: a hypothesis has to reproduce every
+    vector, so one that misses a probe text is out. The probe's vectors are kept, so a second server is screened
+    without another forward pass. A lower precision is not even loaded when no reduction of the model's own
+    pipeline comes within :data:`DTYPE_REACH` of the server on the probe texts.
+    """
 
     def __init__(self, model: str | Path, texts: list[str], *, limits: list[int] | None = None,
                  query_template: str | None = None, query_task: str | None = None,
-                 expected_prompt: str | None = None, batches: list[tuple[int, int]] | None = None) -> None:
+                 expected_prompt: str | None = None, batches: list[tuple[int, int]] | None = None,
+                 embedder: Any = None) -> None:
         from embedswap.legacy.server import Embedder, LegacySettings
         from embedswap.models import local_model_folder, resolve_model_path
 
         self.path = resolve_model_path(str(model))
         self.texts = list(texts)
-        self.embedder = Embedder(LegacySettings(model=str(model), max_input_tokens=10**9))
+        # ``embedder``: the model already loaded for the same path (documents and queries share one)
+        self.embedder = embedder or Embedder(LegacySettings(model=str(model), max_input_tokens=10**9))
         e = self.embedder
         self.truth = Hypothesis(e.pooling, bool(e.dense), e.normalize, prompt=expected_prompt)
         self.limit = e.limit
         self.prompts = known_prompts(local_model_folder(self.path), query_template, query_task)
         self.limits = sorted({int(n) for n in limits or [] if 0 < int(n) < e.limit})
-        self.candidates: dict[Hypothesis, np.ndarray] = {}
+        self.candidates: dict[Hypothesis, np.ndarray] = {}  # every reduction of a full pass, by hypothesis
+        self.probed: dict[Hypothesis, np.ndarray] = {}  # every reduction of a pass over the probe texts
         # the server's batches as (start, end) of ``texts`` (known when they are the workload's, whole, in order):
         # the batch-mate hypotheses need them
         self.batches = batches
         self.end_token: str | None = None  # the token the end-token hypothesis drops or appends
+        self._lower_models: dict[str, Any] = {}
         self._variants = self._inputs()
+        self._truth_input = next(self._variants)
         self._pending: list[tuple[Hypothesis, list[list[int]], Any]] = []  # screened out for an earlier server
-        self._reduce(*next(self._variants))  # the truth's own pass; the others only when a server differs
+        lengths = [len(row) for row in self._truth_input[1]]
+        self.rows = probe_rows(lengths, PROBE) if len(self.texts) > 2 * PROBE else None
+        if self.rows is None:
+            self.truth_vectors()  # a few texts: the whole pass costs no more than a probe
+        else:
+            self._probe(self._truth_input)
+
+    def truth_vectors(self) -> np.ndarray:
+        """The model's own pipeline over every text (computed on first use)."""
+        if self.truth not in self.candidates:
+            self._reduce(*self._truth_input)
+        return self.candidates[self.truth]
+
+    def truth_on_probe(self) -> np.ndarray:
+        """The model's own pipeline over the probe texts (``rows``)."""
+        return self._probe(self._truth_input)[self.truth]
+
+    def _probe(self, item: tuple[Hypothesis, list[list[int]], Any]) -> dict[Hypothesis, np.ndarray]:
+        """Every reduction of one input-side variant on the probe texts (kept: the next server reuses them)."""
+        variant, ids, model = item
+        keys = [key for key in self.probed if _input_side(key, self.truth) == variant]
+        if not keys:
+            assert self.rows is not None
+            self.probed.update(self._reduce(variant, [ids[i] for i in self.rows], model, store=False))
+            keys = [key for key in self.probed if _input_side(key, self.truth) == variant]
+        return {key: self.probed[key] for key in keys}
 
     def _complete(self) -> None:
+        self.truth_vectors()
         while self._advance() is not None:
             pass
 
@@ -137,20 +158,23 @@ class Diagnoser:
         return None
 
     def _screen(self, served: np.ndarray, threshold: float) -> Callable[[Hypothesis, list[list[int]], Any], bool]:
-        """Whether a variant can reproduce ``served``, judged on its :data:`SCREEN` worst documents first (a
-        hypothesis must reproduce every document): a full pass only for a variant that reproduces those."""
-        truth = self.candidates[self.truth]
-        if len(self.texts) <= 2 * SCREEN or served.shape != truth.shape:
+        """Whether a variant can reproduce ``served``, judged on the probe texts first: a full pass only for a
+        variant one of whose reductions reproduces those."""
+        if self.rows is None or served.shape[0] != len(self.texts):
             return lambda variant, ids, model: True
-        a, b = truth.astype(np.float64), served.astype(np.float64)
-        cos = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-30)
-        rows = sorted(int(i) for i in np.argsort(np.nan_to_num(cos, nan=-2.0), kind="stable")[:SCREEN])
+        rows = self.rows
+        probe = served[rows]
+        reach = _reach_floor(threshold)
+        near_truth = any(_matches(v, probe, reach, norms=False) is not None
+                         for v in self._probe(self._truth_input).values())
 
         def screen(variant: Hypothesis, ids: list[list[int]], model: Any) -> bool:
             if variant.batching:  # batch mates: only the whole batches say anything
                 return True
-            subset = self._reduce(variant, [ids[i] for i in rows], model, store=False)
-            return any(_matches(v, served[rows], threshold) is not None for v in subset.values())
+            if variant.dtype != self.truth.dtype and not near_truth:
+                return False  # a precision moves no vector that far (DTYPE_REACH): not worth loading the model
+            found = self._probe((variant, ids, model))
+            return any(_matches(v, probe, threshold) is not None for v in found.values())
 
         return screen
 
@@ -173,7 +197,8 @@ class Diagnoser:
         return True, [row[: self.limit - 1] + [int(tok.eos_token_id)] for row in base]
 
     def _inputs(self) -> Iterator[tuple[Hypothesis, list[list[int]], Any]]:
-        """Input-side variants (output fields left at the truth's), the truth first: (variant, token ids, model)."""
+        """Input-side variants (output fields left at the truth's), the truth first: (variant, token ids, model);
+        a lower precision's model is a :class:`_Lower` (loaded when first run)."""
         t, e = self.truth, self.embedder
         prefix = t.prompt or ""
         base = self._ids([prefix + x for x in self.texts], self.limit)
@@ -186,18 +211,23 @@ class Diagnoser:
         for limit in self.limits:
             yield replace(t, max_tokens=limit), self._ids([prefix + x for x in self.texts], limit), e.model
         for dtype in LOWER_DTYPES:
-            yield replace(t, dtype=dtype), base, self._lower(dtype)
+            yield replace(t, dtype=dtype), base, _Lower(dtype)
         if self.batches:
             for batching in BATCHINGS:
                 yield replace(t, batching=batching), base, e.model
 
-    def _lower(self, dtype: str) -> Callable[..., Any]:
-        """The model loaded in ``dtype`` (as an engine defaulting to it would run it)."""
-        from transformers import AutoModel
+    def _model(self, model: Any) -> Any:
+        """The model to run: the loaded one, or a lower precision loaded now (once)."""
+        if not isinstance(model, _Lower):
+            return model
+        if model.dtype not in self._lower_models:
+            from transformers import AutoModel
 
-        from embedswap.legacy.pipeline import DTYPES
+            from embedswap.legacy.pipeline import DTYPES
 
-        return AutoModel.from_pretrained(self.path, dtype=DTYPES[dtype]).eval()
+            # as an engine defaulting to this precision would run it
+            self._lower_models[model.dtype] = AutoModel.from_pretrained(self.path, dtype=DTYPES[model.dtype]).eval()
+        return self._lower_models[model.dtype]
 
     # -- outputs: every pooling x Dense x Normalize of one forward pass ---------------------------------------------
     def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any, store: bool = True) -> Any:
@@ -207,6 +237,7 @@ class Diagnoser:
         from embedswap.legacy.pipeline import pool
 
         e = self.embedder
+        model = self._model(model)
         out: dict[Hypothesis, list[torch.Tensor]] = {}
         chunks = self.batches if variant.batching else [(s, s + BATCH) for s in range(0, len(ids), BATCH)]
         with torch.inference_mode():
@@ -225,7 +256,7 @@ class Diagnoser:
                         vec = F.normalize(vec, p=2, dim=1) if normalize else vec
                         key = replace(variant, pooling=mode, dense=dense, normalize=normalize)
                         out.setdefault(key, []).append(vec)
-        if not store:  # a screening pass: the vectors of a subset, not kept
+        if not store:  # a probe: the vectors of a subset, kept apart
             return {key: torch.cat(parts).numpy() for key, parts in out.items()}
         added = [key for key in out if key not in self.candidates]
         for key in added:
@@ -238,8 +269,9 @@ class Diagnoser:
         reproduces it, truncation at the limit found when a cut of the inputs does (diagnosis.truncation, with
         the server's ``usage`` as ``evidence``), ``diagnosis_unknown`` when nothing does."""
         served = np.asarray(served, dtype=np.float32)
-        if _matches(self.candidates[self.truth], served, threshold) is not None:
-            return {"cause": None, "reasons": [], "hypothesis": None}
+        if self._truth_may_reproduce(served, threshold):
+            if _matches(self.truth_vectors(), served, threshold) is not None:
+                return {"cause": None, "reasons": [], "hypothesis": None}
         found = self._reproducing(list(self.candidates), served, threshold)
         # one input-side pass at a time, stopping once a single difference reproduces the vectors (none can
         # beat it: every pass still to come differs at least once); two differences keep looking for one
@@ -250,41 +282,19 @@ class Diagnoser:
                 break
             found += self._reproducing(added, served, threshold)
         if not found:
-            return self._truncation_or_unknown(served, name, threshold, evidence)
+            return truncation_finding(self, served, name, threshold, evidence)
         best, cos = min(found, key=lambda hc: (hc[0].differences(self.truth), -hc[1]))
         reasons = explain_difference(self.truth, best, name, self.limit, self.end_token)
         return {"cause": reasons[0]["code"] if reasons else None, "reasons": reasons,
                 "hypothesis": {**best.as_dict(), "cos_min": cos}}
 
-
-    def _truncation_or_unknown(self, served: np.ndarray, name: str, threshold: float,
-                               evidence: dict[str, Any] | None) -> dict[str, Any]:
-        """A server cutting inputs at its own length (words, characters, a token limit nobody stated), else
-        ``diagnosis_unknown`` saying that no truncation reproduces the vectors either."""
-        from embedswap.diagnosis.truncation import search_truncation
-
-        cut = None
-        if self.truth.prompt is None and served.shape == self.candidates[self.truth].shape:
-            cut = search_truncation(self.embedder, self.texts, served, self.candidates[self.truth], threshold,
-                                    evidence)
-        if cut is not None and cut.get("found"):
-            params = {"name": name, "limit": cut["limit"], "tokens": cut["tokens"], "expected": self.limit}
-            code = f"diagnosis_truncation_{cut['unit']}"
-            reasons = [{"code": code, "params": params, "why": explain(code, **params)}]
-            usage = cut.get("usage")
-            if usage is not None:
-                code = "diagnosis_truncation_usage" if usage["agrees"] else "diagnosis_truncation_usage_differs"
-                params = {"name": name, "prompt_tokens": usage["prompt_tokens"], "expected": usage["expected"]}
-                reasons.append({"code": code, "params": params, "why": explain(code, **params)})
-            hypothesis = {**replace(self.truth).as_dict(), "max_tokens": cut["tokens"], "cos_min": cut["cos_min"]}
-            return {"cause": reasons[0]["code"], "reasons": reasons, "hypothesis": hypothesis, "truncation": cut}
-        reasons = [{"code": "diagnosis_unknown", "params": {"name": name},
-                    "why": explain("diagnosis_unknown", name=name)}]
-        if cut is not None:  # the documents differ, and no cut of them reproduces the server's vectors
-            reasons.append({"code": "diagnosis_no_truncation", "params": {"name": name},
-                            "why": explain("diagnosis_no_truncation", name=name)})
-        out = {"cause": "diagnosis_unknown", "reasons": reasons, "hypothesis": None}
-        return {**out, "truncation": cut} if cut is not None else out
+    def _truth_may_reproduce(self, served: np.ndarray, threshold: float) -> bool:
+        """Whether a reduction of the model's own pass can reproduce ``served`` (on the probe texts; always when
+        there is no probe): only then is that pass run over every text."""
+        if self.rows is None or self.truth in self.candidates or served.shape[0] != len(self.texts):
+            return True
+        probe = served[self.rows]
+        return any(_matches(v, probe, threshold) is not None for v in self._probe(self._truth_input).values())
 
     def _reproducing(self, keys: list[Hypothesis], served: np.ndarray,
                      threshold: float) -> list[tuple[Hypothesis, float]]:
@@ -292,9 +302,36 @@ class Diagnoser:
 
     @property
     def passes(self) -> int:
-        """How many input-side passes were computed so far (the truth's included)."""
-        return len({replace(h, pooling=self.truth.pooling, dense=self.truth.dense, normalize=self.truth.normalize)
-                    for h in self.candidates})
+        """How many input-side passes over every text were computed so far (the truth's included)."""
+        return len({_input_side(h, self.truth) for h in self.candidates})
+
+
+@dataclass(frozen=True)
+class _Lower:
+    """The model in a lower precision, loaded only when a variant needs it (:meth:`Diagnoser._model`)."""
+
+    dtype: str
+
+
+def _input_side(key: Hypothesis, truth: Hypothesis) -> Hypothesis:
+    """The input-side variant a hypothesis belongs to (its output-side fields set back to the truth's)."""
+    return replace(key, pooling=truth.pooling, dense=truth.dense, normalize=truth.normalize)
+
+
+def probe_rows(lengths: list[int], count: int) -> list[int]:
+    """``count`` texts to probe a variant on, in text order: half the longest (a cut shows there), the rest spread
+    evenly over the others (short texts, other languages)."""
+    longest = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))[: count // 2]
+    others = [i for i in range(len(lengths)) if i not in set(longest)]
+    spread = [others[int(k * len(others) / (count - len(longest)))] for k in range(count - len(longest))]
+    return sorted(set(longest) | set(spread))
+
+
+def _reach_floor(threshold: float) -> float:
+    """The lowest cosine at which a reduction of the model's own pass can still be turned into a match (cosine
+    >= ``threshold``) by a lower precision: the gate's angle plus :data:`DTYPE_REACH` (angles add up: triangle
+    inequality on the sphere)."""
+    return float(np.cos(np.arccos(np.clip(threshold, -1.0, 1.0)) + DTYPE_REACH))
 
 
 def padded(embedder: Any, rows: list[list[int]], batching: str | None) -> tuple[dict[str, Any], Any, str]:
@@ -318,49 +355,6 @@ def padded(embedder: Any, rows: list[list[int]], batching: str | None) -> tuple[
         ones = torch.ones_like(batch["attention_mask"])
         return {"input_ids": batch["input_ids"], "attention_mask": ones}, ones, embedder.padding_side
     return batch, batch["attention_mask"], embedder.padding_side
-
-
-def explain_difference(truth: Hypothesis, found: Hypothesis, name: str, limit: int | None = None,
-                       end_token: str | None = None) -> list[dict[str, Any]]:
-    """Reason codes for what ``found`` (the server) does differently from ``truth`` (the model)."""
-    codes: list[tuple[str, dict[str, Any]]] = []
-    if found.pooling != truth.pooling:
-        codes.append(("diagnosis_pooling", {"name": name, "pooling": found.pooling, "expected": truth.pooling}))
-    if truth.dense and not found.dense:
-        codes.append(("diagnosis_dense_ignored", {"name": name}))
-    if found.normalize and not truth.normalize:
-        codes.append(("diagnosis_normalize_added", {"name": name}))
-    if truth.normalize and not found.normalize:
-        codes.append(("diagnosis_normalize_missing", {"name": name}))
-    if found.eos is True:
-        codes.append(("diagnosis_eos_appended", {"name": name, "token": _token(end_token)}))
-    if found.eos is False:
-        codes.append(("diagnosis_eos_missing", {"name": name, "token": _token(end_token)}))
-    if found.prompt != truth.prompt:
-        if found.prompt is None:
-            codes.append(("diagnosis_prompt_missing", {"name": name, "prompt": _shown(truth.prompt)}))
-        elif truth.prompt is not None:  # a query prompt, but not the model's
-            codes.append(("diagnosis_prompt_other", {"name": name, "prompt": _shown(found.prompt),
-                                                     "expected": _shown(truth.prompt)}))
-        else:
-            codes.append(("diagnosis_prompt_applied", {"name": name, "prompt": _shown(found.prompt)}))
-    if found.max_tokens is not None:
-        codes.append(("diagnosis_truncation", {"name": name, "limit": found.max_tokens, "expected": limit}))
-    if found.dtype != truth.dtype:
-        codes.append(("diagnosis_dtype", {"name": name, "dtype": found.dtype, "expected": truth.dtype}))
-    if found.batching is not None:  # its vectors depend on batch mates
-        codes.append((f"diagnosis_batch_{found.batching}", {"name": name}))
-    return [{"code": c, "params": p, "why": explain(c, **p)} for c, p in codes]
-
-
-def _token(token: str | None) -> str:
-    """The end token as the sentence shows it (``[SEP]``, ``<|endoftext|>``)."""
-    return f"'{token}'" if token else "(EOS)"
-
-
-def _shown(prompt: str | None) -> str:
-    """A prompt on one line of a sentence (the kit's template holds a newline)."""
-    return (prompt or "").replace("\n", "\\n").strip()
 
 
 def diagnose(model: str | Path, texts: list[str], served: np.ndarray, name: str, threshold: float = 0.999,

@@ -9,7 +9,8 @@ The hypotheses' inputs come from the experiment and the captures: the truncation
 experiment's ``max_input_tokens``, a target's ``max_model_len``) or shows when probed (the limit in an over-long
 probe's error text, the token count of an over-long input a server truncated silently), the kit's query template
 and task. One :class:`~embedswap.diagnosis.hypotheses.Diagnoser` serves every server of an attempt (one forward pass when
-every server reproduces the model; the other hypotheses are computed only when one does not).
+every server reproduces the model; the other hypotheses are computed only when one does not, on a probe of the texts
+first), and the queries' Diagnoser runs the documents' loaded model.
 """
 
 from __future__ import annotations
@@ -68,10 +69,17 @@ def diagnoser(experiment: Experiment, attempt: Attempt, texts: list[str],
     limits = stated_limits(experiment, attempt)
     key = (path, tuple(texts), tuple(limits))
     if key not in _CACHE or (batches and _CACHE[key].batches != batches):
+        loaded = _loaded(path)
         _CACHE.clear()  # one attempt at a time: do not keep an earlier model's vectors in memory
         _CACHE[key] = Diagnoser(path, texts, limits=limits, query_template=experiment.model.query_prompt_template,
+                                embedder=loaded,
                                 query_task=experiment.model.query_task, batches=batches)
     return _CACHE[key]
+
+
+def _loaded(path: str) -> Any:
+    """The model the documents' Diagnoser loaded for ``path``, if any (the queries' Diagnoser shares it)."""
+    return next((d.embedder for key, d in _CACHE.items() if key[0] == path), None)
 
 
 def workload_batches(rows: list[int], batch_size: int) -> list[tuple[int, int]] | None:
@@ -180,9 +188,10 @@ def diagnose_queries(experiment: Experiment, attempt: Attempt, workload: Any, th
     texts = [q.text for q in workload.queries[:QUERY_SAMPLE]]
     out: dict[str, Any] = {"measured": True, "prompt": prompt, "texts": len(texts), "by_target": {}}
     try:
-        found = Diagnoser(resolve_model_path(experiment.model.path), texts,
-                          limits=stated_limits(experiment, attempt), expected_prompt=prompt,
-                          query_template=experiment.model.query_prompt_template, query_task=experiment.model.query_task)
+        path = resolve_model_path(experiment.model.path)
+        found = Diagnoser(path, texts, limits=stated_limits(experiment, attempt), expected_prompt=prompt,
+                          query_template=experiment.model.query_prompt_template, query_task=experiment.model.query_task,
+                          embedder=_loaded(path))
     except Exception as exc:  # noqa: BLE001 - recorded as the diagnosis' own error, per server
         out["by_target"] = {n: _error_finding(exc) for n in names}
         return out

@@ -2,9 +2,10 @@
 
 A server may cut inputs at its own length (a number of words, of characters, or a token limit below the model's)
 that neither it nor its documentation states, so the truncation hypothesis of a stated or probed limit does not
-find it. Here, for the documents whose vectors differ most from the model's, every cut of the document's tokens
+find it. Here, for documents whose vectors differ from the model's, every cut of the document's tokens
 is embedded with the model's own pipeline (one batch per document: the content tokens ``1..n-1`` between the
-tokenizer's special tokens) and the cut that reproduces the server's vector is kept. The cuts are then read in
+tokenizer's special tokens) and the cut that reproduces the server's vector is kept; the shortest differing
+documents are searched first (the cheapest, and any one of them refutes a limit). The cuts are then read in
 three units: tokens, words (whitespace-separated words the kept text holds) and characters; the unit in which every
 document was cut at the same length is the server's limit. The limit is confirmed when cutting every diagnosed
 document that way reproduces all of the server's vectors. The server's own ``usage`` is the evidence beside it: the
@@ -17,6 +18,8 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
+
+from embedswap.reasons import explain
 
 SEARCHED = 6  # documents searched cut by cut (each a batch of its own length); the rest only confirm
 UNITS = ("tokens", "words", "characters")
@@ -82,9 +85,13 @@ def search_truncation(embedder: Any, texts: list[str], served: np.ndarray, truth
     probe (``prompt_tokens`` and the input text ``text``)."""
     served = np.asarray(served, dtype=np.float32)
     cos = _cos(truth, served)
-    differing = [int(i) for i in np.argsort(cos, kind="stable") if cos[i] < threshold][:SEARCHED]
+    differing = [int(i) for i in np.argsort(cos, kind="stable") if cos[i] < threshold]
     if not differing:
         return None
+    # the shortest first: every differing document has to be a cut of its own, so any of them can refute a limit,
+    # and a document's search embeds each of its cuts (cost grows with the square of its length)
+    lengths = [len(ids) for ids in embedder.tokenizer([texts[i] for i in differing])["input_ids"]]
+    differing = [i for _, i in sorted(zip(lengths, differing))][:SEARCHED]
     head, tail = _special(embedder.tokenizer)
     found = []
     for i in differing:
@@ -123,3 +130,48 @@ def _usage(tokenizer: Any, unit: str, limit: int, evidence: dict[str, Any] | Non
         expected = len(tokenizer(cut_text(text, unit, limit))["input_ids"])
     return {"prompt_tokens": evidence["prompt_tokens"], "expected": expected,
             "agrees": abs(evidence["prompt_tokens"] - expected) <= 2}
+
+
+def truncation_finding(d: Any, served: np.ndarray, name: str, threshold: float,
+                       evidence: dict[str, Any] | None) -> dict[str, Any]:
+    """A server cutting inputs at its own length (words, characters, a token limit nobody stated), else
+    ``diagnosis_unknown`` saying that no truncation reproduces the vectors either. ``d``: the
+    :class:`~embedswap.diagnosis.hypotheses.Diagnoser` that found no other hypothesis."""
+    cut = _search_cut(d, served, threshold, evidence)
+    if cut is not None and cut.get("found"):
+        params = {"name": name, "limit": cut["limit"], "tokens": cut["tokens"], "expected": d.limit}
+        code = f"diagnosis_truncation_{cut['unit']}"
+        reasons = [{"code": code, "params": params, "why": explain(code, **params)}]
+        usage = cut.get("usage")
+        if usage is not None:
+            code = "diagnosis_truncation_usage" if usage["agrees"] else "diagnosis_truncation_usage_differs"
+            params = {"name": name, "prompt_tokens": usage["prompt_tokens"], "expected": usage["expected"]}
+            reasons.append({"code": code, "params": params, "why": explain(code, **params)})
+        hypothesis = {**d.truth.as_dict(), "max_tokens": cut["tokens"], "cos_min": cut["cos_min"]}
+        return {"cause": reasons[0]["code"], "reasons": reasons, "hypothesis": hypothesis, "truncation": cut}
+    reasons = [{"code": "diagnosis_unknown", "params": {"name": name},
+                "why": explain("diagnosis_unknown", name=name)}]
+    if cut is not None:  # the documents differ, and no cut of them reproduces the server's vectors
+        reasons.append({"code": "diagnosis_no_truncation", "params": {"name": name},
+                        "why": explain("diagnosis_no_truncation", name=name)})
+    out = {"cause": "diagnosis_unknown", "reasons": reasons, "hypothesis": None}
+    return {**out, "truncation": cut} if cut is not None else out
+
+
+def _search_cut(d: Any, served: np.ndarray, threshold: float,
+                evidence: dict[str, Any] | None) -> dict[str, Any] | None:
+    """:func:`search_truncation` on the probe texts first (every text has to be a cut of its own), then,
+    when a cut reproduces those, on every text with the model's own pass (the limit confirmed on all)."""
+    if d.truth.prompt is not None or served.shape[0] != len(d.texts):
+        return None
+    if d.rows is not None and d.truth not in d.candidates:
+        probe = d.truth_on_probe()
+        if probe.shape != served[d.rows].shape:
+            return None
+        first = search_truncation(d.embedder, [d.texts[i] for i in d.rows], served[d.rows], probe,
+                                  threshold, evidence)
+        if first is None or not first.get("found"):
+            return first
+    if d.truth_vectors().shape != served.shape:
+        return None
+    return search_truncation(d.embedder, d.texts, served, d.truth_vectors(), threshold, evidence)

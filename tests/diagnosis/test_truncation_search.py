@@ -63,3 +63,20 @@ def test_noise_is_no_truncation(found: Diagnoser) -> None:
 def test_nothing_to_search_when_no_document_differs(found: Diagnoser) -> None:
     served = _served(found, TEXTS)
     assert search_truncation(found.embedder, TEXTS, served, served, 0.999) is None
+
+
+CORPUS = [f"document {i} says {'a little more ' * (i % 9)}about where a server stops reading long inputs" for i in range(48)]
+
+
+def test_a_limit_is_found_through_the_probe_and_confirmed_on_every_text(tiny_zoo: dict[str, Path]) -> None:
+    found = Diagnoser(tiny_zoo["tiny-bert-dense"], CORPUS)
+    assert found.rows is not None  # more texts than two probes: the probe texts are searched first
+    tok = found.embedder.tokenizer
+    served = found.embedder.embed([list(tok(t, truncation=True, max_length=9)["input_ids"]) for t in CORPUS])
+    result = found.diagnose(served.vectors.numpy(), "hosted")
+    assert result["cause"] == "diagnosis_truncation_tokens", result
+    assert result["truncation"]["limit"] == 9 and result["truncation"]["confirmed_on"] == len(CORPUS)
+    rng = np.random.default_rng(1)
+    noise = rng.normal(size=(len(CORPUS), 16)).astype(np.float32)
+    unknown = Diagnoser(tiny_zoo["tiny-bert-dense"], CORPUS).diagnose(noise, "odd")
+    assert unknown["cause"] == "diagnosis_unknown" and unknown["truncation"]["found"] is False

@@ -2,26 +2,26 @@
 
 A server may cut inputs at its own length (a number of words, of characters, or a token limit below the model's)
 that neither it nor its documentation states, so the truncation hypothesis of a stated or probed limit does not
-find it. Here, for documents whose vectors differ from the model's, every cut of the document's tokens
-is embedded with the model's own pipeline (one batch per document: the content tokens ``1..n-1`` between the
-tokenizer's special tokens) and the cut that reproduces the server's vector is kept; the shortest differing
-documents are searched first (the cheapest, and any one of them refutes a limit). The cuts are then read in
-three units: tokens, words (whitespace-separated words the kept text holds) and characters; the unit in which every
-document was cut at the same length is the server's limit. The limit is confirmed when cutting every diagnosed
-document that way reproduces all of the server's vectors. The server's own ``usage`` is the evidence beside it: the
-``prompt_tokens`` of its answer to the over-long probe against the token count of that input cut the same way.
+find it. Here the shortest document whose vector differs from the model's is searched cut by cut: every cut of its
+tokens is embedded with the model's own pipeline (one batch: the content tokens ``1..n-1`` between the tokenizer's
+special tokens) and the cut that reproduces the server's vector is kept, read in three units: tokens, words
+(whitespace-separated words the kept text holds) and characters. A limit is one length in one unit, so the next
+differing documents (up to :data:`SEARCHED`, shortest first) are only cut where each unit predicts; the unit that
+reproduces all of them is the server's limit (tokens first, then words). The limit is confirmed when cutting every
+diagnosed document that way reproduces all of the server's vectors. The server's own ``usage`` is the evidence
+beside it: the ``prompt_tokens`` of its answer to the over-long probe against the token count of that input cut the
+same way.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import numpy as np
 
 from embedswap.reasons import explain
 
-SEARCHED = 6  # documents searched cut by cut (each a batch of its own length); the rest only confirm
+SEARCHED = 6  # differing documents the limit has to reproduce before it is confirmed on every text
 UNITS = ("tokens", "words", "characters")
 
 
@@ -69,20 +69,28 @@ def _one(embedder: Any, text: str, served: np.ndarray, threshold: float,
             "characters": end, "cosine": float(cos[best])}
 
 
-def _unit(found: list[dict[str, Any]]) -> tuple[str, int] | None:
-    """The unit in which every searched document was cut at the same length (tokens first, then words)."""
-    for unit in UNITS:
-        values = Counter(f[unit] for f in found)
-        if len(values) == 1:
-            return unit, next(iter(values))
-    return None
+def _read_tokens(tokenizer: Any, text: str, unit: str, limit: int) -> int:
+    """How many tokens (the special ones counted) a server cutting at ``limit`` ``unit`` embeds of ``text``."""
+    if unit == "tokens":
+        return len(tokenizer(text, truncation=True, max_length=limit)["input_ids"])
+    return len(tokenizer(cut_text(text, unit, limit))["input_ids"])
+
+
+def _reproduces(embedder: Any, text: str, served: np.ndarray, unit: str, limit: int, threshold: float) -> bool:
+    """Whether ``text`` cut at ``limit`` ``unit`` gives the server's vector."""
+    tok = embedder.tokenizer
+    cut: Any = list(tok(text, truncation=True, max_length=limit)["input_ids"]) if unit == "tokens" \
+        else cut_text(text, unit, limit)
+    return bool(_cos(embedder.embed([cut]).vectors.numpy(), served[None, :])[0] >= threshold)
 
 
 def search_truncation(embedder: Any, texts: list[str], served: np.ndarray, truth: np.ndarray, threshold: float,
-                      evidence: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                      evidence: dict[str, Any] | None = None,
+                      confirm: tuple[list[str], np.ndarray] | None = None) -> dict[str, Any] | None:
     """Where the server cuts, or ``{"found": False}`` when no cut reproduces its vectors; None when no document
     differs. ``truth`` is the model's own vectors of ``texts``; ``evidence`` the server's answer to the over-long
-    probe (``prompt_tokens`` and the input text ``text``)."""
+    probe (``prompt_tokens`` and the input text ``text``); ``confirm``: the texts (and the server's vectors of
+    them) the limit found must reproduce, when not ``texts`` themselves (the search ran on a probe of them)."""
     served = np.asarray(served, dtype=np.float32)
     cos = _cos(truth, served)
     differing = [int(i) for i in np.argsort(cos, kind="stable") if cos[i] < threshold]
@@ -93,27 +101,29 @@ def search_truncation(embedder: Any, texts: list[str], served: np.ndarray, truth
     lengths = [len(ids) for ids in embedder.tokenizer([texts[i] for i in differing])["input_ids"]]
     differing = [i for _, i in sorted(zip(lengths, differing))][:SEARCHED]
     head, tail = _special(embedder.tokenizer)
-    found = []
-    for i in differing:
-        cut = _one(embedder, texts[i], served[i], threshold, head, tail)
-        if cut is None:
-            return {"found": False, "searched": len(differing)}
-        found.append(cut)
-    unit = _unit(found)
-    if unit is None:
+    first = _one(embedder, texts[differing[0]], served[differing[0]], threshold, head, tail)
+    if first is None:
         return {"found": False, "searched": len(differing)}
-    name, limit = unit
+    # the other documents: only the cuts the first one predicts, one per unit (a limit is one length in one unit)
+    units = {unit: int(first[unit]) for unit in UNITS}
+    for i in differing[1:]:
+        units = {u: n for u, n in units.items() if _reproduces(embedder, texts[i], served[i], u, n, threshold)}
+        if not units:
+            return {"found": False, "searched": len(differing)}
+    name = next(u for u in UNITS if u in units)
+    limit = units[name]
+    every, every_served = confirm if confirm is not None else (texts, served)
     tok = embedder.tokenizer
     if name == "tokens":  # the special tokens counted, as a server's max_length counts them
-        inputs: list[Any] = [list(tok(t, truncation=True, max_length=limit)["input_ids"]) for t in texts]
+        inputs: list[Any] = [list(tok(t, truncation=True, max_length=limit)["input_ids"]) for t in every]
     else:
-        inputs = [cut_text(t, name, limit) for t in texts]
-    confirmed = _cos(embedder.embed(inputs).vectors.numpy(), served)
+        inputs = [cut_text(t, name, limit) for t in every]
+    confirmed = _cos(embedder.embed(inputs).vectors.numpy(), np.asarray(every_served, dtype=np.float32))
     if not float(confirmed.min()) >= threshold:
         return {"found": False, "searched": len(differing)}
-    tokens = sorted(f["tokens"] for f in found)
+    tokens = sorted(_read_tokens(tok, texts[i], name, limit) for i in differing)
     result: dict[str, Any] = {"found": True, "unit": name, "limit": limit, "tokens": tokens[len(tokens) // 2],
-                              "searched": len(differing), "confirmed_on": len(texts),
+                              "searched": len(differing), "confirmed_on": len(every),
                               "cos_min": float(confirmed.min())}
     result["usage"] = _usage(embedder.tokenizer, name, limit, evidence)
     return result
@@ -160,18 +170,17 @@ def truncation_finding(d: Any, served: np.ndarray, name: str, threshold: float,
 
 def _search_cut(d: Any, served: np.ndarray, threshold: float,
                 evidence: dict[str, Any] | None) -> dict[str, Any] | None:
-    """:func:`search_truncation` on the probe texts first (every text has to be a cut of its own), then,
-    when a cut reproduces those, on every text with the model's own pass (the limit confirmed on all)."""
+    """:func:`search_truncation` on the probe texts when the model's own pass ran on those only (every text has to
+    be a cut of its own, so the probe's differing texts can find or refute a limit), the limit confirmed on every
+    text; else on every text."""
     if d.truth.prompt is not None or served.shape[0] != len(d.texts):
         return None
     if d.rows is not None and d.truth not in d.candidates:
         probe = d.truth_on_probe()
         if probe.shape != served[d.rows].shape:
             return None
-        first = search_truncation(d.embedder, [d.texts[i] for i in d.rows], served[d.rows], probe,
-                                  threshold, evidence)
-        if first is None or not first.get("found"):
-            return first
+        return search_truncation(d.embedder, [d.texts[i] for i in d.rows], served[d.rows], probe, threshold,
+                                 evidence, confirm=(d.texts, served))
     if d.truth_vectors().shape != served.shape:
         return None
     return search_truncation(d.embedder, d.texts, served, d.truth_vectors(), threshold, evidence)

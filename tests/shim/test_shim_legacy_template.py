@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from embedswap.config import base as config
-from embedswap.legacy import server as legacy_server
+from embedswap.legacy import embedder as legacy_embedder
 from embedswap.legacy.server import LegacySettings, create_app
 from embedswap.models import EMBEDDED_DEFAULT
 from embedswap.shim.client import EmbeddingShim
@@ -86,5 +86,5 @@ def test_a_one_character_drift_is_caught(legacy: TestClient) -> None:
 
 
 def test_the_constants_are_the_same_text() -> None:
-    assert legacy_server.DEFAULT_QUERY_TEMPLATE == config.DEFAULT_QUERY_TEMPLATE == ShimConfig().query_template
-    assert legacy_server.DEFAULT_QUERY_TASK == config.DEFAULT_QUERY_TASK == ShimConfig().query_task
+    assert legacy_embedder.DEFAULT_QUERY_TEMPLATE == config.DEFAULT_QUERY_TEMPLATE == ShimConfig().query_template
+    assert legacy_embedder.DEFAULT_QUERY_TASK == config.DEFAULT_QUERY_TASK == ShimConfig().query_task

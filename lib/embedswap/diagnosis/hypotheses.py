@@ -89,7 +89,7 @@ class Diagnoser:
                  query_template: str | None = None, query_task: str | None = None,
                  expected_prompt: str | None = None, batches: list[tuple[int, int]] | None = None,
                  embedder: Any = None) -> None:
-        from embedswap.legacy.server import Embedder, LegacySettings
+        from embedswap.legacy.embedder import Embedder, LegacySettings
         from embedswap.models import local_model_folder, resolve_model_path
 
         self.path = resolve_model_path(str(model))

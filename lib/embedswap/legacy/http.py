@@ -14,18 +14,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 OWNED_BY = "embedswap-legacy"
 
 
-class RequestError(Exception):
-    """A client error, answered in OpenAI's error shape."""
-
-    def __init__(self, status: int, message: str, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.param = param
-        self.code = code
-
-
-
 # ---------------------------------------------------------------------------------------------------------------------
 # HTTP schema
 

@@ -44,3 +44,24 @@ def test_an_ignored_attention_mask_is_named(tiny_zoo: dict[str, Path]) -> None:
 def test_batches_are_known_only_for_the_whole_workload_in_order() -> None:
     assert workload_batches(list(range(10)), 4) == [(0, 4), (4, 8), (8, 10)]
     assert workload_batches([0, 2, 3], 4) is None
+
+
+WORKLOAD = [" ".join(["word"] * (1 + (i * 7) % 13)) + f" text {i}" for i in range(40)]
+
+
+def test_batch_mates_are_probed_on_whole_batches_before_a_full_pass(tmp_path: Path) -> None:
+    from sentence_transformers import SentenceTransformer
+
+    from embedswap.zoo.bert import BATCH_MATES, build_tiny_bert
+
+    model = build_tiny_bert(tmp_path / "model", BATCH_MATES)
+    batches = workload_batches(list(range(len(WORKLOAD))), 8)
+    st = SentenceTransformer(str(model), device="cpu")  # a server that gets the workload's batches of 8
+    served = np.concatenate([st.encode(WORKLOAD[a:b], batch_size=8, convert_to_numpy=True) for a, b in batches])
+    found = Diagnoser(model, WORKLOAD, batches=batches)
+    assert found.rows is not None  # 40 texts: probed first
+    result = found.diagnose(served, "st")
+    assert result["cause"] == "diagnosis_batch_padding_flipped", result
+    assert found.passes == 1  # only the variant that reproduced its probe batches ran over every text
+    probed = next(iter(found._batch_probed.values()))[0]
+    assert len(probed) == 16 and len(probed) < len(WORKLOAD)  # two whole batches of 8

@@ -82,7 +82,8 @@ class Diagnoser:
     every text only when one of its reductions reproduces the server there: a hypothesis has to reproduce every
     vector, so one that misses a probe text is out. The probe's vectors are kept, so a second server is screened
     without another forward pass. A lower precision is not even loaded when no reduction of the model's own
-    pipeline comes within :data:`DTYPE_REACH` of the server on the probe texts.
+    pipeline comes within :data:`DTYPE_REACH` of the server on the probe texts. A batch-mate variant is probed on
+    whole batches (its vectors depend on them).
     """
 
     def __init__(self, model: str | Path, texts: list[str], *, limits: list[int] | None = None,
@@ -108,6 +109,7 @@ class Diagnoser:
         self.batches = batches
         self.end_token: str | None = None  # the token the end-token hypothesis drops or appends
         self._lower_models: dict[str, Any] = {}
+        self._batch_probed: dict[Hypothesis, tuple[list[int], dict[Hypothesis, np.ndarray]]] = {}
         self._variants = self._inputs()
         self._truth_input = next(self._variants)
         self._pending: list[tuple[Hypothesis, list[list[int]], Any]] = []  # screened out for an earlier server
@@ -169,14 +171,31 @@ class Diagnoser:
                          for v in self._probe(self._truth_input).values())
 
         def screen(variant: Hypothesis, ids: list[list[int]], model: Any) -> bool:
-            if variant.batching:  # batch mates: only the whole batches say anything
-                return True
+            if variant.batching:  # batch mates: judged on whole batches
+                return self._batch_probe_matches((variant, ids, model), served, threshold)
             if variant.dtype != self.truth.dtype and not near_truth:
                 return False  # a precision moves no vector that far (DTYPE_REACH): not worth loading the model
             found = self._probe((variant, ids, model))
             return any(_matches(v, probe, threshold) is not None for v in found.values())
 
         return screen
+
+    def _batch_probe_matches(self, item: tuple[Hypothesis, list[list[int]], Any], served: np.ndarray,
+                             threshold: float) -> bool:
+        """A batch-mate variant on whole batches holding at least :data:`PROBE` texts (the longest text's batch
+        first); kept for the next server. True without a probe where those batches are all of them."""
+        variant, ids, model = item
+        if variant not in self._batch_probed:
+            spans = _probe_batches(self.batches or [], self._truth_input[1], PROBE)
+            rows = [i for start, end in spans for i in range(start, end)]
+            if len(rows) >= len(self.texts):
+                return True
+            local = list(itertools.accumulate((end - start for start, end in spans), initial=0))
+            vectors = self._reduce(variant, [ids[i] for i in rows], model, store=False,
+                                   chunks=list(zip(local, local[1:])))
+            self._batch_probed[variant] = (rows, vectors)
+        rows, vectors = self._batch_probed[variant]
+        return any(_matches(v, served[rows], threshold) is not None for v in vectors.values())
 
     # -- inputs: token ids per text for each input-side variant ------------------------------------------------------
     def _ids(self, texts: list[str], max_tokens: int) -> list[list[int]]:
@@ -230,7 +249,8 @@ class Diagnoser:
         return self._lower_models[model.dtype]
 
     # -- outputs: every pooling x Dense x Normalize of one forward pass ---------------------------------------------
-    def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any, store: bool = True) -> Any:
+    def _reduce(self, variant: Hypothesis, ids: list[list[int]], model: Any, store: bool = True,
+                chunks: list[tuple[int, int]] | None = None) -> Any:
         import torch
         import torch.nn.functional as F
 
@@ -239,7 +259,8 @@ class Diagnoser:
         e = self.embedder
         model = self._model(model)
         out: dict[Hypothesis, list[torch.Tensor]] = {}
-        chunks = self.batches if variant.batching else [(s, s + BATCH) for s in range(0, len(ids), BATCH)]
+        if chunks is None:
+            chunks = self.batches if variant.batching else [(s, s + BATCH) for s in range(0, len(ids), BATCH)]
         with torch.inference_mode():
             for start, end in chunks:
                 batch, mask, side = padded(e, ids[start:end], variant.batching)
@@ -325,6 +346,18 @@ def probe_rows(lengths: list[int], count: int) -> list[int]:
     others = [i for i in range(len(lengths)) if i not in set(longest)]
     spread = [others[int(k * len(others) / (count - len(longest)))] for k in range(count - len(longest))]
     return sorted(set(longest) | set(spread))
+
+
+def _probe_batches(batches: list[tuple[int, int]], ids: list[list[int]], count: int) -> list[tuple[int, int]]:
+    """Whole batches holding at least ``count`` texts, in text order: the batch of the longest text (the most
+    padding around its mates), then the others in order."""
+    longest = max(range(len(ids)), key=lambda i: len(ids[i])) if ids else 0
+    chosen: list[tuple[int, int]] = []
+    for span in sorted(batches, key=lambda b: not b[0] <= longest < b[1]):
+        if sum(end - start for start, end in chosen) >= count:
+            break
+        chosen.append(span)
+    return sorted(chosen)
 
 
 def _reach_floor(threshold: float) -> float:

@@ -87,7 +87,7 @@ def test_a_lower_precision_is_still_loaded_when_the_vectors_are_near_the_model(t
 
 
 def test_the_probe_holds_the_longest_texts_and_a_spread() -> None:
-    from embedswap.diagnosis.hypotheses import probe_rows
+    from embedswap.diagnosis.probe import probe_rows
 
     lengths = [5] * 100
     lengths[37], lengths[90] = 400, 300

@@ -65,7 +65,8 @@ def test_nothing_to_search_when_no_document_differs(found: Diagnoser) -> None:
     assert search_truncation(found.embedder, TEXTS, served, served, 0.999) is None
 
 
-CORPUS = [f"document {i} says {'a little more ' * (i % 9)}about where a server stops reading long inputs" for i in range(48)]
+CORPUS = [f"document {i} says {'a little more ' * (i % 9)}about where a server stops reading long inputs"
+          for i in range(48)]
 
 
 def test_a_limit_is_found_through_the_probe_and_confirmed_on_every_text(tiny_zoo: dict[str, Path]) -> None:

@@ -25,15 +25,11 @@ from typing import Any, Callable
 import numpy as np
 
 from embedswap.diagnosis.findings import Hypothesis, explain_difference
+from embedswap.diagnosis.probe import PROBE, probe_batches, probe_rows, reach_floor
 from embedswap.diagnosis.truncation import truncation_finding
 
 POOLINGS = ("mean", "cls", "lasttoken", "max")
 LOWER_DTYPES = ("float16", "bfloat16")
-PROBE = 16  # the texts an input-side variant is first computed on (diagnosis sized for a corpus)
-# How far (an angle, radians) a lower precision may move a vector: twice the farthest measured, bf16 on the tiny
-# BERT zoo (lowest cosine to fp32 0.956, 17 degrees; MiniLM and tiny Qwen3 0.9998; fp16 0.999 and above), so a
-# server further than the gate plus this from every reduction of the model's own pass is no precision's doing.
-DTYPE_REACH = float(np.radians(35.0))
 BATCHINGS = ("mask_ignored", "padding_flipped", "padding_flipped_position")
 NORM_RELATIVE_TOLERANCE = 1e-2
 BATCH = 32
@@ -82,8 +78,8 @@ class Diagnoser:
     every text only when one of its reductions reproduces the server there: a hypothesis has to reproduce every
     vector, so one that misses a probe text is out. The probe's vectors are kept, so a second server is screened
     without another forward pass. A lower precision is not even loaded when no reduction of the model's own
-    pipeline comes within :data:`DTYPE_REACH` of the server on the probe texts. A batch-mate variant is probed on
-    whole batches (its vectors depend on them).
+    pipeline comes within :data:`~embedswap.diagnosis.probe.DTYPE_REACH` of the server on the probe texts. A
+    batch-mate variant is probed on whole batches (its vectors depend on them).
     """
 
     def __init__(self, model: str | Path, texts: list[str], *, limits: list[int] | None = None,
@@ -166,7 +162,7 @@ class Diagnoser:
             return lambda variant, ids, model: True
         rows = self.rows
         probe = served[rows]
-        reach = _reach_floor(threshold)
+        reach = reach_floor(threshold)
         near_truth = any(_matches(v, probe, reach, norms=False) is not None
                          for v in self._probe(self._truth_input).values())
 
@@ -174,7 +170,7 @@ class Diagnoser:
             if variant.batching:  # batch mates: judged on whole batches
                 return self._batch_probe_matches((variant, ids, model), served, threshold)
             if variant.dtype != self.truth.dtype and not near_truth:
-                return False  # a precision moves no vector that far (DTYPE_REACH): not worth loading the model
+                return False  # no precision moves a vector that far (DTYPE_REACH): not worth loading the model
             found = self._probe((variant, ids, model))
             return any(_matches(v, probe, threshold) is not None for v in found.values())
 
@@ -186,7 +182,7 @@ class Diagnoser:
         first); kept for the next server. True without a probe where those batches are all of them."""
         variant, ids, model = item
         if variant not in self._batch_probed:
-            spans = _probe_batches(self.batches or [], self._truth_input[1], PROBE)
+            spans = probe_batches(self.batches or [], self._truth_input[1], PROBE)
             rows = [i for start, end in spans for i in range(start, end)]
             if len(rows) >= len(self.texts):
                 return True
@@ -337,34 +333,6 @@ class _Lower:
 def _input_side(key: Hypothesis, truth: Hypothesis) -> Hypothesis:
     """The input-side variant a hypothesis belongs to (its output-side fields set back to the truth's)."""
     return replace(key, pooling=truth.pooling, dense=truth.dense, normalize=truth.normalize)
-
-
-def probe_rows(lengths: list[int], count: int) -> list[int]:
-    """``count`` texts to probe a variant on, in text order: half the longest (a cut shows there), the rest spread
-    evenly over the others (short texts, other languages)."""
-    longest = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))[: count // 2]
-    others = [i for i in range(len(lengths)) if i not in set(longest)]
-    spread = [others[int(k * len(others) / (count - len(longest)))] for k in range(count - len(longest))]
-    return sorted(set(longest) | set(spread))
-
-
-def _probe_batches(batches: list[tuple[int, int]], ids: list[list[int]], count: int) -> list[tuple[int, int]]:
-    """Whole batches holding at least ``count`` texts, in text order: the batch of the longest text (the most
-    padding around its mates), then the others in order."""
-    longest = max(range(len(ids)), key=lambda i: len(ids[i])) if ids else 0
-    chosen: list[tuple[int, int]] = []
-    for span in sorted(batches, key=lambda b: not b[0] <= longest < b[1]):
-        if sum(end - start for start, end in chosen) >= count:
-            break
-        chosen.append(span)
-    return sorted(chosen)
-
-
-def _reach_floor(threshold: float) -> float:
-    """The lowest cosine at which a reduction of the model's own pass can still be turned into a match (cosine
-    >= ``threshold``) by a lower precision: the gate's angle plus :data:`DTYPE_REACH` (angles add up: triangle
-    inequality on the sphere)."""
-    return float(np.cos(np.arccos(np.clip(threshold, -1.0, 1.0)) + DTYPE_REACH))
 
 
 def padded(embedder: Any, rows: list[list[int]], batching: str | None) -> tuple[dict[str, Any], Any, str]:

@@ -8,9 +8,9 @@ difference, and is found here as ``diagnosis_prompt_missing``.
 The hypotheses' inputs come from the experiment and the captures: the truncation limits a server states (the
 experiment's ``max_input_tokens``, a target's ``max_model_len``) or shows when probed (the limit in an over-long
 probe's error text, the token count of an over-long input a server truncated silently), the kit's query template
-and task. One :class:`~embedswap.diagnosis.hypotheses.Diagnoser` serves every server of an attempt (one forward pass when
-every server reproduces the model; the other hypotheses are computed only when one does not, on a probe of the texts
-first), and the queries' Diagnoser runs the documents' loaded model.
+and task. One :class:`~embedswap.diagnosis.hypotheses.Diagnoser` serves every server of an attempt (one forward
+pass when every server reproduces the model; the other hypotheses are computed only when one does not, on a probe
+of the texts first), and the queries' Diagnoser runs the documents' loaded model.
 """
 
 from __future__ import annotations

@@ -94,3 +94,10 @@ def test_the_probe_holds_the_longest_texts_and_a_spread() -> None:
     rows = probe_rows(lengths, 8)
     assert len(rows) == 8 and rows == sorted(rows) and {37, 90} <= set(rows)
     assert rows[0] == 0 and max(rows) >= 75  # spread over the texts, not the first eight
+
+
+def test_a_lower_precision_is_not_loaded_for_vectors_out_of_its_reach(tiny_zoo: dict[str, Path]) -> None:
+    found = Diagnoser(tiny_zoo["tiny-bert-cls"], TEXTS)  # a few texts: no probe, the model's pass is whole
+    noise = np.random.default_rng(5).normal(size=found.truth_vectors().shape).astype(np.float32)
+    assert found.diagnose(noise, "noise")["cause"] == "diagnosis_unknown"
+    assert not found._lower_models and found.passes > 1  # the other variants were tried, no precision loaded

@@ -157,12 +157,16 @@ class Diagnoser:
 
     def _screen(self, served: np.ndarray, threshold: float) -> Callable[[Hypothesis, list[list[int]], Any], bool]:
         """Whether a variant can reproduce ``served``, judged on the probe texts first: a full pass only for a
-        variant one of whose reductions reproduces those."""
-        if self.rows is None or served.shape[0] != len(self.texts):
+        variant one of whose reductions reproduces those (without a probe: every variant within reach)."""
+        if served.shape[0] != len(self.texts):
             return lambda variant, ids, model: True
+        reach = reach_floor(threshold)
+        if self.rows is None:  # a few texts: the model's own pass is whole, and a variant's pass costs a probe
+            truth = [v for key, v in self.candidates.items() if _input_side(key, self.truth) == self.truth]
+            near = any(_matches(v, served, reach, norms=False) is not None for v in truth)
+            return lambda variant, ids, model: near or variant.dtype == self.truth.dtype
         rows = self.rows
         probe = served[rows]
-        reach = reach_floor(threshold)
         near_truth = any(_matches(v, probe, reach, norms=False) is not None
                          for v in self._probe(self._truth_input).values())
 

@@ -69,19 +69,24 @@ def _one(embedder: Any, text: str, served: np.ndarray, threshold: float,
             "characters": end, "cosine": float(cos[best])}
 
 
+def _as_read(tokenizer: Any, text: str, unit: str, limit: int) -> Any:
+    """What a server cutting at ``limit`` ``unit`` embeds of ``text``: its token ids (a token limit counts the
+    special tokens, as a server's max_length does) or the cut text."""
+    if unit == "tokens":
+        return list(tokenizer(text, truncation=True, max_length=limit)["input_ids"])
+    return cut_text(text, unit, limit)
+
+
 def _read_tokens(tokenizer: Any, text: str, unit: str, limit: int) -> int:
     """How many tokens (the special ones counted) a server cutting at ``limit`` ``unit`` embeds of ``text``."""
-    if unit == "tokens":
-        return len(tokenizer(text, truncation=True, max_length=limit)["input_ids"])
-    return len(tokenizer(cut_text(text, unit, limit))["input_ids"])
+    read = _as_read(tokenizer, text, unit, limit)
+    return len(read) if isinstance(read, list) else len(tokenizer(read)["input_ids"])
 
 
 def _reproduces(embedder: Any, text: str, served: np.ndarray, unit: str, limit: int, threshold: float) -> bool:
     """Whether ``text`` cut at ``limit`` ``unit`` gives the server's vector."""
-    tok = embedder.tokenizer
-    cut: Any = list(tok(text, truncation=True, max_length=limit)["input_ids"]) if unit == "tokens" \
-        else cut_text(text, unit, limit)
-    return bool(_cos(embedder.embed([cut]).vectors.numpy(), served[None, :])[0] >= threshold)
+    read = _as_read(embedder.tokenizer, text, unit, limit)
+    return bool(_cos(embedder.embed([read]).vectors.numpy(), served[None, :])[0] >= threshold)
 
 
 def search_truncation(embedder: Any, texts: list[str], served: np.ndarray, truth: np.ndarray, threshold: float,
@@ -114,10 +119,7 @@ def search_truncation(embedder: Any, texts: list[str], served: np.ndarray, truth
     limit = units[name]
     every, every_served = confirm if confirm is not None else (texts, served)
     tok = embedder.tokenizer
-    if name == "tokens":  # the special tokens counted, as a server's max_length counts them
-        inputs: list[Any] = [list(tok(t, truncation=True, max_length=limit)["input_ids"]) for t in every]
-    else:
-        inputs = [cut_text(t, name, limit) for t in every]
+    inputs = [_as_read(tok, t, name, limit) for t in every]
     confirmed = _cos(embedder.embed(inputs).vectors.numpy(), np.asarray(every_served, dtype=np.float32))
     if not float(confirmed.min()) >= threshold:
         return {"found": False, "searched": len(differing)}
@@ -133,11 +135,7 @@ def _usage(tokenizer: Any, unit: str, limit: int, evidence: dict[str, Any] | Non
     """The server's own count for the over-long probe against the tokens of that input cut the way found."""
     if not evidence or not isinstance(evidence.get("prompt_tokens"), int) or not evidence.get("text"):
         return None
-    text = str(evidence["text"])
-    if unit == "tokens":
-        expected = len(tokenizer(text, truncation=True, max_length=limit)["input_ids"])
-    else:
-        expected = len(tokenizer(cut_text(text, unit, limit))["input_ids"])
+    expected = _read_tokens(tokenizer, str(evidence["text"]), unit, limit)
     return {"prompt_tokens": evidence["prompt_tokens"], "expected": expected,
             "agrees": abs(evidence["prompt_tokens"] - expected) <= 2}
 

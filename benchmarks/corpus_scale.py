@@ -176,6 +176,8 @@ def one_size(n: int, keep: Path | None) -> dict[str, Any]:
             ctx = open_step(folder, attempt)
             diagnosis = (ctx.attempt.read_json("diagnosis/vectors.json")
                          if ctx.attempt.has("diagnosis/vectors.json") else {})
+            searches = (ctx.attempt.read_json("index/searches.json")
+                        if ctx.attempt.has("index/searches.json") else {})
             started = time.monotonic()
             build_summary(ctx.experiment, ctx.experiment_dir, ctx.attempt, ctx.workload)
             summary_s = time.monotonic() - started
@@ -190,7 +192,10 @@ def one_size(n: int, keep: Path | None) -> dict[str, Any]:
             "report": bool(result.report), "folder": str(root), "load_average": os.getloadavg(),
             # the diagnosis' own seconds inside step 03 and the documents it diagnosed (diagnosis.sample)
             "diagnosis_s": diagnosis.get("seconds"), "diagnosis_sample": diagnosis.get("sample"),
-            "diagnosis_causes": {n: f.get("cause") for n, f in (diagnosis.get("by_target") or {}).items()}}
+            "diagnosis_causes": {n: f.get("cause") for n, f in (diagnosis.get("by_target") or {}).items()},
+            # the diagnosis runs beside the index part: how long step 03 still waited for it
+            "diagnosis_waited_s": diagnosis.get("waited_s"),
+            "index_seconds": {n: e.get("seconds") for n, e in (searches.get("by_candidate") or {}).items()}}
 
 
 def index_part(n: int, queries: int, dim: int, keep: Path | None, hnsw_shares: str = "auto") -> dict[str, Any]:
@@ -265,10 +270,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{result['peak_rss_total_mib']} MiB; load {result['load_average'][0]:.1f}", flush=True)
         step03 = next((s["wall_s"] for s in result["steps"] if s["step"] == "03_vector_contract_diff"), None)
         sample = result["diagnosis_sample"] or {}
-        if result["diagnosis_s"] is not None and step03:
+        waited = result["diagnosis_waited_s"]
+        if result["diagnosis_s"] is not None and step03 and waited is None:  # a kit that diagnosed in the step
             print(f"  diagnosis {result['diagnosis_s']:.1f} s of step 03's {step03:.1f} s "
                   f"({result['diagnosis_s'] / step03:.1%}) on {sample.get('documents')} of {sample.get('of')} "
                   f"documents ({sample.get('lowest')} lowest cosines); causes {result['diagnosis_causes']}", flush=True)
+        elif result["diagnosis_s"] is not None and step03:  # beside the index part: the step waits only for the rest
+            print(f"  diagnosis ran {result['diagnosis_s']:.1f} s beside the index part (lower priority) on "
+                  f"{sample.get('documents')} of {sample.get('of')} documents ({sample.get('lowest')} lowest "
+                  f"cosines); step 03 waited {waited:.1f} s for it after the index part ({waited / step03:.1%} of "
+                  f"step 03's {step03:.1f} s); causes {result['diagnosis_causes']}", flush=True)
+        if result["index_seconds"]:
+            print(f"  the index part's own seconds per candidate {result['index_seconds']}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
     return 0

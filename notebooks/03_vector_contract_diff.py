@@ -31,8 +31,9 @@ from embedswap.steps import index as index_step
 
 ctx = steps.open_step(experiment_dir, attempt)
 steps.require_captures(ctx)
-diagnosis_step.diagnose_vectors(ctx)  # why a server's vectors differ from the model's (captures/diagnosis/)
+diagnosis = diagnosis_step.start_diagnosis(ctx)  # why vectors differ from the model's, run beside the index part
 index_step.capture_index(ctx)  # the index rebuilt in a real vector store, kept or re-embedded (captures/index/)
+diagnosis_step.finish_diagnosis(ctx, diagnosis)  # waits for the diagnosis and writes it (captures/diagnosis/)
 summary = ctx.summary()
 
 # %% [markdown]

@@ -3,7 +3,7 @@ the real Qwen vocabulary, built by the kit), every target that runs here (legacy
 Matryoshka override), the five notebooks through `embedswap run`; then assertions on what the run recorded.
 
 The preset is run as `embedswap new --preset qwen3-tiny` writes it, with the latency runs shrunk (one repeat, no
-sweep), no lock ablation or restore, and one offline parity backend (vLLM's default dtype): those are covered by
+sweep, no open-loop rates), no lock ablation or restore, and one offline parity backend (vLLM's default dtype): those are covered by
 the MiniLM end-to-end run, and CI has 90 minutes for everything.
 """
 
@@ -40,6 +40,7 @@ def qwen3(tmp_path_factory: pytest.TempPathFactory) -> dict:
     config = yaml.safe_load(path.read_text())
     config["workload"]["repeats"] = 1
     config["latency"].update(sequential_requests=8, concurrent_requests=12, repeats=1, sweep=[])
+    config["latency"].pop("open_loop")  # 115 s a server; run by the MiniLM e2e and tests/e2e/test_capacity_e2e.py
     config["ablations"] = []
     config["targets"].pop("legacy-nolock")
     config["sequencing"]["restore_legacy"] = False

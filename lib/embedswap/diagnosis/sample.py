@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from embedswap.analysis.vectors import rowwise_cosine
 from embedswap.measure.workload import SAMPLE_SEED, sample_record, stratified_sample
 
 LOWEST_SHARE = 4  # a quarter of the sample: the lowest cosines
@@ -22,12 +23,10 @@ METHOD = "lowest cosines + stratified by language"
 
 def row_cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Per-row cosine of two (n, d) arrays; -inf where a row is not finite or of length zero (diagnosed first)."""
-    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a64.shape != b64.shape:
-        return np.full(len(a64), -np.inf)
-    norms = np.linalg.norm(a64, axis=1) * np.linalg.norm(b64, axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = (a64 * b64).sum(1) / norms
+    if np.shape(a) != np.shape(b):
+        return np.full(len(a), -np.inf)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        cos = rowwise_cosine(a, b)
     return np.where(np.isfinite(cos), cos, -np.inf)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
+from embedswap.diagnosis.background import Background
 from embedswap.diagnosis.hypotheses import Diagnoser, template_prefix
 from embedswap.diagnosis.sample import diagnosis_sample, row_cosines
 from embedswap.measure.contract import long_input
@@ -131,15 +132,42 @@ def diagnose_vectors(ctx: Any) -> dict[str, Any]:
     """Step 03: every target's captured document vectors against the model's own pipeline, written once to
     ``captures/diagnosis/vectors.json`` (a later call reads it back: captures are never overwritten). ``ctx`` is
     a :class:`embedswap.steps.StepContext`."""
+    return _written(ctx, *_diagnosed(ctx))
+
+
+def start_diagnosis(ctx: Any) -> Background[tuple[dict[str, Any], bool]]:
+    """:func:`diagnose_vectors` started in a background thread at a lower priority
+    (:mod:`embedswap.diagnosis.background`), to run beside step 03's index part; :func:`finish_diagnosis` waits."""
+    return Background(lambda: _diagnosed(ctx), name="embedswap-diagnosis")
+
+
+def finish_diagnosis(ctx: Any, started: Background[tuple[dict[str, Any], bool]]) -> dict[str, Any]:
+    """Wait for :func:`start_diagnosis`'s diagnosis (its error is raised here) and write it, with the seconds waited."""
+    (result, fresh), waited = started.result()
+    return _written(ctx, result, fresh, waited_s=waited)
+
+
+def _written(ctx: Any, result: dict[str, Any], fresh: bool, waited_s: float | None = None) -> dict[str, Any]:
+    """``result`` written to the capture when it was computed now (``fresh``)."""
+    if fresh:
+        if waited_s is not None:  # the step's own wait for a diagnosis run beside its index part
+            result["waited_s"] = round(waited_s, 3)
+        ctx.attempt.write_json(CAPTURE, result)
+    return result
+
+
+def _diagnosed(ctx: Any) -> tuple[dict[str, Any], bool]:
+    """The diagnosis and whether it was computed now (False: read back from the capture, or not measured)."""
     experiment, attempt = ctx.experiment, ctx.attempt
     if attempt.has(CAPTURE):
-        return attempt.read_json(CAPTURE)
+        return attempt.read_json(CAPTURE), False
     names = [n for n in experiment.target_order() if attempt.has(f"{n}/doc_vectors.npy")]
     if not names:
-        return not_measured("no_document_vectors_captured")
+        return not_measured("no_document_vectors_captured"), False
     started = time.monotonic()
     rows = text_rows(experiment, ctx.experiment_dir, ctx.workload.documents)
-    served = {name: attempt.read_array(f"{name}/doc_vectors.npy")[0][rows] for name in names}
+    # repeat 0 only, paged in from a memory map (the other repeats are not read)
+    served = {name: np.asarray(attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)[0][rows]) for name in names}
     rows, sample, served = _sampled(experiment, ctx.workload.documents, rows, served)
     texts = [ctx.workload.documents[i].text for i in rows]
     threshold = experiment.parity.text_threshold
@@ -149,9 +177,8 @@ def diagnose_vectors(ctx: Any) -> dict[str, Any]:
     result = {"measured": True, "threshold": threshold, "limits": stated_limits(experiment, attempt),
               "texts": len(texts), "sample": sample, "by_target": by_target,
               "queries": diagnose_queries(experiment, attempt, ctx.workload, threshold)}
-    result["seconds"] = round(time.monotonic() - started, 3)  # step 03's share (benchmarks/corpus_scale.py)
-    attempt.write_json(CAPTURE, result)
-    return result
+    result["seconds"] = round(time.monotonic() - started, 3)  # the diagnosis' own wall seconds
+    return result, True
 
 
 def _sampled(experiment: Experiment, documents: list[Any], rows: list[int],

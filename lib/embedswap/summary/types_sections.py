@@ -353,4 +353,6 @@ class Diagnosis(Section):
     limits: list[int] = []
     queries: QueryDiagnosis | None = None
     sample: DiagnosisSample | None = None  # which documents (diagnosis.sample); None: before the sample, all
-    seconds: Number | None = None  # how long the diagnosis took in step 03
+    seconds: Number | None = None  # the diagnosis' own wall seconds in step 03
+    # how long step 03 still waited for it after its index part (None: it ran in the step's own thread)
+    waited_s: Number | None = None

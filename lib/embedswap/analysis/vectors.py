@@ -20,8 +20,8 @@ def rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     captures are paged in chunk by chunk).
 
     ``einsum`` with a float64 ``dtype`` multiplies and sums in float64 without float64 copies of the rows: at
-    20,000 x 384 float32 rows it took 0.02 s where converting both to float64 and taking norms took 0.29 s in a
-    fresh process (the copies' first touch, not the arithmetic)."""
+    20,000 x 384 float32 rows it took 0.02 s in a fresh process, where float64 copies and norms took 0.15 s in
+    chunks and 0.29 s whole (the copies' first touch, not the arithmetic)."""
     if np.shape(a) != np.shape(b):
         raise ValueError(f"cannot compare vectors of shapes {np.shape(a)} and {np.shape(b)}")
     out = np.empty(len(a), dtype=np.float64)

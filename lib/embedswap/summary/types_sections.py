@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from embedswap.summary.types_common import Finding, Number, Reason, Section, Strict
 from embedswap.summary.types_latency import LatencyTarget
-from embedswap.summary.types_vectors import ProbeSide, ProbeVerdict, Verdict
+from embedswap.summary.types_vectors import ProbeRow, ProbeVerdict, Verdict
 
 
 class CosineSpread(Strict):
@@ -208,31 +208,12 @@ class ShimRewrite(Strict):
     sent_upstream: dict[str, Any] | None = None  # open: the request body the shim forwarded
 
 
-class ShimRow(Strict):
-    """One probe through the shim: each server's answer and the verdicts before (naive) and after (shim)."""
-    probe: str
-    description: str = ""
-    sent: dict[str, Any] | None = None  # open: the request body as sent
-    legacy: ProbeSide | None = None
-    candidate: ProbeSide | None = None
-    by_target: dict[str, ProbeSide] = {}
-    verdicts: dict[str, Verdict] = {}
+class ShimRow(ProbeRow):
+    """One probe through the shim: each server's answer and the verdicts before (naive) and after (shim); the
+    verdicts of :class:`ProbeRow` are those through the shim."""
     naive_verdicts: dict[str, Verdict] = {}
     shim: dict[str, ShimRewrite] = {}
-    verdict: ProbeVerdict | None = None
     naive_verdict: ProbeVerdict | None = None
-    detail: str | None = None
-    cosine: Number | None = None
-    aspects: list[str] = []
-    detail_reason: Reason | None = None
-
-    def side(self, name: str | None) -> ProbeSide | None:
-        """One server's answer to this probe (None: it did not answer, or no name)."""
-        return self.by_target.get(name) if name is not None else None
-
-    def verdict_for(self, name: str | None) -> Verdict | None:
-        """One candidate's verdict on this probe through the shim (None: not judged, or no name)."""
-        return self.verdicts.get(name) if name is not None else None
 
     def rewrite(self, name: str) -> ShimRewrite | None:
         """What the shim did to this probe on its way to one candidate (None: not sent through it)."""

@@ -76,7 +76,7 @@ class ReportContext:
             return esc(self.words.reason(reason.code, reason.params))
         return esc(text or default)
 
-    def probe_description(self, row: ProbeRow | ShimRow) -> str:
+    def probe_description(self, row: ProbeRow) -> str:
         """A probe's description in this language when it is a built-in probe as the kit describes it; a custom
         probe's own description as written in experiment.yaml."""
         name, text = row.probe, row.description

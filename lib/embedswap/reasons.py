@@ -42,6 +42,8 @@ REASONS: dict[str, str] = {
                         "workers, slow on a small CPU",
     "parity_tp_cpus": "tensor parallel 2 needs at least 2 CPU cores; this host has {n}",
     "parity_matrix_engine_failed": "the engine failed: {error}",
+    "parity_matrix_shape_mismatch": "the vectors have shape {got} where the reference has {expected}: not "
+                                    "comparable",
     "parity_matrix_no_engine": "no engine environment ({python}): build it with `make engine`",
     "parity_chunked_prefill_refused": "vLLM was asked for chunked prefill and ran without it",
     "parity_cold_start_external": "'{name}' is an external server: this run did not start it",

@@ -128,6 +128,35 @@ def test_a_failed_or_missing_engine_is_a_reason(engine: FakeEngine, monkeypatch:
     assert {r["reason"]["code"] for r in rows if r["check"] == "long_context"} == {"parity_matrix_no_engine"}
 
 
+def test_an_engine_row_of_another_shape_is_recorded_and_the_matrix_goes_on(engine: FakeEngine) -> None:
+    """An engine that applies a projection the reference does not (or the reverse) gives vectors of another width:
+    that row fails with both shapes as its reason, and every other row is still measured."""
+    real = engine.backend.embed
+    engine.backend.embed = lambda texts: real(texts)[:, :128]  # type: ignore[method-assign]
+    matrix = pc.run_matrix(ParityChecks(texts=8, dtypes=["float32"]), EMBEDDED_DEFAULT, TEXTS, 0.999, [])
+    rows = _rows(matrix)
+    off = rows[("long_context", pc.ENGINE, "chunked prefill off")]
+    assert off["passed"] is False and off["reason"]["code"] == "parity_matrix_shape_mismatch"
+    assert off["reason"]["params"] == {"got": "3x128", "expected": "3x384"}
+    padding = rows[("batch_invariance", pc.LEGACY_PADDING, "float32 alone vs batch 8")]
+    assert padding["passed"] and padding["n"] == 8  # the kit's own rows are unaffected
+    engine_batch = rows[("batch_invariance", pc.ENGINE, "float32 alone vs batch 8")]
+    assert engine_batch["passed"] and engine_batch["n"] == 8  # the engine against itself: same width, compared
+
+
+def test_the_transformers_reference_runs_the_dense_module(tiny_zoo: dict[str, Path]) -> None:
+    """The reference of every matrix row and witness runs modules.json's whole pipeline: a Dense model's vectors
+    have the projected width and equal sentence-transformers' own."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    folder = str(tiny_zoo["tiny-bert-dense"])
+    ours = TransformersBackend(folder, batch_size=4).embed(TEXTS[:6])
+    theirs = SentenceTransformer(folder, device="cpu").encode(TEXTS[:6], convert_to_numpy=True)
+    assert ours.shape == theirs.shape == (6, 16)
+    assert np.allclose(ours, theirs, atol=1e-5)
+
+
 def test_cold_start_rows_from_captures() -> None:
     targets = [
         {"name": "legacy", "kind": "legacy", "target": {"start_seconds": 8.71}, "latencies_ms": [30.0, 10.0, 12.0, 11.0]},

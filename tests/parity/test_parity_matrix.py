@@ -49,14 +49,24 @@ def test_too_few_texts_is_a_reason_not_a_failure():
     assert rows[1].reason == "parity_matrix_too_few_texts" and rows[1].reason in REASONS
 
 
-def test_nan_vector_fails_and_shape_mismatch_raises():
+def test_nan_vector_fails():
     ref = np.ones((2, 3))
     bad = ref.copy()
     bad[1, 0] = np.nan
     row = pm.compare("c", "b", "s", "cpu", ref, bad, 0.9)
     assert row.passed is False and row.cos_min is None
-    with pytest.raises(ValueError, match="shape"):
-        pm.compare("c", "b", "s", "cpu", ref, np.ones((2, 4)), 0.9)
+
+
+def test_a_row_of_another_shape_is_a_recorded_finding_not_an_exception():
+    row = pm.compare("long_context", "vllm-offline", "chunked prefill off", "cpu", np.ones((3, 384)),
+                     np.ones((3, 128)), 0.999)
+    assert row.passed is False and row.cos_min is None and row.n == 3
+    assert row.reason == "parity_matrix_shape_mismatch" and row.reason in REASONS
+    stored = row.as_dict()
+    assert stored["reason"] == {"code": "parity_matrix_shape_mismatch", "params": {"got": "3x128",
+                                                                                  "expected": "3x384"}}
+    assert stored["why"] == "the vectors have shape 3x128 where the reference has 3x384: not comparable"
+    assert stored["figures"] == {"shape": [3, 128], "reference_shape": [3, 384]}
 
 
 def test_empty_texts_rejected():

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
-import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
 from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
 from embedswap.legacy.mistakes import apply_to_pipeline, drop_end_token
-from embedswap.legacy.pipeline import (DTYPES, EmbedResult, _load_dense, _model_max_length, pool,
-                                       read_sentence_transformers_config)
+from embedswap.legacy.pipeline import (DTYPES, EmbedResult, _load_dense, _model_max_length,
+                                       read_sentence_transformers_config, sentence_vectors)
 from embedswap.models import local_model_folder, resolve_model_path
 
 
@@ -123,11 +122,8 @@ class Embedder:
                 tokens += int(batch["attention_mask"].sum())
                 batch = {name: tensor.to(self.device) for name, tensor in batch.items()}
                 hidden = self.model(**batch).last_hidden_state
-                pooled = pool(hidden, batch["attention_mask"], self.pooling, self.padding_side)
-                for layer in self.dense:  # sentence-transformers' own Dense modules: same weights, same activation
-                    pooled = layer({"sentence_embedding": pooled})["sentence_embedding"].float()
-                if self.normalize:
-                    pooled = F.normalize(pooled, p=2, dim=1)
+                pooled = sentence_vectors(hidden, batch["attention_mask"], self.pooling, self.padding_side,
+                                          self.dense, self.normalize)
                 vectors.append(pooled.cpu())
         return EmbedResult(torch.cat(vectors), tokens)
 

@@ -68,6 +68,21 @@ def pool(last_hidden: torch.Tensor, attention_mask: torch.Tensor, mode: str, pad
     raise ValueError(f"unsupported pooling mode '{mode}'")
 
 
+def sentence_vectors(last_hidden: torch.Tensor, attention_mask: torch.Tensor, pooling: str, padding_side: str,
+                     dense: list[torch.nn.Module], normalize: bool) -> torch.Tensor:
+    """The model's output side in modules.json's order: pool, each Dense projection, then Normalize (float32).
+
+    The one place the legacy server and every parity reference (gate witnesses, matrix rows) turn token states into
+    the model's vector, so a reference can never skip a module the server applies.
+    """
+    import torch.nn.functional as F
+
+    vectors = pool(last_hidden, attention_mask, pooling, padding_side)
+    for layer in dense:  # sentence-transformers' own Dense modules: same weights, same activation
+        vectors = layer({"sentence_embedding": vectors})["sentence_embedding"].float()
+    return F.normalize(vectors, p=2, dim=1) if normalize else vectors
+
+
 # sentence-transformers < 6 stores one boolean per mode; 6+ stores a single "pooling_mode" string.
 _LEGACY_POOLING_KEYS: dict[str, str] = {
     "pooling_mode_mean_tokens": "mean",

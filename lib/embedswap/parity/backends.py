@@ -63,11 +63,12 @@ class OpenAIBackend:
 
 
 class TransformersBackend:
-    """Plain transformers: AutoModel + the model's own pooling and normalisation (sentence-transformers files).
+    """Plain transformers: AutoModel + the model's own output modules (sentence-transformers' modules.json).
 
-    The pooling code is the legacy server's (``embedswap.legacy.server.pool``); pooling accumulates in fp32
-    whatever the model's dtype. Inputs are truncated at the model's ``max_seq_length`` as sentence-transformers
-    does.
+    Pooling, Dense projections and Normalize go through the legacy server's own
+    :func:`embedswap.legacy.pipeline.sentence_vectors`, so this reference has the server's shape and modules; pooling
+    accumulates in fp32 whatever the model's dtype. Inputs are truncated at the model's ``max_seq_length`` as
+    sentence-transformers does.
     """
 
     def __init__(self, model_path: str, device: str = "cpu", dtype: str = "float32", name: str = "transformers",
@@ -88,7 +89,7 @@ class TransformersBackend:
         from transformers import AutoModel, AutoTokenizer
 
         from embedswap.legacy.pipeline import DTYPES
-        from embedswap.legacy.pipeline import _model_max_length, read_sentence_transformers_config
+        from embedswap.legacy.pipeline import _load_dense, _model_max_length, read_sentence_transformers_config
         from embedswap.models import local_model_folder, resolve_model_path
 
         if self.device.startswith("cuda") and not torch.cuda.is_available():
@@ -102,25 +103,24 @@ class TransformersBackend:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         max_length = _model_max_length(st.max_seq_length, tokenizer, model)
-        self._loaded = (tokenizer, model, st, padding_side, max_length)
+        dense = _load_dense(local_model_folder(path), st.dense, self.device)
+        self._loaded = (tokenizer, model, st, padding_side, max_length, dense)
         return self._loaded
 
     def embed(self, texts: list[str]) -> np.ndarray:
         import torch
-        import torch.nn.functional as F
 
-        from embedswap.legacy.pipeline import pool
+        from embedswap.legacy.pipeline import sentence_vectors
 
-        tokenizer, model, st, padding_side, max_length = self._load()
+        tokenizer, model, st, padding_side, max_length, dense = self._load()
         out: list[np.ndarray] = []
         with torch.inference_mode():
             for batch in _batches(texts, self.batch_size):
                 encoded = tokenizer(batch, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
                 encoded = {k: v.to(self.device) for k, v in encoded.items()}
                 hidden = model(**encoded).last_hidden_state
-                pooled = pool(hidden, encoded["attention_mask"], st.pooling, padding_side)
-                if st.normalize:
-                    pooled = F.normalize(pooled, p=2, dim=1)
+                pooled = sentence_vectors(hidden, encoded["attention_mask"], st.pooling, padding_side, dense,
+                                          st.normalize)
                 out.append(pooled.float().cpu().numpy())
         return np.concatenate(out).astype(np.float32)
 

@@ -118,10 +118,18 @@ def not_run(check: str, backend: str, setting: str, platform: str, gate: float |
 
 def compare(check: str, backend: str, setting: str, platform: str, reference: np.ndarray, vectors: np.ndarray,
             gate: float) -> MatrixRow:
-    """Cosine of each vector to its reference; passes when the lowest reaches ``gate``. A NaN vector fails."""
+    """Cosine of each vector to its reference; passes when the lowest reaches ``gate``. A NaN vector fails.
+
+    Vectors of another shape than the reference (a Dense projection applied on one side only, a missing row) fail
+    the row with the reason ``parity_matrix_shape_mismatch`` and both shapes: a finding of that row, never an
+    exception that would take the rest of the matrix and the gate down with it.
+    """
     reference, vectors = np.asarray(reference), np.asarray(vectors)
     if reference.shape != vectors.shape:
-        raise ValueError(f"{check}/{backend}/{setting}: shape {vectors.shape} against reference {reference.shape}")
+        got, expected = "x".join(map(str, vectors.shape)), "x".join(map(str, reference.shape))
+        return MatrixRow(check, backend, setting, platform, int(vectors.shape[0]) if vectors.ndim else 0, None, None,
+                         float(gate), False, "parity_matrix_shape_mismatch", {"got": got, "expected": expected},
+                         figures={"shape": list(vectors.shape), "reference_shape": list(reference.shape)})
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = rowwise_cosine(reference, vectors)
     finite = bool(len(cos)) and bool(np.all(np.isfinite(cos)))

@@ -39,7 +39,7 @@ def _mistake(port: int, mistake: str, **more: Any) -> dict[str, Any]:
 
 
 def _zoo_run(root: Path, model_name: str, legacy: dict[str, Any], candidates: dict[str, dict[str, Any]],
-             ports: list[int]) -> dict[str, Any]:
+             ports: list[int], parity_checks: dict[str, Any] | None = None) -> dict[str, Any]:
     model = build_tiny_bert(root / model_name, ZOO[model_name])
     folder = make_experiment(root, model_name.removeprefix("tiny-bert-"), legacy, candidates,
                              probes=["plain", "over_long_input"])
@@ -47,6 +47,8 @@ def _zoo_run(root: Path, model_name: str, legacy: dict[str, Any], candidates: di
     config = yaml.safe_load(path.read_text())
     config["model"]["path"] = str(model)
     config["report"]["languages"] = ["en", "ja"]
+    if parity_checks is not None:
+        config["parity"]["checks"] = parity_checks
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     run = run_whole_experiment(folder, RUN_TIMEOUT_S)
     attempt = sorted((folder / "attempts").iterdir())[-1]
@@ -78,10 +80,16 @@ def cls_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def dense_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    if not Path(engine_python()).exists():
+        pytest.fail(f"engine environment missing ({engine_python()}): run `make engine` (make test does)")
     p = free_ports(3)
+    # the parity matrix's engine rows on (vLLM's offline runner, one float32 start): every reference of step 05
+    # must run the model's Dense module as vLLM does
+    checks = {"dtypes": ["float32"], "texts": 8, "cold_start": False}
     return _zoo_run(tmp_path_factory.mktemp("zoo-dense"), "tiny-bert-dense",
                     legacy_target(p[0], capture=["workload", "probes", "latency"]),
-                    {"no-dense": _mistake(p[1], "ignore-dense"), "max-pool": _mistake(p[2], "pooling-max")}, p)
+                    {"no-dense": _mistake(p[1], "ignore-dense"), "max-pool": _mistake(p[2], "pooling-max")}, p,
+                    parity_checks=checks)
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +185,17 @@ def test_the_dense_model_is_served_projected_by_the_legacy_server(dense_run: dic
     # the contract diff and the parity gate compare 16 against 128 dimensions as a failure, not a crash
     row = {r["backend"]: r for r in dense_run["summary"]["parity"]["rows"]}["no-dense"]
     assert row["reason"]["code"] == "parity_dimension_mismatch", row
+
+
+def test_the_dense_models_matrix_compares_projected_vectors_to_projected_references(dense_run: dict[str, Any]) -> None:
+    # the long-context row's reference runs modules.json's Dense module as vLLM does: 16 against 16, compared
+    rows = dense_run["summary"]["parity"]["matrix"]["rows"]
+    long_off = [r for r in rows if r["check"] == "long_context" and r["setting_code"] == "chunked_off"]
+    assert len(long_off) == 1 and long_off[0]["reason"] is None, long_off
+    assert long_off[0]["n"] == 3 and long_off[0]["cos_min"] is not None and long_off[0]["passed"] is True, long_off
+    engine = [r for r in rows if r["check"] == "batch_invariance" and r["backend"] == "vllm-offline"]
+    assert engine and all(r["reason"] is None and r["passed"] for r in engine), engine
+    assert not [r for r in rows if (r.get("reason") or {}).get("code") == "parity_matrix_shape_mismatch"]
 
 
 def test_the_report_states_the_causes_in_japanese_and_html(cls_run: dict[str, Any]) -> None:

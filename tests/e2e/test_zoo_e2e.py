@@ -193,8 +193,9 @@ def test_the_dense_models_matrix_compares_projected_vectors_to_projected_referen
     long_off = [r for r in rows if r["check"] == "long_context" and r["setting_code"] == "chunked_off"]
     assert len(long_off) == 1 and long_off[0]["reason"] is None, long_off
     assert long_off[0]["n"] == 3 and long_off[0]["cos_min"] is not None and long_off[0]["passed"] is True, long_off
-    engine = [r for r in rows if r["check"] == "batch_invariance" and r["backend"] == "vllm-offline"]
-    assert engine and all(r["reason"] is None and r["passed"] for r in engine), engine
+    engine = {r["setting"]: r for r in rows if r["check"] == "batch_invariance" and r["backend"] == "vllm-offline"}
+    assert engine["float32 alone vs batch 8"]["passed"] is True, engine  # 8 texts: no batch of 32 to compare
+    assert engine["float32 alone vs batch 32"]["reason"]["code"] == "parity_matrix_too_few_texts", engine
     assert not [r for r in rows if (r.get("reason") or {}).get("code") == "parity_matrix_shape_mismatch"]
 
 

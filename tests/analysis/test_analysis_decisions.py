@@ -132,16 +132,6 @@ def test_point_and_latency_states() -> None:
     assert lr.latency_state(_target(None, None, 10.0)) is True
 
 
-def test_ratio_is_candidate_over_legacy() -> None:
-    legacy, candidate = _target(40.0, 100.0, 80.0), _target(10.0, 25.0, 320.0)
-    # 10/40 = 0.25, 320/80 = 4.0, 25/100 = 0.25
-    assert lr.ratio(legacy, candidate) == {"seq_p50": 0.25, "conc_docs_per_s": 4.0, "conc_p50": 0.25,
-                                           "complete": True}
-    missing = lr.ratio(_target(0.0, 100.0, None), candidate)  # a zero or missing legacy figure has no ratio
-    assert missing == {"seq_p50": None, "conc_docs_per_s": None, "conc_p50": 0.25, "complete": False}
-    assert lr.ratio(legacy, LatencyTarget(measured=False))["complete"] is False
-
-
 @pytest.mark.parametrize("rate, lock_rate, free_rate, expected", [
     (100.0, 20.0, 100.0, ("all", 1.0)),     # the lock-free variant recovers the whole gap: (100-20)/(100-20)
     (100.0, 20.0, 120.0, ("all", 1.25)),    # more than the gap
@@ -184,10 +174,12 @@ def test_lock_reading_falls_back_to_the_articles_estimate() -> None:
     assert lr.lock_reading(summary_body(_lock_summary(ablation=False, lock=False))) is None  # no lock to speak of
 
 
-def test_latency_decisions_have_a_ratio_per_candidate() -> None:
+def test_latency_decisions_store_no_ratio_without_per_request_data() -> None:
+    """The ratio is stored once, pooled with its interval; medians of the repeats give none (the report computes
+    their ratio on reading, Summary.latency_ratio)."""
     out = lr.latency_decisions(summary_body(_lock_summary(ablation=False)))
     assert set(out) == {"ratios", "points", "lock"}
-    assert out["ratios"]["vllm"]["seq_p50"] == 0.25 and out["ratios"]["vllm"]["conc_docs_per_s"] == 5.0
+    assert out["ratios"]["vllm"] == {"intervals": {}}
 
 
 # --- shim_outcome ------------------------------------------------------------------------------------------------------
@@ -274,15 +266,7 @@ def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> N
 def test_a_candidate_without_latency_has_an_empty_ratio() -> None:
     summary = _lock_summary(ablation=False)
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert lr.latency_decisions(summary_body(summary))["ratios"]["dynamo"] == {
-        "seq_p50": None, "conc_docs_per_s": None, "conc_p50": None, "complete": False, "intervals": {}}
-
-
-def test_a_ratio_needs_both_points_to_be_complete() -> None:
-    legacy = _latency(40.0, 100.0, 80.0)
-    legacy = LatencyTarget.model_validate(legacy)
-    assert lr.ratio(legacy, _target(10.0, 25.0, None))["complete"] is False  # sequential only
-    assert lr.ratio(legacy, _target(None, 25.0, 160.0))["complete"] is False  # concurrent only
+    assert lr.latency_decisions(summary_body(summary))["ratios"]["dynamo"] == {"intervals": {}}
 
 
 @pytest.mark.parametrize("rate, lock_rate, free_rate", [(None, 1.0, 1.0), (1.0, None, 1.0), (1.0, 1.0, None)])

@@ -15,10 +15,13 @@ from embedswap.analysis import ranking_verdict as rv
 from embedswap.analysis import shim_outcome as so
 from embedswap.summary.types_decisions import PairedTest
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
+from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.types_sections import CandidateRanking, MetricDeltas, RankingRun
 
 
 # --- ranking_verdict ---------------------------------------------------------------------------------------------------
+DEFAULTS = DecisionsConfig()  # the summaries here configure no decisions block
+
 def test_random_weights_from_the_model_spec_or_the_config_path() -> None:
     assert rv.random_weights(summary_body({"model": {"spec": "build:tiny-qwen3"}}))
     assert rv.random_weights(summary_body({"model": {"spec": "  build:tiny-qwen3-v1"}}))  # prefix, leading spaces
@@ -70,7 +73,8 @@ def test_ranking_verdicts_count_changed_queries_and_decide() -> None:
     # [0, -0.5, -0.2, 0]: mean -0.175, sd 0.236, two-sided p ~ 0.23 at n = 4 -> not shown different, and its
     # interval crosses the 0.05 margin -> inconclusive. shim: every query keeps its top 5 and no delta ->
     # equivalent. Four queries cannot decide the client question: "undecided".
-    out = rv.ranking_verdicts(summary_body(_ranking_summary([1.0, 0.5, 0.8, 1.0], [1.0, 1.0, 1.0, 1.0])))
+    out = rv.ranking_verdicts(summary_body(_ranking_summary([1.0, 0.5, 0.8, 1.0], [1.0, 1.0, 1.0, 1.0])),
+                              DEFAULTS)
     assert out["meaningful"] is True
     assert out["tolerance"] == {"top5_overlap_min": 0.95, "ndcg_margin": 0.02, "recall_margin": 0.02,
                                 "alpha": 0.05, "power": 0.8}
@@ -86,7 +90,8 @@ def test_ranking_verdicts_count_changed_queries_and_decide() -> None:
 
 
 def test_ranking_verdicts_draw_nothing_on_random_weights() -> None:
-    out = rv.ranking_verdicts(summary_body(_ranking_summary([0.0, 0.0], [0.0, 0.0], spec="build:tiny-qwen3")))
+    out = rv.ranking_verdicts(summary_body(_ranking_summary([0.0, 0.0], [0.0, 0.0], spec="build:tiny-qwen3")),
+                              DEFAULTS)
     assert out["meaningful"] is False and out["by_candidate"] == {}
 
 
@@ -105,7 +110,7 @@ def test_by_candidate_reads_an_older_summary_with_the_primary_candidate_only() -
 def test_a_candidate_missing_from_the_ranking_has_no_shim_verdict() -> None:
     summary = _ranking_summary([1.0], [1.0])
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert rv.ranking_verdicts(summary_body(summary))["by_candidate"]["dynamo"]["decision"] == "shim_missing"
+    assert rv.ranking_verdicts(summary_body(summary), DEFAULTS)["by_candidate"]["dynamo"]["decision"] == "shim_missing"
 
 
 # --- latency_ratios ----------------------------------------------------------------------------------------------------
@@ -177,7 +182,7 @@ def test_lock_reading_falls_back_to_the_articles_estimate() -> None:
 def test_latency_decisions_store_no_ratio_without_per_request_data() -> None:
     """The ratio is stored once, pooled with its interval; medians of the repeats give none (the report computes
     their ratio on reading, Summary.latency_ratio)."""
-    out = lr.latency_decisions(summary_body(_lock_summary(ablation=False)))
+    out = lr.latency_decisions(summary_body(_lock_summary(ablation=False)), DEFAULTS)
     assert set(out) == {"ratios", "points", "lock"}
     assert out["ratios"]["vllm"] == {"intervals": {}}
 
@@ -256,7 +261,7 @@ def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> N
                                        "vllm": _with_requests(_latency(10.0, 20.0, 100.0), fast)}
     rows = summary["ablation"]["by_target"]
     rows["legacy-nolock"] = _with_requests(rows["legacy-nolock"], fast)
-    out = lr.latency_decisions(summary_body(summary))
+    out = lr.latency_decisions(summary_body(summary), DEFAULTS)
     seq = out["ratios"]["vllm"]["intervals"]["sequential"]["p50"]
     assert 0.2 < seq["value"] < 0.3  # p50 11 ms over 42 ms
     lock_seq = out["lock"]["variants"][0]["intervals"]["sequential"]["p50"]
@@ -266,7 +271,7 @@ def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> N
 def test_a_candidate_without_latency_has_an_empty_ratio() -> None:
     summary = _lock_summary(ablation=False)
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert lr.latency_decisions(summary_body(summary))["ratios"]["dynamo"] == {"intervals": {}}
+    assert lr.latency_decisions(summary_body(summary), DEFAULTS)["ratios"]["dynamo"] == {"intervals": {}}
 
 
 @pytest.mark.parametrize("rate, lock_rate, free_rate", [(None, 1.0, 1.0), (1.0, None, 1.0), (1.0, 1.0, None)])

@@ -15,7 +15,7 @@ from embedswap.analysis import latency_intervals
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_verdicts import candidate_verdicts
-from embedswap.analysis.ranking_verdict import decisions_config
+from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody, TargetSettings
 from embedswap.summary.types_decisions import PointRatio
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
@@ -134,7 +134,7 @@ def aba_drift(legacy: LatencyTarget | None, summary: SummaryBody) -> dict[str, f
     return out
 
 
-def latency_decisions(summary: SummaryBody) -> dict[str, Any]:
+def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any]:
     """``{ratios: {candidate: {intervals: {label: ...}, verdicts: {run: ...}, verdict, drift}}, points:
     {target: {label: ...}}, lock: {...} | None}`` (intervals: :mod:`embedswap.analysis.latency_intervals`; verdicts
     against the margins, the error gate and the host drift: :mod:`embedswap.analysis.latency_verdicts`)."""
@@ -142,7 +142,6 @@ def latency_decisions(summary: SummaryBody) -> dict[str, Any]:
     by_target = summary.latency.by_target
     legacy = by_target.get(legacy_name)
     estimates = latency_intervals.all_estimates(summary)
-    config = decisions_config(summary)
     ratios = {}
     for name in candidates:
         intervals = _intervals(estimates, name, legacy_name)

@@ -241,9 +241,10 @@ def test_no_paired_test_against_an_unmeasured_legacy_ranking() -> None:
     per_query = _per_query({"q0": (0.5, 0.5, 1.0), "q1": (0.25, 0.5, 1.0)})
     entry = CandidateRanking(measured=True, naive={"measured": True, "top5_overlap": 1.0, "per_query": per_query},
                              shim=RankingRun(measured=False))
-    verdict = rv._variant_verdict(entry, "naive", RankingRun(measured=False, per_query=per_query))
+    verdict = rv._variant_verdict(entry, "naive", RankingRun(measured=False, per_query=per_query),
+                                  DEFAULTS)
     assert verdict["tests"] == {} and verdict["equivalence"] is None and verdict["unchanged"] is None
-    measured = rv._variant_verdict(entry, "naive", RankingRun(measured=True, per_query=per_query))
+    measured = rv._variant_verdict(entry, "naive", RankingRun(measured=True, per_query=per_query), DEFAULTS)
     assert measured["tests"] and measured["equivalence"]["code"] == "equivalent"
 
 

@@ -115,3 +115,16 @@ def test_an_older_v2_summary_loses_the_copies_on_load() -> None:
             entry["verdict"] = entry.pop("direction")
     older["decisions"]["shown"]["ratios"] = {CANDIDATE: {"seq_p50": 0.9, "conc_docs_per_s": 1.4}}
     assert read_summary(older) == read_summary(current)
+
+
+def test_notebook_04_tables_from_the_summary_dict_step_04_writes() -> None:
+    """Notebook 04 hands ``ctx.summary()``'s dict to the latency table, then asks for the ablation: the ratio
+    columns are the candidates' one ratio; the legacy server and the ablation's variants have none."""
+    data = upgrade_summary(_raw())
+    table = latency_table(data)
+    one = _strings(read_summary(data))
+    assert table.loc[CANDIDATE, "seq p50 ratio"] == one["p50"][0]
+    assert table.loc[CANDIDATE, "c4 docs/s ratio"] == one["docs_per_s"][0]
+    assert table.loc["legacy"].isna()["seq p50 ratio"]
+    ablation = latency_table(data, "ablation")
+    assert "seq p50 ratio" not in ablation.columns and len(ablation) >= 2

@@ -315,6 +315,7 @@ def _ms(value: Any) -> str:
 
 def headline(summary: Summary) -> list[str]:
     """A few lines for the console: the same headline figures the report index shows (report.headline)."""
+    from embedswap.report.format import fmt
     from embedswap.report.publish import headline as headline_figures
 
     figures = headline_figures(summary)
@@ -329,6 +330,11 @@ def headline(summary: Summary) -> list[str]:
                      f"{_ms(figures.candidate_conc_docs_per_s)} docs/s at concurrency {figures.concurrency}")
     else:
         lines.append(f"{figures.candidate}: latency not measured")
+    if figures.candidate_seq_p50_ratio is not None or figures.candidate_conc_docs_per_s_ratio is not None:
+        # the one stored ratio, formatted as the report and the post print it
+        lines.append(f"latency ratio {pair}: sequential p50 {fmt(figures.candidate_seq_p50_ratio, 'ratio')}, "
+                     f"throughput at concurrency {figures.concurrency} "
+                     f"{fmt(figures.candidate_conc_docs_per_s_ratio, 'ratio')}")
     decided = summary.decisions.latency.ratio(figures.candidate) if figures.candidate else None
     if decided is not None and decided.verdict is not None:  # against decisions.margins, never "no difference"
         found = decided.verdict

@@ -15,10 +15,13 @@ from embedswap.analysis import ranking_verdict as rv
 from embedswap.analysis import shim_outcome as so
 from embedswap.summary.types_decisions import PairedTest
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
+from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.types_sections import CandidateRanking, MetricDeltas, RankingRun
 
 
 # --- ranking_verdict ---------------------------------------------------------------------------------------------------
+DEFAULTS = DecisionsConfig()  # the summaries here configure no decisions block
+
 def test_random_weights_from_the_model_spec_or_the_config_path() -> None:
     assert rv.random_weights(summary_body({"model": {"spec": "build:tiny-qwen3"}}))
     assert rv.random_weights(summary_body({"model": {"spec": "  build:tiny-qwen3-v1"}}))  # prefix, leading spaces
@@ -70,7 +73,8 @@ def test_ranking_verdicts_count_changed_queries_and_decide() -> None:
     # [0, -0.5, -0.2, 0]: mean -0.175, sd 0.236, two-sided p ~ 0.23 at n = 4 -> not shown different, and its
     # interval crosses the 0.05 margin -> inconclusive. shim: every query keeps its top 5 and no delta ->
     # equivalent. Four queries cannot decide the client question: "undecided".
-    out = rv.ranking_verdicts(summary_body(_ranking_summary([1.0, 0.5, 0.8, 1.0], [1.0, 1.0, 1.0, 1.0])))
+    out = rv.ranking_verdicts(summary_body(_ranking_summary([1.0, 0.5, 0.8, 1.0], [1.0, 1.0, 1.0, 1.0])),
+                              DEFAULTS)
     assert out["meaningful"] is True
     assert out["tolerance"] == {"top5_overlap_min": 0.95, "ndcg_margin": 0.02, "recall_margin": 0.02,
                                 "alpha": 0.05, "power": 0.8}
@@ -86,7 +90,8 @@ def test_ranking_verdicts_count_changed_queries_and_decide() -> None:
 
 
 def test_ranking_verdicts_draw_nothing_on_random_weights() -> None:
-    out = rv.ranking_verdicts(summary_body(_ranking_summary([0.0, 0.0], [0.0, 0.0], spec="build:tiny-qwen3")))
+    out = rv.ranking_verdicts(summary_body(_ranking_summary([0.0, 0.0], [0.0, 0.0], spec="build:tiny-qwen3")),
+                              DEFAULTS)
     assert out["meaningful"] is False and out["by_candidate"] == {}
 
 
@@ -105,7 +110,7 @@ def test_by_candidate_reads_an_older_summary_with_the_primary_candidate_only() -
 def test_a_candidate_missing_from_the_ranking_has_no_shim_verdict() -> None:
     summary = _ranking_summary([1.0], [1.0])
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert rv.ranking_verdicts(summary_body(summary))["by_candidate"]["dynamo"]["decision"] == "shim_missing"
+    assert rv.ranking_verdicts(summary_body(summary), DEFAULTS)["by_candidate"]["dynamo"]["decision"] == "shim_missing"
 
 
 # --- latency_ratios ----------------------------------------------------------------------------------------------------
@@ -130,16 +135,6 @@ def test_point_and_latency_states() -> None:
     assert lr.latency_state(LatencyTarget(measured=False)) is False
     assert lr.latency_state(_target(None, None, None)) is None
     assert lr.latency_state(_target(None, None, 10.0)) is True
-
-
-def test_ratio_is_candidate_over_legacy() -> None:
-    legacy, candidate = _target(40.0, 100.0, 80.0), _target(10.0, 25.0, 320.0)
-    # 10/40 = 0.25, 320/80 = 4.0, 25/100 = 0.25
-    assert lr.ratio(legacy, candidate) == {"seq_p50": 0.25, "conc_docs_per_s": 4.0, "conc_p50": 0.25,
-                                           "complete": True}
-    missing = lr.ratio(_target(0.0, 100.0, None), candidate)  # a zero or missing legacy figure has no ratio
-    assert missing == {"seq_p50": None, "conc_docs_per_s": None, "conc_p50": 0.25, "complete": False}
-    assert lr.ratio(legacy, LatencyTarget(measured=False))["complete"] is False
 
 
 @pytest.mark.parametrize("rate, lock_rate, free_rate, expected", [
@@ -184,10 +179,12 @@ def test_lock_reading_falls_back_to_the_articles_estimate() -> None:
     assert lr.lock_reading(summary_body(_lock_summary(ablation=False, lock=False))) is None  # no lock to speak of
 
 
-def test_latency_decisions_have_a_ratio_per_candidate() -> None:
-    out = lr.latency_decisions(summary_body(_lock_summary(ablation=False)))
+def test_latency_decisions_store_no_ratio_without_per_request_data() -> None:
+    """The ratio is stored once, pooled with its interval; medians of the repeats give none (the report computes
+    their ratio on reading, Summary.latency_ratio)."""
+    out = lr.latency_decisions(summary_body(_lock_summary(ablation=False)), DEFAULTS)
     assert set(out) == {"ratios", "points", "lock"}
-    assert out["ratios"]["vllm"]["seq_p50"] == 0.25 and out["ratios"]["vllm"]["conc_docs_per_s"] == 5.0
+    assert out["ratios"]["vllm"] == {"intervals": {}}
 
 
 # --- shim_outcome ------------------------------------------------------------------------------------------------------
@@ -244,9 +241,10 @@ def test_no_paired_test_against_an_unmeasured_legacy_ranking() -> None:
     per_query = _per_query({"q0": (0.5, 0.5, 1.0), "q1": (0.25, 0.5, 1.0)})
     entry = CandidateRanking(measured=True, naive={"measured": True, "top5_overlap": 1.0, "per_query": per_query},
                              shim=RankingRun(measured=False))
-    verdict = rv._variant_verdict(entry, "naive", RankingRun(measured=False, per_query=per_query))
+    verdict = rv._variant_verdict(entry, "naive", RankingRun(measured=False, per_query=per_query),
+                                  DEFAULTS)
     assert verdict["tests"] == {} and verdict["equivalence"] is None and verdict["unchanged"] is None
-    measured = rv._variant_verdict(entry, "naive", RankingRun(measured=True, per_query=per_query))
+    measured = rv._variant_verdict(entry, "naive", RankingRun(measured=True, per_query=per_query), DEFAULTS)
     assert measured["tests"] and measured["equivalence"]["code"] == "equivalent"
 
 
@@ -264,7 +262,7 @@ def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> N
                                        "vllm": _with_requests(_latency(10.0, 20.0, 100.0), fast)}
     rows = summary["ablation"]["by_target"]
     rows["legacy-nolock"] = _with_requests(rows["legacy-nolock"], fast)
-    out = lr.latency_decisions(summary_body(summary))
+    out = lr.latency_decisions(summary_body(summary), DEFAULTS)
     seq = out["ratios"]["vllm"]["intervals"]["sequential"]["p50"]
     assert 0.2 < seq["value"] < 0.3  # p50 11 ms over 42 ms
     lock_seq = out["lock"]["variants"][0]["intervals"]["sequential"]["p50"]
@@ -274,15 +272,7 @@ def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> N
 def test_a_candidate_without_latency_has_an_empty_ratio() -> None:
     summary = _lock_summary(ablation=False)
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert lr.latency_decisions(summary_body(summary))["ratios"]["dynamo"] == {
-        "seq_p50": None, "conc_docs_per_s": None, "conc_p50": None, "complete": False, "intervals": {}}
-
-
-def test_a_ratio_needs_both_points_to_be_complete() -> None:
-    legacy = _latency(40.0, 100.0, 80.0)
-    legacy = LatencyTarget.model_validate(legacy)
-    assert lr.ratio(legacy, _target(10.0, 25.0, None))["complete"] is False  # sequential only
-    assert lr.ratio(legacy, _target(None, 25.0, 160.0))["complete"] is False  # concurrent only
+    assert lr.latency_decisions(summary_body(summary), DEFAULTS)["ratios"]["dynamo"] == {"intervals": {}}
 
 
 @pytest.mark.parametrize("rate, lock_rate, free_rate", [(None, 1.0, 1.0), (1.0, None, 1.0), (1.0, 1.0, None)])

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from embedswap.analysis import capacity, decide
+from embedswap.analysis import decisions_config
+from embedswap.config.decisions import DecisionsConfig, Margins
 from typed_summary import summary_body
 
 SLO = 500.0
@@ -20,6 +22,11 @@ def _run(rate: float, repeat: int, p99: float, *, misses: list[str] | None = Non
             "throughput": rate, "goodput": rate * (n - wrong) / n, "shed": shed, "shed_share": shed / n,
             "wrong_vectors": wrong, "valid": valid, "misses": why if valid else ["invalid"],
             "statuses": {"ok": n - shed, **({"429": shed} if shed else {})}}
+
+
+def _capacity(body):
+    """decisions.capacity against the decisions block the summary carries (as decide() reads it)."""
+    return capacity.capacity_decisions(body, decisions_config(body))
 
 
 def _summary(by_target: dict[str, list[dict[str, Any]]], traffic: float | None = 30.0):
@@ -40,7 +47,7 @@ def _sweep(knees: list[float]) -> list[dict[str, Any]]:
 
 
 def test_capacity_is_the_interpolated_knee_with_an_interval_over_repeats_and_replicas_for_the_traffic() -> None:
-    decisions = capacity.capacity_decisions(_summary({"legacy": _sweep([5.0, 6.0, 5.5]),
+    decisions = _capacity(_summary({"legacy": _sweep([5.0, 6.0, 5.5]),
                                                       "cand": _sweep([10.0, 11.0, 12.0])}))
     legacy = decisions["servers"]["legacy"]
     assert legacy["per_repeat"] == pytest.approx([5.0, 6.0, 5.5])
@@ -57,7 +64,7 @@ def test_a_server_that_sheds_load_is_reported_from_the_rate_where_it_starts() ->
     for repeat in range(2):
         runs += [_run(2.0, repeat, 100.0), _run(4.0, repeat, 120.0, shed=10, misses=["errors"]),
                  _run(8.0, repeat, 110.0, shed=30, misses=["errors"])]
-    server = capacity.capacity_decisions(_summary({"legacy": runs}))["servers"]["legacy"]
+    server = _capacity(_summary({"legacy": runs}))["servers"]["legacy"]
     assert server["sheds_from"] == 4.0 and server["shed_share"] == pytest.approx(0.25)
     assert server["shed_share_max"] == pytest.approx(0.75)
     assert server["capacity"] == pytest.approx(2.0) and server["limit"] == "errors"  # no interpolation past errors
@@ -65,14 +72,14 @@ def test_a_server_that_sheds_load_is_reported_from_the_rate_where_it_starts() ->
 
 def test_wrong_vectors_are_not_capacity_and_explain_the_goodput_gap() -> None:
     runs = [_run(r, k, 50.0, wrong=40, misses=["wrong_vectors"]) for k in range(2) for r in (2.0, 4.0)]
-    server = capacity.capacity_decisions(_summary({"legacy": runs}))["servers"]["legacy"]
+    server = _capacity(_summary({"legacy": runs}))["servers"]["legacy"]
     assert server["capacity"] is None and server["censored"] == "below" and server["limit"] == "wrong_vectors"
     assert server["goodput_gap"] == "wrong_vectors" and server["goodput_gap_share"] == 1.0
 
 
 def test_an_invalid_run_is_not_charged_to_the_server() -> None:
     runs = [_run(2.0, 0, 100.0), _run(4.0, 0, 9000.0, valid=False)]
-    server = capacity.capacity_decisions(_summary({"legacy": runs}))["servers"]["legacy"]
+    server = _capacity(_summary({"legacy": runs}))["servers"]["legacy"]
     assert server["invalid_rates"] == [4.0] and server["limit"] == "invalid"
     assert server["capacity"] == 2.0 and server["points"][1]["p99_ms"] is None  # no figure from an invalid run
 
@@ -84,9 +91,18 @@ def test_the_decisions_are_typed_in_the_summary() -> None:
     assert decide(summary_body({})).capacity is None  # not configured: no decision
 
 
+def test_the_margin_is_the_typed_configs() -> None:
+    """decide() passes the experiment's typed decisions down: the capacity ratio's margin is its throughput_ratio,
+    not a default written again in the module."""
+    body = _summary({"legacy": _sweep([5.0, 6.0]), "cand": _sweep([10.0, 11.0])})
+    assert decide(body).capacity.ratios["cand"].margin == Margins().throughput_ratio
+    wider = DecisionsConfig(margins=Margins(throughput_ratio=3.0))
+    assert decide(body, wider).capacity.ratios["cand"].margin == 3.0
+
+
 def test_a_capacity_that_is_only_a_lower_bound_decides_no_ratio() -> None:
     every_rate_met = [_run(r, k, 100.0) for k in range(2) for r in (2.0, 4.0)]
-    decisions = capacity.capacity_decisions(_summary({"legacy": every_rate_met, "cand": every_rate_met}))
+    decisions = _capacity(_summary({"legacy": every_rate_met, "cand": every_rate_met}))
     assert decisions["servers"]["legacy"]["censored"] == "above"
     ratio = decisions["ratios"]["cand"]
     assert ratio["code"] == "inconclusive" and ratio["reason"] == "capacity_censored" and ratio["low"] is None

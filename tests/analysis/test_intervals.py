@@ -4,7 +4,7 @@ embedswap.analysis.ranking_tests)."""
 import numpy as np
 import pytest
 
-from embedswap.analysis.intervals import Requests, estimate, min_n, near_max, ratio, seed_for, verdict
+from embedswap.analysis.intervals import Requests, estimate, min_n, near_max, ratio, seed_for, direction
 from embedswap.analysis.ranking_tests import detectable, paired_test
 
 TRIALS = 200
@@ -24,7 +24,7 @@ def _verdicts(scale, trials=TRIALS, n=30, concurrency=1):
         candidate = estimate(_server(rng, scale, n=n, concurrency=concurrency), seed_for("c", str(trial)), 1000)
         r = ratio(candidate, legacy)
         for key in out:
-            out[key].append(r[key]["verdict"])
+            out[key].append(r[key]["direction"])
     return out
 
 
@@ -68,11 +68,11 @@ def test_throughput_follows_docs_over_wall_and_failures_count() -> None:
     assert est["p50"]["value"] == pytest.approx(100.0)
 
 
-def test_verdict_direction() -> None:
-    assert verdict(1.1, 1.4, lower_is_better=True) == "slower"
-    assert verdict(1.1, 1.4, lower_is_better=False) == "faster"
-    assert verdict(0.9, 1.2, lower_is_better=True) == "no_difference"
-    assert verdict(None, 1.2, lower_is_better=True) == "missing"
+def test_interval_direction() -> None:
+    assert direction(1.1, 1.4, lower_is_better=True) == "slower"
+    assert direction(1.1, 1.4, lower_is_better=False) == "faster"
+    assert direction(0.9, 1.2, lower_is_better=True) == "no_difference"
+    assert direction(None, 1.2, lower_is_better=True) == "missing"
 
 
 def test_paired_test_known_answers() -> None:
@@ -136,8 +136,9 @@ def test_report_never_calls_a_covered_difference_real() -> None:
     path = Path(__file__).parents[1] / "fixtures" / "summary_complete.json"
     summary = upgrade_summary(_same_latency_as_legacy(json.loads(path.read_text(encoding="utf-8")), "vllm"))
     seq = summary["decisions"]["latency"]["ratios"]["vllm"]["intervals"]["sequential"]
-    assert seq["p50"]["verdict"] == "no_difference" and seq["p50"]["low"] < 1 < seq["p50"]["high"]
-    assert summary["decisions"]["latency"]["ratios"]["dynamo"]["intervals"]["sequential"]["p50"]["verdict"] == "faster"
+    assert seq["p50"]["direction"] == "no_difference" and seq["p50"]["low"] < 1 < seq["p50"]["high"]
+    dynamo = summary["decisions"]["latency"]["ratios"]["dynamo"]["intervals"]["sequential"]
+    assert dynamo["p50"]["direction"] == "faster"
     en = render_markdown(summary, "en")
     line = next(l for l in en.splitlines() if l.startswith("- `vllm`: sequential p50 went from"))
     # the verdict against the margin is stated, never "no difference detected"
@@ -155,4 +156,4 @@ def test_repeats_overlap_is_flagged() -> None:
     assert repeats_overlap([10.0], [12.0, 13.0]) is None
     rng = np.random.default_rng(8)
     slow = ratio(estimate(_server(rng, 1.3), 1, 500), estimate(_server(rng, 1.0), 2, 500))
-    assert slow["p50"]["verdict"] == "slower" and slow["p50"]["repeats_overlap"] is False
+    assert slow["p50"]["direction"] == "slower" and slow["p50"]["repeats_overlap"] is False

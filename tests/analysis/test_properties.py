@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from embedswap import redact as redact_module
-from embedswap.analysis.intervals import Requests, estimate, repeats_overlap, verdict
+from embedswap.analysis.intervals import Requests, estimate, repeats_overlap, direction
 from embedswap.measure.contract import NORM_TOLERANCE, classify, cosine
 from embedswap.measure.load import percentile
 from embedswap.analysis.vectors import UNIT_NORM_TOLERANCE, norms, rowwise_cosine
@@ -100,14 +100,14 @@ ratios = st.floats(min_value=0.01, max_value=100)
 @given(ratios, ratios, st.booleans())
 def test_a_ratio_verdict_flips_with_the_ratio(x: float, y: float, lower_is_better: bool) -> None:
     low, high = min(x, y), max(x, y)
-    said = verdict(low, high, lower_is_better)
+    said = direction(low, high, lower_is_better)
     if low <= 1 <= high:
         assert said == "no_difference"
     else:
         assert said in ("faster", "slower")
         assert (said == "slower") == ((low > 1) == lower_is_better)
         # reference / candidate instead: the reciprocal interval says the opposite
-        assert verdict(1 / high, 1 / low, lower_is_better) == {"faster": "slower", "slower": "faster"}[said]
+        assert direction(1 / high, 1 / low, lower_is_better) == {"faster": "slower", "slower": "faster"}[said]
 
 
 @SETTINGS

@@ -8,6 +8,7 @@ from typed_summary import summary_body
 
 from embedswap.analysis import ranking_verdict as rv
 from embedswap.summary.types_decisions import RankingDecision
+from embedswap.analysis import decisions_config
 
 N = 24
 
@@ -40,7 +41,8 @@ def _summary(naive: tuple, shim: tuple, config: dict | None = None) -> dict:
 
 
 def _decide(naive: tuple, shim: tuple, config: dict | None = None) -> dict:
-    out = rv.ranking_verdicts(summary_body(_summary(naive, shim, config)))
+    body = summary_body(_summary(naive, shim, config))
+    out = rv.ranking_verdicts(body, decisions_config(body))
     RankingDecision.model_validate(out)  # what summary.json stores
     return out
 

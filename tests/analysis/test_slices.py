@@ -7,9 +7,14 @@ from typed_summary import summary_body
 from embedswap.analysis import decide
 from embedswap.analysis import ranking_verdict as rv
 from embedswap.summary.types_decisions import RankingDecision
+from embedswap.analysis import decisions_config
 
 N = 20  # queries per language
 
+
+
+def _ranking(body):
+    return rv.ranking_verdicts(body, decisions_config(body))
 
 def _rows(deltas: dict[str, list[float]], overlap: dict[str, list[float]] | None = None) -> dict:
     rows = {}
@@ -31,7 +36,7 @@ def _summary(deltas: dict[str, list[float]], overlap: dict[str, list[float]] | N
 
 def test_one_worse_language_makes_the_candidate_not_equivalent_and_is_named() -> None:
     # ko unchanged on every query; en loses 0.2 nDCG@10 and recall@5 on every query (no noise: significant)
-    out = rv.ranking_verdicts(summary_body(_summary({"ko": [0.0] * N, "en": [-0.2] * N})))
+    out = _ranking(summary_body(_summary({"ko": [0.0] * N, "en": [-0.2] * N})))
     RankingDecision.model_validate(out)
     shim = out["by_candidate"]["vllm"]["shim"]
     sliced = shim["slices"]["ndcg_at_10"]
@@ -46,7 +51,7 @@ def test_one_worse_language_makes_the_candidate_not_equivalent_and_is_named() ->
 
 def test_a_worse_language_is_not_hidden_by_a_better_one() -> None:
     # pooled mean 0: en +0.1 on every query, ko -0.1: a pooled verdict alone would see no change on average
-    out = rv.ranking_verdicts(summary_body(_summary({"ko": [-0.1] * N, "en": [0.1] * N})))
+    out = _ranking(summary_body(_summary({"ko": [-0.1] * N, "en": [0.1] * N})))
     shim = out["by_candidate"]["vllm"]["shim"]
     assert shim["slices"]["ndcg_at_10"]["overall"]["code"] == "different"
     assert shim["slices"]["ndcg_at_10"]["overall"]["direction"] == "worse"
@@ -60,7 +65,7 @@ def test_a_noisy_difference_in_one_language_needs_to_survive_holm() -> None:
     noisy = [-0.05 + 0.1 * (1 if i % 2 else -1) for i in range(N)]
     noisy[0] -= 0.02
     noisy[1] += 0.02
-    out = rv.ranking_verdicts(summary_body(_summary({"ko": [0.0] * N, "en": noisy})))
+    out = _ranking(summary_body(_summary({"ko": [0.0] * N, "en": noisy})))
     en = out["by_candidate"]["vllm"]["shim"]["slices"]["ndcg_at_10"]["by_slice"]["en"]
     assert en["code"] == "inconclusive" and en["reason"] == "not_significant_after_holm"
 

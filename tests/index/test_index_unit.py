@@ -107,6 +107,7 @@ def test_decision_rules() -> None:
 
 
 def test_blocked_and_not_measured(complete_upgraded: dict) -> None:
+    from embedswap.analysis import decisions_config
     from embedswap.summary.model import validate_body
 
     body = dict(complete_upgraded)
@@ -115,7 +116,8 @@ def test_blocked_and_not_measured(complete_upgraded: dict) -> None:
                  "reason": {"code": "dimensions_differ", "params": {"legacy": 384, "candidate": 256}}},
         "dynamo": {"measured": False, "why": "the vector store went away mid-run: x",
                    "reason": {"code": "vector_store_lost", "params": {"error": "x"}}}}}
-    decided = index_decisions(validate_body(body))
+    typed = validate_body(body)
+    decided = index_decisions(typed, decisions_config(typed))
     assert decided["vllm"]["code"] == "blocked" and decided["dynamo"]["code"] == "not_measured"
     assert decided["dynamo"]["reason"] == "vector_store_lost"
 

@@ -10,7 +10,7 @@ import pytest
 
 from embedswap.summary.types_latency import RunRequests
 from embedswap.analysis.intervals import (SEED, Requests, _bounds, estimate, expanded_tail, min_n, near_max, ratio,
-                                          repeats_overlap, seed_for, verdict)
+                                          repeats_overlap, seed_for, direction)
 
 
 def test_min_n_and_near_max_by_hand() -> None:
@@ -140,8 +140,8 @@ def test_estimate_by_hand() -> None:
     (0.7, 0.9, True, "faster"), (0.7, 0.9, False, "slower"), (1.1, 1.2, False, "faster"),
     (1.1, None, True, "missing"),
 ])
-def test_verdict_table(low, high, lower_is_better, expected) -> None:
-    assert verdict(low, high, lower_is_better) == expected
+def test_direction_table(low, high, lower_is_better, expected) -> None:
+    assert direction(low, high, lower_is_better) == expected
 
 
 def test_repeats_overlap_edges() -> None:
@@ -166,14 +166,14 @@ def test_ratio_by_hand() -> None:
     p50 = out["p50"]
     assert p50["value"] == pytest.approx(slow[0]["p50"]["value"] / base[0]["p50"]["value"])
     assert 1.8 < p50["low"] <= p50["value"] <= p50["high"] < 2.2
-    assert p50["verdict"] == "slower" and p50["n"] == [40, 40]
+    assert p50["direction"] == "slower" and p50["n"] == [40, 40]
     assert p50["repeats_overlap"] is False
     docs = out["docs_per_s"]
-    assert docs["verdict"] == "slower" and 0.45 < docs["low"] < docs["high"] < 0.55  # half the throughput
-    assert out["p99"]["verdict"] == "too_few" and out["p99"]["low"] is None  # 40 requests carry no p99 interval
-    assert ratio(base, slow)["p50"]["verdict"] == "faster"
+    assert docs["direction"] == "slower" and 0.45 < docs["low"] < docs["high"] < 0.55  # half the throughput
+    assert out["p99"]["direction"] == "too_few" and out["p99"]["low"] is None  # 40 requests carry no p99 interval
+    assert ratio(base, slow)["p50"]["direction"] == "faster"
     same = ratio(_point(1.0, seed=3), _point(1.0, seed=4))
-    assert same["p50"]["verdict"] == "no_difference"
+    assert same["p50"]["direction"] == "no_difference"
 
 
 def test_ratio_missing_sides() -> None:
@@ -182,15 +182,15 @@ def test_ratio_missing_sides() -> None:
     empty = estimate(Requests([[10.0, 12.0]], [[0, 0]], [1.0]), SEED)
     out = ratio(empty, base)
     assert set(out) == {"p50", "p99", "docs_per_s"}
-    assert all(out[k]["verdict"] == "missing" and out[k]["value"] is None for k in out)
+    assert all(out[k]["direction"] == "missing" and out[k]["value"] is None for k in out)
     assert out["p50"]["n"] == [0, 40] and out["p50"]["repeats_overlap"] is None
-    assert ratio(base, empty)["p50"]["verdict"] == "missing"  # nor as the reference
+    assert ratio(base, empty)["p50"]["direction"] == "missing"  # nor as the reference
     zero = ({**base[0], "p50": {**base[0]["p50"], "value": 0.0}}, base[1])
-    assert ratio(base, zero)["p50"]["verdict"] == "missing"  # no ratio to a zero reference
+    assert ratio(base, zero)["p50"]["direction"] == "missing"  # no ratio to a zero reference
     assert ratio(zero, base)["p50"]["value"] == 0.0
     few = ({**base[0], "p50": {**base[0]["p50"], "estimable": False}}, base[1])
-    assert ratio(few, base)["p50"]["verdict"] == "too_few"
-    assert ratio(base, few)["p50"]["verdict"] == "too_few"
+    assert ratio(few, base)["p50"]["direction"] == "too_few"
+    assert ratio(base, few)["p50"]["direction"] == "too_few"
     assert math.isclose(ratio(base, base)["p50"]["value"], 1.0)
 
 

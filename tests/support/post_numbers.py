@@ -1,9 +1,9 @@
 """Every number the post, its front matter and its figure data print exists in the decision it cites.
 
 Decimal numbers are the ones that can disagree (a percentile, a throughput, a ratio, a cosine); each one the post
-prints must be the formatted value of ``decisions.shown`` (latency, and the ratios beside it), ``decisions.post``
-(cosines, thresholds), the article's published figures, or the host's memory; the latency table's cells and the
-figure's data must be exactly ``decisions.shown``'s values. Used by tests/report/test_post_numbers.py on every
+prints must be the formatted value of ``decisions.shown`` (latency), the one stored ratio
+(``Summary.latency_ratio``), ``decisions.post`` (cosines, thresholds), the article's published figures, or the
+host's memory; the latency table's cells and the figure's data must be exactly ``decisions.shown``'s values. Used by tests/report/test_post_numbers.py on every
 fixture and by the end-to-end test on the demo's own summary."""
 
 from __future__ import annotations
@@ -48,8 +48,10 @@ def allowed(summary: Summary) -> set[str]:
     for points in shown.by_target.values():
         for point in points.values():
             out |= {fmt(point.p50_ms, "ms"), fmt(point.p99_ms, "ms"), fmt(point.docs_per_s, "rate")}
-    for r in shown.ratios.values():
-        out |= {fmt(r.seq_p50, "ratio").rstrip("×"), fmt(r.conc_docs_per_s, "ratio").rstrip("×")}
+    for name in summary.roles.candidates or [summary.roles.candidate]:
+        for run, figure in (("sequential", "p50"), ("concurrent", "docs_per_s")):  # the one stored ratio
+            entry = summary.latency_ratio(name, run, figure)
+            out.add(fmt(entry.value if entry is not None else None, "ratio").rstrip("×"))
     for c in summary.decisions.post.conclusions:
         out |= {fmt(c.cosine_min, "cos4"), fmt(c.cosine_min, "cos"), fmt(c.threshold, "raw")}
     for group in summary.decisions.post.groups:

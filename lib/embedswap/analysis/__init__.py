@@ -17,17 +17,28 @@ from typing import Any
 
 from embedswap.analysis import (capacity, client_changes, diagnosis, index_decision, latency_ratios, latency_shown,
                                 parity_matrix, parity_multimodal, post, ranking_verdict, shim_outcome, slices)
+from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 
 
-def decide(summary: SummaryBody) -> Decisions:
-    """Every decision of one summary (the ``decisions`` section). A :class:`~embedswap.summary.model.Summary`
-    that already has decisions is read the same way (they are not consulted). Stored with
-    :func:`decisions_json`."""
-    found = {"capacity": capacity.capacity_decisions(summary)} if summary.capacity is not None else {}
-    latency = latency_ratios.latency_decisions(summary)
-    ranking = ranking_verdict.ranking_verdicts(summary)
+def decisions_config(summary: SummaryBody) -> DecisionsConfig:
+    """``decisions`` of the experiment the summary carries, else the defaults: the one place a summary's margins are
+    validated (a summary keeps experiment.yaml as the user wrote it). A ``decisions`` block that does not validate
+    raises: deciding with other margins than the ones the user wrote would be a silent wrong answer."""
+    configured = summary.experiment.config.get("decisions")  # open: experiment.yaml as the user wrote it
+    return DecisionsConfig.model_validate(configured) if isinstance(configured, dict) else DecisionsConfig()
+
+
+def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decisions:
+    """Every decision of one summary (the ``decisions`` section), against ``config`` (the experiment's typed
+    ``decisions``; None: the block the summary carries, validated here once and passed down). A
+    :class:`~embedswap.summary.model.Summary` that already has decisions is read the same way (they are not
+    consulted). Stored with :func:`decisions_json`."""
+    config = config if config is not None else decisions_config(summary)
+    found = {"capacity": capacity.capacity_decisions(summary, config)} if summary.capacity is not None else {}
+    latency = latency_ratios.latency_decisions(summary, config)
+    ranking = ranking_verdict.ranking_verdicts(summary, config)
     return Decisions.model_validate({
         **found,
         "client_changes": client_changes.client_changes(summary),
@@ -40,8 +51,8 @@ def decide(summary: SummaryBody) -> Decisions:
         "parity_multimodal": parity_multimodal.multimodal_finding(summary),
         "diagnosis": diagnosis.diagnosis_decisions(summary),
         "diagnosis_queries": diagnosis.diagnosis_query_decisions(summary),
-        **({"vectors": vectors} if (vectors := slices.vector_decisions(summary)) else {}),
-        "index": index_decision.index_decisions(summary, latency.get("points")),
+        **({"vectors": vectors} if (vectors := slices.vector_decisions(summary, config)) else {}),
+        "index": index_decision.index_decisions(summary, config, latency.get("points")),
     })
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from embedswap.analysis.equivalence import ALPHA
 from embedswap.analysis.latency_equivalence import log_ratio_interval, ratio_verdict
+from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_capacity import Capacity, CapacityTarget, OpenRun
 
@@ -121,14 +122,14 @@ def _verdict_json(verdict: Any) -> dict[str, Any]:
     return {k: getattr(verdict, k) for k in keys}
 
 
-def capacity_decisions(summary: SummaryBody) -> dict[str, Any] | None:
-    """The ``decisions.capacity`` of a summary with a ``capacity`` section (None without one)."""
+def capacity_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any] | None:
+    """The ``decisions.capacity`` of a summary with a ``capacity`` section (None without one), against the
+    experiment's typed ``decisions`` (its alpha and ``throughput_ratio`` margin)."""
     section = summary.capacity
     if section is None:
         return None
-    config = summary.experiment.config.get("decisions") or {}  # open: experiment.yaml as the user wrote it
-    alpha = float(config.get("alpha", ALPHA))
-    margin = float((config.get("margins") or {}).get("throughput_ratio", 1.10))
+    alpha = config.alpha
+    margin = config.margins.throughput_ratio
     servers = {name: server_capacity(t, section, alpha) for name, t in section.by_target.items() if t.measured}
     ratios = {}
     legacy = summary.roles.legacy

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from embedswap.analysis import equivalence as eq
-from embedswap.analysis.ranking_verdict import decisions_config
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.index import IndexConfig
 from embedswap.index.cost import reembed_cost
@@ -204,12 +203,13 @@ def candidate_decision(entry: IndexCandidate, config: DecisionsConfig, index: In
             "cost_best": costs[1] if len(costs) > 1 else None, "mixed_worse": mixed_worse}
 
 
-def index_decisions(summary: SummaryBody, latency_points: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``decisions.index``: candidate -> decision (empty when the index part was not measured at all)."""
+def index_decisions(summary: SummaryBody, config: DecisionsConfig,
+                    latency_points: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``decisions.index``: candidate -> decision against the experiment's typed ``decisions`` (empty when the index
+    part was not measured at all)."""
     section = summary.index
     if section is None or not section.measured:
         return {}
-    config = decisions_config(summary)
     index = index_config(summary)
     out: dict[str, Any] = {}
     for name, entry in section.by_candidate.items():

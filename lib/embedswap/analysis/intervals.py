@@ -1,4 +1,4 @@
-"""95 % intervals for latency percentiles and throughput, and candidate/legacy ratios with a verdict.
+"""95 % intervals for latency percentiles and throughput, and candidate/legacy ratios with where their interval lies.
 
 Method: a **bootstrap over requests, stratified by repeat**. Each repeat's requests are resampled with
 replacement inside that repeat (``B`` = :data:`RESAMPLES` times), so every replicate has the run's repeat
@@ -41,7 +41,7 @@ RESAMPLES = 2000
 SEED = 17
 QUANTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0}
 LOWER_IS_BETTER = {"p50": True, "p90": True, "p99": True, "docs_per_s": False}
-VERDICTS = ("faster", "slower", "no_difference", "too_few", "missing")
+DIRECTIONS = ("faster", "slower", "no_difference", "too_few", "missing")  # labels of an interval, not verdicts
 
 
 def min_n(q: float, confidence: float = CONFIDENCE) -> int:
@@ -168,9 +168,10 @@ def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES
     return out, reps
 
 
-def verdict(low: float | None, high: float | None, lower_is_better: bool) -> str:
-    """faster / slower / no_difference from a ratio interval (candidate / reference); the interval covering 1
-    is no difference detected."""
+def direction(low: float | None, high: float | None, lower_is_better: bool) -> str:
+    """faster / slower / no_difference: where a ratio interval (candidate / reference) lies against 1 (covering 1
+    is no difference detected). A label of the interval; the verdict against the margins is
+    :mod:`embedswap.analysis.latency_verdicts`."""
     if low is None or high is None:
         return "missing"
     if low <= 1 <= high:
@@ -180,8 +181,8 @@ def verdict(low: float | None, high: float | None, lower_is_better: bool) -> str
 
 
 def repeats_overlap(a: list[float] | None, b: list[float] | None) -> bool | None:
-    """Whether two sides' per-repeat values overlap (None with fewer than two repeats on a side). A verdict whose
-    repeats overlap rests on within-run noise only: the run-to-run drift could explain it."""
+    """Whether two sides' per-repeat values overlap (None with fewer than two repeats on a side). A direction
+    (faster, slower) whose repeats overlap rests on within-run noise only: the run-to-run drift could explain it."""
     if not a or not b or len(a) < 2 or len(b) < 2:
         return None
     return max(min(a), min(b)) <= min(max(a), max(b))
@@ -189,7 +190,8 @@ def repeats_overlap(a: list[float] | None, b: list[float] | None) -> bool | None
 
 def ratio(candidate: tuple[dict[str, Any], dict[str, np.ndarray]],
           reference: tuple[dict[str, Any], dict[str, np.ndarray]]) -> dict[str, Any]:
-    """Candidate / reference for p50, p99 and docs/s: ``{value, low, high, verdict, n: [cand, ref]}``."""
+    """Candidate / reference for p50, p99 and docs/s: ``{value, low, high, n: [cand, ref], repeats_overlap,
+    direction}``."""
     (cand, cand_reps), (ref, ref_reps) = candidate, reference
     out = {}
     for key in ("p50", "p99", "docs_per_s"):
@@ -199,12 +201,12 @@ def ratio(candidate: tuple[dict[str, Any], dict[str, np.ndarray]],
         entry: dict[str, Any] = {"value": value, "low": None, "high": None, "n": [c["n"], r["n"]],
                                  "repeats_overlap": repeats_overlap(cand["per_repeat"][key], ref["per_repeat"][key])}
         if value is None:
-            entry["verdict"] = "missing"
+            entry["direction"] = "missing"
         elif not (c["estimable"] and r["estimable"]):
-            entry["verdict"] = "too_few"
+            entry["direction"] = "too_few"
         else:
             df = min(c["n"] - cand["repeats"], r["n"] - ref["repeats"])
             entry["low"], entry["high"] = _bounds(cand_reps[key] / ref_reps[key], df)
-            entry["verdict"] = verdict(entry["low"], entry["high"], LOWER_IS_BETTER[key])
+            entry["direction"] = direction(entry["low"], entry["high"], LOWER_IS_BETTER[key])
         out[key] = entry
     return out

@@ -15,7 +15,7 @@ from embedswap.analysis import latency_intervals
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_verdicts import candidate_verdicts
-from embedswap.analysis.ranking_verdict import decisions_config
+from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody, TargetSettings
 from embedswap.summary.types_decisions import PointRatio
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
@@ -49,16 +49,6 @@ def _intervals(estimates: dict[str, Any], name: str, reference: str) -> dict[str
 
 def _divide(a: float | None, b: float | None) -> float | None:
     return a / b if b and a is not None else None
-
-
-def ratio(legacy: LatencyTarget | None, info: LatencyTarget | None) -> dict[str, Any]:
-    """Candidate / legacy for sequential p50, concurrent docs/s and concurrent p50 (None where a side is missing)."""
-    out: dict[str, Any] = {}
-    for key, run, field in (("seq_p50", "sequential", "p50_ms"), ("conc_docs_per_s", "concurrent", "docs_per_s"),
-                            ("conc_p50", "concurrent", "p50_ms")):
-        out[key] = _divide(_value(info, run, field), _value(legacy, run, field))
-    out["complete"] = out["seq_p50"] is not None and out["conc_docs_per_s"] is not None
-    return out
 
 
 def _share(rate: float | None, lock_rate: float | None, free_rate: float | None) -> tuple[str, float | None]:
@@ -144,20 +134,19 @@ def aba_drift(legacy: LatencyTarget | None, summary: SummaryBody) -> dict[str, f
     return out
 
 
-def latency_decisions(summary: SummaryBody) -> dict[str, Any]:
-    """``{ratios: {candidate: {..., intervals: {label: ...}, verdicts: {run: ...}, verdict, drift}}, points:
+def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any]:
+    """``{ratios: {candidate: {intervals: {label: ...}, verdicts: {run: ...}, verdict, drift}}, points:
     {target: {label: ...}}, lock: {...} | None}`` (intervals: :mod:`embedswap.analysis.latency_intervals`; verdicts
     against the margins, the error gate and the host drift: :mod:`embedswap.analysis.latency_verdicts`)."""
     legacy_name, candidates = roles(summary)
     by_target = summary.latency.by_target
     legacy = by_target.get(legacy_name)
     estimates = latency_intervals.all_estimates(summary)
-    config = decisions_config(summary)
     ratios = {}
     for name in candidates:
         intervals = _intervals(estimates, name, legacy_name)
         typed = {run: PointRatio.model_validate(entry) for run, entry in intervals.items()}
-        ratios[name] = {**ratio(legacy, by_target.get(name)), "intervals": intervals,
+        ratios[name] = {"intervals": intervals,
                         **candidate_verdicts(legacy_name, legacy, name, by_target.get(name), typed, config,
                                              aba_drift(legacy, summary))}
     return {"ratios": ratios, "points": latency_intervals.points(estimates), "lock": lock_reading(summary, estimates)}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis.common import roles
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_ratios import point_state
 from embedswap.summary.model import SummaryBody
@@ -26,7 +25,8 @@ def _targets(summary: SummaryBody) -> dict[str, LatencyTarget]:
 
 
 def latency_shown(summary: SummaryBody, points: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """``{statistic, by_target: {server: {run: {p50_ms, p99_ms, docs_per_s}}}}``; ``points`` is
+    """``{statistic, by_target: {server: {run: {p50_ms, p99_ms, docs_per_s}}}}`` (no ratios: they are stored once,
+    with their intervals, in ``decisions.latency.ratios``); ``points`` is
     ``decisions.latency.points`` as :func:`embedswap.analysis.latency_ratios.latency_decisions` returns it."""
     targets = _targets(summary)
     measured = [(name, run, point) for name, info in targets.items()
@@ -40,19 +40,7 @@ def latency_shown(summary: SummaryBody, points: dict[str, dict[str, Any]]) -> di
         else:
             figures = {field: getattr(point, field) for field, _ in FIELDS}
         by_target.setdefault(name, {})[run] = figures
-    legacy, candidates = roles(summary)
-    base = by_target.get(legacy, {})
-    ratios = {}
-    for name in candidates:
-        own = by_target.get(name, {})
-        ratios[name] = {"seq_p50": _divide(own, base, "sequential", "p50_ms"),
-                        "conc_docs_per_s": _divide(own, base, "concurrent", "docs_per_s")}
-    return {"statistic": "pooled" if pooled else "median_of_repeats", "by_target": by_target, "ratios": ratios}
-
-
-def _divide(own: dict[str, Any], base: dict[str, Any], run: str, field: str) -> float | None:
-    top, bottom = (own.get(run) or {}).get(field), (base.get(run) or {}).get(field)
-    return top / bottom if top is not None and bottom else None
+    return {"statistic": "pooled" if pooled else "median_of_repeats", "by_target": by_target}
 
 
 def _value(entry: Any, key: str) -> float | None:

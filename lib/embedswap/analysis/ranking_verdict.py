@@ -41,13 +41,6 @@ def random_weights(summary: SummaryBody) -> bool:
     return any(isinstance(spec, str) and spec.strip().startswith(RANDOM_WEIGHT_SPECS) for spec in specs)
 
 
-def decisions_config(summary: SummaryBody) -> DecisionsConfig:
-    """``decisions`` of the experiment the summary carries, else the defaults. A ``decisions`` block that does not
-    validate raises: deciding with other margins than the ones the user wrote would be a silent wrong answer."""
-    configured = summary.experiment.config.get("decisions")  # open: experiment.yaml as the user wrote it
-    return DecisionsConfig.model_validate(configured) if isinstance(configured, dict) else DecisionsConfig()
-
-
 def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None,
                      config: DecisionsConfig) -> tuple[eq.Verdict | None, dict[str, eq.Verdict]]:
     """(combined, by metric) for one variant against legacy; (None, {}) when there is no per-query number.
@@ -104,8 +97,7 @@ def by_candidate(summary: SummaryBody) -> dict[str, CandidateRanking]:
 
 
 def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingRun | None,
-                     config: DecisionsConfig | None = None) -> dict[str, Any]:
-    config = config or DecisionsConfig()
+                     config: DecisionsConfig) -> dict[str, Any]:
     variant = getattr(entry, kind) if entry is not None else RankingRun(measured=False)
     measured = is_measured(variant) and is_measured(legacy)
     tests = variant_tests(legacy, variant) if measured else {}
@@ -143,11 +135,10 @@ def _needed(naive: dict[str, Any], shim: dict[str, Any]) -> int | None:
     return None if not found or any(n is None for n in found) else max(found)
 
 
-def ranking_verdicts(summary: SummaryBody) -> dict[str, Any]:
-    """``{meaningful, tolerance, margins, by_candidate: {name: {naive, shim, decision, n_needed}}}``; no verdict
-    on random weights."""
+def ranking_verdicts(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any]:
+    """``{meaningful, tolerance, margins, by_candidate: {name: {naive, shim, decision, n_needed}}}`` against the
+    experiment's typed ``decisions``; no verdict on random weights."""
     meaningful = not random_weights(summary)
-    config = decisions_config(summary)
     margins = config.margins
     out: dict[str, Any] = {"meaningful": meaningful,
                            "tolerance": {"top5_overlap_min": 1 - margins.top_k_overlap,

@@ -98,12 +98,11 @@ def cosine_slices(comparison: Comparison | None, config: DecisionsConfig) -> dic
     return stored_slices(eq.sliced_verdict(decided, better_is_harmless=True, alpha=alpha, power=power))
 
 
-def vector_decisions(summary: Any) -> dict[str, Any]:
-    """candidate -> its per-language cosine verdict (``decisions.vectors``); empty when no per-document cosine."""
+def vector_decisions(summary: Any, config: DecisionsConfig) -> dict[str, Any]:
+    """candidate -> its per-language cosine verdict (``decisions.vectors``) against the experiment's typed
+    ``decisions``; empty when no per-document cosine."""
     from embedswap.analysis.common import is_measured, roles
-    from embedswap.analysis.ranking_verdict import decisions_config
 
-    config = decisions_config(summary)
     out = {}
     for name in roles(summary)[1]:
         comparison = summary.vectors.comparison(name)

@@ -41,7 +41,8 @@ def _value(value: Any, kind: str, lang: str, state: bool | None) -> str:
 
 
 def description(head: Headline, lang: str) -> str:
-    """One line: the candidate against the legacy server, the minimum cosine, the parity gate, the p50."""
+    """One line: the candidate against the legacy server, the minimum cosine, the parity gate, the p50 and its
+    ratio to the legacy server's (the one stored ratio the report and the post print)."""
     words = catalogue(lang).terms["publish"]
     gate = head.parity_pass
     latency_missing = False if head.latency_state is False else None
@@ -51,7 +52,9 @@ def description(head: Headline, lang: str) -> str:
         gate=words["gate_pass"] if gate is True else words["gate_fail"] if gate is False
         else catalogue(lang).label(False),
         p50=_value(head.candidate_seq_p50_ms, "ms", lang, latency_missing)
-        + (" ms" if head.candidate_seq_p50_ms is not None else ""))
+        + (" ms" if head.candidate_seq_p50_ms is not None else "")
+        + (words["description_ratio"].format(ratio=fmt(head.candidate_seq_p50_ratio, "ratio"))
+           if head.candidate_seq_p50_ratio is not None else ""))
 
 
 def _date(summary: Summary) -> date | str | None:

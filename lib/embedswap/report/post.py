@@ -1,6 +1,6 @@
 """The post: the blog draft in the article's shape (conclusion first, claim headings, one contract table, one
-latency table, what cannot be moved, what was not measured, a closing judgement), built from ``decisions.post``
-and ``decisions.shown`` only. The full report (report.md.j2, every table) is the linked appendix.
+latency table, what cannot be moved, what was not measured, a closing judgement), built from ``decisions.post``,
+``decisions.shown`` and the one stored latency ratio (``Summary.latency_ratio``) only. The full report (report.md.j2, every table) is the linked appendix.
 
 Candidates with the same vectors share a column, a row and a sentence: a group is worded once, with what
 separates its members."""
@@ -19,6 +19,7 @@ from embedswap.report.josa import josa
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.status import status
 from embedswap.summary.model import Summary
+from embedswap.summary.types_decisions import RatioInterval
 from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
 from embedswap.summary.upgrade import read_summary
 
@@ -100,7 +101,8 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     if article is not None:
         for side, label in (("legacy", p["article_legacy"]), ("candidate", p["article_candidate"])):
             a = getattr(article.latency, side)
-            rows.append([label, fmt(a.seq_p50_ms, "ms"), fmt(a.seq_p99_ms, "ms"), fmt(a.conc_p50_ms, "ms"),
+            # the article's statistic (the median of its 3 repeats), labelled so in its own cell: not this run's
+            rows.append([p["article_statistic"].format(label=label), fmt(a.seq_p50_ms, "ms"), fmt(a.seq_p99_ms, "ms"), fmt(a.conc_p50_ms, "ms"),
                          fmt(a.conc_p99_ms, "ms"), fmt(a.conc_docs_per_s, "rate")])
     measured = False
     for name in ctx.names:
@@ -112,23 +114,30 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
             (seq, "p50_ms", "ms"), (seq, "p99_ms", "ms"), (conc, "p50_ms", "ms"), (conc, "p99_ms", "ms"),
             (conc, "docs_per_s", "rate")))])
     ratios = []
+    rates: list[float] = []  # each candidate's concurrent throughput ratio
     for name in ctx.candidates:
-        r = shown.ratios.get(name)
-        if r is None or r.seq_p50 is None or r.conc_docs_per_s is None:
+        # the one stored ratio per figure (pooled, with the interval the verdict rests on): Summary.latency_ratio
+        seq_ratio, rate_ratio = (_value(ctx.summary.latency_ratio(name, run, figure)) for run, figure in (
+            ("sequential", "p50"), ("concurrent", "docs_per_s")))
+        if rate_ratio is not None:
+            rates.append(rate_ratio)
+        if seq_ratio is None or rate_ratio is None:
             continue
         ratios.append({"name": code(name), "seq_from": fmt(_at(shown, ctx.legacy, "sequential", "p50_ms"), "ms"),
                        "seq_to": fmt(_at(shown, name, "sequential", "p50_ms"), "ms"),
-                       "seq_ratio": fmt(r.seq_p50, "ratio"),
+                       "seq_ratio": fmt(seq_ratio, "ratio"),
                        "rate_from": fmt(_at(shown, ctx.legacy, "concurrent", "docs_per_s"), "rate"),
                        "rate_to": fmt(_at(shown, name, "concurrent", "docs_per_s"), "rate"),
-                       "rate_ratio": fmt(r.conc_docs_per_s, "ratio"),
-                       "faster": r.conc_docs_per_s is not None and r.conc_docs_per_s > 1})
+                       "rate_ratio": fmt(rate_ratio, "ratio"), "faster": rate_ratio > 1})
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
             "statistic": shown.statistic, "ratios": ratios,
             "all_faster": bool(ratios) and all(r["faster"] for r in ratios),
-            "all_slower": bool(ratios) and all(shown.ratios[n].conc_docs_per_s < 1 for n in ctx.candidates
-                                                if n in shown.ratios and shown.ratios[n].conc_docs_per_s is not None),
+            "all_slower": bool(ratios) and all(r < 1 for r in rates),
             "figure": "latency_points" if measured and ctx.figures.get("latency_points") else None}
+
+
+def _value(entry: RatioInterval | None) -> float | None:
+    return entry.value if entry is not None else None
 
 
 def _at(shown: Any, name: str | None, run: str, field: str) -> float | None:

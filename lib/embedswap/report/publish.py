@@ -29,6 +29,7 @@ from embedswap.report.markdown import load_article, render_markdown
 from embedswap.report.post import FULL_REPORT, render_post
 from embedswap.report.report_data import Headline, ModelRef, ReportJson, read_report_json
 from embedswap.summary.model import Summary
+from embedswap.summary.types_decisions import RatioFigure
 from embedswap.summary.upgrade import load_summary, read_summary
 
 REPORT_JSON = "report.json"
@@ -74,7 +75,14 @@ def headline(summary: Summary | dict[str, Any]) -> Headline:
         concurrency=conc.concurrency if conc is not None else None,
         latency_state=latency_state(lat),
         parity_pass=summary.parity.passed if is_measured(summary.parity) else None,
+        candidate_seq_p50_ratio=_ratio(summary, candidate, "sequential", "p50"),
+        candidate_conc_docs_per_s_ratio=_ratio(summary, candidate, "concurrent", "docs_per_s"),
     )
+
+
+def _ratio(summary: Summary, candidate: str | None, run: str, figure: RatioFigure) -> float | None:
+    entry = summary.latency_ratio(candidate, run, figure)  # the one stored ratio, as the report and the post print it
+    return entry.value if entry is not None else None
 
 
 def _report_config(experiment_dir: Path) -> ReportConfig:

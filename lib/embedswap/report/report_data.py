@@ -24,6 +24,9 @@ class Headline(Strict):
     concurrency: int | None
     latency_state: bool | None
     parity_pass: bool | None
+    # candidate / legacy, the one stored ratio (Summary.latency_ratio); absent in report.json files from before it
+    candidate_seq_p50_ratio: Number | None = None
+    candidate_conc_docs_per_s_ratio: Number | None = None
 
 
 class ModelRef(Strict):

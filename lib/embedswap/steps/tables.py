@@ -10,7 +10,10 @@ from typing import Any
 
 import pandas as pd
 
+from embedswap.report.format import fmt
 from embedswap.steps.context import StepContext, StepError
+from embedswap.summary.model import Summary
+from embedswap.summary.upgrade import read_summary
 from embedswap.measure.tokens import ensure_tokenizer_counts
 
 
@@ -92,24 +95,36 @@ def instruction_table(summary: dict[str, Any]) -> pd.DataFrame:
 
 
 # --- 04: latency -------------------------------------------------------------------------------------------------
-def latency_table(summary: dict[str, Any], section: str = "latency") -> pd.DataFrame:
-    """One row per server; ``section="ablation"`` gives the legacy server against its variants."""
-    rows = []
-    if not summary[section].get("by_target"):
-        return pd.DataFrame([{section: summary[section].get("why")}])
-    for name, info in summary[section]["by_target"].items():
-        if not info.get("measured"):
-            rows.append({"target": name, "note": info.get("why")})
+def latency_table(summary: Summary | dict[str, Any], section: str = "latency") -> pd.DataFrame:
+    """One row per server with the report's figures (``decisions.shown``: pooled over the repeats when the summary
+    has per-request data) and, for a candidate, its one stored ratio to the legacy server as the report prints it
+    (``Summary.latency_ratio``); ``section="ablation"`` gives the legacy server against its variants."""
+    typed = summary if isinstance(summary, Summary) else read_summary(summary)
+    part = typed.latency if section == "latency" else typed.ablation
+    if not part.by_target:
+        return pd.DataFrame([{section: getattr(part, "why", None)}])
+    shown = typed.decisions.shown
+    rows: list[dict[str, Any]] = []
+    for name, info in part.by_target.items():
+        if not info.measured or info.sequential is None or info.concurrent is None:
+            rows.append({"target": name, "note": info.why})
             continue
-        seq, conc = info["sequential"], info["concurrent"]
-        rows.append({
+        c = info.concurrent.concurrency
+        seq, conc = shown.at(name, "sequential"), shown.at(name, "concurrent")
+        row: dict[str, Any] = {
             "target": name,
-            "seq p50 ms": seq["p50_ms"], "seq p99 ms": seq["p99_ms"],
-            f"c{conc['concurrency']} p50 ms": conc["p50_ms"], f"c{conc['concurrency']} p99 ms": conc["p99_ms"],
-            f"c{conc['concurrency']} docs/s": conc["docs_per_s"],
-            "docs/s per repeat": conc["spread"]["docs_per_s"],
-            "errors": seq["errors"] + conc["errors"],
-        })
+            "seq p50 ms": seq.p50_ms if seq else None, "seq p99 ms": seq.p99_ms if seq else None,
+            f"c{c} p50 ms": conc.p50_ms if conc else None, f"c{c} p99 ms": conc.p99_ms if conc else None,
+            f"c{c} docs/s": conc.docs_per_s if conc else None,
+            "docs/s per repeat": info.concurrent.spread.docs_per_s if info.concurrent.spread else None,
+            "errors": info.sequential.errors + info.concurrent.errors,
+        }
+        if section == "latency" and name != typed.roles.legacy:
+            for label, run, figure in (("seq p50 ratio", "sequential", "p50"),
+                                       (f"c{c} docs/s ratio", "concurrent", "docs_per_s")):
+                entry = typed.latency_ratio(name, run, figure)
+                row[label] = fmt(entry.value if entry is not None else None, "ratio")
+        rows.append(row)
     return pd.DataFrame(rows).set_index("target").round(1)
 
 

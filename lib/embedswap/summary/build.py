@@ -127,7 +127,9 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
     summary, non_finite = null_non_finite(summary)  # a NaN figure is null with its place recorded, never a crash
     summary["non_finite"] = non_finite
     attach_reasons(summary)  # free texts a builder recorded (an exception's message) keep no code
-    summary["decisions"] = decisions_json(decide(validate_body(summary, source=str(attempt.summary_path))))
+    # the experiment's decisions, validated once when experiment.yaml was loaded, passed down typed
+    summary["decisions"] = decisions_json(decide(validate_body(summary, source=str(attempt.summary_path)),
+                                                 experiment.decisions))
     validate_summary(summary, source=str(attempt.summary_path))
     return summary
 

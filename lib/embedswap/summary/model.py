@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from embedswap.summary.types_capacity import Capacity
 from embedswap.summary.types_common import Number, Section, Strict
-from embedswap.summary.types_decisions import Decisions
+from embedswap.summary.types_decisions import Decisions, RatioFigure, RatioInterval
 from embedswap.summary.types_index import Index
 from embedswap.summary.types_latency import Ablation, Latency, Timing
 from embedswap.summary.types_parity import Parity, ParitySample
@@ -166,9 +166,33 @@ class SummaryBody(Strict):
         return self.targets.get(name) if name is not None else None
 
 
+# a ratio's figure -> the shown point's field it divides
+_SHOWN_FIELD = {"p50": "p50_ms", "p99": "p99_ms", "docs_per_s": "docs_per_s"}
+
+
 class Summary(SummaryBody):
     """summary.json, schema version 2."""
     decisions: Decisions
+
+    def latency_ratio(self, name: str | None, run: str, figure: RatioFigure) -> RatioInterval | None:
+        """Candidate / legacy of one latency figure (p50, p99, docs_per_s) at one operating point: the one value
+        every reader prints. It is the pooled ratio with its 95 % bootstrap interval and n, stored once under
+        ``decisions.latency.ratios.<name>.intervals`` (the statistic the verdicts rest on). A summary without
+        per-request data has no pooled ratio; its report shows the median of the repeats throughout
+        (``decisions.shown.statistic``), and the ratio is that of the two shown medians, value only
+        (``statistic: median_of_repeats``), computed here and never stored. None: not paired at that point."""
+        stored = self.decisions.latency.ratio(name) if name is not None else None
+        entry = stored.figure(run, figure) if stored is not None else None
+        shown = self.decisions.shown
+        if entry is not None or shown.statistic == "pooled":
+            return entry
+        own, base = shown.at(name, run), shown.at(self.roles.legacy, run)
+        top = getattr(own, _SHOWN_FIELD[figure]) if own is not None else None
+        bottom = getattr(base, _SHOWN_FIELD[figure]) if base is not None else None
+        if top is None or not bottom:
+            return None
+        return RatioInterval(value=top / bottom, low=None, high=None, n=[None, None], direction="missing",
+                             statistic="median_of_repeats")
 
 
 def validate_summary(summary: dict[str, Any], source: str = "summary.json") -> Summary:

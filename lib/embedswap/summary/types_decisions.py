@@ -131,18 +131,25 @@ class PointIntervals(Strict):
     docs_per_s: Interval
 
 
-LatencyVerdict = Literal["faster", "slower", "no_difference", "too_few", "missing"]
+# where a ratio's 95 % interval lies against 1: a label of the interval, not a decision (the verdict against the
+# margins is LatencyRatio.verdicts / verdict)
+RatioDirection = Literal["faster", "slower", "no_difference", "too_few", "missing"]
+RatioFigure = Literal["p50", "p99", "docs_per_s"]
 
 
 class RatioInterval(Strict):
-    """Candidate / reference with its 95 % interval and the verdict (``no_difference``: the interval covers 1)."""
+    """Candidate / reference with its 95 % interval, n per side, and where the interval lies (``no_difference``:
+    it covers 1). ``statistic``: ``pooled`` for every stored ratio (requests of all repeats pooled, bootstrapped);
+    ``median_of_repeats`` only for the value-only ratio :meth:`embedswap.summary.model.Summary.latency_ratio`
+    computes for a summary without per-request data (never stored)."""
     # in the order analysis.intervals.ratio writes them (summary.json keeps that order)
     value: float | None
     low: float | None
     high: float | None
     n: list[int | None]
     repeats_overlap: bool | None = None
-    verdict: LatencyVerdict
+    direction: RatioDirection
+    statistic: Literal["pooled", "median_of_repeats"] = "pooled"
 
 
 class PointRatio(Strict):
@@ -152,10 +159,9 @@ class PointRatio(Strict):
 
 
 class LatencyRatio(Strict):
-    seq_p50: float | None
-    conc_docs_per_s: float | None
-    conc_p50: float | None
-    complete: bool
+    """One candidate over the legacy server: per operating point the pooled ratio of each figure with its 95 %
+    bootstrap interval and n (``intervals``, the one stored value every reader prints), and the verdicts against
+    the margins decided on it."""
     intervals: dict[str, PointRatio] = {}
     # the verdicts against decisions.margins per point (error gate, ratios, host drift); absent in older summaries
     verdicts: dict[str, PointVerdicts] = {}
@@ -169,6 +175,11 @@ class LatencyRatio(Strict):
     def at(self, run: str) -> PointRatio | None:
         """The ratio's intervals at one operating point (sequential, concurrent, c<n>), or None: not paired there."""
         return self.intervals.get(run)
+
+    def figure(self, run: str, key: RatioFigure) -> RatioInterval | None:
+        """One figure's ratio (p50, p99, docs_per_s) at one operating point, or None: not paired there."""
+        point = self.intervals.get(run)
+        return getattr(point, key) if point is not None else None
 
 
 class LockShare(Strict):

@@ -15,19 +15,14 @@ class ShownPoint(Strict):
     docs_per_s: float | None = None
 
 
-class ShownRatio(Strict):
-    """A candidate's shown figure over the legacy server's, so a ratio agrees with the two numbers beside it."""
-    seq_p50: float | None = None
-    conc_docs_per_s: float | None = None
-
-
 class LatencyShown(Strict):
     """The one latency statistic of the report: ``pooled`` (every answered request of the three repeats, the
     statistic the intervals and ratios use) when per-request data exists, else ``median_of_repeats`` (the median of
-    the per-repeat figures, what summaries without per-request data hold)."""
+    the per-repeat figures, what summaries without per-request data hold). The candidate / legacy ratios are not
+    here: they are stored once, with their intervals, in ``decisions.latency.ratios`` (read them through
+    :meth:`embedswap.summary.model.Summary.latency_ratio`)."""
     statistic: Literal["pooled", "median_of_repeats"] = "median_of_repeats"
     by_target: dict[str, dict[str, ShownPoint]] = {}  # server -> run (sequential, concurrent, sweep_c<n>) -> figures
-    ratios: dict[str, ShownRatio] = {}  # candidate -> its shown figures over the legacy server's
 
     def at(self, name: str | None, run: str) -> ShownPoint | None:
         """One server's figures at one operating point (None: not measured there)."""

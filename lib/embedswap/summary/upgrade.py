@@ -5,6 +5,11 @@ Version 1 (kits up to 2026-11): no ``decisions``, no reason codes, and the secti
 summaries (ranking, shim, ablation, instruction, diagnosis) may be absent. Upgrading marks an absent section not
 measured with reason ``section_absent``, attaches reason codes to every ``why``, and computes the decisions from the
 measured sections (pure functions of the summary, so the result equals what the current kit would have stored).
+
+Version 2 files decided before the latency ratio was stored once also carry its copies
+(``decisions.latency.ratios.<c>.seq_p50``/``conc_docs_per_s``/``conc_p50``/``complete``, the median of the repeats,
+and ``decisions.shown.ratios``) and call the interval's label ``verdict``: the copies are dropped (the pooled ratio
+under ``intervals`` is the one value) and the label is renamed ``direction``.
 """
 
 from __future__ import annotations
@@ -43,8 +48,35 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
     elif not {"shown", "post"} <= set(out["decisions"]):  # decided before the post's decisions existed
         out["decisions"] = {**out["decisions"], **post_decisions(
             validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])}
+    _one_latency_ratio(out["decisions"])
     out["schema_version"] = SCHEMA_VERSION
     return out
+
+
+# the copies of the latency ratio older version-2 decisions stored beside the pooled one
+_RATIO_COPIES = ("seq_p50", "conc_docs_per_s", "conc_p50", "complete")
+
+
+def _one_latency_ratio(decisions: dict[str, Any]) -> None:
+    """Older version-2 decisions, in place: the ratio's copies dropped, each interval's ``verdict`` (where it lies
+    against 1, not a decision) renamed ``direction``."""
+    latency = decisions.get("latency") if isinstance(decisions.get("latency"), dict) else {}
+    lock = latency.get("lock") if isinstance(latency.get("lock"), dict) else {}
+    for entry in (latency.get("ratios") or {}).values():
+        for key in _RATIO_COPIES:
+            entry.pop(key, None)
+        _rename_direction(entry.get("intervals"))
+    for variant in lock.get("variants") or []:
+        _rename_direction(variant.get("intervals"))
+    if isinstance(decisions.get("shown"), dict):
+        decisions["shown"].pop("ratios", None)
+
+
+def _rename_direction(intervals: dict[str, Any] | None) -> None:
+    for point in (intervals or {}).values():
+        for figure in point.values():
+            if isinstance(figure, dict) and "verdict" in figure:
+                figure["direction"] = figure.pop("verdict")
 
 
 def read_summary(data: dict[str, Any], source: str = "summary.json") -> Summary:

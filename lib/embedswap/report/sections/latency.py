@@ -13,7 +13,7 @@ from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import ratio as ratio_text
 from embedswap.report.sections.sweep import ablation, sweep
 from embedswap.report.sections.verdicts import drift_text, ratio_cell
-from embedswap.summary.types_decisions import LockReading
+from embedswap.summary.types_decisions import LockReading, RatioFigure
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 from embedswap.summary.types_post import ShownPoint
 
@@ -52,26 +52,24 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
 
 
 def _ratio(ctx: ReportContext, name: str) -> dict[str, Any]:
-    """Legacy and candidate figures side by side with the stored ratio, formatted."""
+    """Legacy and candidate figures side by side with the one stored ratio (Summary.latency_ratio), formatted."""
     legacy, info = ctx.summary.latency.of(ctx.legacy), ctx.summary.latency.of(name)
     stored = ctx.decisions.latency.ratio(name)
     out: dict[str, Any] = {"name": name}
-    for key, run, field, ratio_key in (("seq", "sequential", "p50_ms", "seq_p50"),
-                                       ("conc", "concurrent", "docs_per_s", "conc_docs_per_s"),
-                                       ("conc_p50", "concurrent", "p50_ms", "conc_p50")):
+    values = []
+    for key, run, field in (("seq", "sequential", "p50_ms"), ("conc", "concurrent", "docs_per_s")):
         kind = "rate" if field == "docs_per_s" else "ms"
-        figure = "docs_per_s" if kind == "rate" else "p50"
+        figure: RatioFigure = "docs_per_s" if kind == "rate" else "p50"
         for side, name_, entry_ in (("legacy", ctx.legacy, legacy), ("candidate", name, info)):
-            intervals = ctx.decisions.latency.intervals(name_, run)
             shown = ctx.decisions.shown.at(name_, run) if is_measured(entry_) else None
             out[f"{key}_{side}"] = fmt(getattr(shown, field) if shown is not None else None, kind)
-        value = getattr(stored, ratio_key) if stored is not None else None
-        point_ratio = stored.at(run) if stored is not None else None
-        entry = getattr(point_ratio, figure) if point_ratio is not None else None
+        entry = ctx.summary.latency_ratio(name, run, figure)
+        value = entry.value if entry is not None else None
+        values.append(value)
         verdicts = stored.verdicts_at(run) if stored is not None else None
         out[f"{key}_ratio"] = None if value is None and verdicts is None else ratio_cell(
-            ctx.terms, entry, verdicts, figure, stored.drift if stored is not None else None, value)
-    out["complete"] = stored is not None and stored.complete
+            ctx.terms, entry, verdicts, figure, stored.drift if stored is not None else None)
+    out["complete"] = values[0] is not None and values[1] is not None  # sequential p50 and concurrent docs/s
     return out
 
 

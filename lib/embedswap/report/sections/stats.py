@@ -34,12 +34,15 @@ def point_cell(terms: dict[str, Any], intervals: PointIntervals | None, key: str
 
 
 def ratio(terms: dict[str, Any], entry: RatioInterval | None, fallback: float | None = None) -> str:
-    """'0.72× (0.68–0.76): faster'; a too-small n or no per-request data says so; '—' without any number."""
+    """'0.72× (0.68–0.76): faster'; a too-small n or no per-request data says so; a ratio of the medians of the
+    repeats (a summary without per-request data) its value alone; '—' without any number."""
     t = terms["stats"]
     if entry is None or entry.value is None:
         return MISSING if fallback is None else fmt(fallback, "ratio")
-    verdict = t["verdicts"][entry.verdict]
-    if entry.verdict in ("faster", "slower") and entry.repeats_overlap:
+    if entry.statistic == "median_of_repeats":
+        return fmt(entry.value, "ratio")
+    verdict = t["verdicts"][entry.direction]
+    if entry.direction in ("faster", "slower") and entry.repeats_overlap:
         verdict = t["repeats_overlap"].format(verdict=verdict)
     if entry.low is None:
         return t["ratio_plain"].format(ratio=fmt(entry.value, "ratio"), verdict=verdict)

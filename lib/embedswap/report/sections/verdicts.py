@@ -67,19 +67,19 @@ def drift_text(terms: dict[str, Any], drift: HostDrift | None) -> str:
 
 
 def ratio_cell(terms: dict[str, Any], entry: RatioInterval | None, point: PointVerdicts | None, key: str,
-               drift: HostDrift | None, fallback: float | None = None) -> str:
+               drift: HostDrift | None) -> str:
     """A candidate/legacy ratio with its verdict against the margin: '0.68× [0.66–0.70]: non-inferior'; a failed
     point its statuses instead of a ratio; a ratio undone by host drift the drift beside it. Without a stored
     verdict (an older summary) the interval's own reading."""
     verdict = point.figure(key) if point is not None else None
     if verdict is None:
-        return plain_ratio(terms, entry, fallback)
+        return plain_ratio(terms, entry)
     t = terms["equivalence"]
     if verdict.code == "failed":
         return failed(terms, point) or words(terms, verdict)
     said = words(terms, verdict)
-    if verdict.reason == "missing_interval" and entry is not None and entry.verdict in ("too_few", "missing"):
-        said += f" ({terms['stats']['verdicts'][entry.verdict]})"  # why there is no interval to decide on
+    if verdict.reason == "missing_interval" and entry is not None and entry.direction in ("too_few", "missing"):
+        said += f" ({terms['stats']['verdicts'][entry.direction]})"  # why there is no interval to decide on
     if verdict.reason == "host_drift" and drift is not None:
         said = t["host_drift"].format(drift=drift_text(terms, drift), margin=fmt(verdict.margin, "ratio"))
     # the stored 95 % interval, as the tables' headers say (the verdict itself is decided on the 1 - 2 alpha one)

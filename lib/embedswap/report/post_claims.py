@@ -257,10 +257,14 @@ def parity_claim(ctx: ReportContext) -> ParityClaim | None:
 
 def engine_cost(ctx: ReportContext) -> EngineCost | None:
     """Dynamo's start time and memory beside vLLM alone, when the run started both."""
-    kinds = {n: ((ctx.summary.target(n).config.kind or ctx.summary.target(n).kind or "") if ctx.summary.target(n)
-                 else "") for n in ctx.candidates}
-    dynamo = next((n for n, k in kinds.items() if k == "dynamo"), None)
-    vllm = next((n for n, k in kinds.items() if k == "vllm"), None)
+    def kind(name: str) -> str:
+        t = ctx.summary.target(name)
+        text = f"{name} {(t.version or '') if t else ''}".lower()
+        k = ((t.config.kind or t.kind) if t else "") or ""
+        return "dynamo" if k == "dynamo" or "dynamo" in text else k
+
+    dynamo = next((n for n in ctx.candidates if kind(n) == "dynamo"), None)
+    vllm = next((n for n in ctx.candidates if kind(n) == "vllm"), None)
     if dynamo is None or vllm is None:
         return None
     d, v = ctx.summary.target(dynamo), ctx.summary.target(vllm)

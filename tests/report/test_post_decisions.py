@@ -98,3 +98,61 @@ def test_the_restore_step_is_run_or_not_measured(lang: str) -> None:
     assert step_off and NOT_MEASURED[lang] in step_off[0]
     assert step_on and NOT_MEASURED[lang] not in step_on[0]
     assert len(_lines(off, NOT_MEASURED[lang])) > len(_lines(on, NOT_MEASURED[lang]))
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_front_matter_names_every_candidate_and_prints_the_body_numbers(lang: str) -> None:
+    from embedswap.report.front_matter import description
+    from embedswap.report.publish import headline
+
+    summary = _complete()
+    assert summary.environment is not None and not summary.environment.gpu
+    text = description(headline(summary), lang)
+    post = render_post(summary, lang)
+    assert all(name in text for name in ("vllm", "dynamo")), text
+    assert "ms" not in text and "p50" not in text  # no absolute latency on a CPU run
+    numbers = re.findall(r"\d+\.\d+", text)
+    assert numbers and all(n in post for n in numbers), (numbers, text)
+    summary.environment.gpu = "NVIDIA H200"
+    assert "p50" in description(headline(summary), lang)
+
+
+def _with_v2_row() -> Summary:
+    """The complete fixture with a /v2/embed row the legacy server lacks: every server answered 404 to the route,
+    and the verdict compared the candidates with the legacy server's answer to the query-type probe."""
+    data = json.loads((FIXTURES / "summary_complete.json").read_text(encoding="utf-8"))
+    rows = {r["probe"]: r for r in data["contract"]}
+    row = json.loads(json.dumps(rows["unknown_model"]))
+    baseline = rows["input_type_query"]["by_target"]["legacy"]
+    refused = dict(row["by_target"]["vllm"], error="Not Found")
+    row.update(probe="v2_embed_query", path="/v2/embed", compare_to="input_type_query", legacy=baseline,
+               candidate=refused, by_target={"legacy": refused, "vllm": refused, "dynamo": refused})
+    data["contract"].append(row)
+    return read_summary(data)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_row_compared_with_another_probe_says_so(lang: str) -> None:
+    summary = _with_v2_row()
+    post = render_post(summary, lang)
+    words = catalogue(lang).terms["post"]
+    row = next(line for line in post.splitlines() if line.startswith("|") and "v2/embed" in line)
+    baseline = words["compared_with"].format(probe=words["probe_words"]["input_type_query"])
+    assert baseline in row
+    header = next(line for line in post.splitlines() if line.startswith("|") and "`legacy`" in line)
+    column = [c.strip() for c in header.strip("|").split("|")].index(words["this_run"].format(name="`legacy`"))
+    cell = [c.strip() for c in row.strip("|").split("|")][column]
+    assert cell.startswith("200"), row  # the baseline's answer, not the legacy server's 404 to the route
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_empty_string_is_not_listed_as_refused(lang: str) -> None:
+    """Legacy refused it with a 400 and the candidates answered 200: a sentence of its own, not "refused"."""
+    summary = _complete()
+    conclusion = summary.decisions.post.conclusion("vllm")
+    assert "empty_string" in conclusion.accepted and "empty_string" not in conclusion.refused
+    post = render_post(summary, lang)
+    phrase = catalogue(lang).terms["post"]["probe_words"]["empty_string"]
+    accepted = catalogue(lang).message("post.contract_accepted").split("{{")[0]
+    line = next(x for x in post.splitlines() if x.startswith("- `vllm`") and accepted in x)
+    assert line.split(accepted)[1].startswith(phrase)

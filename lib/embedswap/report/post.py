@@ -80,10 +80,14 @@ def _contract(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     table = []
     for probe in probes:
         entry = by_article.get(probe)
-        row = [esc(ctx.words.probes.get(probe, probe))]
+        source = next(r for r in rows if r.probe == probe)
+        row = [esc(ctx.words.probes.get(probe, probe)) + (
+            " (" + p["compared_with"].format(probe=probe_phrase(ctx, source.compare_to)) + ")"
+            if source.compare_to else "")]
         if article is not None:
             row += [entry.legacy.in_lang(ctx.lang), entry.candidate.in_lang(ctx.lang)] if entry else ["—", "—"]
-        row.append(_status_cell(ctx, [ctx.legacy], probe))
+        # a route the legacy server lacks: its answer to the baseline probe is what the verdict compared
+        row.append(ctx.side_cell(source.legacy) if source.compare_to else _status_cell(ctx, [ctx.legacy], probe))
         row += [_status_cell(ctx, g.members, probe) for g in post.groups]
         row.append(_verdict_word(ctx, post.conclusions, probe, shim=False))
         if shimmed:
@@ -182,6 +186,7 @@ def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
         "code": codes[0] if len(codes) == 1 else "client_changes",
         "compared": fmt(first.compared if first else None, "int"), "differ": fmt(first.differ if first else None, "int"),
         "silent": _probes(ctx, shared("silent")), "refused": _probes(ctx, refused),
+        "accepted": _probes(ctx, shared("accepted")),
         "retry": _probes(ctx, union("retry")), "shape": _probes(ctx, shared("shape")),
         "legacy_failed": _probes(ctx, shared("legacy_failed")),
         "shim_left": _probes(ctx, union("shim_left")),

@@ -135,7 +135,7 @@ def claim(ctx: ReportContext, v: EquivalenceVerdict | None, interval: RatioInter
                  n_needed=fmt(v.n_needed, "int") if v.n_needed else None,
                  value=show(value if value is not None else v.estimate),
                  low=show(low) if low is not None else None, high=show(high) if high is not None else None,
-                 margin=show(v.margin) if v.margin is not None else None,
+                 margin=(show(v.margin) if kind == "ratio" else fmt(v.margin, "score")) if v.margin is not None else None,
                  statuses=", ".join(f"{k} × {n}" for k, n in statuses.items()))
     return out.model_copy(update={"words": words(ctx, out)})
 

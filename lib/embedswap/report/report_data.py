@@ -24,6 +24,10 @@ class Headline(Strict):
     concurrency: int | None
     latency_state: bool | None
     parity_pass: bool | None
+    # every candidate, the lowest cosine over them and whether the run had a GPU (absent in older report.json)
+    candidates: list[str] = []
+    cosine_min_all: Number | None = None
+    gpu: bool | None = None
 
 
 class ModelRef(Strict):

@@ -840,7 +840,7 @@ def test_the_end_token_sentence_names_the_token_in_every_language(complete: dict
     summary["decisions"] = decisions_of(summary)
     shown = "'&lt;\\|endoftext\\|&gt;'"  # escaped for markdown (no HTML, no table break)
     expected = {"en": f"drops the end token {shown} the model's tokenizer appends before pooling",
-                "ko": f"붙이는 끝 토큰 {shown} 을(를) 풀링 전에", "ja": f"付ける終端トークン {shown} をプーリング前に",
+                "ko": f"붙이는 끝 토큰({shown})을 풀링 전에", "ja": f"付ける終端トークン {shown} をプーリング前に",
                 "zh": f"会追加的结束词元 {shown}："}
     for lang, sentence in expected.items():
         assert sentence in render_markdown(summary, lang), lang

@@ -15,6 +15,7 @@ import pytest
 
 from embedswap.config import ConfigError, parse_experiment
 from embedswap.report.publish import render_report
+from embedswap.report.format import fmt
 from embedswap.report.front_matter import description, split
 from embedswap.report.publish import headline
 from synthetic_experiment import ATTEMPT, executed_notebook, experiment_yaml, load_summary, synthetic_experiment

@@ -246,6 +246,32 @@ def test_the_post_leads_with_its_conclusion_and_its_numbers_agree(demo: dict) ->
     assert any(set(g.members) == {"dynamo", "vllm"} and g.basis == "sha256" for g in groups), groups
     assert "`dynamo` · `vllm`" in ko or "`vllm` · `dynamo`" in ko  # one column, one sentence
     assert "Dynamo 가 vLLM 단독에 더하는 것은" in ko  # what separates them, and what it does not know
+    # no claim beyond its verdict, and every decision the run made is in the post (tests/report/test_post_claims.py)
+    from post_claims_check import overclaims, stated_directions
+
+    from embedswap.report.catalogue import catalogue
+    from embedswap.report.post import render_post
+
+    allowed = stated_directions(summary)
+    for lang in ("ko", "en", "ja", "zh"):
+        assert overclaims(render_post(summary, lang), lang, allowed) == [], lang
+    words = catalogue("ko")
+    probes = [p for p in words.probes if re.search(rf"(?<![\w/]){p}(?![\w])", "\n".join(
+        line for line in ko.splitlines() if not line.startswith("|")))]
+    assert probes == [] and "×" not in ko and "(는)" not in ko
+    for name in summary.decisions.index:  # the index decision, the ranking verdicts, the shim, Dynamo's cost
+        assert any(line.startswith(f"- `{name}` 서버의 색인") for line in ko.splitlines()), name
+    if summary.decisions.ranking.by_candidate:
+        assert "nDCG@10" in ko
+    if summary.target("dynamo") is not None and summary.target("dynamo").start_seconds is not None \
+            and summary.target("vllm") is not None and summary.target("vllm").start_seconds is not None \
+            and "vllm" in (summary.target("vllm").config.kind, summary.target("vllm").kind):
+        assert "Dynamo 와 vLLM 단독을 둘 다 쟀습니다" in ko  # what Dynamo costs over vLLM alone
+    if any(s.differ_before for s in summary.decisions.shim.values()):
+        assert "shim(" in ko
+    if summary.parity.rows:
+        assert "패리티 게이트" in ko
+    assert "4단계" in ko or "되살려" in ko  # the restore step, run or marked not measured
 
 
 def test_verify_detects_a_flipped_byte(demo: dict, tmp_path: Path) -> None:

@@ -739,7 +739,7 @@ def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[st
     summary["parity"]["pass"] = False
     en, ko = render_markdown(summary, "en"), render_markdown(summary, "ko")
     assert "- `legacy` (fails): 'legacy' gives 6-dimensional vectors where the reference has 8" in en
-    assert "- `legacy` (실패): 'legacy' 은(는) 기준이 8 차원인데 6 차원 벡터를 냅니다" in ko
+    assert "- `legacy` (실패): 'legacy' 서버는 기준이 8 차원인데 6 차원 벡터를 냅니다" in ko
     assert "- `legacy` (不合格): 'legacy' は参照が 8 次元のところ 6 次元" in render_markdown(summary, "ja")
     assert "- `legacy` (不通过): 'legacy' 返回 6 维向量，而参考为 8 维" in render_markdown(summary, "zh")
 
@@ -756,7 +756,7 @@ def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -
     # stated in the diagnosis block (the parity section points to it: said once)
     assert ("- `vllm` (`diagnosis_dense_ignored`): 'vllm' ignores the Dense module in modules.json: load the full"
             in render_markdown(summary, "en"))
-    assert "'vllm' 은(는) modules.json 의 Dense 모듈을 무시합니다" in render_markdown(summary, "ko")
+    assert "'vllm' 서버는 modules.json 의 Dense 모듈을 무시합니다" in render_markdown(summary, "ko")
     assert "'vllm' は modules.json の Dense モジュールを無視しています" in render_markdown(summary, "ja")
     assert "'vllm' 忽略了 modules.json 中的 Dense 模块" in render_markdown(summary, "zh")
 
@@ -778,7 +778,7 @@ def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: 
     assert "vllm" not in summary["decisions"]["diagnosis"]  # its vectors are the model's: no decision
     expected = {"en": "- `legacy` (`diagnosis_truncation`): 'legacy' truncates inputs at 8 tokens where the model "
                       "reads 128: raise the server's limit",
-                "ko": "'legacy' 은(는) 입력을 8 토큰에서 자릅니다(모델은 128 토큰까지 읽음)",
+                "ko": "'legacy' 서버는 입력을 8 토큰에서 자릅니다(모델은 128 토큰까지 읽음)",
                 "ja": "'legacy' は入力を 8 トークンで切り詰めています(モデルは 128 トークンまで読む)",
                 "zh": "'legacy' 在 8 个词元处截断输入，而模型读取 128 个"}
     headings = {"en": "### Why the vectors differ", "ko": "### 벡터가 다른 이유", "ja": "### ベクトルが異なる理由",
@@ -815,7 +815,7 @@ def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_
     summary["decisions"] = decisions_of(summary)
     pointers = {"en": "- `vllm` (fails): its cause (diagnosis_dense_ignored) is stated under \"Why the vectors "
                       "differ\"",
-                "ko": "원인 (diagnosis_dense_ignored) 은(는) '벡터가 다른 이유' 에 적었습니다",
+                "ko": "원인(diagnosis_dense_ignored)은 「벡터가 다른 이유」에 적었습니다",
                 "ja": "原因 (diagnosis_dense_ignored) は「ベクトルが異なる理由」に記載しています",
                 "zh": "原因（diagnosis_dense_ignored）见“向量为何不同”一节"}
     sentences = {"en": "ignores the Dense module in modules.json", "ko": "Dense 모듈을 무시합니다",
@@ -840,7 +840,7 @@ def test_the_end_token_sentence_names_the_token_in_every_language(complete: dict
     summary["decisions"] = decisions_of(summary)
     shown = "'&lt;\\|endoftext\\|&gt;'"  # escaped for markdown (no HTML, no table break)
     expected = {"en": f"drops the end token {shown} the model's tokenizer appends before pooling",
-                "ko": f"붙이는 끝 토큰 {shown} 을(를) 풀링 전에", "ja": f"付ける終端トークン {shown} をプーリング前に",
+                "ko": f"붙이는 끝 토큰({shown})을 풀링 전에", "ja": f"付ける終端トークン {shown} をプーリング前に",
                 "zh": f"会追加的结束词元 {shown}："}
     for lang, sentence in expected.items():
         assert sentence in render_markdown(summary, lang), lang

@@ -61,6 +61,40 @@ def allowed(summary: Summary) -> set[str]:
     out |= {f"{n:,.1f}" for n in _numbers(article.latency)} | {f"{n:.4f}" for n in _numbers(article.vectors)}
     out |= {str(n) for n in _numbers(article)} | {f"{n:,.1f}" for n in _numbers(article)}
     out.add(fmt(summary.environment.memory_gib, "gib"))
+    return out | _verdict_numbers(summary)
+
+
+def _verdict_numbers(summary: Summary) -> set[str]:
+    """The figures the post's claims print from the stored verdicts: latency ratios with their intervals and
+    margins, the host drift, the ranking deltas, the index, parity and the start times."""
+    d = summary.decisions
+    out: set[str] = set()
+    for ratio in d.latency.ratios.values():
+        verdicts = [ratio.verdict] + [getattr(p, f) for p in ratio.verdicts.values() for f in ("p50", "p99",
+                                                                                               "docs_per_s")]
+        for v in verdicts:
+            if v is not None:
+                out |= {f"{x:.2f}" for x in (v.estimate, v.low, v.high, v.margin) if x is not None}
+        for point in ratio.intervals.values():
+            out |= {f"{x:.2f}" for f in ("p50", "p99", "docs_per_s") for x in (getattr(point, f).low,
+                                                                                getattr(point, f).high) if x is not None}
+        if ratio.drift is not None and ratio.drift.factor is not None:
+            out.add(f"{ratio.drift.factor:.2f}")
+    for c in d.ranking.by_candidate.values():
+        for v in (c.naive.equivalence, c.shim.equivalence):
+            if v is not None:
+                out |= {fmt(x, "delta").lstrip("+-") for x in (v.estimate, v.low, v.high, v.margin) if x is not None}
+    for row in summary.instruction.rows:
+        if row.cosine_to_reference is not None:
+            out.add(fmt(row.cosine_to_reference.median, "cos4"))
+    for i in d.index.values():
+        out |= {fmt(i.hnsw_recall, "cos4")}
+        if i.cost is not None:
+            out |= {fmt(i.cost.hours_per_replica, "s"), fmt(i.cost.window_hours, "s")}
+        if i.adapter is not None:
+            out.add(fmt(i.adapter.retained, "cos4"))
+    for t in summary.targets.values():
+        out.add(fmt(t.start_seconds, "s"))
     return out
 
 

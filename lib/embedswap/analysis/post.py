@@ -95,7 +95,7 @@ def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: dict[str,
     else:
         code = "client_changes"
     return {"name": name, "code": code, "compared": compared, "differ": differ,
-            **{k: v for k, v in lists.items() if k != "accepted"}, "refused": lists["refused"] + lists["accepted"],
+            **lists,
             "cosine_min": cosine, "threshold": threshold,
             "answers": [{k: v for k, v in a.items() if not k.startswith("_")} for a in answers]}
 

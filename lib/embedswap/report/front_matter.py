@@ -41,20 +41,26 @@ def _value(value: Any, kind: str, lang: str, state: bool | None) -> str:
 
 
 def description(head: Headline, lang: str) -> str:
-    """One line: the candidate against the legacy server, the minimum cosine, the parity gate, the p50 and its
-    ratio to the legacy server's (the one stored ratio the report and the post print)."""
+    """One line from the decisions the post states: every candidate against the legacy server, the lowest cosine
+    at the body's precision (cos4), the parity gate, and on a GPU run the candidate's p50 with its one stored ratio
+    to the legacy server's (the post tells readers not to compare a CPU run's absolute latency)."""
     words = catalogue(lang).terms["publish"]
     gate = head.parity_pass
     latency_missing = False if head.latency_state is False else None
-    return words["description"].format(
-        candidate=head.candidate or "?", legacy=head.legacy or "?",
-        cosine=_value(head.cosine_min, "cos", lang, False),
+    names = head.candidates or ([head.candidate] if head.candidate else [])
+    cosine = head.cosine_min_all if head.candidates else head.cosine_min
+    fields = dict(
+        candidate=words["list_sep"].join(names) or "?", legacy=head.legacy or "?",
+        cosine=_value(cosine, "cos4", lang, False),
         gate=words["gate_pass"] if gate is True else words["gate_fail"] if gate is False
-        else catalogue(lang).label(False),
-        p50=_value(head.candidate_seq_p50_ms, "ms", lang, latency_missing)
-        + (" ms" if head.candidate_seq_p50_ms is not None else "")
-        + (words["description_ratio"].format(ratio=fmt(head.candidate_seq_p50_ratio, "ratio"))
-           if head.candidate_seq_p50_ratio is not None else ""))
+        else catalogue(lang).label(False))
+    if head.gpu is False:
+        return words["description_cpu"].format(**fields)
+    return words["description"].format(**fields, p50=_value(head.candidate_seq_p50_ms, "ms", lang, latency_missing)
+                                       + (" ms" if head.candidate_seq_p50_ms is not None else "")
+                                       + (words["description_ratio"].format(ratio=fmt(head.candidate_seq_p50_ratio,
+                                                                                     "ratio"))
+                                          if head.candidate_seq_p50_ratio is not None else ""))
 
 
 def _date(summary: Summary) -> date | str | None:

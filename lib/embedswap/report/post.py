@@ -16,7 +16,10 @@ from embedswap.report.catalogue import LANGUAGES, environment
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.josa import josa
+from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, parity_claim, probe_phrase,
+                                          ranking_claims, restore_measured, shim_coverage, times)
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.contract import change_items
 from embedswap.report.sections.status import status
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import RatioInterval
@@ -79,10 +82,14 @@ def _contract(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     table = []
     for probe in probes:
         entry = by_article.get(probe)
-        row = [esc(ctx.words.probes.get(probe, probe))]
+        source = next(r for r in rows if r.probe == probe)
+        row = [esc(ctx.words.probes.get(probe, probe)) + (
+            " (" + p["compared_with"].format(probe=probe_phrase(ctx, source.compare_to)) + ")"
+            if source.compare_to else "")]
         if article is not None:
             row += [entry.legacy.in_lang(ctx.lang), entry.candidate.in_lang(ctx.lang)] if entry else ["—", "—"]
-        row.append(_status_cell(ctx, [ctx.legacy], probe))
+        # a route the legacy server lacks: its answer to the baseline probe is what the verdict compared
+        row.append(ctx.side_cell(source.legacy) if source.compare_to else _status_cell(ctx, [ctx.legacy], probe))
         row += [_status_cell(ctx, g.members, probe) for g in post.groups]
         row.append(_verdict_word(ctx, post.conclusions, probe, shim=False))
         if shimmed:
@@ -125,12 +132,18 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
             continue
         ratios.append({"name": code(name), "seq_from": fmt(_at(shown, ctx.legacy, "sequential", "p50_ms"), "ms"),
                        "seq_to": fmt(_at(shown, name, "sequential", "p50_ms"), "ms"),
-                       "seq_ratio": fmt(seq_ratio, "ratio"),
+                       "seq_ratio": times(ctx, seq_ratio),
                        "rate_from": fmt(_at(shown, ctx.legacy, "concurrent", "docs_per_s"), "rate"),
                        "rate_to": fmt(_at(shown, name, "concurrent", "docs_per_s"), "rate"),
-                       "rate_ratio": fmt(rate_ratio, "ratio"), "faster": rate_ratio > 1})
+                       "rate_ratio": times(ctx, rate_ratio), "faster": rate_ratio > 1})
+    claims = latency_claims(ctx)
+    heads = [r.headline for r in claims]
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
-            "statistic": shown.statistic, "ratios": ratios,
+            "statistic": shown.statistic, "ratios": ratios, "claims": claims,
+            "p99_notes": list(dict.fromkeys(r.p99_note for r in claims if r.p99_note)),
+            "heading": ("faster" if heads and all(h.direction == "faster" for h in heads) else
+                        "slower" if heads and all(h.direction == "slower" for h in heads) else
+                        "inconclusive" if heads and all(h.code == "inconclusive" for h in heads) else "plain"),
             "all_faster": bool(ratios) and all(r["faster"] for r in ratios),
             "all_slower": bool(ratios) and all(r < 1 for r in rates),
             "figure": "latency_points" if measured and ctx.figures.get("latency_points") else None}
@@ -149,8 +162,13 @@ def _join(ctx: ReportContext, names: list[str]) -> str:
     return ctx.terms["post"]["list_sep"].join(code(x) for x in names)
 
 
+def _probes(ctx: ReportContext, probes: list[str]) -> str:
+    """Probes in running prose: each probe's short phrase in the language, never its identifier."""
+    return ctx.terms["post"]["list_sep"].join(probe_phrase(ctx, p) for p in probes)
+
+
 def _separator(ctx: ReportContext, s: Separator) -> dict[str, Any]:
-    return {"kind": s.kind, "probes": _join(ctx, s.probes), "client": code(s.client_error or ""),
+    return {"kind": s.kind, "probes": _probes(ctx, s.probes), "client": code(s.client_error or ""),
             "server": code(s.server_error or ""), "origin": code(s.origin) if s.origin else None,
             "rates": [{"name": code(n), "rate": fmt(v, "rate")} for n, v in s.rates.items()],
             "faster": code(s.faster) if s.faster else None, "slower": code(s.slower) if s.slower else None}
@@ -177,16 +195,30 @@ def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
         "label": _names(ctx, g.members), "plural": len(g.members) > 1, "basis": g.basis,
         "code": codes[0] if len(codes) == 1 else "client_changes",
         "compared": fmt(first.compared if first else None, "int"), "differ": fmt(first.differ if first else None, "int"),
-        "silent": _join(ctx, shared("silent")), "refused": _join(ctx, refused),
-        "retry": _join(ctx, union("retry")), "shape": _join(ctx, shared("shape")),
-        "legacy_failed": _join(ctx, shared("legacy_failed")),
-        "shim_left": _join(ctx, union("shim_left")),
+        "silent": _probes(ctx, shared("silent")), "refused": _probes(ctx, refused),
+        "accepted": _probes(ctx, shared("accepted")),
+        "retry": _probes(ctx, union("retry")), "shape": _probes(ctx, shared("shape")),
+        "legacy_failed": _probes(ctx, shared("legacy_failed")),
+        "shim_left": _probes(ctx, union("shim_left")),
+        "ranking": _group_ranking(ctx, g.members),
         "cosine": fmt(min((m.cosine_min for m in members if m and m.cosine_min is not None), default=None), "cos4"),
         "threshold": fmt(first.threshold if first else None, "raw"),
         "separators": [_separator(ctx, s) for s in g.separators],
         "unknown": [ctx.terms["post"]["unknown"][u] for u in g.unknown if u not in post.not_measured],
         "dynamo_pair": len(g.members) > 1 and "several_workers" in g.unknown,
     }
+
+
+def _group_ranking(ctx: ReportContext, members: list[str]) -> Any:
+    """The address swap's ranking verdict the group's members share (None: not measured, or they differ)."""
+    found = {r.name: r for r in ranking_claims(ctx)}
+    mine = [found.get(code(m)) for m in members]
+    if not mine or any(r is None for r in mine):
+        return None
+    first = mine[0]
+    same = all(r is not None and (r.naive.code, r.naive.direction, r.changed) == (first.naive.code,
+               first.naive.direction, first.changed) for r in mine)
+    return first if same else None
 
 
 def _older(run: str | None, article: str) -> bool:
@@ -244,6 +276,9 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "figure_cosine": "cosine_by_language" if vectors_measured and figures.get("cosine_by_language") else None,
         "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
+        "ranking": ranking_claims(ctx), "index": index_claims(ctx), "shim_cov": shim_coverage(ctx),
+        "todo": [i["text"] + (ctx.terms["post"]["todo_shim"] if i["shim_done"] else "") for i in change_items(ctx)],
+        "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
     }
 
 

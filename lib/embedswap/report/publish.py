@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from embedswap.analysis.common import is_measured
+from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.latency_ratios import latency_state
 from embedswap.captures import open_attempt
 from embedswap.config.base import ConfigError
@@ -65,6 +65,9 @@ def headline(summary: Summary | dict[str, Any]) -> Headline:
     seq = summary.decisions.shown.at(candidate, "sequential") if measured else None
     conc = lat.concurrent if measured else None
     conc_shown = summary.decisions.shown.at(candidate, "concurrent") if measured else None
+    candidates = roles(summary)[1]
+    comparisons = [summary.vectors.comparison(n) for n in candidates]
+    lows = [c.cosine.min for c in comparisons if is_measured(c) and c.cosine is not None and c.cosine.min is not None]
     return Headline(
         candidate=candidate,
         legacy=summary.roles.legacy,
@@ -77,6 +80,9 @@ def headline(summary: Summary | dict[str, Any]) -> Headline:
         parity_pass=summary.parity.passed if is_measured(summary.parity) else None,
         candidate_seq_p50_ratio=_ratio(summary, candidate, "sequential", "p50"),
         candidate_conc_docs_per_s_ratio=_ratio(summary, candidate, "concurrent", "docs_per_s"),
+        candidates=list(candidates),
+        cosine_min_all=min(lows, default=None),
+        gpu=bool(summary.environment.gpu) if summary.environment is not None else None,
     )
 
 

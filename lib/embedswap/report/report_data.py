@@ -27,6 +27,10 @@ class Headline(Strict):
     # candidate / legacy, the one stored ratio (Summary.latency_ratio); absent in report.json files from before it
     candidate_seq_p50_ratio: Number | None = None
     candidate_conc_docs_per_s_ratio: Number | None = None
+    # every candidate, the lowest cosine over them and whether the run had a GPU (absent in older report.json)
+    candidates: list[str] = []
+    cosine_min_all: Number | None = None
+    gpu: bool | None = None
 
 
 class ModelRef(Strict):

@@ -78,6 +78,7 @@ class CandidateConclusion(Strict):
     differ: int = 0
     silent: list[str] = []
     refused: list[str] = []  # 4xx where the legacy server answered
+    accepted: list[str] = []  # answered (2xx) where the legacy server refused with a 4xx
     retry: list[str] = []  # 5xx or no answer where the legacy server answered
     shape: list[str] = []  # format or metadata only
     legacy_failed: list[str] = []  # the legacy server itself failed: not charged to the candidate

@@ -1,0 +1,118 @@
+"""No claim beyond its verdict: every fixture summary, and variants of the complete one whose stored latency and
+ranking verdicts are set to each code, rendered in every language; no line of prose states a direction (faster,
+slower, better, worse, went up/down, drops, and their ko/ja/zh words) that no stored verdict the post reads has,
+and an inconclusive latency verdict appears as such with its reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from embedswap.report.catalogue import LANGUAGES, catalogue
+from embedswap.report.post import render_post
+from embedswap.summary.model import Summary
+from embedswap.summary.types_decisions import EquivalenceVerdict, HostDrift
+from embedswap.summary.upgrade import read_summary
+from post_claims_check import overclaims, stated_directions
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
+INCONCLUSIVE = {"en": "inconclusive", "ko": "판정 불가", "ja": "判定不能", "zh": "无法判定"}
+
+
+def _load(name: str) -> Summary:
+    return read_summary(json.loads((FIXTURES / name).read_text(encoding="utf-8")))
+
+
+def _latency(summary: Summary, code: str, direction: str | None, reason: str = "") -> Summary:
+    out = summary.model_copy(deep=True)
+    for ratio in out.decisions.latency.ratios.values():
+        def verdict(old: EquivalenceVerdict | None) -> EquivalenceVerdict:
+            base = old or EquivalenceVerdict(code="inconclusive")
+            return base.model_copy(update={"code": code, "direction": direction, "reason": reason, "margin": 1.1,
+                                           "n_needed": 900 if code == "inconclusive" else None})
+        ratio.verdict = verdict(ratio.verdict)
+        for point in ratio.verdicts.values():
+            point.p50, point.docs_per_s = verdict(point.p50), verdict(point.docs_per_s)
+        if reason == "host_drift":
+            ratio.drift = HostDrift(factor=1.31)
+    return out
+
+
+def _ranking(summary: Summary, code: str, direction: str | None) -> Summary:
+    out = summary.model_copy(deep=True)
+    for c in out.decisions.ranking.by_candidate.values():
+        c.naive.equivalence = EquivalenceVerdict(code=code, direction=direction, estimate=0.194, low=0.112,
+                                                 high=0.288, margin=0.05)
+    return out
+
+
+VARIANTS = {
+    "latency_inconclusive": lambda s: _latency(s, "inconclusive", None, "host_drift"),
+    "latency_slower": lambda s: _latency(s, "different", "slower"),
+    "latency_faster": lambda s: _latency(s, "different", "faster"),
+    "latency_equivalent": lambda s: _latency(s, "equivalent", None),
+    "ranking_better": lambda s: _ranking(s, "different", "better"),
+    "ranking_worse": lambda s: _ranking(s, "different", "worse"),
+    "ranking_equivalent": lambda s: _ranking(s, "equivalent", None),
+}
+
+
+@pytest.mark.parametrize("name", SUMMARIES)
+def test_no_fixture_post_states_a_direction_its_verdicts_lack(name: str) -> None:
+    summary = _load(name)
+    allowed = stated_directions(summary)
+    problems = [p for lang in LANGUAGES for p in overclaims(render_post(summary, lang), lang, allowed)]
+    assert problems == []
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_no_variant_post_states_a_direction_its_verdicts_lack(variant: str) -> None:
+    summary = VARIANTS[variant](_load("summary_complete.json"))
+    allowed = stated_directions(summary)
+    problems = [p for lang in LANGUAGES for p in overclaims(render_post(summary, lang), lang, allowed)]
+    assert problems == []
+
+
+def test_the_check_catches_a_claim_beyond_its_verdict() -> None:
+    """Deliberate breakage: a post that says "slower" where every verdict is inconclusive."""
+    summary = VARIANTS["latency_inconclusive"](_load("summary_complete.json"))
+    summary = _ranking(summary, "equivalent", None)
+    allowed = stated_directions(summary)
+    assert "slower" not in allowed
+    assert overclaims("- `vllm` was slower at concurrency 4.", "en", allowed)
+    assert overclaims("- `vllm` 서버는 처리량이 줄었습니다.", "ko", allowed)
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_an_inconclusive_latency_verdict_is_said_with_its_reason(lang: str) -> None:
+    summary = VARIANTS["latency_inconclusive"](_load("summary_complete.json"))
+    post = render_post(summary, lang)
+    reason = catalogue(lang).terms["post"]["reasons"]["host_drift"].split("{")[0].strip()
+    latency = [line for line in post.splitlines() if "p50" in line and not line.startswith("|")]
+    assert latency and all(INCONCLUSIVE[lang] in line for line in latency), latency
+    assert reason in post and "1.31" in post and "900" in post
+    # the section's title says inconclusive, never a direction
+    assert any(line.startswith("## ") and INCONCLUSIVE[lang] in line for line in post.splitlines())
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_a_p99_without_interval_says_why(lang: str) -> None:
+    summary = _load("summary_complete.json")
+    assert any(p.p99.verdict == "too_few" for r in summary.decisions.latency.ratios.values()
+               for p in r.intervals.values())
+    post = render_post(summary, lang)
+    assert "too_few" in post or "too few" in post
+    point = next(iter(summary.decisions.latency.points["vllm"].values()))
+    assert f"{point.p99.n_min:,}" in post
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_silent_difference_is_worded_from_the_ranking_verdict(lang: str) -> None:
+    """The address swap raised nDCG: the post says better, with the top-5 changes, and never that quality drops."""
+    summary = VARIANTS["ranking_better"](_load("summary_complete.json"))
+    post = render_post(summary, lang)
+    better = catalogue(lang).terms["post"]["claim"]["different_better"].split("{interval}")[1].split("{")[0]
+    assert better.strip(", ，、") in post
+    assert overclaims(post, lang, {"better", "faster"}) == []

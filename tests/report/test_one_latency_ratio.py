@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.catalogue import LANGUAGES, catalogue
 from embedswap.report.format import fmt
 from embedswap.report.front_matter import description
 from embedswap.report.markdown import render_markdown
@@ -77,6 +77,9 @@ def test_report_post_front_matter_and_console_print_the_same_ratio(summary: Summ
         for figure, (one, median) in strings.items():
             if where.startswith("front matter") and figure == "docs_per_s":
                 continue  # the front matter states the sequential p50 alone
+            if where.startswith("post.") and where != "post.en":  # the post writes a ratio as 배 / 倍
+                times = catalogue(where.removeprefix("post.")).terms["post"]["times"]
+                one, median = (times.format(x=v.removesuffix("×")) for v in (one, median))
             assert one in text, (where, figure, one)
             assert median not in text, (where, figure, median)
 
@@ -101,7 +104,7 @@ def test_a_summary_without_per_request_data_shows_the_ratio_of_its_medians() -> 
     assert entry.value == shown.at("vllm", "sequential").p50_ms / shown.at("legacy", "sequential").p50_ms
     assert summary.decisions.latency.ratio("vllm").intervals == {}  # nothing stored
     assert summary.latency_ratio("vllm", "sweep_c999", "p50") is None  # not measured there
-    assert f"({fmt(entry.value, 'ratio')})" in render_post(summary, "en")
+    assert f"ratio {fmt(entry.value, 'ratio')} " in render_post(summary, "en")
 
 
 def test_an_older_v2_summary_loses_the_copies_on_load() -> None:

@@ -54,8 +54,11 @@ def description(head: Headline, lang: str) -> str:
         cosine=_value(cosine, "cos4", lang, False),
         gate=words["gate_pass"] if gate is True else words["gate_fail"] if gate is False
         else catalogue(lang).label(False))
-    if head.gpu is False:
-        return words["description_cpu"].format(**fields)
+    if head.gpu is False:  # no absolute latency on a CPU run; the one stored ratio is not absolute
+        ratio = (words["description_cpu_ratio"].format(candidate=head.candidate or "?",
+                                                       ratio=fmt(head.candidate_seq_p50_ratio, "ratio"))
+                 if head.candidate_seq_p50_ratio is not None else "")
+        return words["description_cpu"].format(**fields) + ratio
     return words["description"].format(**fields, p50=_value(head.candidate_seq_p50_ms, "ms", lang, latency_missing)
                                        + (" ms" if head.candidate_seq_p50_ms is not None else "")
                                        + (words["description_ratio"].format(ratio=fmt(head.candidate_seq_p50_ratio,

@@ -197,13 +197,14 @@ def _jinja_parts(text: str) -> Counter[str]:
 @pytest.mark.parametrize("lang", [lang for lang in LANGUAGES if lang != "en"])
 def test_every_message_keeps_the_english_expressions(lang: str) -> None:
     # word order may move an expression inside a message, never drop or add one; three messages hold prose
-    # inside an expression (the lock on/off text, the shim fallback, the default title)
+    # inside an expression (the lock on/off text, the shim fallback, the default title), and the post's
+    # references read the article's hardware in the language's own field (article.environment.hardware.<lang>)
     moved = 0
     for section_name, messages in catalogue("en").prose.items():
         for key, text in messages.items():
             english, other = _jinja_parts(text), _jinja_parts(catalogue(lang).prose[section_name][key])
             moved += sum((english - other).values())
-    assert moved <= 3
+    assert moved <= 4
 
 
 def test_the_skeleton_names_only_messages_every_catalogue_has() -> None:

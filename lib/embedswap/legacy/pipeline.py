@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+import torch.nn.functional as F
 from transformers import PreTrainedTokenizerBase
 
 from embedswap.models import sentence_transformers_prompts
@@ -75,8 +76,6 @@ def sentence_vectors(last_hidden: torch.Tensor, attention_mask: torch.Tensor, po
     The one place the legacy server and every parity reference (gate witnesses, matrix rows) turn token states into
     the model's vector, so a reference can never skip a module the server applies.
     """
-    import torch.nn.functional as F
-
     vectors = pool(last_hidden, attention_mask, pooling, padding_side)
     for layer in dense:  # sentence-transformers' own Dense modules: same weights, same activation
         vectors = layer({"sentence_embedding": vectors})["sentence_embedding"].float()

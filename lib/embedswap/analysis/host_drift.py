@@ -17,7 +17,7 @@ gives only the drift its readings establish beyond their own noise: the end of i
 when the interval covers 1). The largest of them is the **bound**; a ratio's interval is widened by it on the log
 scale and decided again. The widened verdict stands when it decides (``different``, ``equivalent``,
 ``non_inferior``); a verdict that only the unwidened interval supports is ``inconclusive`` with reason
-``host_drift``, as is any verdict but ``different`` whose bound alone exceeds the margin. ``factor`` (the largest point reading,
+``host_drift``, as is an undecided one whose bound alone exceeds the margin. ``factor`` (the largest point reading,
 noise included) stays for the report.
 """
 
@@ -119,8 +119,8 @@ def with_drift(verdict: Verdict, drift: HostDrift | None, margin: float,
                decide: Callable[[float], Verdict] | None = None) -> Verdict:
     """The verdict decided on the ratio's interval widened by the drift bound (``decide(widen)`` decides the ratio
     with its interval widened by the factor ``widen``). The widened verdict stands when it decides; a verdict that
-    only the unwidened interval supports, or any verdict whose bound alone exceeds the margin, is ``inconclusive``
-    with reason ``host_drift``; a ``different`` that holds on the widened interval stands whatever the bound. A
+    only the unwidened interval supports is ``inconclusive`` with reason ``host_drift``, as is an undecided one
+    whose bound alone exceeds the margin; a verdict that holds on the widened interval stands whatever the bound. A
     ``failed`` point stays failed: its errors decide it whatever the host did. Without ``decide`` the verdict is
     taken as its own widened verdict."""
     bound = drift.bound if drift is not None else None
@@ -130,10 +130,8 @@ def with_drift(verdict: Verdict, drift: HostDrift | None, margin: float,
                       params={**verdict.params, "drift": bound, "was": verdict.code})
     widened = decide(bound) if decide is not None else verdict
     widened = replace(widened, params={**widened.params, "drift": bound})
-    if widened.code == "different":
-        return widened  # the difference holds beyond any drift the gauges establish
-    if bound > margin:
-        return drifted  # the drift alone exceeds what the margin accepts: no equivalence can be read
-    if widened.code not in ("inconclusive", "failed") or verdict.code == "inconclusive":
-        return widened
+    if widened.code not in ("inconclusive", "failed"):
+        return widened  # it holds beyond any drift the gauges establish
+    if verdict.code == "inconclusive" and bound <= margin:
+        return widened  # undecided with or without the drift: its own reason says why
     return drifted

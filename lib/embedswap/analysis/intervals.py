@@ -90,12 +90,13 @@ class Requests:
     def pooled_ok(self) -> np.ndarray:
         return np.concatenate([lat[d > 0] for lat, d in zip(self.latency, self.docs)])
 
-    def replicates(self, seed: int, resamples: int = RESAMPLES) -> dict[str, np.ndarray]:
-        """(resamples,) replicate values of p50/p90/p99 (answered requests) and docs/s."""
+    def replicates(self, seed: int, resamples: int = RESAMPLES, block: int | None = None) -> dict[str, np.ndarray]:
+        """(resamples,) replicate values of p50/p90/p99 (answered requests) and docs/s; ``block``: the block
+        length (None: :func:`block_length`; 1: the plain bootstrap of single requests)."""
         rng = np.random.default_rng(seed)
         lat_parts, docs_sum, wall_sum = [], np.zeros(resamples), np.zeros(resamples)
         for lat, docs, wall in zip(self.latency, self.docs, self.wall):
-            idx = block_indices(rng, len(lat), resamples)
+            idx = block_indices(rng, len(lat), resamples, block)
             rl, rd = lat[idx], docs[idx]
             lat_parts.append(np.where(rd > 0, rl, np.nan))
             docs_sum += rd.sum(axis=1)
@@ -168,10 +169,10 @@ def _bounds(replicates: np.ndarray, df: int) -> tuple[float, float]:
     return float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
 
 
-def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES
+def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES, block: int | None = None
              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Per figure ``{value, low, high, n, n_min, estimable, near_max}`` and the replicates (for ratios)."""
-    reps = requests.replicates(seed, resamples) if requests.n_ok else {}
+    reps = requests.replicates(seed, resamples, block) if requests.n_ok else {}
     values = requests.values()
     n = requests.n_ok
     out: dict[str, Any] = {"n": n, "requests": int(sum(len(r) for r in requests.latency)),

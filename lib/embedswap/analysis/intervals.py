@@ -3,8 +3,8 @@
 Method: a **circular block bootstrap over requests, stratified by repeat**. Each repeat's requests are resampled
 in runs of consecutive requests (:func:`block_indices`, length ``n ** (1/3)``: 3 at 30 requests) inside that repeat
 (``B`` = :data:`RESAMPLES` times), so every replicate keeps the run's repeat structure and the serial correlation
-of a closed loop (a queue, a cache, a slow second) within a block; a percentile is taken over the pooled requests of all repeats (``n`` = every answered request of
-the point), and docs/s is the pooled ``docs / wall``. The interval is the 2.5 and 97.5 percentiles of the
+of a closed loop (a queue, a cache, a slow second) within a block; a percentile is taken over the pooled
+requests of all repeats (``n`` = every answered request of the point), and docs/s is the pooled ``docs / wall``. The interval is the 2.5 and 97.5 percentiles of the
 replicates, widened for small samples (:func:`expanded_tail`). scipy's ``stats.bootstrap`` has no strata, hence
 the few lines of numpy here; ``tests/analysis/test_intervals.py`` measures the coverage on seeded synthetic data with a
 known answer (identical lognormal servers: p50 ``no difference detected`` in >= 95 % of trials, docs/s >= 93 %;
@@ -21,8 +21,8 @@ flagged; when the linear method puts more than half its weight on the largest re
 the maximum, not a p99 (at n = 30, 71 % of the weight).
 
 What the interval does **not** cover: drift between runs of the same server (about 10 % on the shared 2-core
-host, README), since the servers are measured one after the other. A verdict says the difference exceeds the
-sampling noise of this run.
+host, README), since the servers are measured one after the other; :mod:`embedswap.analysis.host_drift` bounds it
+and widens the interval by that bound before a verdict is read.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ Per operating point (the article's two and the sweep's) and figure (p50: ``laten
 ``latency_p99_ratio``, docs/s: ``throughput_ratio``): a side whose error rate exceeds ``error_rate`` makes the point
 ``failed``, named by status (429 with its Retry-After, 5xx, timeout, other), and no ratio is read from the
 requests that survived (:func:`~embedswap.analysis.latency_equivalence.error_gate`); otherwise the stored 95 %
-bootstrap interval of the ratio is decided by
-:func:`~embedswap.analysis.latency_equivalence.ratio_verdict` (faster is harmless: ``non_inferior``), then decided again on
-its interval widened by the host drift bound (:mod:`embedswap.analysis.host_drift`): a verdict only the unwidened
-interval supports is ``inconclusive`` with reason ``host_drift``. "No difference detected" (the interval covering 1) decides nothing.
+bootstrap interval of the ratio is decided by :func:`~embedswap.analysis.latency_equivalence.ratio_verdict`
+(faster is harmless: ``non_inferior``), then decided again on its interval widened by the host drift bound
+(:mod:`embedswap.analysis.host_drift`): a verdict only the unwidened interval supports is ``inconclusive`` with
+reason ``host_drift``. "No difference detected" (the interval covering 1) decides nothing.
 
 Throughput counts answered documents only (a failed request's documents are not in docs/s).
 

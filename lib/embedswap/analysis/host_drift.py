@@ -17,8 +17,10 @@ gives only the drift its readings establish beyond their own noise: the end of i
 when the interval covers 1). The largest of them is the **bound**; a ratio's interval is widened by it on the log
 scale and decided again. The widened verdict stands when it decides (``different``, ``equivalent``,
 ``non_inferior``); a verdict that only the unwidened interval supports is ``inconclusive`` with reason
-``host_drift``, as is an undecided one whose bound alone exceeds the margin. ``factor`` (the largest point reading,
-noise included) stays for the report.
+``host_drift``, as is an undecided one whose bound alone exceeds the margin. Where the bound exceeds the margin, a
+verdict in the direction the drift itself would produce is ``host_drift`` too, however far beyond the bound: how
+much a server slows under a load is not how much the single-threaded gauge slows (threads that wait on each other
+lose more). ``factor`` (the largest point reading, noise included) stays for the report.
 """
 
 from __future__ import annotations
@@ -115,21 +117,35 @@ def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candid
                      bound_source=source if bound is not None and bound > 1 else None)
 
 
+def suspect(drift: HostDrift) -> tuple[str, ...]:
+    """The directions a drift read on the gauge may produce beyond its own size: the calibration slower during the
+    legacy phase makes the candidate look faster (and the reverse), a trend within a phase either way. An A-B-A
+    change is read on the server itself: its bound is already the server's own drift, nothing more is suspect."""
+    source = drift.bound_source or ""
+    if source == "calibration" and drift.calibration_ratio is not None:
+        return ("faster",) if drift.calibration_ratio < 1 else ("slower",)
+    return () if source.startswith("aba:") else ("faster", "slower")
+
+
 def with_drift(verdict: Verdict, drift: HostDrift | None, margin: float,
                decide: Callable[[float], Verdict] | None = None) -> Verdict:
     """The verdict decided on the ratio's interval widened by the drift bound (``decide(widen)`` decides the ratio
     with its interval widened by the factor ``widen``). The widened verdict stands when it decides; a verdict that
     only the unwidened interval supports is ``inconclusive`` with reason ``host_drift``, as is an undecided one
-    whose bound alone exceeds the margin; a verdict that holds on the widened interval stands whatever the bound. A
+    whose bound alone exceeds the margin, and, where the bound exceeds the margin, a verdict in the direction the
+    drift itself would produce (a server may slow down more than the gauge: several threads contend worse than one
+    sort); a verdict that holds on the widened interval stands otherwise. A
     ``failed`` point stays failed: its errors decide it whatever the host did. Without ``decide`` the verdict is
     taken as its own widened verdict."""
-    bound = drift.bound if drift is not None else None
-    if bound is None or bound <= 1 or verdict.code == "failed":
+    if drift is None or drift.bound is None or drift.bound <= 1 or verdict.code == "failed":
         return verdict
+    bound = drift.bound
     drifted = replace(verdict, code="inconclusive", direction=None, n_needed=None, reason="host_drift",
                       params={**verdict.params, "drift": bound, "was": verdict.code})
     widened = decide(bound) if decide is not None else verdict
     widened = replace(widened, params={**widened.params, "drift": bound})
+    if bound > margin and widened.direction is not None and widened.direction in suspect(drift):
+        return drifted  # the host moved by more than the margin, the way this verdict points
     if widened.code not in ("inconclusive", "failed"):
         return widened  # it holds beyond any drift the gauges establish
     if verdict.code == "inconclusive" and bound <= margin:

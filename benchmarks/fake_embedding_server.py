@@ -29,17 +29,17 @@ DIM = 384
 
 
 class Bank:
-    def __init__(self, flavour: str, dim: int = DIM) -> None:
+    def __init__(self, flavour: str, dim: int = DIM, size: int = BANK) -> None:
         rng = np.random.default_rng(7)
-        vectors = rng.standard_normal((BANK, dim))
+        vectors = rng.standard_normal((size, dim))
         if flavour == "candidate":
-            vectors = vectors + 0.004 * np.random.default_rng(8).standard_normal((BANK, dim))
+            vectors = vectors + 0.004 * np.random.default_rng(8).standard_normal((size, dim))
         self.vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
         self.json = [json.dumps([round(float(x), 7) for x in v]) for v in self.vectors]
 
     def index(self, item: object) -> int:
         text = item if isinstance(item, str) else json.dumps(item)
-        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % BANK
+        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % len(self.json)
 
 
 class Service:
@@ -133,8 +133,9 @@ def main() -> None:
     parser.add_argument("--service-ms", type=float, default=0.0, help="sleep about this long per request")
     parser.add_argument("--service-sigma", type=float, default=0.1, help="lognormal sigma of the sleep")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bank", type=int, default=BANK, help="distinct vectors (fewer: a faster start)")
     args = parser.parse_args()
-    Handler.bank = Bank(args.flavour)
+    Handler.bank = Bank(args.flavour, size=args.bank)
     Handler.service = Service(args.service_ms, args.service_sigma, args.seed)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True

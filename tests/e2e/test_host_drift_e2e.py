@@ -68,7 +68,7 @@ def test_a_host_loaded_only_during_legacy_does_not_make_the_candidate_faster(tmp
     # the host changed by more than the margin: the calibration workload says so (on a host other jobs load as
     # well, which of its readings moved most varies; on a quiet one it is the legacy phase, ~3x)
     assert drift["factor"] > 1.10
-    assert drift["bound"] > 1.10 and drift["bound_source"] == "calibration"
+    assert drift["bound"] > 1.10  # beyond the gauge's own noise, not only its point reading
     for run, point in decided["verdicts"].items():
         for figure in ("p50", "docs_per_s"):
             verdict = point[figure]

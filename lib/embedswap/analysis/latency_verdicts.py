@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from embedswap.analysis import equivalence as eq
@@ -70,6 +71,14 @@ def widened(low: float | None, high: float | None, factor: float, alpha: float) 
     return low / stretch, high * stretch
 
 
+def decided(ratio: RatioInterval, margin: float, config: DecisionsConfig, widen: float, *, n: int | None,
+            lower_is_better: bool, errors: eq.Verdict | None) -> eq.Verdict:
+    """One ratio's verdict on its stored interval widened by the factor ``widen`` (1: as stored)."""
+    low, high = widened(ratio.low, ratio.high, widen, config.alpha)
+    return ratio_verdict(ratio.value, low, high, margin, n=n, confidence=CONFIDENCE, lower_is_better=lower_is_better,
+                         errors=errors, alpha=config.alpha, power=config.power)
+
+
 def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, entry: PointRatio,
                    drift: HostDrift | None, config: DecisionsConfig
                    ) -> tuple[dict[str, Any], dict[str, eq.Verdict]]:
@@ -85,13 +94,7 @@ def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, 
         ratio = getattr(entry, key)
         margin = getattr(config.margins, margin_name)
         n = min((x for x in ratio.n if x is not None), default=None)
-        def decide(widen: float, ratio: RatioInterval = ratio, margin: float = margin,
-                   lower_is_better: bool = lower_is_better, n: int | None = n) -> eq.Verdict:
-            low, high = widened(ratio.low, ratio.high, widen, config.alpha)
-            return ratio_verdict(ratio.value, low, high, margin, n=n, confidence=CONFIDENCE,
-                                 lower_is_better=lower_is_better, errors=deciding, alpha=config.alpha,
-                                 power=config.power)
-
+        decide = partial(decided, ratio, margin, config, n=n, lower_is_better=lower_is_better, errors=deciding)
         v = decide(1.0)
         if failed == "legacy":
             v = replace(v, reason="legacy_error_rate_above_margin")

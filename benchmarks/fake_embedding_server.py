@@ -7,7 +7,9 @@ something to measure. ``dimensions`` is honoured (cut and renormalised); ``encod
 ``GET /v1/models`` answers 200; ``GET /stats`` gives the seconds spent handling requests (``busy_s``): the
 benchmark subtracts it from the wall time to get the kit's own share.
 
-Run: python benchmarks/fake_embedding_server.py --port 18301 [--flavour candidate]
+``--service-ms`` adds a seeded lognormal sleep per request (a server of known speed).
+
+Run: python benchmarks/fake_embedding_server.py --port 18301 [--flavour candidate] [--service-ms 20 --seed 1]
 """
 
 from __future__ import annotations
@@ -27,21 +29,38 @@ DIM = 384
 
 
 class Bank:
-    def __init__(self, flavour: str, dim: int = DIM) -> None:
+    def __init__(self, flavour: str, dim: int = DIM, size: int = BANK) -> None:
         rng = np.random.default_rng(7)
-        vectors = rng.standard_normal((BANK, dim))
+        vectors = rng.standard_normal((size, dim))
         if flavour == "candidate":
-            vectors = vectors + 0.004 * np.random.default_rng(8).standard_normal((BANK, dim))
+            vectors = vectors + 0.004 * np.random.default_rng(8).standard_normal((size, dim))
         self.vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
         self.json = [json.dumps([round(float(x), 7) for x in v]) for v in self.vectors]
 
     def index(self, item: object) -> int:
         text = item if isinstance(item, str) else json.dumps(item)
-        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % BANK
+        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=4).digest(), "little") % len(self.json)
+
+
+class Service:
+    """An optional service time per request (``--service-ms``): a seeded lognormal sleep around it, so two servers
+    of this same code differ only by how long they take (benchmarks/latency_twins.py)."""
+
+    def __init__(self, ms: float = 0.0, sigma: float = 0.1, seed: int = 0) -> None:
+        self.ms, self.sigma = ms, sigma
+        self.rng = np.random.default_rng(seed)
+        self.lock = threading.Lock()
+
+    def wait(self) -> None:
+        if self.ms > 0:
+            with self.lock:
+                seconds = float(self.rng.lognormal(np.log(self.ms / 1000), self.sigma))
+            time.sleep(seconds)
 
 
 class Handler(BaseHTTPRequestHandler):
     bank: Bank
+    service = Service()
     busy = 0.0
     lock = threading.Lock()
     protocol_version = "HTTP/1.1"
@@ -68,6 +87,7 @@ class Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         started = time.perf_counter()
         try:
+            self.service.wait()
             status, body = self._answer(raw)
         finally:
             with Handler.lock:
@@ -110,8 +130,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--flavour", choices=["legacy", "candidate"], default="legacy")
+    parser.add_argument("--service-ms", type=float, default=0.0, help="sleep about this long per request")
+    parser.add_argument("--service-sigma", type=float, default=0.1, help="lognormal sigma of the sleep")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bank", type=int, default=BANK, help="distinct vectors (fewer: a faster start)")
     args = parser.parse_args()
-    Handler.bank = Bank(args.flavour)
+    Handler.bank = Bank(args.flavour, size=args.bank)
+    Handler.service = Service(args.service_ms, args.service_sigma, args.seed)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     server.daemon_threads = True
     print(f"ready on 127.0.0.1:{args.port}", flush=True)

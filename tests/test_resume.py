@@ -28,6 +28,10 @@ def _folder(tmp_path: Path, candidates: tuple[str, ...] = ("candidate",)) -> tup
     ports = free_ports(1 + len(candidates))
     folder = make_experiment(tmp_path, "resume", legacy_target(ports[0]),
                              {name: legacy_target(port) for name, port in zip(candidates, ports[1:])})
+    # resume is about the candidates' captures: no A-B-A restart of the legacy server at the end of step 02
+    config = yaml.safe_load((folder / "experiment.yaml").read_text())
+    config.setdefault("sequencing", {})["restore_legacy"] = False
+    (folder / "experiment.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     return folder, ports
 
 

@@ -97,12 +97,13 @@ targets:
 
 legacy: legacy
 candidates: [dynamo, vllm]            # the first one is "the candidate" of the report's two-column tables
-# the lock ablation, the Matryoshka variant and the restore: `embedswap new SLUG` without --lean (`make demo-full`)
+# the lock ablation and the Matryoshka variant: `embedswap new SLUG` without --lean (`make demo-full`)
 
 """
 # the concurrency sweep is 120 of a server's 330 latency requests and not the article's protocol (30 + 40, 3 repeats)
 LEAN_SWEEP = "  sweep: []                           # --lean: no concurrency sweep (make demo-full has it)\n"
-LEAN_RESTORE = "  restore_legacy: false               # --lean: no restart of the legacy server at the end\n"
+LEAN_RESTORE = ("  restore_legacy: true                # A-B-A: legacy measured again after the candidates "
+                "(host drift)\n")
 # the matrix's engine rows start the vLLM offline runner several times (~13 min for MiniLM on this CPU,
 # note): the lean demo keeps the legacy padding and cold-start rows, `make demo-full` has the engine rows too
 LEAN_CHECKS = "    engine: false                     # --lean: no vLLM offline engine rows (make demo-full has them)\n"
@@ -276,7 +277,7 @@ def new_experiment(slug: str, experiments_root: Path, day: date | None = None, d
     """Create ``experiments_root/YYYY-MM-DD-slug/experiment.yaml`` from a preset; refuses to touch an existing one.
 
     ``legacy_url`` and ``candidate_urls`` (both or neither) make every target a server the user already runs.
-    ``lean``: local servers without the ablation, Matryoshka, restore and offline-engine extras (``make demo``)."""
+    ``lean``: local servers without the ablation, Matryoshka and offline-engine extras (``make demo``)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset '{preset}' (known: {', '.join(PRESETS)})")
     if bool(legacy_url) != bool(candidate_urls):

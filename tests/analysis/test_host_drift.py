@@ -8,6 +8,7 @@ import numpy as np
 from typed_summary import summary_body
 
 from embedswap.analysis import decide
+from embedswap.analysis.host_drift import established
 
 
 def _point(run: str, concurrency: int, p50: float, seed: int) -> dict:
@@ -18,21 +19,23 @@ def _point(run: str, concurrency: int, p50: float, seed: int) -> dict:
                          "wall_s": [sum(r) / 1000 / concurrency for r in latency]}}
 
 
-def _target(p50: float, calibration: tuple[float, float] | None, seed: int) -> dict:
+def _target(p50: float, calibration: tuple[float, float] | None, seed: int,
+            readings: list[float] | None = None) -> dict:
     out = {"measured": True, "sequential": _point("sequential", 1, p50, seed),
            "concurrent": _point("concurrent", 4, p50 * 1.5, seed + 1)}
     if calibration is not None:
         before, after = calibration
         out["host"] = {"before": {"calibration_ms": before, "load_1m": 3.9},
                        "after": {"calibration_ms": after, "load_1m": 4.1},
-                       "calibration_ms": (before + after) / 2}
+                       "calibration_ms": (before + after) / 2, "readings_ms": readings or []}
     return out
 
 
-def _decide(legacy_cal, candidate_cal):
+def _decide(legacy_cal, candidate_cal, candidate_p50: float = 60.0, legacy_readings=None, candidate_readings=None):
     body = summary_body({"roles": {"legacy": "legacy", "candidate": "cand", "candidates": ["cand"]},
-                         "latency": {"by_target": {"legacy": _target(100.0, legacy_cal, 1),
-                                                   "cand": _target(60.0, candidate_cal, 11)}}})
+                         "latency": {"by_target": {"legacy": _target(100.0, legacy_cal, 1, legacy_readings),
+                                                   "cand": _target(candidate_p50, candidate_cal, 11,
+                                                                   candidate_readings)}}})
     return decide(body).latency.ratio("cand")
 
 
@@ -54,11 +57,58 @@ def test_a_quiet_host_keeps_the_verdict() -> None:
     assert seq.p50.code == "non_inferior" and seq.p50.direction == "faster"
 
 
-def test_drift_within_one_phase_counts() -> None:
-    # the load began halfway through the candidate's phase: its calibration after is 1.5x its before
-    ratio = _decide((20.0, 20.1), (20.0, 30.0))
+def test_a_trend_within_one_phase_counts_when_its_readings_show_it() -> None:
+    # the load began halfway through the candidate's phase: its readings step from 20 to 30 ms; a candidate 5 %
+    # faster than legacy cannot be told from that
+    ratio = _decide((20.0, 20.1), (20.0, 30.0), candidate_p50=95.0,
+                    candidate_readings=[20.0, 20.2, 19.9, 20.1, 30.0, 29.8, 30.2, 30.0])
     assert ratio.drift.within["cand"] == 1.5
+    assert ratio.drift.bound > 1.3 and ratio.drift.bound_source == "within:cand"
     assert ratio.verdicts_at("concurrent").p50.reason == "host_drift"
+
+
+def test_two_readings_that_differ_are_the_gauges_noise_not_a_switch() -> None:
+    # before 20, after 30 and nothing between: the gauge's interval covers 1, so the 0.6x verdict stands
+    ratio = _decide((20.0, 20.1), (20.0, 30.0))
+    assert ratio.drift.factor == 1.5  # what the gauge read, shown
+    assert ratio.drift.bound == 1.0 and ratio.drift.bound_source is None
+    assert ratio.verdicts_at("concurrent").p50.code == "non_inferior"  # faster is harmless
+
+
+def test_a_noisy_gauge_on_a_quiet_host_does_not_refuse_a_26_percent_effect() -> None:
+    # the demo's quiet host: 16.4 -> 19.1 ms within the legacy phase, 17.5-21.7 during the candidate's; the
+    # switch rule read a 1.17 factor against the 1.10 margin and refused
+    ratio = _decide((16.4, 19.1), (17.5, 21.7), candidate_p50=126.0,
+                    legacy_readings=[16.4, 17.9, 16.8, 18.3, 17.2, 19.1],
+                    candidate_readings=[17.5, 19.7, 18.1, 20.9, 18.4, 21.7])
+    assert ratio.drift.factor > 1.10
+    assert ratio.drift.calibration_low < 1 < ratio.drift.calibration_high
+    assert ratio.drift.bound == 1.0
+    seq = ratio.verdicts_at("sequential")
+    assert seq.p50.code == "different" and seq.p50.direction == "slower"
+    assert ratio.verdict.code == "different"
+
+
+def test_a_difference_against_the_drift_stands_one_with_it_does_not() -> None:
+    # the host was 20 % slower during the legacy phase (the readings say so clearly): a candidate 2x slower is
+    # slower against the drift; one 2x faster is what such a load can do to a server (threads contend worse than
+    # the single-threaded gauge), however far beyond the bound
+    readings = {"legacy_readings": [24.0, 24.1, 23.9, 24.0], "candidate_readings": [20.0, 20.1, 19.9, 20.0]}
+    ratio = _decide((24.0, 24.1), (20.0, 20.1), candidate_p50=200.0, **readings)
+    assert 1.15 < ratio.drift.bound < 1.2 and ratio.drift.bound_source == "calibration"
+    p50 = ratio.verdicts_at("sequential").p50
+    assert p50.code == "different" and p50.direction == "slower"
+    # the stored verdict's interval is the widened one
+    assert p50.low < ratio.intervals["sequential"].p50.low
+    faster = _decide((24.0, 24.1), (20.0, 20.1), candidate_p50=50.0, **readings).verdicts_at("sequential").p50
+    assert faster.code == "inconclusive" and faster.reason == "host_drift"
+
+
+def test_established_drift_is_the_end_nearest_one() -> None:
+    assert established(0.9, 1.2) == 1.0
+    assert established(1.05, 1.3) == 1.05
+    assert established(0.5, 0.8) == 1.25
+    assert established(None, 1.3) == 1.0
 
 
 def test_without_host_records_no_drift_is_claimed() -> None:
@@ -67,15 +117,25 @@ def test_without_host_records_no_drift_is_claimed() -> None:
     assert ratio.verdicts_at("sequential").p50.code == "non_inferior"
 
 
-def test_legacy_measured_again_after_the_candidates_aba() -> None:
-    # the legacy server restored after the candidates: 30 % slower than its first measurement on a quiet
-    # calibration: the host (or the server's own state) moved by more than the 1.10 margin
+def _aba(candidate_p50: float):
     again = _target(130.0, (20.0, 20.1), 21)
     body = summary_body({"roles": {"legacy": "legacy", "candidate": "cand", "candidates": ["cand"]},
                          "latency": {"by_target": {"legacy": _target(100.0, (20.0, 20.1), 1),
-                                                   "cand": _target(60.0, (20.0, 20.1), 11)}},
+                                                   "cand": _target(candidate_p50, (20.0, 20.1), 11)}},
                          "restore": {"measured": True, "latency": again}})
-    ratio = decide(body).latency.ratio("cand")
+    return decide(body).latency.ratio("cand")
+
+
+def test_legacy_measured_again_after_the_candidates_aba() -> None:
+    # the legacy server restored after the candidates is 30 % slower than its first measurement on a quiet
+    # calibration: the host (or the server's own state) moved by more than the 1.10 margin
+    ratio = _aba(110.0)
     assert ratio.drift.aba["sequential:p50"] == 1.3
-    assert ratio.drift.factor >= 1.3
+    low, high = ratio.drift.aba_intervals["sequential:p50"]
+    assert 1.2 < low < 1.3 < high < 1.45
+    assert ratio.drift.bound == max(established(lo, hi) for lo, hi in ratio.drift.aba_intervals.values())
+    assert ratio.drift.bound_source.startswith("aba:")
     assert ratio.verdicts_at("sequential").p50.reason == "host_drift"
+    # a candidate faster than both legacy measurements is faster beyond the drift between them
+    faster = _aba(50.0).verdicts_at("sequential").p50
+    assert faster.code == "non_inferior" and faster.direction == "faster" and faster.reason != "host_drift"

@@ -1,6 +1,8 @@
 """End to end: a CPU-bound job loads the host only while the legacy server is measured. The candidate (the same
 legacy server, measured after it on a quiet host) then looks faster, but it must not be called faster: the
-host's drift is measured and shown, and the verdict is inconclusive with reason host_drift.
+host's drift is measured and shown, and the verdict is inconclusive with reason host_drift: the calibration
+establishes a drift beyond its own noise, in the direction that makes the candidate look faster. The busy loops
+live as long as the legacy server, so its A-B-A measurement (on by default) is loaded too and cannot see them.
 
 The load comes from a wrapper around the legacy target's interpreter (``python:``): a busy loop per core, started
 with the server and torn down with its process group, so the kit is not given a test hook."""
@@ -52,7 +54,7 @@ def test_a_host_loaded_only_during_legacy_does_not_make_the_candidate_faster(tmp
     legacy_port, candidate_port = free_ports(2)
     folder = make_experiment(tmp_path, "host-drift",
                              legacy_target(legacy_port, capture=["latency"], python=_loaded_python(tmp_path)),
-                             {"candidate": legacy_target(candidate_port, capture=["latency"])})
+                             {"candidate": legacy_target(candidate_port, capture=["latency"])}, restore=True)
     done = run_whole_experiment(folder, timeout_s=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert _left(tmp_path) == []  # the busy loops went with the legacy server's process group
@@ -66,6 +68,7 @@ def test_a_host_loaded_only_during_legacy_does_not_make_the_candidate_faster(tmp
     # the host changed by more than the margin: the calibration workload says so (on a host other jobs load as
     # well, which of its readings moved most varies; on a quiet one it is the legacy phase, ~3x)
     assert drift["factor"] > 1.10
+    assert drift["bound"] > 1.10  # beyond the gauge's own noise, not only its point reading
     for run, point in decided["verdicts"].items():
         for figure in ("p50", "docs_per_s"):
             verdict = point[figure]
@@ -76,4 +79,4 @@ def test_a_host_loaded_only_during_legacy_does_not_make_the_candidate_faster(tmp
     # the report shows the drift beside the ratio
     report = (report_dir(folder) / "report.en.md").read_text(encoding="utf-8")
     assert "| Host drift |" in report
-    assert "inconclusive: the host itself drifted by" in report
+    assert "inconclusive: widened by the host drift bound" in report

@@ -505,7 +505,7 @@ def test_ablation_measured_replaces_the_estimate(complete: dict[str, Any]) -> No
     assert "the lock-free legacy server recovers 42%; the other 58% is not explained by the lock" in en
     assert "되찾는 몫은 42% 입니다" in ko
     assert "estimate that matches the numbers" not in en and "숫자에 맞는 추정" not in ko
-    assert "### Lock ablation\n\n*measured." in en and "| `legacy-nolock` | off | measured | 56.2 (54.6–59.6) |" in en
+    assert "### Lock ablation\n\n*measured." in en and "| `legacy-nolock` | off | measured | 56.2 (54.8–59.4) |" in en
     full = render_markdown(complete, "en")
     assert "global lock (unconfirmed" not in section(full, 8)
     assert "- Lock ablation (measured): without the global lock" in section(full, 9)
@@ -552,7 +552,7 @@ def test_sweep_table_and_peak_memory(complete: dict[str, Any]) -> None:
     sweep = en.split("### Concurrency sweep", 1)[1].split("###", 1)[0]
     assert sweep.startswith("\n\n*measured.")
     # each figure with its 95 % interval and n; a p99 of 24 requests is the maximum and says so
-    assert "| `legacy` | c16 | measured | 901.6 (892.4–910.3) | ≈ max 947.5 | 105.1 (104.1–106.1) | 24 | 0 / 24 |" \
+    assert "| `legacy` | c16 | measured | 901.6 (893.1–910.3) | ≈ max 947.5 | 105.1 (104.2–105.9) | 24 | 0 / 24 |" \
         in sweep
     assert "| `legacy-nolock` (ablation) | c2 |" in sweep
     assert "`vllm`: highest throughput 473.5 docs/s, at concurrency 16." in sweep
@@ -668,7 +668,7 @@ def test_failed_target_is_not_measured_everywhere(complete: dict[str, Any]) -> N
     assert table_numbers(ko) == table_numbers(en)
     # the candidate that did run keeps its figures
     assert "`vllm`, through the shim: not decided yet" in section(en, 3)
-    assert "| `vllm` | measured | 36.8 (36.5–37.2) |" in section(en, 5)
+    assert "| `vllm` | measured | 36.8 (36.4–37.1) |" in section(en, 5)
 
 
 def test_the_latency_client_is_named_when_recorded(complete: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ import base64
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
@@ -35,15 +36,25 @@ class Behaviour:
     ``reverse``: data[] in reverse index order; ``shape``: openai | cohere-v2 | tei | ollama; ``prefix``: route
     prefix of the OpenAI routes ("/v1" or ""); ``model``: the model name echoed (None: the one asked for);
     ``ignore_encoding``: floats whatever ``encoding_format`` asks; ``error_200``: inputs (exact texts) answered
-    200 with an error object and no data, as a hosted service answers an empty string."""
+    200 with an error object and no data, as a hosted service answers an empty string; ``service_ms``: a seeded
+    lognormal sleep (sigma 0.1) around it per embeddings request, a server of known speed (``seed``)."""
 
     def __init__(self, *, scale: float = 1.0, slice_renormalise: bool = True, usage: str | None = "words",
                  reverse: bool = False, shape: str = "openai", prefix: str = "/v1", model: str | None = None,
-                 ignore_encoding: bool = True, error_200: tuple[str, ...] = ()) -> None:
+                 ignore_encoding: bool = True, error_200: tuple[str, ...] = (), service_ms: float = 0.0,
+                 seed: int = 0) -> None:
         self.scale, self.slice_renormalise, self.usage = scale, slice_renormalise, usage
         self.model, self.ignore_encoding, self.error_200 = model, ignore_encoding, error_200
         self.reverse, self.shape, self.prefix = reverse, shape, prefix
         self.requests: list[tuple[str, str, Any]] = []
+        self.service_ms, self._rng, self._lock = service_ms, np.random.default_rng(seed), threading.Lock()
+
+    def serve_time(self) -> None:
+        """Sleep the service time of one request (nothing without ``service_ms``)."""
+        if self.service_ms > 0:
+            with self._lock:
+                seconds = float(self._rng.lognormal(np.log(self.service_ms / 1000), 0.1))
+            time.sleep(seconds)
 
 
 def _embed(texts: list[Any], behaviour: Behaviour, dimensions: Any) -> list[list[float]]:
@@ -101,6 +112,7 @@ def handler(behaviour: Behaviour) -> type[JsonHandler]:
             if not isinstance(texts, list) or not texts or any(t == "" for t in texts):
                 self.answer(400, {"error": {"message": f"{key} must be a non-empty list of non-empty texts"}})
                 return
+            behaviour.serve_time()
             dimensions = body.get("output_dimension" if behaviour.shape == "cohere-v2" else "dimensions")
             vectors = _embed(texts, behaviour, dimensions)
             tokens = _tokens(texts, behaviour.usage)

@@ -64,8 +64,11 @@ def legacy_target(port: int, capture: list[str] | None = None, extra_args: list[
 
 def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: dict[str, dict[str, Any]],
                     latency: dict[str, Any] | None = None, probes: list[str] | str = FEW_PROBES,
-                    repeats: int = 1) -> Path:
-    """An experiment folder under ``root/experiments`` whose targets are given (legacy + candidates)."""
+                    repeats: int = 1, restore: bool = False) -> Path:
+    """An experiment folder under ``root/experiments`` whose targets are given (legacy + candidates).
+
+    ``restore`` (the A-B-A design, on by default in the kit) is off unless a test asks for it: each restore restarts
+    the legacy server and measures it again, half a minute a test that is not about latency."""
     folder = new_experiment(slug, root / "experiments", data_dir=DATA, legacy_port=legacy.get("port", 18899),
                             vllm_port=18898)
     config = yaml.safe_load((folder / "experiment.yaml").read_text())
@@ -77,7 +80,7 @@ def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: d
     config.get("parity", {}).pop("backends", None)  # the dtype sweep needs the engine environment
     config.get("parity", {}).pop("checks", None)  # so does the parity matrix (its own tests: test_parity_checks)
     config.get("parity", {}).pop("multimodal", None)  # and the CLIP server (tests/e2e/test_end_to_end_qwen3.py runs it)
-    config.get("sequencing", {}).pop("restore_legacy", None)
+    config.setdefault("sequencing", {})["restore_legacy"] = restore
     config["latency"] = {**SMALL_LATENCY, **(latency or {})}
     config["workload"]["repeats"] = repeats
     config["contract"]["probes"] = probes

@@ -1,27 +1,70 @@
-"""Host drift between the legacy and a candidate latency phase, and what it does to a ratio's verdict.
+"""Host drift between the legacy and a candidate latency phase, as a bound with its own uncertainty, and what it
+does to a ratio's verdict.
 
 The servers are measured one after the other; a ratio's interval covers the request noise of the run, not the
 host changing between the phases (another job loading the CPU while only one server is measured gave opposite
-verdicts with narrow intervals on this kind of 2-core host). Each latency phase records a fixed calibration
-workload's time before and after (:mod:`embedswap.measure.host_state`). The drift of a candidate's ratios is the
-largest of: the candidate phase's calibration time over the legacy phase's, each phase's after / before, and, where
-the legacy server was measured again after the candidates (A-B-A), its second measurement over its first; as a
-factor >= 1. A ratio whose drift exceeds the ratio's own margin is ``inconclusive`` with reason ``host_drift``:
-the host moved by more than the change the margin accepts, so no verdict on the servers can be read from it.
+verdicts with narrow intervals on this kind of 2-core host). Two gauges read that change:
+
+- the calibration workload (:mod:`embedswap.measure.host_state`), timed before, between the repeats and after each
+  phase while the server idles: the candidate phase's readings over the legacy phase's, and each phase's second
+  half over its first, each with a 95 % Welch interval on the log readings;
+- where the legacy server was measured again after the candidates (A-B-A, ``sequencing.restore_latency``): its
+  second measurement over its first, per figure, with the bootstrap interval of that ratio.
+
+A gauge moves by itself: on a quiet host the calibration moved 16 -> 19 ms within one phase (docs/equivalence.md).
+Read as a switch (drift factor above the margin: inconclusive), that noise refused a 26 % effect. Here each gauge
+gives only the drift its readings establish beyond their own noise: the end of its interval nearest 1 (nothing
+when the interval covers 1). The largest of them is the **bound**; a ratio's interval is widened by it on the log
+scale and decided again. The widened verdict stands when it decides (``different``, ``equivalent``,
+``non_inferior``); a verdict that only the unwidened interval supports is ``inconclusive`` with reason
+``host_drift``, as is an undecided one whose bound alone exceeds the margin. Where the bound exceeds the margin, a
+verdict in the direction the drift itself would produce is ``host_drift`` too, however far beyond the bound: how
+much a server slows under a load is not how much the single-threaded gauge slows (threads that wait on each other
+lose more). ``factor`` (the largest point reading, noise included) stays for the report.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from embedswap.analysis.equivalence import Verdict
+from embedswap.analysis.latency_equivalence import log_ratio_interval
 from embedswap.summary.types_equivalence import HostDrift
 from embedswap.summary.types_latency import HostPhase, LatencyTarget
+
+GAUGE_ALPHA = 0.025  # one-sided: the gauges' intervals are 95 %, as the ratios'
 
 
 def _factor(ratio: float | None) -> float | None:
     return math.exp(abs(math.log(ratio))) if ratio is not None and ratio > 0 else None
+
+
+def established(low: float | None, high: float | None) -> float:
+    """The drift an interval establishes as a factor >= 1: its end nearest 1, or 1 when it covers 1."""
+    if low is None or high is None or not (low > 0 and high > 0) or low <= 1 <= high:
+        return 1.0
+    return 1 / high if high < 1 else low
+
+
+def readings(phase: HostPhase | None) -> list[float]:
+    """A phase's calibration readings (before, between the repeats, after); older captures: before and after."""
+    if phase is None:
+        return []
+    if phase.readings_ms:
+        return [float(r) for r in phase.readings_ms if r and r > 0]
+    ends = [r.calibration_ms for r in (phase.before, phase.after) if r is not None and r.calibration_ms]
+    return [float(r) for r in ends]
+
+
+def gauge_interval(later: Sequence[float], earlier: Sequence[float]) -> tuple[float, float, float] | None:
+    """(ratio, low, high) of ``later`` over ``earlier`` readings: geometric means with a 95 % Welch interval on the
+    logs (None with fewer than two readings on a side)."""
+    if len(later) < 2 or len(earlier) < 2:
+        return None
+    value, low, high, _ = log_ratio_interval(later, earlier, alpha=GAUGE_ALPHA)
+    return value, low, high
 
 
 def _within(phase: HostPhase | None) -> float | None:
@@ -31,8 +74,15 @@ def _within(phase: HostPhase | None) -> float | None:
     return after / before if before and after else None
 
 
+def _halves(values: list[float]) -> tuple[float, float, float] | None:
+    """A phase's second half of readings over its first (a trend inside the phase), with its interval."""
+    half = len(values) // 2
+    return gauge_interval(values[len(values) - half:], values[:half]) if half >= 2 else None
+
+
 def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candidate: LatencyTarget | None,
-               aba: dict[str, float] | None = None) -> HostDrift | None:
+               aba: dict[str, float] | None = None,
+               aba_intervals: dict[str, tuple[float, float]] | None = None) -> HostDrift | None:
     """The drift between the legacy phase and one candidate's (None when neither phase recorded the host and
     there is no A-B-A measurement)."""
     phases = {legacy_name: legacy.host if legacy is not None else None,
@@ -49,14 +99,55 @@ def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candid
     load = {n: float(p.before.load_1m) for n, p in phases.items()
             if p is not None and p.before is not None and p.before.load_1m is not None}
     steal = {n: float(p.steal_share) for n, p in phases.items() if p is not None and p.steal_share is not None}
+    between = gauge_interval(readings(phases[name]), readings(phases[legacy_name]))
+    bounds: dict[str, float] = {}
+    if between is not None:
+        bounds["calibration"] = established(between[1], between[2])
+    for n, p in phases.items():
+        if (trend := _halves(readings(p))) is not None:
+            bounds[f"within:{n}"] = established(trend[1], trend[2])
+    kept = {k: [float(lo), float(hi)] for k, (lo, hi) in (aba_intervals or {}).items() if lo and hi}
+    bounds.update({f"aba:{k}": established(lo, hi) for k, (lo, hi) in kept.items()})
+    source = max(bounds, key=lambda k: bounds[k]) if bounds else None
+    bound = bounds[source] if source is not None else None
     return HostDrift(calibration_ratio=ratio, legacy_calibration_ms=lc, candidate_calibration_ms=cc, within=within,
-                     aba=aba, load_1m=load, steal_share=steal, factor=max(factors) if factors else None)
+                     aba=aba, load_1m=load, steal_share=steal, factor=max(factors) if factors else None,
+                     calibration_low=between[1] if between else None,
+                     calibration_high=between[2] if between else None, aba_intervals=kept, bound=bound,
+                     bound_source=source if bound is not None and bound > 1 else None)
 
 
-def with_drift(verdict: Verdict, drift: HostDrift | None, margin: float) -> Verdict:
-    """The verdict, or ``inconclusive`` (reason ``host_drift``) when the drift exceeds the ratio's margin. A
-    ``failed`` point stays failed: its errors decide it whatever the host did."""
-    if drift is None or drift.factor is None or verdict.code == "failed" or drift.factor <= margin:
+def suspect(drift: HostDrift) -> tuple[str, ...]:
+    """The directions a drift read on the gauge may produce beyond its own size: the calibration slower during the
+    legacy phase makes the candidate look faster (and the reverse), a trend within a phase either way. An A-B-A
+    change is read on the server itself: its bound is already the server's own drift, nothing more is suspect."""
+    source = drift.bound_source or ""
+    if source == "calibration" and drift.calibration_ratio is not None:
+        return ("faster",) if drift.calibration_ratio < 1 else ("slower",)
+    return () if source.startswith("aba:") else ("faster", "slower")
+
+
+def with_drift(verdict: Verdict, drift: HostDrift | None, margin: float,
+               decide: Callable[[float], Verdict] | None = None) -> Verdict:
+    """The verdict decided on the ratio's interval widened by the drift bound (``decide(widen)`` decides the ratio
+    with its interval widened by the factor ``widen``). The widened verdict stands when it decides; a verdict that
+    only the unwidened interval supports is ``inconclusive`` with reason ``host_drift``, as is an undecided one
+    whose bound alone exceeds the margin, and, where the bound exceeds the margin, a verdict in the direction the
+    drift itself would produce (a server may slow down more than the gauge: several threads contend worse than one
+    sort); a verdict that holds on the widened interval stands otherwise. A
+    ``failed`` point stays failed: its errors decide it whatever the host did. Without ``decide`` the verdict is
+    taken as its own widened verdict."""
+    if drift is None or drift.bound is None or drift.bound <= 1 or verdict.code == "failed":
         return verdict
-    return replace(verdict, code="inconclusive", direction=None, n_needed=None, reason="host_drift",
-                   params={**verdict.params, "drift": drift.factor, "was": verdict.code})
+    bound = drift.bound
+    drifted = replace(verdict, code="inconclusive", direction=None, n_needed=None, reason="host_drift",
+                      params={**verdict.params, "drift": bound, "was": verdict.code})
+    widened = decide(bound) if decide is not None else verdict
+    widened = replace(widened, params={**widened.params, "drift": bound})
+    if bound > margin and widened.direction is not None and widened.direction in suspect(drift):
+        return drifted  # the host moved by more than the margin, the way this verdict points
+    if widened.code not in ("inconclusive", "failed"):
+        return widened  # it holds beyond any drift the gauges establish
+    if verdict.code == "inconclusive" and bound <= margin:
+        return widened  # undecided with or without the drift: its own reason says why
+    return drifted

@@ -1,9 +1,10 @@
 """95 % intervals for latency percentiles and throughput, and candidate/legacy ratios with where their interval lies.
 
-Method: a **bootstrap over requests, stratified by repeat**. Each repeat's requests are resampled with
-replacement inside that repeat (``B`` = :data:`RESAMPLES` times), so every replicate has the run's repeat
-structure; a percentile is taken over the pooled requests of all repeats (``n`` = every answered request of
-the point), and docs/s is the pooled ``docs / wall``. The interval is the 2.5 and 97.5 percentiles of the
+Method: a **circular block bootstrap over requests, stratified by repeat**. Each repeat's requests are resampled
+in runs of consecutive requests (:func:`block_indices`, length ``n ** (1/3)``: 3 at 30 requests) inside that repeat
+(``B`` = :data:`RESAMPLES` times), so every replicate keeps the run's repeat structure and the serial correlation
+of a closed loop (a queue, a cache, a slow second) within a block; a percentile is taken over the pooled
+requests of all repeats (``n`` = every answered request of the point), and docs/s is the pooled ``docs / wall``. The interval is the 2.5 and 97.5 percentiles of the
 replicates, widened for small samples (:func:`expanded_tail`). scipy's ``stats.bootstrap`` has no strata, hence
 the few lines of numpy here; ``tests/analysis/test_intervals.py`` measures the coverage on seeded synthetic data with a
 known answer (identical lognormal servers: p50 ``no difference detected`` in >= 95 % of trials, docs/s >= 93 %;
@@ -20,8 +21,8 @@ flagged; when the linear method puts more than half its weight on the largest re
 the maximum, not a p99 (at n = 30, 71 % of the weight).
 
 What the interval does **not** cover: drift between runs of the same server (about 10 % on the shared 2-core
-host, README), since the servers are measured one after the other. A verdict says the difference exceeds the
-sampling noise of this run.
+host, README), since the servers are measured one after the other; :mod:`embedswap.analysis.host_drift` bounds it
+and widens the interval by that bound before a verdict is read.
 """
 
 from __future__ import annotations
@@ -89,12 +90,13 @@ class Requests:
     def pooled_ok(self) -> np.ndarray:
         return np.concatenate([lat[d > 0] for lat, d in zip(self.latency, self.docs)])
 
-    def replicates(self, seed: int, resamples: int = RESAMPLES) -> dict[str, np.ndarray]:
-        """(resamples,) replicate values of p50/p90/p99 (answered requests) and docs/s."""
+    def replicates(self, seed: int, resamples: int = RESAMPLES, block: int | None = None) -> dict[str, np.ndarray]:
+        """(resamples,) replicate values of p50/p90/p99 (answered requests) and docs/s; ``block``: the block
+        length (None: :func:`block_length`; 1: the plain bootstrap of single requests)."""
         rng = np.random.default_rng(seed)
         lat_parts, docs_sum, wall_sum = [], np.zeros(resamples), np.zeros(resamples)
         for lat, docs, wall in zip(self.latency, self.docs, self.wall):
-            idx = rng.integers(0, len(lat), size=(resamples, len(lat)))
+            idx = block_indices(rng, len(lat), resamples, block)
             rl, rd = lat[idx], docs[idx]
             lat_parts.append(np.where(rd > 0, rl, np.nan))
             docs_sum += rd.sum(axis=1)
@@ -128,6 +130,23 @@ class Requests:
         return out
 
 
+def block_length(n: int) -> int:
+    """The block length for ``n`` consecutive requests: ``n ** (1/3)`` rounded (Hall, Horowitz and Jing 1995's
+    order for a variance; 30 requests -> 3, 40 -> 3, 200 -> 6), at least 1."""
+    return max(1, round(n ** (1 / 3))) if n > 0 else 1
+
+
+def block_indices(rng: np.random.Generator, n: int, resamples: int, length: int | None = None) -> np.ndarray:
+    """(resamples, n) indices of a circular block bootstrap of one repeat: runs of ``length`` consecutive requests
+    from uniform starts, wrapped at the end, cut to ``n``. Consecutive requests of a closed loop share a queue, a
+    cache and a slow second; drawing them one by one treats them as independent and narrows the interval."""
+    length = block_length(n) if length is None else max(1, min(length, n))
+    blocks = -(-n // length)
+    starts = rng.integers(0, n, size=(resamples, blocks))
+    idx = (starts[:, :, None] + np.arange(length)) % n
+    return idx.reshape(resamples, blocks * length)[:, :n]
+
+
 def expanded_tail(df: int, confidence: float = CONFIDENCE) -> float:
     """The tail probability of the expanded percentile interval (Hesterberg 2015, "What teachers should know
     about the bootstrap"): the plain percentile interval is too narrow for small samples (it uses z and the
@@ -150,10 +169,10 @@ def _bounds(replicates: np.ndarray, df: int) -> tuple[float, float]:
     return float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
 
 
-def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES
+def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES, block: int | None = None
              ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Per figure ``{value, low, high, n, n_min, estimable, near_max}`` and the replicates (for ratios)."""
-    reps = requests.replicates(seed, resamples) if requests.n_ok else {}
+    reps = requests.replicates(seed, resamples, block) if requests.n_ok else {}
     values = requests.values()
     n = requests.n_ok
     out: dict[str, Any] = {"n": n, "requests": int(sum(len(r) for r in requests.latency)),

@@ -134,8 +134,26 @@ def aba_drift(legacy: LatencyTarget | None, summary: SummaryBody) -> dict[str, f
     return out
 
 
+def aba_intervals(legacy: LatencyTarget | None, summary: SummaryBody, legacy_name: str,
+                  estimates: dict[str, Any]) -> dict[str, tuple[float, float]]:
+    """The 95 % bootstrap interval of each A-B-A ratio (second legacy measurement over its first) that both
+    measurements' per-request data allow, keyed as :func:`aba_drift`."""
+    restore = summary.restore
+    again = restore.latency if restore is not None and is_measured(restore) else None
+    if again is None or legacy is None:
+        return {}
+    second = latency_intervals.target_estimates(f"{legacy_name}/restore", again)
+    out: dict[str, tuple[float, float]] = {}
+    for run, entry in latency_intervals.compare(second, estimates.get(legacy_name) or {}).items():
+        for figure in ("p50", "docs_per_s"):
+            low, high = entry[figure]["low"], entry[figure]["high"]
+            if run in ("sequential", "concurrent") and low is not None and high is not None:
+                out[f"{run}:{figure}"] = (low, high)
+    return out
+
+
 def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any]:
-    """``{ratios: {candidate: {intervals: {label: ...}, verdicts: {run: ...}, verdict, drift}}, points:
+    """``{ratios: {candidate: {..., intervals: {label: ...}, verdicts: {run: ...}, verdict, drift}}, points:
     {target: {label: ...}}, lock: {...} | None}`` (intervals: :mod:`embedswap.analysis.latency_intervals`; verdicts
     against the margins, the error gate and the host drift: :mod:`embedswap.analysis.latency_verdicts`)."""
     legacy_name, candidates = roles(summary)
@@ -143,10 +161,11 @@ def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str
     legacy = by_target.get(legacy_name)
     estimates = latency_intervals.all_estimates(summary)
     ratios = {}
+    aba, aba_ci = aba_drift(legacy, summary), aba_intervals(legacy, summary, legacy_name, estimates)
     for name in candidates:
         intervals = _intervals(estimates, name, legacy_name)
         typed = {run: PointRatio.model_validate(entry) for run, entry in intervals.items()}
         ratios[name] = {"intervals": intervals,
                         **candidate_verdicts(legacy_name, legacy, name, by_target.get(name), typed, config,
-                                             aba_drift(legacy, summary))}
+                                             aba, aba_ci)}
     return {"ratios": ratios, "points": latency_intervals.points(estimates), "lock": lock_reading(summary, estimates)}

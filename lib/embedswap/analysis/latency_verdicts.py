@@ -5,10 +5,10 @@ Per operating point (the article's two and the sweep's) and figure (p50: ``laten
 ``latency_p99_ratio``, docs/s: ``throughput_ratio``): a side whose error rate exceeds ``error_rate`` makes the point
 ``failed``, named by status (429 with its Retry-After, 5xx, timeout, other), and no ratio is read from the
 requests that survived (:func:`~embedswap.analysis.latency_equivalence.error_gate`); otherwise the stored 95 %
-bootstrap interval of the ratio is decided by
-:func:`~embedswap.analysis.latency_equivalence.ratio_verdict` (faster is harmless: ``non_inferior``); a ratio
-whose host drift exceeds its margin is ``inconclusive`` with reason ``host_drift``
-(:mod:`embedswap.analysis.host_drift`). "No difference detected" (the interval covering 1) decides nothing.
+bootstrap interval of the ratio is decided by :func:`~embedswap.analysis.latency_equivalence.ratio_verdict`
+(faster is harmless: ``non_inferior``), then decided again on its interval widened by the host drift bound
+(:mod:`embedswap.analysis.host_drift`): a verdict only the unwidened interval supports is ``inconclusive`` with
+reason ``host_drift``. "No difference detected" (the interval covering 1) decides nothing.
 
 Throughput counts answered documents only (a failed request's documents are not in docs/s).
 
@@ -19,7 +19,9 @@ a p99 whose interval cannot be estimated at this n (fewer than 368 answered requ
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from embedswap.analysis import equivalence as eq
@@ -28,7 +30,7 @@ from embedswap.analysis.latency_equivalence import error_gate, ratio_verdict
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.stored_verdicts import stored, stored_gate
 from embedswap.config.decisions import DecisionsConfig
-from embedswap.summary.types_decisions import PointRatio
+from embedswap.summary.types_decisions import PointRatio, RatioInterval
 from embedswap.summary.types_equivalence import HostDrift
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 
@@ -57,6 +59,26 @@ def gate(point: LatencyPoint | None, config: DecisionsConfig) -> eq.Verdict | No
                       power=config.power)
 
 
+def widened(low: float | None, high: float | None, factor: float, alpha: float) -> tuple[float | None, float | None]:
+    """A stored 95 % ratio interval widened by the drift bound ``factor`` on the log scale, pre-scaled so that the
+    whole factor survives :func:`ratio_verdict`'s rescaling to its own (1 - 2 alpha) confidence."""
+    from scipy import stats
+
+    if low is None or high is None or factor <= 1:
+        return low, high
+    scale = float(stats.norm.ppf((1 + CONFIDENCE) / 2) / stats.norm.ppf(1 - alpha))
+    stretch = math.exp(math.log(factor) * scale)
+    return low / stretch, high * stretch
+
+
+def decided(ratio: RatioInterval, margin: float, config: DecisionsConfig, widen: float, *, n: int | None,
+            lower_is_better: bool, errors: eq.Verdict | None) -> eq.Verdict:
+    """One ratio's verdict on its stored interval widened by the factor ``widen`` (1: as stored)."""
+    low, high = widened(ratio.low, ratio.high, widen, config.alpha)
+    return ratio_verdict(ratio.value, low, high, margin, n=n, confidence=CONFIDENCE, lower_is_better=lower_is_better,
+                         errors=errors, alpha=config.alpha, power=config.power)
+
+
 def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, entry: PointRatio,
                    drift: HostDrift | None, config: DecisionsConfig
                    ) -> tuple[dict[str, Any], dict[str, eq.Verdict]]:
@@ -72,11 +94,11 @@ def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, 
         ratio = getattr(entry, key)
         margin = getattr(config.margins, margin_name)
         n = min((x for x in ratio.n if x is not None), default=None)
-        v = ratio_verdict(ratio.value, ratio.low, ratio.high, margin, n=n, confidence=CONFIDENCE,
-                          lower_is_better=lower_is_better, errors=deciding, alpha=config.alpha, power=config.power)
+        decide = partial(decided, ratio, margin, config, n=n, lower_is_better=lower_is_better, errors=deciding)
+        v = decide(1.0)
         if failed == "legacy":
             v = replace(v, reason="legacy_error_rate_above_margin")
-        figures[key] = with_drift(v, drift, margin)
+        figures[key] = with_drift(v, drift, margin, decide if failed is None else None)
         out[key] = stored(figures[key])
     deciding_figures = {k: v for k, v in figures.items() if v.reason != "missing_interval"} or figures
     out["verdict"] = stored(eq.combine(deciding_figures))
@@ -85,9 +107,10 @@ def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, 
 
 def candidate_verdicts(legacy_name: str, legacy: LatencyTarget | None, name: str, candidate: LatencyTarget | None,
                        intervals: dict[str, PointRatio], config: DecisionsConfig,
-                       aba: dict[str, float] | None = None) -> dict[str, Any]:
+                       aba: dict[str, float] | None = None,
+                       aba_intervals: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
     """``{verdicts: {run: ...}, verdict: headline, drift}`` of one candidate (stored form)."""
-    drift = host_drift(legacy_name, legacy, name, candidate, aba)
+    drift = host_drift(legacy_name, legacy, name, candidate, aba, aba_intervals)
     verdicts: dict[str, Any] = {}
     headline: dict[str, eq.Verdict] = {}
     for run, entry in intervals.items():

@@ -41,11 +41,12 @@ class WorkloadConfig(_Strict):
 class SequencingConfig(_Strict):
     # The article's same-hardware swap: the legacy server is stopped before a candidate starts.
     stop_legacy_before_candidates: bool = True
-    # As the article did at the end: bring the legacy server back, and check it answers as it did before.
-    restore_legacy: bool = False
-    # With restore_legacy: measure the restored legacy server's latency again (the article's two points, no sweep),
-    # so its drift between the two measurements (A-B-A) decides whether the host moved under the ratios.
-    restore_latency: bool = False
+    # As the article did at the end: bring the legacy server back, and check it answers as it did before. On by
+    # default: with restore_latency it is the A-B-A design that bounds the host's drift across the candidates.
+    restore_legacy: bool = True
+    # With restore_legacy: measure the restored legacy server's latency again (the article's two points, no sweep);
+    # the change between its two measurements (A-B-A), beyond its interval, widens every latency ratio's interval.
+    restore_latency: bool = True
 
 
 class MatryoshkaConfig(_Strict):

@@ -78,13 +78,17 @@ def reading(calibrate: bool = True, proc: Path = PROC) -> dict[str, Any]:
     }
 
 
-def phase(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def phase(before: dict[str, Any], after: dict[str, Any], between: list[float] | None = None) -> dict[str, Any]:
     """A latency phase's host record: the two readings, the share of CPU time stolen by the hypervisor between
-    them (None where /proc/stat has no steal counter) and the phase's calibration time (mean of the two)."""
+    them (None where /proc/stat has no steal counter), the phase's calibration time (mean of before and after)
+    and ``readings_ms``: every calibration time of the phase in order (before, ``between`` (taken while the server
+    idled between two repeats), after), whose spread is the gauge's own noise in that phase."""
     steal = None
     if before.get("steal_jiffies") is not None and after.get("steal_jiffies") is not None:
         total = after["total_jiffies"] - before["total_jiffies"]
         steal = (after["steal_jiffies"] - before["steal_jiffies"]) / total if total > 0 else None
     times = [r["calibration_ms"] for r in (before, after) if r.get("calibration_ms")]
+    readings = [before.get("calibration_ms"), *(between or []), after.get("calibration_ms")]
     return {"before": before, "after": after, "steal_share": steal,
-            "calibration_ms": statistics.fmean(times) if times else None}
+            "calibration_ms": statistics.fmean(times) if times else None,
+            "readings_ms": [round(float(r), 4) for r in readings if r]}

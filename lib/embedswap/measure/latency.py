@@ -69,7 +69,8 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     ``sweep`` in ``latency_stats.json``, with ``rss_peak_bytes`` (None where the server's memory cannot be read,
     e.g. an external target). The sweep is skipped when the server is gone or answered none of the article
     points' requests: it would only measure the failure again. ``host`` records the host's state and a fixed
-    calibration workload's time before and after the phase (``measure.host_state``: the drift between phases).
+    calibration workload's time before and after the phase and between the article points' repeats, while the server
+    idles (``measure.host_state``: the drift between phases, with the gauge's own spread).
     """
     cfg = experiment.latency
     spec = LoadSpec(
@@ -92,6 +93,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     sweep_note = None
     total = sum(n for _, n, _ in points) * cfg.repeats + sum(n for _, n, _ in sweep) * cfg.sweep_repeats
     host_before = host_state.reading()  # the host's state and calibration time around the phase (drift)
+    between: list[float] = []
     with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress, \
             _RssSampler(target) as rss:
         for run, requests, concurrency in points:
@@ -103,6 +105,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                 records.extend(asdict(r) for r in recs)
                 per_repeat.append(run_stats(recs, wall))
                 errors += sum(1 for r in recs if not r.ok)
+                between.append(host_state.calibration_ms())  # the server idles: the gauge's spread in the phase
             stats[run] = point_stats(run, concurrency, per_repeat).as_dict()
         if sweep:
             answered = len(records) - errors
@@ -122,7 +125,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                         per_repeat.append(run_stats(recs, wall))
                         sweep_errors += sum(1 for r in recs if not r.ok)
                     stats["sweep"].append(point_stats(run, concurrency, per_repeat).as_dict())
-    stats["host"] = host_state.phase(host_before, host_state.reading())
+    stats["host"] = host_state.phase(host_before, host_state.reading(), between)
     if sweep_note:
         stats["sweep_note"] = sweep_note
     stats["client"] = client_name(spec.base_url)

@@ -44,8 +44,14 @@ class HostDrift(Strict):
     ``calibration_ratio``: the fixed calibration workload's time in the candidate's phase over the legacy phase's
     (> 1: the host was slower while the candidate was measured); ``within``: per server, its phase's calibration
     after / before; ``aba``: per figure, the legacy server measured again after the candidates over its first
-    measurement (A-B-A; empty when it was not re-measured); ``factor``: the largest of them as a factor >= 1, the
-    figure compared with each ratio's margin."""
+    measurement (A-B-A; empty when it was not re-measured); ``factor``: the largest of them as a factor >= 1 (what
+    the gauges read, their own noise included).
+
+    ``calibration_low``/``calibration_high``: the 95 % interval of ``calibration_ratio`` from the phases' repeated
+    readings (the gauge's own noise); ``aba_intervals``: the 95 % interval of each A-B-A ratio; ``bound``: the
+    drift the readings establish beyond their noise (the end of the interval nearest 1, as a factor >= 1; 1 when
+    every interval covers 1), by which each ratio's interval is widened before it is decided; ``bound_source``:
+    which reading set it (``calibration`` or an A-B-A figure)."""
     calibration_ratio: float | None = None
     legacy_calibration_ms: float | None = None
     candidate_calibration_ms: float | None = None
@@ -54,6 +60,11 @@ class HostDrift(Strict):
     load_1m: dict[str, float] = {}  # per server, the 1-minute load average at the start of its phase
     steal_share: dict[str, float] = {}
     factor: float | None = None
+    calibration_low: float | None = None
+    calibration_high: float | None = None
+    aba_intervals: dict[str, list[float]] = {}
+    bound: float | None = None
+    bound_source: str | None = None
 
 
 class PointVerdicts(Strict):

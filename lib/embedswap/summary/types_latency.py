@@ -59,12 +59,14 @@ class HostReading(Strict):
 
 
 class HostPhase(Strict):
-    """The host around one server's latency phase: before, after, the stolen CPU share between them, and the
-    phase's calibration time (mean of before and after)."""
+    """The host around one server's latency phase: before, after, the stolen CPU share between them, the
+    phase's calibration time (mean of before and after) and all its calibration readings."""
     before: HostReading | None = None
     after: HostReading | None = None
     steal_share: Number | None = None
     calibration_ms: Number | None = None
+    # every calibration time of the phase in order (before, between repeats, after); empty in older captures
+    readings_ms: list[Number] = []
 
 
 class LatencyTarget(Section):

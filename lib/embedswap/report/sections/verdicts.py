@@ -55,11 +55,18 @@ def failed(terms: dict[str, Any], point: PointVerdicts | None) -> str | None:
 
 
 def drift_text(terms: dict[str, Any], drift: HostDrift | None) -> str:
-    """'×1.82 (calibration 31.2 → 17.1 ms)' or '—' where the host was not recorded."""
+    """'1.05× bound, from the calibration between the phases; the gauges read up to 1.17× (calibration 17.7 →
+    19.7 ms)', '×1.82 (calibration 31.2 → 17.1 ms)' for a summary decided before the bound, or '—' where the
+    host was not recorded."""
     if drift is None or drift.factor is None:
         return MISSING
     t = terms["equivalence"]
     text = fmt(drift.factor, "ratio")
+    if drift.bound is not None and drift.bound_source is not None:
+        source = t[f"drift_source_{drift.bound_source.split(':', 1)[0]}"]
+        text = t["drift_bound"].format(bound=fmt(drift.bound, "ratio"), source=source, factor=text)
+    elif drift.bound is not None:
+        text = t["drift_none"].format(factor=text)
     if drift.legacy_calibration_ms and drift.candidate_calibration_ms:
         text += t["drift_calibration"].format(legacy=fmt(drift.legacy_calibration_ms, "ms"),
                                               candidate=fmt(drift.candidate_calibration_ms, "ms"))

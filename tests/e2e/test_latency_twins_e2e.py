@@ -1,0 +1,49 @@
+"""End to end on fake servers of known speed: the same fake server code, the candidate's service time 30 % longer
+than legacy's. The latency headline must say ``different``/``slower`` with the host's drift bound stated, the
+legacy server measured again after the candidate (A-B-A, on by default), and the report and the summary agree.
+
+benchmarks/latency_twins.py runs the same pair (and twins) ten seeded times through the kit's capture and decision
+(figures in docs/equivalence.md); this test runs it once through ``embedswap run``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from embedswap.paths import report_dir
+from embedswap.summary.model import validate_summary
+
+from fakeservers import Behaviour, serve
+from realkit import make_experiment, run_whole_experiment
+
+pytestmark = pytest.mark.e2e
+
+SERVICE_MS = 100.0
+
+
+def _external(port: int) -> dict:
+    return {"kind": "external", "url": f"http://127.0.0.1:{port}/v1", "capture": ["latency"],
+            "startup_timeout_s": 30}
+
+
+def test_a_server_30_percent_slower_than_its_twin_is_different_slower(tmp_path) -> None:
+    with serve(Behaviour(service_ms=SERVICE_MS, seed=1)) as legacy_port, \
+            serve(Behaviour(service_ms=1.3 * SERVICE_MS, seed=2)) as candidate_port:
+        folder = make_experiment(tmp_path, "twins", _external(legacy_port), {"candidate": _external(candidate_port)},
+                                 restore=True)
+        done = run_whole_experiment(folder, timeout_s=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    attempt = sorted((folder / "attempts").iterdir())[-1]
+    summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
+    decided = summary["decisions"]["latency"]["ratios"]["candidate"]
+    drift = decided["drift"]
+    ratio = validate_summary(summary).latency_ratio("candidate", "sequential", "p50")
+    print("seq p50 ratio:", ratio, "drift:", drift, "headline:", decided["verdict"])
+    assert summary["restore"]["latency"]["sequential"]["p50_ms"] > 0  # legacy measured again (A-B-A)
+    assert drift["bound"] is not None  # the drift the gauges establish, stated whatever it is
+    assert decided["verdict"]["code"] == "different" and decided["verdict"]["direction"] == "slower"
+    report = (report_dir(folder) / "report.en.md").read_text(encoding="utf-8")
+    assert "circular block bootstrap" in report
+    table = report.split("| Host drift |", 1)[1]
+    assert " bound, from " in table or "no drift beyond the gauges' own noise" in table

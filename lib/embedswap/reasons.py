@@ -100,6 +100,8 @@ REASONS: dict[str, str] = {
     "parity_norm_mismatch": "'{name}' gives vectors of median norm {norm} where the reference's is {reference}: "
                             "the gate fails (normalisation is on where the model has none, or off where it has "
                             "a Normalize module)",
+    "parity_cosine_below": "'{name}': the lowest cosine is {cosine} (on '{worst}'), {below} of {n} below the "
+                           "gate's {threshold}: the vectors point elsewhere, which no difference of length explains",
     "images_not_embedded": "{n} workload record(s) carry an image ({ids}), but no backend here embeds images (no "
                            "multimodal model runs here): text+image rows not measured: the text+image gate was not run "
                            "in this attempt",

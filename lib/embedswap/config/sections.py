@@ -102,6 +102,11 @@ class ContractConfig(_Strict):
     # Names from the built-in catalogue (embedswap.measure.contract.CATALOGUE); "all" means every built-in probe.
     probes: list[str] | Literal["all"] = "all"
     custom: list[ProbeSpec] = Field(default_factory=list)
+    # Each probe is sent this many times (identical requests): answers that differ among themselves are an
+    # intermittent fault of the server (verdict `nondeterministic`), told apart from a systematic difference.
+    repeats: int = Field(3, ge=1)
+    # probes sent once whatever `repeats` says: long to answer (512 inputs, an input far over the token limit)
+    not_repeated: list[str] = Field(default_factory=lambda: ["large_batch", "over_long_input"])
 
 
 class ParityBackendSpec(_Strict):

@@ -26,6 +26,7 @@ from embedswap.measure.workload import Workload, load_workload
 # the failure, the latency runs and the shim probes live in their own modules; `embedswap.measure.capture.X` stays
 from embedswap.measure.errors import StepFailed
 from embedswap.measure.model_limits import token_limit
+from embedswap.measure.repeats import repeat_answer
 from embedswap.measure.latency import capture_latency
 from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.shim_probes import capture_shim_probes
@@ -169,6 +170,9 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
             continue
         answer = client.post_raw(sent, path=route)
         vector = answer.vectors[0] if answer.ok and answer.vectors else None
+        times = 1 if spec.name in experiment.contract.not_repeated else experiment.contract.repeats
+        repeats = [repeat_answer(again.record(), again.vectors[0] if again.ok and again.vectors else None)
+                   for again in (client.post_raw(sent, path=route) for _ in range(times - 1))]
         records.append({
             "probe": spec.name,
             "description": spec.description,
@@ -182,6 +186,7 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
             "input_tokens": count_whole(body),
             "token_limit": limit,
             "vector": vector,
+            **({"repeats": repeats} if repeats else {}),  # the same request again (measure.repeats)
         })
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
 

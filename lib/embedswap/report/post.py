@@ -16,6 +16,7 @@ from embedswap.report.catalogue import LANGUAGES, environment
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.josa import josa
+from embedswap.report.sections.faults import comparable, corrupting, headlines
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.status import status
 from embedswap.summary.model import Summary
@@ -112,7 +113,7 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
             (seq, "p50_ms", "ms"), (seq, "p99_ms", "ms"), (conc, "p50_ms", "ms"), (conc, "p99_ms", "ms"),
             (conc, "docs_per_s", "rate")))])
     ratios = []
-    for name in ctx.candidates:
+    for name in comparable(ctx):  # a server that corrupts answers is timed on the survivors: no ratio
         r = shown.ratios.get(name)
         if r is None or r.seq_p50 is None or r.conc_docs_per_s is None:
             continue
@@ -222,7 +223,8 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "legacy": code(ctx.legacy), "legacy_name": ctx.legacy, "names": ctx.names, "groups": groups,
         "default_title": ctx.terms["post"]["default_title"],
         "vectors_state": ("none" if not vectors_measured else "differ" if any(
-            g["code"] == "not_swappable" for g in groups) else "same"),
+            g["code"] == "not_swappable" for g in groups) else "unreliable" if corrupting(ctx) else "same"),
+        "faults": headlines(ctx),
         "contract_state": ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
                            "same" if all(g["differ"] == "0" for g in groups) else "differs"),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),

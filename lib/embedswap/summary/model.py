@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from embedswap.summary.types_capacity import Capacity
 from embedswap.summary.types_common import Number, Section, Strict
 from embedswap.summary.types_decisions import Decisions
+from embedswap.summary.types_faults import Faults
 from embedswap.summary.types_index import Index
 from embedswap.summary.types_latency import Ablation, Latency, Timing
 from embedswap.summary.types_parity import Parity, ParitySample
@@ -158,6 +159,7 @@ class SummaryBody(Strict):
     timing: Timing | None = None  # absent in summaries from before it
     capacity: Capacity | None = None  # the open-loop sweep; absent unless latency.open_loop is configured
     index: Index | None = None  # keep the index or re-embed it (absent in summaries from before it)
+    faults: Faults | None = None  # unusable answers per server, by kind (absent in summaries from before it)
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
     non_finite: list[str] = []
 

@@ -213,7 +213,7 @@ REASONS: dict[str, str] = {
     "diagnosis_no_truncation": "no truncation of the inputs reproduces the vectors of '{name}' either",
     # an answer checked against its own request (measure.request_checks)
     "detail_nondeterministic": "the {side} answered {differing} of {sent} identical requests otherwise (lowest "
-                               "cosine between them {cosine}; unusable: {kinds}): an intermittent fault, not a "
+                               "cosine between them {repeat_cosine}; unusable: {kinds}): an intermittent fault, not a "
                                "systematic difference",
     "detail_empty_200": "the candidate answered 200 without embeddings ({problem}); the legacy server answered {legacy}",
     "detail_legacy_empty_200": "the legacy server answered 200 without embeddings; the candidate answered {status}",

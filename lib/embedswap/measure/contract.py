@@ -375,7 +375,7 @@ def _intermittent(legacy: dict[str, Any], candidate: dict[str, Any], same_thresh
         kinds = ", ".join(f"{kind} {count}" for kind, count in found.kinds.items()) or "none"
         cos = "n/a" if found.cosine_min is None else f"{found.cosine_min:.4f}"
         return _verdict("nondeterministic", "detail_nondeterministic", found.cosine_min, ["repeats"], side=side,
-                        differing=found.differing, sent=found.sent, cosine=cos, kinds=kinds)
+                        differing=found.differing, sent=found.sent, repeat_cosine=cos, kinds=kinds)
     return None
 
 

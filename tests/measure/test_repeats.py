@@ -69,3 +69,19 @@ def test_the_comparison_reads_the_most_common_answer() -> None:
     assert chosen["dim"] == 384 and chosen["probe"] == "plain"
     assert representative(probe(answer()), 0.999)["dim"] == 384  # sent once: the record itself
     assert spread(probe(answer()), 0.999) is None
+
+
+def test_how_many_times_each_probe_is_sent() -> None:
+    from embedswap.config.sections import ContractConfig
+    from embedswap.measure.contract import catalogue_specs
+    from embedswap.measure.repeats import probe_times
+
+    specs = {spec.name: spec for spec in catalogue_specs()}
+    default, once = ContractConfig(), ContractConfig(repeats=1)
+    assert probe_times(specs["plain"], default) == 3 and probe_times(specs["plain"], once) == 1
+    assert probe_times(specs["large_batch"], default) == 1 and probe_times(specs["over_long_input"], default) == 1
+    # the same-text-twice probe is sent twice whatever the contract says: a second identical request answered
+    # otherwise (a prefix cache meeting last-token pooling) is its verdict
+    assert probe_times(specs["same_text_twice"], once) == 2 and probe_times(specs["same_text_twice"], default) == 2
+    twice = probe(answer(), answer(list(np.asarray(VECTOR) * 0.5 + np.roll(VECTOR, 1))))
+    assert classify(probe(answer(), answer()), twice).verdict == "nondeterministic"

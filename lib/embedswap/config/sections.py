@@ -88,6 +88,9 @@ class ProbeSpec(_Strict):
     # Compare the candidate's answer with the legacy server's answer to this other probe instead of its own:
     # for a route the legacy server does not have (e.g. `/v2/embed` compared with `input_type_query`).
     compare_to: str | None = None
+    # How many times the identical request is sent (None: contract.repeats): answers that differ between them are
+    # the verdict `nondeterministic`.
+    repeats: int | None = Field(None, ge=1)
 
     @model_validator(mode="after")
     def _one_body(self) -> ProbeSpec:

@@ -263,6 +263,13 @@ class EmbeddingClient:
         elapsed = (time.perf_counter() - started) * 1000
         return parse_response(response, elapsed)
 
+    def raw(self, method: str, path: str, content: bytes | None = None, timeout_s: float | None = None
+            ) -> httpx.Response:
+        """One exchange as httpx answers it (headers included); transport errors raise (``httpx.HTTPError``)."""
+        headers = {"Content-Type": "application/json"} if content is not None else None
+        return self._http.request(method, path, content=content, headers=headers,
+                                  timeout=timeout_s if timeout_s is not None else self._http.timeout)
+
     def models(self) -> list[str]:
         if self.models_path is None:
             raise RuntimeError("this target has no models route (health_check: false)")

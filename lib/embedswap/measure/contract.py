@@ -80,6 +80,9 @@ CATALOGUE: list[dict[str, Any]] = [
     {"name": "non_json_body", "description": "a body that is not JSON (a client error)", "raw_body": "this is not json"},
     {"name": "wrong_type", "description": "`input` of the wrong type (a number)", "body": {"input": 12345}},
     {"name": "unicode_mixed", "description": "Korean, emoji and a zero-width space", "body": {"input": ["$unicode"]}},
+    # vLLM #40682: with prefix caching, last-token pooling gave the second of two identical requests another vector
+    {"name": "same_text_twice", "description": "the plain request sent twice, whatever contract.repeats says (a prefix cache meeting last-token pooling answers the second otherwise)",
+     "body": {"input": ["$doc"]}, "repeats": 2},
 ]
 
 

@@ -20,13 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from embedswap.config.sections import ContractConfig, ProbeSpec
 from embedswap.measure.answer_faults import fault_kind
 
 # what a repeat keeps of its answer (the first vector is what the probe verdicts compare)
 REPEAT_KEYS = ("status", "error", "dim", "n_vectors", "prompt_tokens", "encoding", "model", "indices", "index_order_ok",
                "vector")
-# probes whose answers are long to compute or expected to differ by design are sent once
-NOT_REPEATED = ("large_batch", "over_long_input")
 
 
 @dataclass
@@ -47,6 +46,14 @@ class Spread:
         """As the summary stores it beside the probe's answer."""
         return {"sent": self.sent, "differing": self.differing, "rate": round(self.rate, 4),
                 "cosine_min": None if self.cosine_min is None else round(self.cosine_min, 6), "kinds": self.kinds}
+
+
+def probe_times(spec: ProbeSpec, contract: ContractConfig) -> int:
+    """How many times a probe is sent: its own ``repeats`` (``same_text_twice``: 2), else once for the probes in
+    ``contract.not_repeated`` (long to answer), else ``contract.repeats``."""
+    if spec.repeats is not None:
+        return spec.repeats
+    return 1 if spec.name in contract.not_repeated else contract.repeats
 
 
 def repeat_answer(record: dict[str, Any], vector: Any) -> dict[str, Any]:

@@ -106,6 +106,15 @@ class TargetSettings(BaseModel):
     dtype: str | None = None
 
 
+class ServerIdentity(Strict):
+    """What a server said about itself during its capture (measure.identity); None where it did not say."""
+    served_models: list[str] | None = None
+    model: str | None = None  # echoed in an embeddings answer
+    system_fingerprint: str | None = None
+    headers: dict[str, str] = {}  # the headers naming its software, version or build
+    routes: dict[str, Any] = {}  # open: what each version route (/version, /info, /props) answered, as it answered
+
+
 class Target(Section):
     """One server: its configuration and what its target.json recorded of its start and run.
 
@@ -132,6 +141,7 @@ class Target(Section):
     rss_bytes_by_process: dict[str, int] = {}  # per process (frontend, worker)
     host_available_bytes_before_start: int | None = None
     host_available_bytes_after_start: int | None = None
+    identity: ServerIdentity | None = None  # absent in summaries from before it
 
 
 class SummaryBody(Strict):

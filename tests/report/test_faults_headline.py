@@ -88,3 +88,19 @@ def test_the_section_counts_every_capture_by_kind(tmp_path: Path) -> None:
     assert vllm["by_part"] == {"workload": 1, "latency": 3, "probes": 2} and vllm["corrupting"] is True
     assert section["by_target"]["legacy"] == {"answers": 1, "unusable": 0, "share": 0.0, "by_kind": {},
                                               "corrupting": False, "by_part": {}}
+
+
+def test_an_intermittent_probe_is_not_called_refused(complete: dict[str, Any]) -> None:
+    from embedswap.summary.upgrade import upgrade_summary
+
+    summary = copy.deepcopy(complete)
+    row = next(r for r in summary["contract"] if r["probe"] == "over_long_input")
+    before = render_post(upgrade_summary(summary), "en")
+    refused = next(line for line in before.splitlines() if "Refused or answered with an error" in line)
+    assert "`over_long_input`" in refused  # the fixture's candidates refuse it: listed
+    for name in ("vllm", "dynamo"):
+        row["verdicts"][name] = {"verdict": "nondeterministic", "cosine": None, "aspects": ["repeats"],
+                                 "detail": "the candidate answered 1 of 3 identical requests otherwise"}
+    after = render_post(upgrade_summary(summary), "en")
+    refused = next(line for line in after.splitlines() if "Refused or answered with an error" in line)
+    assert "`over_long_input`" not in refused and "`unknown_model`" in refused

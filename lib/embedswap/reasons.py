@@ -102,6 +102,8 @@ REASONS: dict[str, str] = {
     "parity_norm_mismatch": "'{name}' gives vectors of median norm {norm} where the reference's is {reference}: "
                             "the gate fails (normalisation is on where the model has none, or off where it has "
                             "a Normalize module)",
+    "parity_cosine_below": "'{name}': the lowest cosine is {cosine} (on '{worst}'), {below} of {n} below the "
+                           "gate's {threshold}: the vectors point elsewhere, which no difference of length explains",
     "images_not_embedded": "{n} workload record(s) carry an image ({ids}), but no backend here embeds images (no "
                            "multimodal model runs here): text+image rows not measured: the text+image gate was not run "
                            "in this attempt",
@@ -212,6 +214,9 @@ REASONS: dict[str, str] = {
                                           "over-long probe, {expected} when cut that way",
     "diagnosis_no_truncation": "no truncation of the inputs reproduces the vectors of '{name}' either",
     # an answer checked against its own request (measure.request_checks)
+    "detail_nondeterministic": "the {side} answered {differing} of {sent} identical requests otherwise (lowest "
+                               "cosine between them {repeat_cosine}; unusable: {kinds}): an intermittent fault, not a "
+                               "systematic difference",
     "detail_empty_200": "the candidate answered 200 without embeddings ({problem}); the legacy server answered {legacy}",
     "detail_legacy_empty_200": "the legacy server answered 200 without embeddings; the candidate answered {status}",
     "detail_format_asked": "the answer is not in the encoding asked for: {differences}",

@@ -100,8 +100,11 @@ def test_rate_limited_concurrent_point_is_failed_not_a_ratio(tmp_path) -> None:
 
 def test_status_classes() -> None:
     assert status_class(200, None) == "ok"
-    assert status_class(200, "NaN in vector") == "other"
+    assert status_class(200, "NaN in vector") == "malformed"
+    assert status_class(200, "non-finite values (NaN/inf) in vectors") == "non_finite"
+    assert status_class(404, "no route") == "status"
     assert status_class(429, "slow down") == "429"
     assert status_class(503, "x") == "5xx"
     assert status_class(0, "TimeoutError: no complete answer within 1 s") == "timeout"
-    assert status_class(0, "ClientConnectorError: refused") == "other"
+    assert status_class(0, "ClientConnectorError: refused") == "connection"
+    assert status_class(0, "ClientPayloadError: Response payload is not completed") == "cut_body"

@@ -226,7 +226,10 @@ def test_a_broken_vector_is_listed_before_a_negative_cosine() -> None:
     vec = np.array([[-1.0, 0.0], [np.nan, 0.0]])
     row = gate("b", "f32", "cpu", "text", ref, vec, ["neg", "nan"], threshold=0.1)
     assert [w["id"] for w in row.worst] == ["nan", "neg"]
-    assert row.reason is None and row.non_finite == 1  # a NaN norm is no norm difference: the cosine fails it
+    # a NaN norm is no norm difference: the cosine fails it, and says so (the finite one below the threshold)
+    assert row.reason["code"] == "parity_cosine_below" and row.non_finite == 1
+    assert row.reason["params"] == {"name": "b", "cosine": "-1.0000", "worst": "neg", "below": 1, "n": 2,
+                                    "threshold": "0.1"}
 
 
 def test_many_records_split_by_modality() -> None:

@@ -400,3 +400,18 @@ def test_gpu_parity_script_runs_on_cpu(model_path: str, tmp_path: Path) -> None:
     engine_rows = [r for r in matrix["rows"] if r["backend"] == "vllm-offline"]
     assert engine_rows and {r["reason"]["code"] for r in engine_rows} <= {"parity_matrix_off", "parity_tp_opt_in"}
     assert "matrix batch_invariance" in run.stdout
+
+
+def test_a_cosine_failure_is_never_explained_by_a_norm() -> None:
+    """A llama.cpp server gave unnormalised vectors (median norm 2.14) that also pointed elsewhere on Korean texts:
+    the row's cause is the cosine, not the norm (a length cannot move a cosine)."""
+    ref = unit_rows(4, dim=8)
+    turned = ref.copy()
+    turned[2] = -ref[2]
+    row = gate("b", "float32", "cpu", "text", ref, turned * 2.14, list("abcd"), 0.999)
+    assert not row.passed and row.reason["code"] == "parity_cosine_below"
+    assert row.reason["params"]["worst"] == "c" and row.reason["params"]["below"] == 1
+    assert "norm" not in row.why and "2.14" not in row.why
+    # the same lengths with the directions kept: the norm is the cause
+    assert gate("b", "float32", "cpu", "text", ref, ref * 2.14, list("abcd"), 0.999).reason["code"] == \
+        "parity_norm_mismatch"

@@ -460,7 +460,8 @@ def test_shim_probes_close_the_contract_gaps(tmp_path, engine) -> None:
     assert attempt.has("cand/shim_probes.jsonl") and attempt.has("cand/shim_config.json")
     assert not attempt.has("legacy/shim_probes.jsonl")
     records = attempt.read_jsonl("cand/shim_probes.jsonl")
-    keys = set(attempt.read_jsonl("cand/probes.jsonl")[0])
+    keys = set(attempt.read_jsonl("cand/probes.jsonl")[0]) - {"repeats"}  # the shim's probes are sent once
+    assert attempt.read_jsonl("cand/probes.jsonl")[0]["repeats"]  # the bare ones contract.repeats times
     assert keys <= set(records[0]) and "shim" in records[0]  # the probes.jsonl format, plus what the shim did
 
     section = shim_section(experiment, attempt)

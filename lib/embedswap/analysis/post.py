@@ -75,6 +75,8 @@ def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: dict[str,
         if a["outcome"] != "differs":
             continue
         v, kind = a["verdict"], _error_kind(a["status"])
+        if v == "nondeterministic":  # neither refused nor accepted: the server's faults headline names it
+            continue
         key = ("silent" if v == "silent-divergence" else "shape" if v in ("format-difference", "metadata-difference")
                else "retry" if kind == "server" else "refused" if kind == "client" else "accepted")
         lists[key].append(a["probe"])

@@ -89,6 +89,9 @@ class ProbeSpec(_Strict):
     # Compare the candidate's answer with the legacy server's answer to this other probe instead of its own:
     # for a route the legacy server does not have (e.g. `/v2/embed` compared with `input_type_query`).
     compare_to: str | None = None
+    # How many times the identical request is sent (None: contract.repeats): answers that differ between them are
+    # the verdict `nondeterministic`.
+    repeats: int | None = Field(None, ge=1)
 
     @model_validator(mode="after")
     def _one_body(self) -> ProbeSpec:
@@ -103,6 +106,11 @@ class ContractConfig(_Strict):
     # Names from the built-in catalogue (embedswap.measure.contract.CATALOGUE); "all" means every built-in probe.
     probes: list[str] | Literal["all"] = "all"
     custom: list[ProbeSpec] = Field(default_factory=list)
+    # Each probe is sent this many times (identical requests): answers that differ among themselves are an
+    # intermittent fault of the server (verdict `nondeterministic`), told apart from a systematic difference.
+    repeats: int = Field(3, ge=1)
+    # probes sent once whatever `repeats` says: long to answer (512 inputs, an input far over the token limit)
+    not_repeated: list[str] = Field(default_factory=lambda: ["large_batch", "over_long_input"])
 
 
 class ParityBackendSpec(_Strict):

@@ -26,6 +26,8 @@ from embedswap.measure.workload import Workload, load_workload
 # the failure, the latency runs and the shim probes live in their own modules; `embedswap.measure.capture.X` stays
 from embedswap.measure.errors import StepFailed
 from embedswap.measure.model_limits import token_limit
+from embedswap.measure.identity import server_identity
+from embedswap.measure.repeats import probe_times, repeat_answer
 from embedswap.measure.latency import capture_latency
 from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.shim_probes import capture_shim_probes
@@ -169,6 +171,9 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
             continue
         answer = client.post_raw(sent, path=route)
         vector = answer.vectors[0] if answer.ok and answer.vectors else None
+        times = probe_times(spec, experiment.contract)
+        repeats = [repeat_answer(again.record(), again.vectors[0] if again.ok and again.vectors else None)
+                   for again in (client.post_raw(sent, path=route) for _ in range(times - 1))]
         records.append({
             "probe": spec.name,
             "description": spec.description,
@@ -182,6 +187,7 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
             "input_tokens": count_whole(body),
             "token_limit": limit,
             "vector": vector,
+            **({"repeats": repeats} if repeats else {}),  # the same request again (measure.repeats)
         })
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
 
@@ -222,6 +228,8 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     # after the closed-loop points: the open-loop rate sweep (latency.open_loop; off unless set)
                     ("latency", lambda: capture_open_loop(target, experiment, workload, attempt, prefix)),
                 ]
+                if "probes" in target.config.capture and target.alive():  # what it says about itself
+                    description["identity"] = server_identity(client, workload.documents[0].text)
                 for part, run in parts:
                     if part not in target.config.capture:
                         continue

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from embedswap.measure.answer_faults import BAD_INDEX, LENGTHS, MALFORMED, NON_FINITE
 from embedswap.measure.api_shapes import EMBEDDINGS_PATHS, NotApplicable, request_body
 from embedswap.redact import register_headers, register_secret
 
@@ -123,7 +124,7 @@ def parse_response(response: httpx.Response, latency_ms: float) -> EmbeddingResp
         usage = body.get("usage") or {}
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         return EmbeddingResponse(
-            status=200, latency_ms=latency_ms, error=f"malformed 200 response: {type(exc).__name__}: {exc}"[:300]
+            status=200, latency_ms=latency_ms, error=f"{MALFORMED}: {type(exc).__name__}: {exc}"[:300]
         )
     result = EmbeddingResponse(
         status=200,
@@ -136,7 +137,7 @@ def parse_response(response: httpx.Response, latency_ms: float) -> EmbeddingResp
     )
     problems = validate_vectors(vectors)
     if sorted(raw_indices) != list(range(len(raw_indices))):  # duplicated or missing: cannot be re-sorted
-        problems.append(f"data[].index is not a permutation of 0..{len(raw_indices) - 1}: {raw_indices[:20]}")
+        problems.append(f"{BAD_INDEX} of 0..{len(raw_indices) - 1}: {raw_indices[:20]}")
     if problems:
         result.error = "; ".join(problems)
     return result
@@ -155,7 +156,7 @@ def _parse_cohere(body: dict[str, Any], latency_ms: float) -> EmbeddingResponse:
         billed = (body.get("meta") or {}).get("billed_units") or {}
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         return EmbeddingResponse(status=200, latency_ms=latency_ms, shape="cohere",
-                                 error=f"malformed 200 response: {type(exc).__name__}: {exc}"[:300])
+                                 error=f"{MALFORMED}: {type(exc).__name__}: {exc}"[:300])
     result = EmbeddingResponse(status=200, latency_ms=latency_ms, vectors=vectors,
                                indices=list(range(len(vectors))), prompt_tokens=billed.get("input_tokens"),
                                encoding=encoding, model=body.get("model"), shape="cohere")
@@ -174,7 +175,7 @@ def _parse_bare(body: list[Any] | dict[str, Any], latency_ms: float) -> Embeddin
         vectors = [[float(x) for x in v] for v in rows]
     except (KeyError, TypeError, ValueError) as exc:
         return EmbeddingResponse(status=200, latency_ms=latency_ms, shape=shape,
-                                 error=f"malformed 200 response: {type(exc).__name__}: {exc}"[:300])
+                                 error=f"{MALFORMED}: {type(exc).__name__}: {exc}"[:300])
     tokens = None if isinstance(body, list) else body.get("prompt_eval_count")
     result = EmbeddingResponse(status=200, latency_ms=latency_ms, vectors=vectors, indices=list(range(len(vectors))),
                                prompt_tokens=tokens if isinstance(tokens, int) else None, encoding="float",
@@ -190,9 +191,9 @@ def validate_vectors(vectors: list[list[float]]) -> list[str]:
     problems = []
     lengths = {len(v) for v in vectors}
     if len(lengths) > 1:
-        problems.append(f"vectors of different lengths {sorted(lengths)}")
+        problems.append(f"{LENGTHS} {sorted(lengths)}")
     if any(not math.isfinite(x) for v in vectors for x in v):
-        problems.append("non-finite values (NaN/inf) in vectors")
+        problems.append(NON_FINITE)
     return problems
 
 
@@ -261,6 +262,13 @@ class EmbeddingClient:
             return EmbeddingResponse(status=0, latency_ms=elapsed, error=f"{type(exc).__name__}: {exc}"[:300])
         elapsed = (time.perf_counter() - started) * 1000
         return parse_response(response, elapsed)
+
+    def raw(self, method: str, path: str, content: bytes | None = None, timeout_s: float | None = None
+            ) -> httpx.Response:
+        """One exchange as httpx answers it (headers included); transport errors raise (``httpx.HTTPError``)."""
+        headers = {"Content-Type": "application/json"} if content is not None else None
+        return self._http.request(method, path, content=content, headers=headers,
+                                  timeout=timeout_s if timeout_s is not None else self._http.timeout)
 
     def models(self) -> list[str]:
         if self.models_path is None:

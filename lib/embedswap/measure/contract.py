@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from embedswap.config.sections import ProbeSpec
+from embedswap.measure.repeats import representative, spread
 from embedswap.measure.request_checks import REQUEST_ASPECTS, check_answer, check_broken
 from embedswap.reasons import explain, reason
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:  # types of probe_context's arguments only
 
 DEFAULT_PROBE_PATH = "/v1/embeddings"
 VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference", "metadata-difference",
-            "not-applicable", "empty-200"]
+            "not-applicable", "empty-200", "nondeterministic"]
 
 # Placeholders filled per run: $doc (first document), $query (first query), $docs8 (first 8 documents),
 # $long (far over any token limit), $native_dim / $reduced_dim (from the plain answer), $token_ids (the
@@ -79,6 +80,9 @@ CATALOGUE: list[dict[str, Any]] = [
     {"name": "non_json_body", "description": "a body that is not JSON (a client error)", "raw_body": "this is not json"},
     {"name": "wrong_type", "description": "`input` of the wrong type (a number)", "body": {"input": 12345}},
     {"name": "unicode_mixed", "description": "Korean, emoji and a zero-width space", "body": {"input": ["$unicode"]}},
+    # vLLM #40682: with prefix caching, last-token pooling gave the second of two identical requests another vector
+    {"name": "same_text_twice", "description": "the plain request sent twice, whatever contract.repeats says (a prefix cache meeting last-token pooling answers the second otherwise)",
+     "body": {"input": ["$doc"]}, "repeats": 2},
 ]
 
 
@@ -210,7 +214,8 @@ class Verdict:
 
 NORM_TOLERANCE = 1e-3  # relative: float32 answers of the same vector agree to ~1e-6 in L2 norm
 # the aspects in the order the report lists them (contract.classify's ``aspects``)
-ASPECTS = ["count", "dimension", "direction", "length", "order", "usage", "model", "encoding", *REQUEST_ASPECTS]
+ASPECTS = ["count", "dimension", "direction", "length", "order", "usage", "model", "encoding", *REQUEST_ASPECTS,
+           "repeats"]
 
 
 def norm_ratio(a: Any, b: Any) -> float | None:
@@ -309,6 +314,10 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         side = legacy if legacy.get("not_applicable") else candidate
         return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
                         field=side.get("not_applicable_field") or "?")
+    intermittent = _intermittent(legacy, candidate, same_threshold)
+    if intermittent is not None:  # identical requests answered otherwise: no comparison says anything systematic
+        return intermittent
+    legacy, candidate = representative(legacy, same_threshold), representative(candidate, same_threshold)
     broken = check_broken(candidate) if against_request else None
     if broken is not None:  # a 200 without embeddings: no status-based client notices, whatever legacy did
         aspect, why = broken
@@ -358,6 +367,19 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         return _verdict("format-difference", "detail_format", cos, ["encoding"],
                         legacy=legacy.get("encoding"), candidate=candidate.get("encoding"))
     return _verdict("same", "detail_equivalent", cos)
+
+
+def _intermittent(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float) -> Verdict | None:
+    """``nondeterministic`` where one side's repeats of the probe differ among themselves (candidate first)."""
+    for side, record in (("candidate", candidate), ("legacy", legacy)):
+        found = spread(record, same_threshold)
+        if found is None or not found.differing:
+            continue
+        kinds = ", ".join(f"{kind} {count}" for kind, count in found.kinds.items()) or "none"
+        cos = "n/a" if found.cosine_min is None else f"{found.cosine_min:.4f}"
+        return _verdict("nondeterministic", "detail_nondeterministic", found.cosine_min, ["repeats"], side=side,
+                        differing=found.differing, sent=found.sent, repeat_cosine=cos, kinds=kinds)
+    return None
 
 
 def _token_ids(model_path: str, text: str) -> list[int]:

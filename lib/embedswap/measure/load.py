@@ -33,7 +33,8 @@ import httpx
 import numpy as np
 from yarl import URL
 
-from embedswap.measure.client import parse_response
+from embedswap.measure.answer_faults import NO_DATA, fault_kind, other_length, usual_dim
+from embedswap.measure.client import EmbeddingResponse, parse_response
 
 PERCENTILE_METHOD = "linear"  # numpy's default; stated in the report so figures can be reproduced
 
@@ -57,17 +58,15 @@ class RequestRecord:
 
 
 def status_class(status: int | None, error: str | None) -> str:
-    """A request's outcome class: ``ok``, ``429``, ``5xx``, ``timeout`` (no complete answer in time) or ``other``
-    (another status, a refused connection, an unusable 200)."""
+    """A request's outcome class: ``ok``, ``429``, ``5xx``, or the kind of its fault
+    (:func:`embedswap.measure.answer_faults.fault_kind`: ``timeout``, ``cut_body``, ``wrong_length``, ...)."""
     if status == 200 and not error:
         return "ok"
     if status == 429:
         return "429"
     if isinstance(status, int) and 500 <= status <= 599:
         return "5xx"
-    if not status and error and error.startswith(("TimeoutError", "ServerTimeoutError")):
-        return "timeout"
-    return "other"
+    return fault_kind(status, error) or "ok"
 
 
 @dataclass
@@ -236,22 +235,35 @@ async def _fetch_answer(client: Client, body: bytes) -> tuple[int, Answer | None
     return 200, Answer(status, content, content_type), None, None
 
 
-def _check(response: Answer, expected: int | None = None) -> tuple[int | None, str | None]:
-    """A 200 checked like the captures check it (malformed, NaN, lengths, indices, count): (tokens, error).
+def _check(response: Answer, expected: int | None = None, usual: int | None = None
+           ) -> tuple[int | None, str | None]:
+    """A 200 checked like the captures check it (malformed, NaN, lengths, indices, count): (tokens, error);
+    ``usual``: the vector length of this server's other answers (a one-vector answer of another length is wrong
+    although nothing inside it disagrees).
 
     The harness calls this after a run, outside every request's timed window: parsing a batch of 8 x 384 floats
     costs milliseconds of CPU (json + float() of every value + the NaN scan), which would otherwise be counted
     as latency and, at concurrency > 1 or on a CPU shared with the server, delay the other requests.
     """
-    answer = parse_response(httpx.Response(response.status_code, content=response.content,
-                                           headers={"Content-Type": response.content_type}), 0.0)
+    return _judge(_parsed(response), expected, usual)
+
+
+def _judge(answer: EmbeddingResponse, expected: int | None, usual: int | None) -> tuple[int | None, str | None]:
+    """:func:`_check` of an answer already parsed."""
     if answer.error is not None:
         return answer.prompt_tokens, answer.error
     if not answer.vectors:
-        return answer.prompt_tokens, "200 without data"
+        return answer.prompt_tokens, NO_DATA
     if expected is not None and len(answer.vectors) != expected:
         return answer.prompt_tokens, f"{len(answer.vectors)} vectors for {expected} inputs"
+    if usual is not None and len(answer.vectors[0]) != usual:
+        return answer.prompt_tokens, other_length(len(answer.vectors[0]), usual)
     return answer.prompt_tokens, None
+
+
+def _parsed(response: Answer) -> EmbeddingResponse:
+    return parse_response(httpx.Response(response.status_code, content=response.content,
+                                         headers={"Content-Type": response.content_type}), 0.0)
 
 
 async def _send(client: Client, body: bytes, expected: int | None = None
@@ -265,9 +277,12 @@ async def _send(client: Client, body: bytes, expected: int | None = None
 
 
 def _check_answers(answers: list[tuple[RequestRecord, Answer, int]]) -> None:
-    """After a run: fill in each 200's prompt tokens and, for an unusable answer, its error."""
-    for record, response, expected in answers:
-        record.prompt_tokens, record.error = _check(response, expected)
+    """After a run: fill in each 200's prompt tokens and, for an unusable answer, its error (a vector length other
+    than most answers' is one)."""
+    parsed = [_parsed(response) for _, response, _ in answers]
+    usual = usual_dim(len(a.vectors[0]) if a.error is None and a.vectors else None for a in parsed)
+    for (record, _, expected), answer in zip(answers, parsed, strict=True):
+        record.prompt_tokens, record.error = _judge(answer, expected, usual)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from embedswap.analysis.latency_equivalence import classify_status
+from embedswap.measure.answer_faults import fault_kind
 from embedswap.measure.load import percentile
 
 # A rate is carried only when the answers come back at least at half the rate the client sent them: a short run
@@ -25,12 +26,10 @@ LAG_QUANTILE = 90  # the client's lag is read at its p90: an OS stall of a few s
 
 
 def _status_class(record: dict[str, Any]) -> str:
+    """``ok``, the status class of a refusal (``429``, ``5xx``, another 4xx by code), or the fault's kind."""
     status = int(record.get("status") or 0)
-    if status == 200:
-        return "ok" if not record.get("error") else "malformed"
-    if status == 0:
-        error = str(record.get("error") or "")
-        return "timeout" if classify_status(error) == "timeout" else "connection"
+    if status == 200 or status == 0:
+        return fault_kind(status, record.get("error")) or "ok"
     return classify_status(status)
 
 

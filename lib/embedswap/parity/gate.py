@@ -118,6 +118,7 @@ def gate(backend: str, dtype: str, device: str, modality: str, reference: np.nda
     bad = int((~finite).sum())
     # broken vectors first, then the lowest cosines
     order = np.argsort(np.where(finite, cos, -np.inf), kind="stable")[:WORST_LISTED]
+    cause = (_cosine_cause(backend, cos, ids, float(threshold)) or _norm_cause(backend, reference, vectors))
     return ParityRow(
         backend=backend,
         dtype=dtype,
@@ -129,10 +130,10 @@ def gate(backend: str, dtype: str, device: str, modality: str, reference: np.nda
         cos_max=_finite_or_none(cos.max()) if len(cos) else None,
         threshold=float(threshold),
         # NaN compares False: a broken vector fails; so does another norm than the reference's
-        passed=bool(len(cos)) and bool(np.all(cos >= threshold)) and not _norm_cause(backend, reference, vectors),
+        passed=bool(len(cos)) and bool(np.all(cos >= threshold)) and not cause,
         worst=[{"id": ids[i], "cosine": _finite_or_none(cos[i])} for i in order],
         non_finite=bad,
-        **_norm_cause(backend, reference, vectors),
+        **cause,
     )
 
 
@@ -142,6 +143,18 @@ NORM_RELATIVE_TOLERANCE = 1e-2
 
 def _cause(code: str, **params: Any) -> dict[str, Any]:
     return {"why": explain(code, **params), "reason": {"code": code, "params": params}}
+
+
+def _cosine_cause(backend: str, cos: np.ndarray, ids: list[str], threshold: float) -> dict[str, Any]:
+    """A cause when finite cosines fall below the threshold: the directions differ. A norm is never named then: a
+    length cannot move a cosine, so a norm that also differs explains nothing of this failure."""
+    finite = np.isfinite(cos)
+    below = finite & (cos < threshold)
+    if not below.any():
+        return {}
+    worst = int(np.argmin(np.where(finite, cos, np.inf)))
+    return _cause("parity_cosine_below", name=backend, cosine=f"{float(cos[worst]):.4f}", worst=ids[worst],
+                  below=int(below.sum()), n=len(cos), threshold=f"{threshold:g}")
 
 
 def _norm_cause(backend: str, reference: np.ndarray, vectors: np.ndarray) -> dict[str, Any]:

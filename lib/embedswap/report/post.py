@@ -18,6 +18,7 @@ from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.josa import josa
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, parity_claim, probe_phrase,
                                           ranking_claims, restore_measured, shim_coverage, times)
+from embedswap.report.sections.faults import comparable, corrupting, headlines
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
 from embedswap.report.sections.status import status
@@ -122,7 +123,7 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
             (conc, "docs_per_s", "rate")))])
     ratios = []
     rates: list[float] = []  # each candidate's concurrent throughput ratio
-    for name in ctx.candidates:
+    for name in comparable(ctx):  # a server that corrupts answers is timed on the survivors: no ratio
         # the one stored ratio per figure (pooled, with the interval the verdict rests on): Summary.latency_ratio
         seq_ratio, rate_ratio = (_value(ctx.summary.latency_ratio(name, run, figure)) for run, figure in (
             ("sequential", "p50"), ("concurrent", "docs_per_s")))
@@ -263,7 +264,8 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "legacy": code(ctx.legacy), "legacy_name": ctx.legacy, "names": ctx.names, "groups": groups,
         "default_title": ctx.terms["post"]["default_title"],
         "vectors_state": ("none" if not vectors_measured else "differ" if any(
-            g["code"] == "not_swappable" for g in groups) else "same"),
+            g["code"] == "not_swappable" for g in groups) else "unreliable" if corrupting(ctx) else "same"),
+        "faults": headlines(ctx),
         "contract_state": ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
                            "same" if all(g["differ"] == "0" for g in groups) else "differs"),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),

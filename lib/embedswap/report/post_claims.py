@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from embedswap.analysis.common import is_measured
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.faults import comparable
 from embedswap.summary.types_decisions import EquivalenceVerdict, LatencyRatio, RankingVariant, RatioInterval
 
 Figure = Literal["p50", "p99", "docs_per_s"]
@@ -157,7 +158,7 @@ def _shown(ctx: ReportContext, name: str | None, run: str, field: str) -> float 
 
 def latency_claims(ctx: ReportContext) -> list[LatencyClaims]:
     out = []
-    for name in ctx.candidates:
+    for name in comparable(ctx):  # a server that corrupts answers is timed on the survivors: no ratio claimed
         ratio = latency_ratio(ctx, name)
         if ratio is None:
             continue

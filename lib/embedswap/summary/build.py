@@ -36,6 +36,7 @@ from embedswap.models import model_fingerprint, resolve_model_path
 from embedswap.summary.sections.ranking import ranking_section
 from embedswap.summary.sections.shim import shim_section
 from embedswap.summary.sections.index import index_section
+from embedswap.summary.sections.faults import faults_section
 from embedswap.summary.finite import null_non_finite
 from embedswap.summary.timing import timing_section
 from embedswap.summary.model import validate_body, validate_summary
@@ -121,6 +122,7 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
         "shim": shim_section(experiment, attempt),
         "timing": timing_section(experiment, attempt),
         "index": index_section(experiment, attempt, workload),
+        "faults": faults_section(experiment, attempt),
     }
     if experiment.latency.open_loop is not None:  # the open-loop sweep: a section only where it was configured
         summary["capacity"] = capacity_section(experiment, attempt)

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from embedswap.summary.types_capacity import Capacity
 from embedswap.summary.types_common import Number, Section, Strict
 from embedswap.summary.types_decisions import Decisions, RatioFigure, RatioInterval
+from embedswap.summary.types_faults import Faults
 from embedswap.summary.types_index import Index
 from embedswap.summary.types_latency import Ablation, Latency, Timing
 from embedswap.summary.types_parity import Parity, ParitySample
@@ -105,6 +106,15 @@ class TargetSettings(BaseModel):
     dtype: str | None = None
 
 
+class ServerIdentity(Strict):
+    """What a server said about itself during its capture (measure.identity); None where it did not say."""
+    served_models: list[str] | None = None
+    model: str | None = None  # echoed in an embeddings answer
+    system_fingerprint: str | None = None
+    headers: dict[str, str] = {}  # the headers naming its software, version or build
+    routes: dict[str, Any] = {}  # open: what each version route (/version, /info, /props) answered, as it answered
+
+
 class Target(Section):
     """One server: its configuration and what its target.json recorded of its start and run.
 
@@ -131,6 +141,7 @@ class Target(Section):
     rss_bytes_by_process: dict[str, int] = {}  # per process (frontend, worker)
     host_available_bytes_before_start: int | None = None
     host_available_bytes_after_start: int | None = None
+    identity: ServerIdentity | None = None  # absent in summaries from before it
 
 
 class SummaryBody(Strict):
@@ -158,6 +169,7 @@ class SummaryBody(Strict):
     timing: Timing | None = None  # absent in summaries from before it
     capacity: Capacity | None = None  # the open-loop sweep; absent unless latency.open_loop is configured
     index: Index | None = None  # keep the index or re-embed it (absent in summaries from before it)
+    faults: Faults | None = None  # unusable answers per server, by kind (absent in summaries from before it)
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
     non_finite: list[str] = []
 

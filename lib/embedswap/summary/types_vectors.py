@@ -8,7 +8,7 @@ from embedswap.summary.types_common import Number, Reason, Section, Spread, Stri
 
 # contract.classify's verdicts
 ProbeVerdict = Literal["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
-                       "metadata-difference", "not-applicable", "empty-200"]  # measure.contract.VERDICTS (a test keeps them equal)
+                       "metadata-difference", "not-applicable", "empty-200", "nondeterministic"]  # measure.contract.VERDICTS (a test keeps them equal)
 
 
 class LanguageSpread(Spread):
@@ -95,6 +95,15 @@ class Vectors(Section):
         return self.comparisons.get(name) if name is not None else None
 
 
+class RepeatSpread(Strict):
+    """How one server's answers to the same probe sent several times agree (measure.repeats)."""
+    sent: int
+    differing: int = 0  # answers unlike the most common one
+    rate: Number = 0
+    cosine_min: Number | None = None  # the lowest cosine between two repeats' vectors
+    kinds: dict[str, int] = {}  # unusable answers among them, by fault kind (measure.answer_faults)
+
+
 class ProbeSide(Strict):
     """One server's answer to one probe (None where the server did not answer)."""
     measured: bool
@@ -112,6 +121,7 @@ class ProbeSide(Strict):
     not_applicable_field: str | None = None
     model: str | None = None  # the echoed model name (captures from before it was kept: None)
     token_limit: int | None = None  # the model's own token limit at capture time (measure.model_limits)
+    repeats: RepeatSpread | None = None  # the probe sent more than once (captures from before: None)
 
 
 class Verdict(Strict):

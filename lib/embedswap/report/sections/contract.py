@@ -13,7 +13,7 @@ from embedswap.summary.types_decisions import ClientChange
 from embedswap.summary.types_vectors import ProbeRow, Verdict
 
 VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
-                 "metadata-difference", "not-applicable", "empty-200"]
+                 "metadata-difference", "not-applicable", "empty-200", "nondeterministic"]
 
 
 def aspect_cell(ctx: ReportContext, verdict: Verdict | None) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_ratios import latency_state, point_state
+from embedswap.report.sections.faults import comparable, headlines
 from embedswap.report.format import code, combined_label, fmt, md_table, mib, esc
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import ratio as ratio_text
@@ -78,7 +79,7 @@ def ratio_table(ctx: ReportContext) -> str | None:
     t = ctx.terms
     rows = []
     decided = False
-    for name in ctx.candidates:
+    for name in comparable(ctx):  # a server that corrupts answers is timed on the survivors: no ratio
         stored = ctx.decisions.latency.ratio(name)
         for run, entry in (stored.intervals if stored is not None else {}).items():
             point = {"sequential": "seq", "concurrent": f"c{ctx.concurrency()}"}.get(run, run.replace("_", " "))
@@ -157,7 +158,8 @@ def latency(ctx: ReportContext) -> dict[str, Any]:
     return {
         "state": states, "label": combined_label(states, ctx.lang),
         "table": table, "sweep": sweep_part, "sweep_table": sweep_part["table"], "why": why,
-        "unconfirmed": unconfirmed, "ratios": [_ratio(ctx, name) for name in ctx.candidates], "lock": lock_part,
+        "unconfirmed": unconfirmed, "ratios": [_ratio(ctx, name) for name in comparable(ctx)], "lock": lock_part,
+        "faults": headlines(ctx),
         "ratio_table": ratio_table(ctx),
         "lock_note": lock_part if lock_part and not lock_part["measured"] else None,
         "concurrency": c, "ablation": ablation_part, "memory": memory,

@@ -9,10 +9,11 @@ import numpy as np
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import DEFAULT_PROBE_PATH, classify
+from embedswap.measure.repeats import spread
 from embedswap.reasons import not_measured
 
 
-def _probe_side(record: dict[str, Any] | None) -> dict[str, Any]:
+def _probe_side(record: dict[str, Any] | None, threshold: float) -> dict[str, Any]:
     if record is None:
         return {"status": None, "measured": False}
     keep = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms", "tokenizer_tokens",
@@ -23,7 +24,9 @@ def _probe_side(record: dict[str, Any] | None) -> dict[str, Any]:
     if record.get("not_applicable"):  # the target's API shape cannot say this probe: nothing was sent
         return {"measured": True, "status": None, "not_applicable": True, "api_shape": record.get("api_shape"),
                 "not_applicable_field": record.get("not_applicable_field")}
-    return {"measured": True, **{k: record.get(k) for k in keep}, "norm": norm}
+    repeats = spread(record, threshold)
+    return {"measured": True, **{k: record.get(k) for k in keep}, "norm": norm,
+            **({"repeats": repeats.record()} if repeats is not None else {})}
 
 
 def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str, Any]] | dict[str, Any]:
@@ -55,9 +58,9 @@ def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str,
             "sent": descriptions[probe][1],
             "path": first.get("path", DEFAULT_PROBE_PATH),
             "compare_to": compare_to,
-            "legacy": _probe_side(legacy),
-            "candidate": _probe_side(answers.get(experiment.primary_candidate)),
-            "by_target": {n: _probe_side(answers.get(n)) for n in experiment.target_order()},
+            "legacy": _probe_side(legacy, threshold),
+            "candidate": _probe_side(answers.get(experiment.primary_candidate), threshold),
+            "by_target": {n: _probe_side(answers.get(n), threshold) for n in experiment.target_order()},
             "verdicts": {},
         }
         for name in experiment.candidates:

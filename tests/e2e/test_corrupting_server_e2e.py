@@ -1,0 +1,78 @@
+"""End to end: `embedswap run` against a server that corrupts some of its answers.
+
+One reference legacy server (started with the kit's own target) answers both sides: the legacy target reaches it
+directly, the candidate through the corrupting proxy (tests/support/corrupting_proxy.py), which spoils answers on a
+schedule once the workload has passed (a vector one value short, an index twice, a bare NaN, a body cut in half, a
+pause). The kit must count the unusable answers by kind (never more than were injected), call the probes that
+landed on a spoiled answer ``nondeterministic`` rather than a systematic difference, and say in the report and
+the post what share of the candidate's answers were unusable, with no latency ratio and no "the vectors were the
+same" for it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from corrupting_proxy import Schedule, corrupting_proxy
+from embedswap.captures import new_attempt
+from embedswap.config import load_experiment
+from embedswap.targets import build_target
+from realkit import legacy_target, make_experiment, run_whole_experiment, wait_no_processes
+from ports import free_ports
+
+pytestmark = pytest.mark.e2e
+
+WORKLOAD_BATCHES = 5  # data/documents.jsonl: 40 documents in batches of 8, one repeat: left whole
+# small periods: the run sends ~50 answers through the proxy (queries, probes x3, shim probes, 14 latency requests)
+SCHEDULE = dict(wrong_length=4, bad_index=6, nan=9, cut=11, pause=13, pause_s=2.0, start_after=WORKLOAD_BATCHES)
+KIND_OF_RULE = {"wrong_length": "wrong_length", "bad_index": "bad_index", "nan": "non_finite", "cut": "cut_body"}
+
+
+def test_a_corrupting_server_is_told_apart(tmp_path: Path) -> None:
+    (upstream_port,) = free_ports(1)
+    helper = make_experiment(tmp_path / "upstream", "upstream", legacy_target(upstream_port),
+                             {"candidate": legacy_target(upstream_port)})
+    upstream = build_target(load_experiment(helper), "legacy", new_attempt(helper).logs)
+    schedule = Schedule(**SCHEDULE)
+    with upstream, corrupting_proxy(upstream.base_url, schedule) as proxy:
+        folder = make_experiment(tmp_path, "corrupting", {"kind": "external", "url": upstream.base_url},
+                                 {"candidate": {"kind": "external", "url": proxy}})
+        done = run_whole_experiment(folder, timeout_s=1500)
+    assert wait_no_processes([upstream_port]) == []
+    attempt = sorted((folder / "attempts").iterdir())[-1]
+    summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
+    assert summary["steps"], done.stdout[-3000:] + done.stderr[-3000:]
+
+    faults = summary["faults"]["by_target"]
+    assert faults["legacy"]["unusable"] == 0 and not faults["legacy"]["corrupting"]
+    candidate = faults["candidate"]
+    assert candidate["corrupting"] is True and candidate["unusable"] > 0
+    assert 0 < candidate["share"] == round(candidate["unusable"] / candidate["answers"], 4)
+    for rule, kind in KIND_OF_RULE.items():  # each kind seen, never more often than it was injected
+        assert 1 <= candidate["by_kind"].get(kind, 0) <= schedule.count(rule), (kind, candidate, schedule.done)
+    assert "other" not in candidate["by_kind"]
+    latency = summary["latency"]["by_target"]["candidate"]
+    classes = {k: v for p in ("sequential", "concurrent") for k, v in (latency[p].get("error_classes") or {}).items()}
+    assert classes and "other" not in classes
+
+    verdicts = {row["probe"]: row["verdicts"]["candidate"] for row in summary["contract"]}
+    intermittent = [p for p, v in verdicts.items() if v["verdict"] == "nondeterministic"]
+    assert intermittent, verdicts
+    assert not any("dimension" in v["aspects"] for v in verdicts.values()), verdicts
+    for probe in intermittent:
+        row = next(r for r in summary["contract"] if r["probe"] == probe)
+        assert row["by_target"]["candidate"]["repeats"]["differing"] >= 1
+        assert row["by_target"]["legacy"]["repeats"]["differing"] == 0  # the same requests, answered straight
+
+    reports = next(tmp_path.rglob("post.en.md")).parent
+    post, report = (reports / "post.en.md").read_text(encoding="utf-8"), (reports / "report.en.md").read_text(
+        encoding="utf-8")
+    share = f"{candidate['share'] * 100:,.1f}%"
+    assert f"`candidate` answered {candidate['unusable']} of {candidate['answers']} requests ({share})" in post
+    assert "The vectors were the same" not in post and "`candidate` reaches" not in post
+    assert f"`candidate`: {candidate['unusable']} of {candidate['answers']} answers ({share}) could not be used" \
+        in report
+    assert "- `candidate`: sequential p50 went from" not in report

@@ -1,0 +1,60 @@
+"""What a server says about itself (measure.identity), against a fake server that says some of it."""
+
+from __future__ import annotations
+
+from http.server import ThreadingHTTPServer
+import threading
+from typing import Any
+
+from realkit import JsonHandler
+from ports import free_ports
+from embedswap.measure.client import EmbeddingClient
+from embedswap.measure.identity import server_identity
+
+
+class Talkative(JsonHandler):
+    def do_GET(self) -> None:
+        if self.path == "/v1/models":
+            self.answer(200, {"data": [{"id": "m"}, {"id": "m-q8"}]})
+        elif self.path == "/version":
+            self.answer(200, {"version": "0.3.36", "build": "x" * 1000})
+        else:
+            self.answer(404, {"error": "no route"})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body: dict[str, Any] = {"data": [{"index": 0, "embedding": [1.0, 0.0]}], "model": "m-q8",
+                                "system_fingerprint": "fp_abc"}
+        self.answer(200, body)
+
+    def end_headers(self) -> None:
+        self.send_header("X-Server-Version", "llama.cpp b6000")
+        self.send_header("X-Request-Id", "not kept")
+        super().end_headers()
+
+
+def test_a_server_that_says_who_it_is_is_recorded() -> None:
+    (port,) = free_ports(1)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Talkative)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with EmbeddingClient(f"http://127.0.0.1:{port}", "m", timeout_s=5) as client:
+            found = server_identity(client, "hello")
+        with EmbeddingClient(f"http://127.0.0.1:{port}", "m", timeout_s=5, models_path=None) as client:
+            quiet = server_identity(client, "hello")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert found["served_models"] == ["m", "m-q8"] and found["model"] == "m-q8"
+    assert found["system_fingerprint"] == "fp_abc"
+    assert found["headers"]["x-server-version"] == "llama.cpp b6000" and "x-request-id" not in found["headers"]
+    assert list(found["routes"]) == ["/version"] and found["routes"]["/version"]["version"] == "0.3.36"
+    assert len(found["routes"]["/version"]["build"]) == 400  # long values are cut
+    assert quiet["served_models"] is None and quiet["model"] == "m-q8"
+
+
+def test_a_server_that_is_gone_gives_an_empty_identity() -> None:
+    (port,) = free_ports(1)
+    with EmbeddingClient(f"http://127.0.0.1:{port}", "m", timeout_s=2) as client:
+        found = server_identity(client, "hello")
+    assert found == {"served_models": None, "model": None, "system_fingerprint": None, "headers": {}, "routes": {}}

@@ -1,0 +1,106 @@
+"""A server that corrupts some of its answers (summary ``faults``): one headline with the share of unusable
+answers by kind in the report and the post, no latency ratio for it and no "the vectors were the same"."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from synthetic_experiment import write_experiment
+
+from embedswap.captures import new_attempt
+from embedswap.config import load_experiment
+from embedswap.report.markdown import render_markdown
+from embedswap.report.post import render_post
+from embedswap.summary.sections.faults import faults_section
+from embedswap.summary.upgrade import read_summary
+
+CORRUPTING = {"answers": 90, "unusable": 13, "share": 0.1444, "corrupting": True, "by_part": {"latency": 13},
+              "by_kind": {"wrong_length": 9, "bad_index": 2, "non_finite": 1, "cut_body": 1}}
+
+
+def with_faults(summary: dict[str, Any], **by_target: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(summary)
+    out["faults"] = {"by_target": by_target}
+    return out
+
+
+def test_an_older_summary_has_no_faults_and_keeps_its_sentences(complete_upgraded: dict[str, Any]) -> None:
+    assert read_summary(complete_upgraded).faults is None
+    post = render_post(complete_upgraded, "en")
+    assert "The vectors were the same" in post and "`vllm` against the legacy server: sequential p50 0.68×" in post
+
+
+def test_a_corrupting_candidate_gets_a_headline_and_no_comparison(complete_upgraded: dict[str, Any]) -> None:
+    summary = with_faults(complete_upgraded, vllm=CORRUPTING,
+                          legacy={"answers": 90, "unusable": 0, "share": 0, "by_kind": {}})
+    post = render_post(summary, "en")
+    assert ("`vllm` answered 13 of 90 requests (14.4%) with an answer that could not be used (wrong length 9, "
+            "index not a permutation 2, non-finite values 1, body cut off 1).") in post
+    assert "The vectors were the same" not in post and "## 3. The vectors of a server that corrupts answers" in post
+    assert "`vllm` against the legacy server" not in post and "`dynamo` against the legacy server" in post  # the other candidate keeps its ratio
+    report = render_markdown(summary, "en")
+    assert "`vllm`: 13 of 90 answers (14.4%) could not be used: wrong length 9" in report
+    assert "no ratio is given" in report
+    latency = report[report.index("## 5. Latency"):]
+    assert "- `vllm`: sequential p50 went from" not in latency and "- `dynamo`: sequential p50" in latency
+
+
+@pytest.mark.parametrize("lang", ["ko", "ja", "zh"])
+def test_the_headline_is_in_every_language(complete_upgraded: dict[str, Any], lang: str) -> None:
+    summary = with_faults(complete_upgraded, vllm=CORRUPTING)
+    post, report = render_post(summary, lang), render_markdown(summary, lang)
+    assert "14.4%" in post and "14.4%" in report
+    assert "wrong length" not in post  # the kinds in the language's words
+
+
+def test_a_legacy_server_that_corrupts_answers_leaves_no_ratio_at_all(complete_upgraded: dict[str, Any]) -> None:
+    post = render_post(with_faults(complete_upgraded, legacy=CORRUPTING), "en")
+    assert "against the legacy server:" not in post.split("## 1.")[0] and "`legacy` answered 13 of 90" in post
+
+
+def test_the_section_counts_every_capture_by_kind(tmp_path: Path) -> None:
+    folder = write_experiment(tmp_path / "exp", {
+        "name": "t", "date": "2026-12-03", "workload": {"documents": "d.jsonl"},
+        "targets": {"legacy": {"kind": "legacy", "port": 18801}, "vllm": {"kind": "vllm", "port": 18802}},
+        "candidates": ["vllm"]}, [{"id": "d0", "lang": "en", "text": "a"}])
+    attempt = new_attempt(folder)
+    ok = {"status": 200, "error": None, "dim": 384}
+    attempt.write_jsonl("vllm/workload_requests.jsonl", [ok, ok, {"status": 200, "dim": 384,
+                                                                  "error": "vectors of different lengths [383, 384]"}])
+    attempt.write_jsonl("vllm/latency_requests.jsonl", [
+        {"status": 200, "error": None}, {"status": 0, "error": "ClientPayloadError: Response payload is not completed"},
+        {"status": 429, "error": "slow down"}, {"status": 0, "error": "TimeoutError: no complete answer within 60 s"}])
+    attempt.write_jsonl("vllm/probes.jsonl", [
+        {"probe": "plain", "sent": {"input": ["a"]}, "status": 200, "error": None, "dim": 383,
+         "repeats": [ok, {"status": 200, "error": "non-finite values (NaN/inf) in vectors", "dim": 384}]},
+        {"probe": "dimensions_reduced", "sent": {"input": ["a"], "dimensions": 256}, "status": 200, "error": None,
+         "dim": 256},  # asked for: not another length
+        {"probe": "empty_list", "sent": {"input": []}, "status": 400, "error": "empty"},  # refused: not counted
+        {"probe": "v2_embed_query", "status": None, "not_applicable": True}])
+    attempt.write_jsonl("legacy/workload_requests.jsonl", [ok])
+    section = faults_section(load_experiment(folder), attempt)
+    vllm = section["by_target"]["vllm"]
+    assert vllm["answers"] == 3 + 4 + 4 and vllm["unusable"] == 6
+    assert vllm["by_kind"] == {"wrong_length": 2, "cut_body": 1, "status": 1, "timeout": 1, "non_finite": 1}
+    assert vllm["by_part"] == {"workload": 1, "latency": 3, "probes": 2} and vllm["corrupting"] is True
+    assert section["by_target"]["legacy"] == {"answers": 1, "unusable": 0, "share": 0.0, "by_kind": {},
+                                              "corrupting": False, "by_part": {}}
+
+
+def test_an_intermittent_probe_is_not_called_refused(complete: dict[str, Any]) -> None:
+    from embedswap.summary.upgrade import upgrade_summary
+
+    summary = copy.deepcopy(complete)
+    row = next(r for r in summary["contract"] if r["probe"] == "over_long_input")
+    before = render_post(upgrade_summary(summary), "en")
+    refused = next(line for line in before.splitlines() if "Refused or answered with an error" in line)
+    assert "an over-long input" in refused  # the fixture's candidates refuse it: listed
+    for name in ("vllm", "dynamo"):
+        row["verdicts"][name] = {"verdict": "nondeterministic", "cosine": None, "aspects": ["repeats"],
+                                 "detail": "the candidate answered 1 of 3 identical requests otherwise"}
+    after = render_post(upgrade_summary(summary), "en")
+    refused = next(line for line in after.splitlines() if "Refused or answered with an error" in line)
+    assert "an over-long input" not in refused and "an unknown model name" in refused

@@ -11,7 +11,7 @@ request records its worker, and a run whose worker was lost records which (``los
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -46,10 +46,13 @@ def _seed(base: int, repeat: int, step: int) -> int:
 
 @contextmanager
 def _senders(ol: Any, settings: SendSettings, attempt: Attempt, prefix: str,
-             pool: SenderPool | None) -> Iterator[SenderPool | None]:
-    """None: this process sends (one worker); else the given pool, or Ray workers for the step."""
-    if pool is not None or ol.workers == 1:
-        yield pool
+             make_pool: Callable[[SendSettings], SenderPool] | None) -> Iterator[SenderPool | None]:
+    """None: this process sends (one worker); else the pool ``make_pool`` makes, or Ray workers for the step."""
+    if ol.workers == 1:
+        yield None
+        return
+    if make_pool is not None:
+        yield make_pool(settings)
         return
     from embedswap.measure.ray_pool import ray_pool
 
@@ -59,9 +62,9 @@ def _senders(ol: Any, settings: SendSettings, attempt: Attempt, prefix: str,
 
 
 def capture_open_loop(target: Target, experiment: Experiment, workload: Workload, attempt: Attempt,
-                      prefix: str, pool: SenderPool | None = None) -> None:
-    """Each rate (a list, or an ``auto`` ramp found in the first repeat), ``repeats`` times; split across
-    ``pool`` (default: Ray workers when ``workers > 1``, else this process)."""
+                      prefix: str, make_pool: Callable[[SendSettings], SenderPool] | None = None) -> None:
+    """Each rate (a list, or an ``auto`` ramp found in the first repeat), ``repeats`` times; with ``workers > 1``
+    split across the pool ``make_pool`` makes (default: Ray workers for the step)."""
     cfg = experiment.latency
     ol = cfg.open_loop
     if ol is None:
@@ -101,7 +104,7 @@ def capture_open_loop(target: Target, experiment: Experiment, workload: Workload
         runs.append(run)
         return run_figures(stored, rate, slo_p99_ms=ol.slo.p99_ms, gate=gate, max_lag_ms=ol.max_lag_ms, lost=lost)
 
-    with _senders(ol, settings, attempt, prefix, pool) as senders:
+    with _senders(ol, settings, attempt, prefix, make_pool) as senders:
         rates = _rates(ol, one, ramp, margin) if ol.rates == "auto" else sorted(ol.rates)
         first = 0 if ol.rates != "auto" else 1  # the ramp was the first repeat
         total = len(rates) * (ol.repeats - first)

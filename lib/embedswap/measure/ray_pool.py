@@ -32,6 +32,7 @@ from embedswap.measure.open_loop_workers import Part, PartResult, SendSettings, 
 EXTRA_MESSAGE = "latency.open_loop.workers > 1 needs Ray, which is not installed: pip install 'embedswap[scale]'"
 START_TIMEOUT_S = 180.0  # a cold head node on a loaded 2-core host takes tens of seconds
 STOP_TIMEOUT_S = 30.0
+READY_LINE = b"Ray runtime started"
 
 
 def import_ray() -> Any:
@@ -54,20 +55,41 @@ class LocalRay:
 
     def __init__(self, num_cpus: int, log: Path | None = None) -> None:
         self.num_cpus = num_cpus
-        self.log = log
         self.process: subprocess.Popen[bytes] | None = None
         self.temp_dir = tempfile.mkdtemp(prefix="embedswap-ray-")
+        self.log = log or Path(self.temp_dir) / "ray-start.log"
+        self.address = ""
 
     def start(self) -> str:
+        """Start the head node; its address once ``wait_ready`` has returned."""
         port = _free_port()
         command = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}",
                    f"--num-cpus={self.num_cpus}", "--include-dashboard=false", "--disable-usage-stats",
                    f"--temp-dir={self.temp_dir}"]
-        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 (closed with the process)
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-        self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                        env=env)
-        return f"127.0.0.1:{port}"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self._offset = self.log.stat().st_size if self.log.exists() else 0
+        # a worker process that has not registered within Ray's 60 s default is killed as hung; on a loaded 2-core
+        # host a worker's Python start-up alone can take that long (measured at load 16), so it gets longer
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_register_timeout_seconds": "600"}
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                            env=env)
+        self.address = f"127.0.0.1:{port}"
+        return self.address
+
+    def wait_ready(self, timeout_s: float = START_TIMEOUT_S) -> None:
+        """Until ``ray start`` says the head node is up (joining earlier can leave the driver hanging)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with open(self.log, "rb") as text:
+                text.seek(self._offset)
+                if READY_LINE in text.read():
+                    return
+            if not self.running():
+                raise StepFailed(f"latency.open_loop: the local Ray head node exited at start; see {self.log}")
+            time.sleep(0.5)
+        raise StepFailed(f"latency.open_loop: the local Ray head node did not start in {timeout_s:g} s; "
+                         f"see {self.log}")
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -104,18 +126,11 @@ def _group_alive(group: int) -> bool:
     return True
 
 
-def _connect(ray: Any, address: str, local: LocalRay | None) -> None:
-    """Join the cluster; a head node still starting is waited for (until it exits or START_TIMEOUT_S)."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
-            return
-        except Exception as exc:  # ConnectionError while the GCS is not up yet
-            if local is None or not local.running() or time.monotonic() > deadline:
-                why = "the local Ray head node exited" if local is not None and not local.running() else str(exc)
-                raise StepFailed(f"latency.open_loop: could not join Ray at {address}: {why}"[:500]) from None
-            time.sleep(1.0)
+def _connect(ray: Any, address: str) -> None:
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    except Exception as exc:  # ConnectionError: no cluster there
+        raise StepFailed(f"latency.open_loop: could not join Ray at {address}: {exc}"[:500]) from None
 
 
 class RayPool:
@@ -172,7 +187,10 @@ def ray_pool(workers: int, address: str | None, settings: SendSettings, log: Pat
     ray = import_ray()
     local = LocalRay(num_cpus or max(2, workers), log) if address is None else None
     try:
-        _connect(ray, local.start() if local is not None else address, local)  # type: ignore[arg-type]
+        if local is not None:
+            local.start()
+            local.wait_ready()
+        _connect(ray, local.address if local is not None else address)  # type: ignore[arg-type]
         try:
             yield RayPool(ray, workers, settings)
         finally:

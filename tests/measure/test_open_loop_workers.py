@@ -199,3 +199,66 @@ def test_workers_and_ray_address_are_checked_where_they_are_read() -> None:
 def test_an_open_record_carries_its_worker_into_the_capture() -> None:
     record = OpenRecord(1.0, 0, 0, 0.0, worker=2)
     assert records_json([record])[0]["worker"] == 2
+
+
+class _FakeRay:
+    """Just enough of Ray for RayPool: actors whose ``send`` either sends in this process or dies, as a killed
+    actor's does (``ray.get`` raises a RayError subclass)."""
+
+    class exceptions:  # noqa: N801 (ray.exceptions)
+        class RayError(Exception):
+            pass
+
+        class ActorDiedError(RayError):
+            pass
+
+    def __init__(self, dies: set[int]) -> None:
+        self.dies = dies
+        self.made = 0
+
+    def put(self, value: object) -> object:
+        return value
+
+    def get(self, value: object) -> object:
+        if isinstance(value, list):
+            return [self.get(v) for v in value]
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    def remote(self, **_: object):
+        fake = self
+
+        class Handle:
+            def __init__(self, settings: SendSettings) -> None:
+                self.settings, self.index = settings, fake.made
+                fake.made += 1
+
+            def __getattr__(self, name: str):
+                return type("M", (), {"remote": lambda _s, *a: self._call(name, *a)})()
+
+            def _call(self, name: str, *args: object) -> object:
+                if name == "ready":
+                    return True
+                part = args[0]
+                if self.index in fake.dies:
+                    return _FakeRay.exceptions.ActorDiedError("The actor died unexpectedly before finishing this task.")
+                return send_part(self.settings, part, args[1])  # type: ignore[arg-type]
+
+        return lambda cls: type("Actor", (), {"options": lambda **_: type("O", (), {"remote": Handle})})
+
+
+def test_the_ray_pool_records_a_dead_actor_as_lost_and_starts_a_fresh_one() -> None:
+    from embedswap.measure.load import LoadSpec
+    from embedswap.measure.ray_pool import RayPool
+
+    requests = [Request(("d0",), b'{"model": "m", "input": ["document number 0"]}')]
+    with mg1_server(VECTORS, 0.001) as url:
+        settings = SendSettings(LoadSpec(base_url=url, model="m", batches=[], timeout_s=30), requests, None)
+        fake = _FakeRay(dies={1})  # the second actor made dies on its first run
+        pool = RayPool(fake, 2, settings)
+        first = run_split(pool, plan(requests, 50.0, 0, 6, arrival="constant"))
+        second = run_split(pool, plan(requests, 50.0, 1, 6, arrival="constant"))
+    assert [r.seq for r in first.records] == [0, 2, 4] and set(first.lost) == {"1"}
+    assert first.lost["1"].startswith("ActorDiedError: The actor died")
+    assert fake.made == 3 and second.lost == {} and len(second.records) == 6  # worker 1 was replaced

@@ -38,7 +38,7 @@ UV ?= .venvs/uv/bin/uv
 UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 $(LOCK_FLAGS)
 lock:
 	test -x $(UV) || { $(PY) -m venv .venvs/uv && .venvs/uv/bin/pip install -q "uv==0.13.8"; }
-	$(UV_COMPILE) pyproject.toml --extra dev --find-links /opt/wheels -c requirements/kit-constraints.txt \
+	$(UV_COMPILE) pyproject.toml --extra dev --extra scale --find-links /opt/wheels -c requirements/kit-constraints.txt \
 	  --no-emit-package torch -o requirements/kit.lock
 	$(UV_COMPILE) requirements/engine-cpu.txt -o requirements/engine-cpu.lock
 	$(UV_COMPILE) requirements/engine-cpu-nodeps.txt --no-deps -o requirements/engine-cpu-nodeps.lock

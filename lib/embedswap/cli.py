@@ -88,6 +88,29 @@ def _cmd_publish(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_rayjob(args: argparse.Namespace) -> int:
+    import yaml
+
+    from embedswap.config.experiment import load_experiment
+    from embedswap.steps.context import find_experiment_dir
+    from embedswap.targets.k8s_rayjob import create_secret_command, rayjob_yaml, render_rayjob, validate_rayjob
+
+    folder = find_experiment_dir(args.experiment_dir)
+    try:
+        doc = render_rayjob(load_experiment(folder), folder.name, image=args.image, claim=args.claim,
+                            namespace=args.namespace, cpus_per_pod=args.cpus_per_pod)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    text = rayjob_yaml(doc, create_secret_command(load_experiment(folder), folder.name, args.namespace))
+    problems = validate_rayjob(yaml.safe_load(text))
+    if problems:
+        raise UsageError(f"the rendered RayJob is not valid: {'; '.join(problems)}")
+    out = Path(args.out) if args.out else folder / "rayjob.yaml"
+    out.write_text(text, encoding="utf-8")
+    print(out)
+    return EXIT_OK
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from embedswap.captures import list_attempts, open_attempt, verify_attempt
     from embedswap.steps.context import find_experiment_dir
@@ -222,6 +245,15 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--attempt", default="", help="attempt folder name (default: latest)")
     publish.add_argument("--force", action="store_true", help="replace the post when it is already there")
     publish.set_defaults(func=_cmd_publish)
+
+    rayjob = add("rayjob", help="write a KubeRay RayJob that runs the open-loop sweep on a Ray cluster")
+    rayjob.add_argument("experiment_dir", nargs="?", default="", help="experiment folder (default: the newest)")
+    rayjob.add_argument("--image", required=True, help="a Ray image with embedswap[scale] installed")
+    rayjob.add_argument("--claim", required=True, help="the PersistentVolumeClaim holding experiments/<name>")
+    rayjob.add_argument("--namespace", default="default")
+    rayjob.add_argument("--cpus-per-pod", type=int, default=1, help="senders per worker pod (default 1)")
+    rayjob.add_argument("--out", help="where to write it (default: <experiment>/rayjob.yaml)")
+    rayjob.set_defaults(func=_cmd_rayjob)
 
     verify = add("verify", help="re-check the checksums of an attempt's captures")
     verify.add_argument("experiment_dir", nargs="?", default="")

@@ -92,3 +92,23 @@ def test_notebook_04_capacity_table_reads_the_decisions() -> None:
     assert list(table.index) == ["legacy", "vllm", "dynamo"]
     assert table.loc["legacy", "replicas"] == 6 and table.loc["dynamo", "goodput_gap"] == "wrong_vectors"
     assert capacity_table(json.loads(FIXTURE.read_text(encoding="utf-8"))).empty
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_an_invalid_split_run_names_its_worker_lost_or_behind(lang: str) -> None:
+    summary = summary_with_capacity()
+    runs = summary["capacity"]["by_target"]["dynamo"]["runs"]
+    for run in runs:
+        if run["rate"] == 16.0 and run["repeat"] == 0:
+            run.update(invalid_worker=3, lost_workers={"3": "ActorDiedError: killed"},
+                       worker_lag_p90_ms={"0": 1.0, "1": 2.0, "2": 1.5})
+        elif run["rate"] == 16.0:
+            run.update(invalid_worker=1, worker_lag_p90_ms={"0": 2.0, "1": 812.5})
+    summary["decisions"] = decisions_of(summary)
+    text = render_markdown(copy.deepcopy(summary), lang, figures={})
+    lines = [line for line in text.splitlines() if "ActorDiedError: killed" in line]
+    assert len(lines) == 1 and "3" in lines[0] and "`dynamo`" in lines[0]
+    behind = [line for line in text.splitlines() if "812.5" in line]
+    assert len(behind) == 1 and "`dynamo`" in behind[0]
+    plain = render_markdown(summary_with_capacity(), lang, figures={})
+    assert "ActorDiedError" not in plain and "812.5" not in plain  # one sender: no worker is named

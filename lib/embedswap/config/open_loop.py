@@ -17,6 +17,8 @@ Example::
         documents: 8         # per request; `workload`: the workload's own batches, drawn at random
         slo: {p99_ms: 500, p50_ms: 200}
         repeats: 2
+        workers: 4           # senders: 1 (default) is this process; more run on Ray (pip install embedswap[scale])
+        ray_address: auto    # absent: a local Ray started for the step; `auto` or `ray://host:10001`: a cluster
 """
 
 from __future__ import annotations
@@ -72,6 +74,13 @@ class OpenLoopConfig(_Strict):
     max_lag_ms: float = Field(50.0, gt=0)
     # connections the client may open at once; a request waiting for one still counts from its scheduled time
     max_in_flight: int = Field(256, ge=1)
+    # senders sharing each rate's schedule (each sends every `workers`-th arrival from a shared start time): 1 is
+    # this process; more are Ray workers (embedswap.measure.open_loop_workers), whose lag is kept per worker.
+    # max_in_flight applies to each worker
+    workers: int = Field(1, ge=1, le=4096)
+    # where those workers run: absent, a local Ray the kit starts for the step (its own process group, stopped
+    # after); `auto` (the cluster this process runs in: a RayJob's entrypoint) or `ray://host:port` (Ray Client)
+    ray_address: str | None = Field(None, pattern=r"^(auto|ray://[^\s/]+(:[0-9]+)?)$")
 
     @model_validator(mode="after")
     def _one_length(self) -> OpenLoopConfig:

@@ -64,6 +64,7 @@ class OpenRecord:
     prompt_tokens: int | None = None
     cosine_min: float | None = None  # lowest cosine of the answer's vectors to the legacy ones (None: not compared)
     vector_error: str | None = None  # why the vectors could not be compared (count, dims, no reference)
+    worker: int | None = None  # which sender of a split run sent it (None: the one in-process sender)
 
 
 def schedule(n: int, rate: float, arrival: str = "poisson", burstiness: float = 1.0, seed: int = 0) -> np.ndarray:
@@ -124,25 +125,44 @@ async def _post(client: Client, body: bytes) -> tuple[int, _Answer | None, str |
     return 200, _Answer(content, content_type), None, None
 
 
+def plan(requests: Sequence[Request], rate: float, repeat: int, n: int, *, arrival: str = "poisson",
+         burstiness: float = 1.0, seed: int = 0, pick: Sequence[int] | None = None) -> list[tuple[OpenRecord, int]]:
+    """The seeded schedule of one run: each record with the index of the request body it sends (``pick[seq]``,
+    default ``seq % len``). Drawn once, before any worker sends, so a split run sends what one process would."""
+    times = schedule(n, rate, arrival, burstiness, seed)
+    order = list(pick) if pick is not None else [i % len(requests) for i in range(n)]
+    return [(OpenRecord(rate, repeat, seq, float(at), docs=len(requests[order[seq]].doc_ids),
+                        doc_ids=list(requests[order[seq]].doc_ids)), order[seq]) for seq, at in enumerate(times)]
+
+
 async def run_rate(spec: LoadSpec, requests: Sequence[Request], rate: float, repeat: int, n: int, *,
                    arrival: str = "poisson", burstiness: float = 1.0, seed: int = 0, retry_after: str = "count",
                    max_in_flight: int = 256, reference: dict[str, np.ndarray] | None = None,
                    pick: Sequence[int] | None = None) -> tuple[list[OpenRecord], float]:
     """``n`` requests at mean ``rate``; request ``seq`` sends ``requests[pick[seq]]`` (default ``seq % len``).
     Returns the records (answers parsed and compared after the run) and the run's wall time."""
-    times = schedule(n, rate, arrival, burstiness, seed)
-    order = list(pick) if pick is not None else [i % len(requests) for i in range(n)]
-    records = [OpenRecord(rate, repeat, seq, float(at), docs=len(requests[order[seq]].doc_ids),
-                          doc_ids=list(requests[order[seq]].doc_ids)) for seq, at in enumerate(times)]
+    planned = plan(requests, rate, repeat, n, arrival=arrival, burstiness=burstiness, seed=seed, pick=pick)
+    wall = await send_planned(spec, requests, planned, retry_after=retry_after, max_in_flight=max_in_flight,
+                              reference=reference)
+    return [record for record, _ in planned], wall
+
+
+async def send_planned(spec: LoadSpec, requests: Sequence[Request], planned: Sequence[tuple[OpenRecord, int]], *,
+                       retry_after: str = "count", max_in_flight: int = 256,
+                       reference: dict[str, np.ndarray] | None = None, start_at: float | None = None) -> float:
+    """Send each planned record at its scheduled time, filling it in; returns the wall time from the start.
+
+    ``start_at`` (a ``time.time()`` instant): the moment the schedule counts from, shared by the workers of a
+    split run; None: as soon as the connection pool is ready. Times are kept on the monotonic clock, placed once
+    against the wall clock."""
     answers: list[tuple[OpenRecord, _Answer]] = []
     async with Client(spec, max_in_flight) as client:
-        loop_start = time.perf_counter()
+        loop_start = time.perf_counter() + (0.0 if start_at is None else start_at - time.time())
 
         def now() -> float:
             return time.perf_counter() - loop_start
 
-        async def one(record: OpenRecord) -> None:
-            body = requests[order[record.seq]].body
+        async def one(record: OpenRecord, body: bytes) -> None:
             record.sent_s = now()
             record.lag_ms = (record.sent_s - record.scheduled_s) * 1000
             while True:
@@ -164,16 +184,16 @@ async def run_rate(spec: LoadSpec, requests: Sequence[Request], rate: float, rep
                 answers.append((record, answer))
 
         tasks = []
-        for record in records:
+        for record, index in planned:
             delay = record.scheduled_s - now()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(one(record)))
+            tasks.append(asyncio.create_task(one(record, requests[index].body)))
         await asyncio.gather(*tasks)
         wall = now()
     for record, answer in answers:  # untimed: parsing and comparing cost milliseconds per batch
         check_answer(record, answer.content, answer.content_type, reference)
-    return records, wall
+    return wall
 
 
 def check_answer(record: OpenRecord, content: bytes, content_type: str,

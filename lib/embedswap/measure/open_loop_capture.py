@@ -3,11 +3,16 @@
 Writes ``<target>/open_loop_requests.jsonl`` (every request: schedule, send, answer, status, Retry-After, the
 cosine of its vectors to the legacy capture) and ``<target>/open_loop_runs.json`` (the rates as run, each run's
 wall time and seed, the configuration). The figures and the capacity are computed from these in the summary.
+
+With ``workers > 1`` each run is split across Ray workers (:mod:`embedswap.measure.open_loop_workers`); each
+request records its worker, and a run whose worker was lost records which (``lost_workers``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -16,8 +21,9 @@ from tqdm import tqdm
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.load import LoadSpec, run_sync
-from embedswap.measure.open_loop import build_requests, records_json, run_rate
+from embedswap.measure.open_loop import build_requests, plan, records_json, send_planned
 from embedswap.measure.open_loop_stats import misses, run_figures
+from embedswap.measure.open_loop_workers import SenderPool, SendSettings, run_split
 from embedswap.measure.workload import Workload
 from embedswap.targets.base import Target
 
@@ -38,9 +44,27 @@ def _seed(base: int, repeat: int, step: int) -> int:
     return base + 1000 * repeat + step
 
 
+@contextmanager
+def _senders(ol: Any, settings: SendSettings, attempt: Attempt, prefix: str,
+             make_pool: Callable[[SendSettings], SenderPool] | None) -> Iterator[SenderPool | None]:
+    """None: this process sends (one worker); else the pool ``make_pool`` makes, or Ray workers for the step."""
+    if ol.workers == 1:
+        yield None
+        return
+    if make_pool is not None:
+        yield make_pool(settings)
+        return
+    from embedswap.measure.ray_pool import ray_pool
+
+    attempt.logs.mkdir(parents=True, exist_ok=True)
+    with ray_pool(ol.workers, ol.ray_address, settings, log=attempt.logs / f"{prefix}.ray.log") as made:
+        yield made
+
+
 def capture_open_loop(target: Target, experiment: Experiment, workload: Workload, attempt: Attempt,
-                      prefix: str) -> None:
-    """Each rate (a list, or an ``auto`` ramp found in the first repeat), ``repeats`` times."""
+                      prefix: str, make_pool: Callable[[SendSettings], SenderPool] | None = None) -> None:
+    """Each rate (a list, or an ``auto`` ramp found in the first repeat), ``repeats`` times; with ``workers > 1``
+    split across the pool ``make_pool`` makes (default: Ray workers for the step)."""
     cfg = experiment.latency
     ol = cfg.open_loop
     if ol is None:
@@ -57,28 +81,40 @@ def capture_open_loop(target: Target, experiment: Experiment, workload: Workload
     runs: list[dict[str, Any]] = []
     ramp: list[dict[str, Any]] = []
 
+    settings = SendSettings(spec, requests, reference, cfg.retry_after, ol.max_in_flight)
+
     def one(rate: float, repeat: int, step: int) -> dict[str, Any]:
         n = ol.requests_at(rate)
         seed = _seed(ol.seed, repeat, step)
         pick = _picks(len(requests), n, seed) if ol.documents == "workload" else None
-        records, wall = run_sync(run_rate(spec, requests, rate, repeat, n, arrival=ol.arrival,
-                                          burstiness=ol.burstiness, seed=seed, retry_after=cfg.retry_after,
-                                          max_in_flight=ol.max_in_flight, reference=reference, pick=pick))
+        planned = plan(requests, rate, repeat, n, arrival=ol.arrival, burstiness=ol.burstiness, seed=seed, pick=pick)
+        lost: dict[str, str] = {}
+        if senders is None:
+            wall = run_sync(send_planned(spec, requests, planned, retry_after=cfg.retry_after,
+                                         max_in_flight=ol.max_in_flight, reference=reference))
+            records = [record for record, _ in planned]
+        else:
+            merged = run_split(senders, planned)
+            records, wall, lost = merged.records, merged.wall_s, merged.lost
         stored = records_json(records)
         rows.extend(stored)
-        runs.append({"rate": rate, "repeat": repeat, "requests": n, "seed": seed, "wall_s": round(wall, 6)})
-        return run_figures(stored, rate, slo_p99_ms=ol.slo.p99_ms, gate=gate, max_lag_ms=ol.max_lag_ms)
+        run = {"rate": rate, "repeat": repeat, "requests": n, "seed": seed, "wall_s": round(wall, 6)}
+        if senders is not None:
+            run.update(workers=senders.workers, lost_workers=lost)
+        runs.append(run)
+        return run_figures(stored, rate, slo_p99_ms=ol.slo.p99_ms, gate=gate, max_lag_ms=ol.max_lag_ms, lost=lost)
 
-    rates = _rates(ol, one, ramp, margin) if ol.rates == "auto" else sorted(ol.rates)
-    first = 0 if ol.rates != "auto" else 1  # the ramp was the first repeat
-    total = len(rates) * (ol.repeats - first)
-    with tqdm(total=total, desc=f"{prefix}: open loop", leave=False, mininterval=1.0) as progress:
-        for repeat in range(first, ol.repeats):
-            for step, rate in enumerate(rates):
-                if not target.alive():
-                    break
-                one(rate, repeat, step)
-                progress.update(1)
+    with _senders(ol, settings, attempt, prefix, make_pool) as senders:
+        rates = _rates(ol, one, ramp, margin) if ol.rates == "auto" else sorted(ol.rates)
+        first = 0 if ol.rates != "auto" else 1  # the ramp was the first repeat
+        total = len(rates) * (ol.repeats - first)
+        with tqdm(total=total, desc=f"{prefix}: open loop", leave=False, mininterval=1.0) as progress:
+            for repeat in range(first, ol.repeats):
+                for step, rate in enumerate(rates):
+                    if not target.alive():
+                        break
+                    one(rate, repeat, step)
+                    progress.update(1)
     attempt.write_jsonl(f"{prefix}/open_loop_requests.jsonl", rows)
     attempt.write_json(f"{prefix}/open_loop_runs.json", {
         "rates": rates, "runs": runs, "ramp": ramp, "reference": reference is not None, "gate": gate,

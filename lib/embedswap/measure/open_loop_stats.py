@@ -4,6 +4,9 @@ Latency percentiles are read over the answered requests (status 200, a usable bo
 errors are counted by status beside them (:func:`embedswap.analysis.latency_equivalence.classify_status`), so a
 server that sheds load cannot look fast on the few requests it answered. Goodput counts the requests answered
 within the target whose vectors pass the gate against the legacy capture of the same documents.
+
+A run split across workers (``worker`` on each request) keeps each worker's lag against its own part of the
+schedule; when the run is invalid the worker that fell furthest behind is named, or the worker that was lost.
 """
 
 from __future__ import annotations
@@ -42,9 +45,19 @@ def wrong_vector(record: dict[str, Any], gate: float) -> bool:
     return bool(why) and not why.startswith("no legacy")
 
 
+def worker_lags(records: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """Each worker's lag p90 against its own part of the schedule (empty for a run one process sent)."""
+    by_worker: dict[int, list[float]] = {}
+    for r in records:
+        if r.get("worker") is not None and r.get("lag_ms") is not None:
+            by_worker.setdefault(int(r["worker"]), []).append(float(r["lag_ms"]))
+    return {str(k): float(percentile(v, LAG_QUANTILE) or 0.0) for k, v in sorted(by_worker.items())}
+
+
 def run_figures(records: Sequence[dict[str, Any]], rate: float, *, slo_p99_ms: float, gate: float,
-                max_lag_ms: float) -> dict[str, Any]:
-    """The figures of one run (one rate, one repeat), as the summary stores them."""
+                max_lag_ms: float, lost: dict[str, str] | None = None) -> dict[str, Any]:
+    """The figures of one run (one rate, one repeat), as the summary stores them. ``lost``: the workers of a
+    split run that returned nothing (worker -> why); any makes the run invalid."""
     n = len(records)
     classes = Counter(_status_class(r) for r in records)
     answered = [r for r in records if _status_class(r) == "ok"]
@@ -63,6 +76,13 @@ def run_figures(records: Sequence[dict[str, Any]], rate: float, *, slo_p99_ms: f
     retried = [r for r in records if int(r.get("retries") or 0) > 0]
     waits = [float(r["retry_after_s"]) for r in records if r.get("retry_after_s") is not None]
     lag_p = percentile(lags, LAG_QUANTILE)
+    by_worker = worker_lags(records)
+    valid = lag_p is not None and lag_p <= max_lag_ms and not lost
+    named = None
+    if lost:
+        named = int(sorted(lost, key=int)[0])
+    elif not valid and by_worker:
+        named = int(max(by_worker, key=lambda k: by_worker[k]))
     return {
         "rate": rate,
         "requests": n,
@@ -81,7 +101,10 @@ def run_figures(records: Sequence[dict[str, Any]], rate: float, *, slo_p99_ms: f
         "service_p50_ms": percentile(service, 50),
         "service_p99_ms": percentile(service, 99),
         "lag_p90_ms": lag_p,
-        "valid": lag_p is not None and lag_p <= max_lag_ms,
+        "valid": valid,
+        "worker_lag_p90_ms": by_worker,
+        "lost_workers": dict(lost or {}),
+        "invalid_worker": named,
         "shed": shed,
         "shed_share": shed / n if n else 0.0,
         "retried": len(retried),

@@ -29,6 +29,9 @@ class OpenRun(Strict):
     service_p99_ms: Number | None = None
     lag_p90_ms: Number | None = None  # the client's own lateness against its schedule
     valid: bool = True  # False: the client fell behind its schedule; the run says nothing of the server
+    worker_lag_p90_ms: dict[str, Number] = {}  # a run split across workers: each one's lag against its own part
+    lost_workers: dict[str, str] = {}  # workers that returned nothing (killed mid-run): worker -> why
+    invalid_worker: int | None = None  # an invalid split run: the worker lost, or the one furthest behind
     shed: int = 0  # requests that got a 429 (answered after a retry or not)
     shed_share: Number = 0
     retried: int = 0

@@ -6,7 +6,7 @@ from typing import Any
 
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
-from embedswap.summary.types_capacity import CapacityVerdict, ServerCapacity
+from embedswap.summary.types_capacity import CapacityTarget, CapacityVerdict, ServerCapacity
 
 
 def _interval(t: dict[str, Any], value: Any, low: Any, high: Any, kind: str) -> str:
@@ -68,6 +68,23 @@ def _notes(t: dict[str, Any], name: str, server: ServerCapacity, traffic: Any) -
     return out
 
 
+def _worker_notes(t: dict[str, Any], name: str, entry: CapacityTarget | None) -> list[str]:
+    """A run split across workers and invalid: the worker it names, lost or furthest behind (once per rate)."""
+    out: dict[tuple[float, int], str] = {}
+    for run in entry.runs if entry is not None else []:
+        if run.invalid_worker is None or (float(run.rate), run.invalid_worker) in out:
+            continue
+        worker = str(run.invalid_worker)
+        if worker in run.lost_workers:
+            line = t["worker_lost"].format(name=code(name), rate=fmt(run.rate, "rate"), worker=worker,
+                                           why=esc(run.lost_workers[worker]))
+        else:
+            line = t["worker_behind"].format(name=code(name), rate=fmt(run.rate, "rate"), worker=worker,
+                                             lag=fmt(run.worker_lag_p90_ms.get(worker), "ms"))
+        out[(float(run.rate), run.invalid_worker)] = line
+    return list(out.values())
+
+
 def capacity(ctx: ReportContext) -> dict[str, Any]:
     """The section's values; ``shown`` is False when no open-loop sweep was configured (nothing is printed)."""
     section = ctx.summary.capacity
@@ -93,7 +110,7 @@ def capacity(ctx: ReportContext) -> dict[str, Any]:
                            _interval(t, p.p99_ms, p.p99_low, p.p99_high, "ms"), fmt(p.throughput, "rate"),
                            fmt(p.goodput, "rate"), fmt(100 * float(p.shed_share), "rate"),
                            t["yes"] if p.meets else t["no"]])
-        notes += _notes(t, name, server, decided.traffic)
+        notes += _notes(t, name, server, decided.traffic) + _worker_notes(t, name, entry)
     for name, verdict in decided.ratios.items():
         ratios.append(_ratio_line(t, name, ctx.legacy, verdict))
     sources = [e.source for e in section.by_target.values() if e.measured and e.source]

@@ -22,10 +22,15 @@ def _target(experiment: Experiment, attempt: Attempt, name: str) -> dict[str, An
     for row in rows:
         groups.setdefault((float(row["rate"]), int(row["repeat"])), []).append(row)
     walls = {(float(r["rate"]), int(r["repeat"])): r.get("wall_s") for r in meta.get("runs", [])}
+    lost = {(float(r["rate"]), int(r["repeat"])): r.get("lost_workers") or {} for r in meta.get("runs", [])}
+    for key, workers in lost.items():  # a run whose every worker was lost has no request rows, but it was run
+        if workers:
+            groups.setdefault(key, [])
     gate = float(meta.get("gate") or experiment.parity.text_threshold)
     runs = []
     for (rate, repeat), group in sorted(groups.items()):
-        figures = run_figures(group, rate, slo_p99_ms=ol.slo.p99_ms, gate=gate, max_lag_ms=ol.max_lag_ms)
+        figures = run_figures(group, rate, slo_p99_ms=ol.slo.p99_ms, gate=gate, max_lag_ms=ol.max_lag_ms,
+                              lost=lost.get((rate, repeat)))
         why = misses(figures, ol.slo.p99_ms, ol.slo.p50_ms, experiment.decisions.margins.error_rate)
         runs.append({**figures, "repeat": repeat, "wall_s": walls.get((rate, repeat)), "misses": why})
     return {"measured": bool(runs), "runs": runs, "rates": meta.get("rates", []),

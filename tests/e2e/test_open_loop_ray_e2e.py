@@ -1,0 +1,101 @@
+"""End to end: the open-loop sweep sent by two Ray workers (a local Ray the kit starts and stops itself) against an
+M/G/1 fake server finds the capacity at the p99 target that one in-process sender finds, within the single
+sweep's interval over repeats; each worker's records are merged with its worker marked, and nothing of Ray is left
+running after the step.
+
+The server (tests/support/mg1server.py, a process of its own) serves one request at a time for a gamma service time
+of mean 20 ms: its p99 crosses 250 ms near 60-75 % load, whichever client sends, so both sweeps meet the same knee.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+from embedswap.analysis.capacity import server_capacity
+from embedswap.captures import Attempt
+from embedswap.config.experiment import parse_experiment
+from embedswap.measure.open_loop_capture import capture_open_loop
+from embedswap.measure.workload import Document, Workload
+from embedswap.summary.sections.capacity import capacity_section
+from embedswap.summary.types_capacity import Capacity, CapacityTarget
+from fakeservers import unit_vector
+from mg1server import mg1_process
+from ports import free_ports
+
+pytest.importorskip("ray", reason="the scale extra (pip install 'embedswap[scale]') is not installed")
+pytestmark = pytest.mark.e2e
+
+DOCS = [Document(f"d{i}", f"document number {i}") for i in range(16)]
+OPEN_LOOP = {"rates": [8, 16, 24, 32, 40], "seconds": 5, "arrival": "poisson", "documents": 1,
+             "slo": {"p99_ms": 250}, "repeats": 3, "seed": 3, "max_lag_ms": 100}
+
+
+class Target:
+    def __init__(self, url: str) -> None:
+        self.base_url = url
+
+    def api_shape(self) -> str:
+        return "openai"
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def verify_tls(self) -> bool:
+        return True
+
+    def embeddings_path(self) -> str:
+        return "/v1/embeddings"
+
+    def alive(self) -> bool:
+        return True
+
+
+def _experiment(workers: int) -> object:
+    return parse_experiment({
+        "name": "scale", "date": "2026-12-03", "workload": {"documents": "docs.jsonl", "batch_size": 4},
+        "targets": {"legacy": {"kind": "legacy", "port": 18081}, "single": {"kind": "legacy", "port": 18082},
+                    "ray": {"kind": "legacy", "port": 18083}},
+        "legacy": "legacy", "candidates": ["single", "ray"],
+        "latency": {"open_loop": {**OPEN_LOOP, "workers": workers}},
+    })
+
+
+def _ray_processes() -> list[str]:
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        line = " ".join(process.info.get("cmdline") or [])
+        if "embedswap-ray-" in line or ("raylet" in line and "embedswap" in line):
+            found.append(f"{process.info['pid']}: {line[:120]}")
+    return found
+
+
+def _capacity(experiment: object, attempt: Attempt, name: str) -> dict:
+    section = capacity_section(experiment, attempt)  # type: ignore[arg-type]
+    assert section is not None
+    head = Capacity.model_validate({k: v for k, v in section.items() if k != "by_target"})
+    return server_capacity(CapacityTarget.model_validate(section["by_target"][name]), head)
+
+
+def test_two_ray_workers_find_the_capacity_one_process_finds(tmp_path: Path) -> None:
+    attempt = Attempt(tmp_path, tmp_path / "attempts" / "a")
+    attempt.write_array("legacy/doc_vectors.npy", np.stack([unit_vector(d.text) for d in DOCS])[None].astype(np.float32))
+    workload = Workload(DOCS, batch_size=4)
+    single, split = _experiment(1), _experiment(2)
+    (port,) = free_ports(1)
+    with mg1_process(port, mean_service_s=0.02, seed=1) as url:
+        capture_open_loop(Target(url), single, workload, attempt, "single")  # type: ignore[arg-type]
+        capture_open_loop(Target(url), split, workload, attempt, "ray")  # type: ignore[arg-type]
+    assert _ray_processes() == []  # the kit's Ray is stopped with its step
+    rows = attempt.read_jsonl("ray/open_loop_requests.jsonl")
+    assert {r["worker"] for r in rows} == {0, 1} and all(r["cosine_min"] == pytest.approx(1.0, abs=1e-5)
+                                                         for r in rows if r["status"] == 200)
+    meta = attempt.read_json("ray/open_loop_runs.json")
+    assert all(run["workers"] == 2 and run["lost_workers"] == {} for run in meta["runs"])
+    one, two = _capacity(single, attempt, "single"), _capacity(split, attempt, "ray")
+    assert one["censored"] == "none" and two["censored"] == "none", (one, two)
+    assert one["low"] is not None and one["high"] is not None
+    assert one["low"] <= two["capacity"] <= one["high"], (one["per_repeat"], two["per_repeat"])

@@ -19,6 +19,7 @@ from embedswap.report.josa import josa
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.status import status
 from embedswap.summary.model import Summary
+from embedswap.summary.types_common import Reason
 from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
 from embedswap.summary.upgrade import read_summary
 
@@ -235,7 +236,25 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "figure_cosine": "cosine_by_language" if vectors_measured and figures.get("cosine_by_language") else None,
         "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
+        "vectors_why": _vectors_why(ctx),
     }
+
+
+# the causes the post names beside the cosines: those a reader cannot see in the figures (a tokenizer that splits
+# one language otherwise, a longer context); the full report's diagnosis section has every cause
+POST_CAUSES = ("diagnosis_tokenizer_drops", "diagnosis_tokenizer_differs", "diagnosis_context_longer")
+
+
+def _vectors_why(ctx: ReportContext) -> list[dict[str, Any]]:
+    """Per candidate whose diagnosis names one of :data:`POST_CAUSES`: its reasons, one sentence each."""
+    out = []
+    for name, decided in ctx.decisions.diagnosis.items():
+        if name == ctx.legacy or not set(decided.codes) & set(POST_CAUSES):
+            continue
+        whys = [ctx.worded(Reason(code=r.code, params=r.params or {}) if r.code else None, r.why)
+                for r in decided.reasons]
+        out.append({"name": name, "why": "; ".join(w for w in whys if w)})
+    return out
 
 
 def render_post(summary: Summary | dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,

@@ -37,7 +37,13 @@ def _cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _content(ids: list[int], special: set[int]) -> list[int]:
-    return [i for i in ids if i not in special]
+    """``ids`` without the special tokens at either end ([CLS] ... [SEP])."""
+    start, end = 0, len(ids)
+    while start < end and ids[start] in special:
+        start += 1
+    while end > start and ids[end - 1] in special:
+        end -= 1
+    return ids[start:end]
 
 
 def classify(server: dict[str, Any], whole: list[int], cut: list[int], special: set[int]) -> str:
@@ -111,7 +117,7 @@ def analyse(embedder: Any, texts: list[str], langs: list[str], record: dict[str,
     in order; ``limit`` where the model's pipeline cuts (default: the embedder's). None when the server's counts
     all agree with the model's (or it gave none)."""
     tok = embedder.tokenizer
-    special = set(tok.all_special_ids)
+    special = set(tok.all_special_ids) - {tok.unk_token_id}  # an unknown word is content
     docs = [d for d in record.get("documents", []) if d.get("tokens") is not None]
     if not docs or len(docs) != len(texts):
         return None

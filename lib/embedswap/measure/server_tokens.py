@@ -58,30 +58,33 @@ def chosen_rows(workload: Workload, limit: int = TOKEN_TEXTS) -> list[int]:
     return stratified_sample([d.lang for d in workload.documents], limit)
 
 
+def server_tokens(http: httpx.Client, client: Any, rows: list[int], texts: list[str]) -> dict[str, Any]:
+    """Each text's token count (and ids) as the server sees it: through its tokenize route (``http``), else the
+    ``usage`` of a one-text request (``client.embed``); a count the server did not give is None."""
+    out: dict[str, Any] = {"route": None, "source": "usage", "documents": []}
+    found = find_route(http, client.model, texts[0]) if texts else None
+    if found is not None:
+        route, key = found
+        out.update(route=route, source="tokenize")
+        for row, text in zip(rows, texts):
+            try:
+                ids = _ids(http.post(route, json=_body(key, client.model, text)))
+            except httpx.HTTPError:
+                ids = None
+            out["documents"].append({"row": row, "tokens": None if ids is None else len(ids), "ids": ids})
+        return out
+    for row, text in zip(rows, texts):
+        answer = client.embed([text])
+        out["documents"].append({"row": row, "tokens": answer.prompt_tokens if answer.ok else None, "ids": None})
+    return out
+
+
 def capture_server_tokens(client: EmbeddingClient, workload: Workload, attempt: Attempt, prefix: str,
                           headers: dict[str, str] | None = None, verify_tls: bool = True) -> dict[str, Any]:
-    """Each chosen document's token count (and ids, through a tokenize route) as this server sees it."""
+    """:func:`server_tokens` of the chosen documents, written to ``captures/<prefix>/tokens.json``."""
     rows = chosen_rows(workload)
     texts = [workload.documents[i].text for i in rows]
-    out: dict[str, Any] = {"route": None, "source": "usage", "documents": []}
-    if not texts:
-        attempt.write_json(f"{prefix}/{CAPTURE}", out)
-        return out
     with httpx.Client(base_url=client.base_url, timeout=60, headers=headers, verify=verify_tls) as http:
-        found = find_route(http, client.model, texts[0])
-        if found is not None:
-            route, key = found
-            out.update(route=route, source="tokenize")
-            for row, text in zip(rows, texts):
-                try:
-                    ids = _ids(http.post(route, json=_body(key, client.model, text)))
-                except httpx.HTTPError:
-                    ids = None
-                out["documents"].append({"row": row, "tokens": None if ids is None else len(ids), "ids": ids})
-    if found is None:
-        for row, text in zip(rows, texts):
-            answer = client.embed([text])
-            tokens = answer.prompt_tokens if answer.ok else None
-            out["documents"].append({"row": row, "tokens": tokens, "ids": None})
+        out = server_tokens(http, client, rows, texts)
     attempt.write_json(f"{prefix}/{CAPTURE}", out)
     return out

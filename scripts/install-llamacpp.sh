@@ -4,8 +4,8 @@
 # llama-cpp-python ships as a source distribution only: pip compiles llama.cpp (10-25 minutes on two cores; pip
 # keeps the built wheel in its cache, so a rebuild on the same machine is quick). -DGGML_NATIVE=ON builds for this
 # CPU; -DLLAMA_CURL=OFF because the server never downloads a model.
-# The sdist also carries llama.cpp's converter: vendor/llama.cpp/{convert_hf_to_gguf.py,gguf-py} are copied into
-# $V/share/llama.cpp, where embedswap.targets.llamacpp finds them to convert the model to GGUF.
+# The sdist also carries llama.cpp's converter: vendor/llama.cpp/{convert_hf_to_gguf.py,conversion,gguf-py} are
+# copied into $V/share/llama.cpp, where embedswap.targets.llamacpp finds them to convert the model to GGUF.
 # The stamp is the lock's sha256: a changed pin rebuilds the environment from scratch.
 set -euo pipefail
 V=${1:?usage: install-llamacpp.sh VENV_DIR}
@@ -32,6 +32,7 @@ mkdir -p "$V/share/llama.cpp"
 tar -xzf "$dist"/llama_cpp_python-*.tar.gz -C "$dist"
 src=$(echo "$dist"/llama_cpp_python-*/vendor/llama.cpp)
 cp "$src/convert_hf_to_gguf.py" "$V/share/llama.cpp/"
+cp -r "$src/conversion" "$V/share/llama.cpp/conversion"
 cp -r "$src/gguf-py" "$V/share/llama.cpp/gguf-py"
 "$V/bin/python" -c "import llama_cpp, llama_cpp.server; print('llama.cpp env ok: llama-cpp-python', llama_cpp.__version__)"
 printf '%s\n' "$want" > "$stamp"

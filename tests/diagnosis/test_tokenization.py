@@ -125,3 +125,50 @@ def test_another_cause_is_kept(embedder: Embedder) -> None:
     found = analyse(embedder, KOREAN + ENGLISH, LANGS, record, served, THRESHOLD, limit=256)
     kept = {"cause": "diagnosis_pooling", "reasons": [{"code": "diagnosis_pooling"}]}
     assert with_tokenization(kept, found, "x", 256, THRESHOLD)["cause"] == "diagnosis_pooling"
+
+
+class _Attempt:
+    """The captures the step reads: a server's tokens.json and its document vectors (repeat 0)."""
+
+    def __init__(self, files: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.files, self.arrays = files, arrays
+
+    def has(self, name: str) -> bool:
+        return name in self.files or name in self.arrays
+
+    def read_json(self, name: str) -> Any:
+        return self.files[name]
+
+    def read_array(self, name: str, mmap: bool = False) -> np.ndarray:
+        return self.arrays[name]
+
+
+def _ctx(tmp_path: Any, attempt: _Attempt) -> Any:
+    from types import SimpleNamespace
+
+    from embedswap.measure.workload import Document
+
+    documents = [Document(id=str(i), text=t, lang=lang) for i, (t, lang) in enumerate(zip(KOREAN + ENGLISH, LANGS))]
+    model = SimpleNamespace(max_input_tokens=256, path=EMBEDDED_DEFAULT)
+    return SimpleNamespace(experiment=SimpleNamespace(model=model), attempt=attempt, experiment_dir=tmp_path,
+                           workload=SimpleNamespace(documents=documents))
+
+
+def test_step_03_names_the_cause_from_the_servers_capture(embedder: Embedder, tmp_path: Any,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from embedswap.diagnosis import step
+
+    monkeypatch.setattr(step, "text_rows", lambda experiment, folder, documents: list(range(len(documents))))
+    monkeypatch.setattr(step, "_embedder", lambda experiment: embedder)
+    record, served = _record(embedder)
+    unknown = {"cause": "diagnosis_unknown", "reasons": [{"code": "diagnosis_unknown"}], "hypothesis": None}
+    attempt = _Attempt({"llama/tokens.json": record}, {"llama/doc_vectors.npy": served[None]})
+    found = step.tokenization_of(_ctx(tmp_path, attempt), "llama", THRESHOLD, unknown)
+    assert found["cause"] == "diagnosis_tokenizer_drops"
+    assert found["tokenization"]["by_language"]["ko"]["tokens"] == 3
+    # no capture (a summary from before, a server not asked): the finding as it was
+    assert step.tokenization_of(_ctx(tmp_path, _Attempt({}, {})), "llama", THRESHOLD, unknown) == unknown
+    # a capture the check cannot read: its error beside the finding, the cause untouched
+    broken = _Attempt({"llama/tokens.json": record}, {})
+    failed = step.tokenization_of(_ctx(tmp_path, broken), "llama", THRESHOLD, unknown)
+    assert failed["cause"] == "diagnosis_unknown" and "KeyError" in failed["tokenization"]["error"]

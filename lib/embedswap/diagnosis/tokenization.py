@@ -13,7 +13,8 @@ A cause is named for a language only when its documents diverge where their toke
 model's vectors below the gate) and the documents read alike do not (their median cosine is higher). Where the
 server gave its token ids, the hypothesis is tested directly: the model run on the server's own tokens
 (:func:`reembed`) has to reproduce its vectors. A server that counts only gives counts: the confinement is the
-evidence then.
+evidence then. Ids compare id for id where the server's vocabulary is the model's in the same order (llama.cpp's GGUF
+keeps it: docs/measurements.md).
 """
 
 from __future__ import annotations

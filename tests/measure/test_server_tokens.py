@@ -71,3 +71,22 @@ def test_a_large_workload_is_sampled_by_language() -> None:
     rows = chosen_rows(Workload(documents=docs, queries=[], qrels={}, batch_size=8), limit=40)
     assert len(rows) == 40 and rows == sorted(rows)
     assert {docs[i].lang for i in rows} == {"ko", "en"}
+
+
+def test_a_failure_is_written_down_not_raised(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from embedswap.captures import Attempt
+    from embedswap.measure.server_tokens import capture_server_tokens
+
+    class _Broken(_Client):
+        base_url = "http://127.0.0.1:9"  # nothing listens: every route fails, then embed raises
+
+        def embed(self, inputs: list[str]) -> _Answer:
+            raise RuntimeError("server gone")
+
+    experiment = tmp_path / "exp"
+    (experiment / "attempts" / "a").mkdir(parents=True)
+    attempt = Attempt(experiment, experiment / "attempts" / "a")
+    workload = Workload(documents=[Document(id="1", text="hello", lang="en")])
+    out = capture_server_tokens(_Broken(), workload, attempt, "cand")  # type: ignore[arg-type]
+    assert out["documents"] == [] and "server gone" in out["error"]
+    assert attempt.read_json("cand/tokens.json")["error"] == out["error"]

@@ -81,10 +81,14 @@ def server_tokens(http: httpx.Client, client: Any, rows: list[int], texts: list[
 
 def capture_server_tokens(client: EmbeddingClient, workload: Workload, attempt: Attempt, prefix: str,
                           headers: dict[str, str] | None = None, verify_tls: bool = True) -> dict[str, Any]:
-    """:func:`server_tokens` of the chosen documents, written to ``captures/<prefix>/tokens.json``."""
+    """:func:`server_tokens` of the chosen documents, written to ``captures/<prefix>/tokens.json``; a failure is
+    written down there, never raised (the other captures of the server do not depend on it)."""
     rows = chosen_rows(workload)
     texts = [workload.documents[i].text for i in rows]
-    with httpx.Client(base_url=client.base_url, timeout=60, headers=headers, verify=verify_tls) as http:
-        out = server_tokens(http, client, rows, texts)
+    try:
+        with httpx.Client(base_url=client.base_url, timeout=60, headers=headers, verify=verify_tls) as http:
+            out = server_tokens(http, client, rows, texts)
+    except Exception as exc:  # noqa: BLE001 - recorded in the capture
+        out = {"route": None, "source": None, "documents": [], "error": f"{type(exc).__name__}: {exc}"[:500]}
     attempt.write_json(f"{prefix}/{CAPTURE}", out)
     return out

@@ -22,8 +22,10 @@ class _Client:
     """An EmbeddingClient's embed(): the usage a server reports for one text (its word count plus two here)."""
 
     model = "minilm"
+    api_shape = "openai"
 
-    def __init__(self) -> None:
+    def __init__(self, embeddings_path: str = "/v1/embeddings") -> None:
+        self.embeddings_path = embeddings_path
         self.sent: list[list[str]] = []
 
     def embed(self, inputs: list[str]) -> _Answer:
@@ -64,6 +66,19 @@ def test_without_a_route_the_usage_of_one_text_requests_counts() -> None:
     assert (out["route"], out["source"]) == (None, "usage")
     assert [d["tokens"] for d in out["documents"]] == [4, 6] and client.sent == [["one two"], ["one two three four"]]
     assert all(d["ids"] is None for d in out["documents"])
+
+
+def test_a_server_at_its_own_paths_is_asked_nothing_else() -> None:
+    # Infinity's /embeddings at the root, a gateway: its usage counts, no POST to a route it does not serve
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(200, json={"tokens": [1, 2]})
+
+    http = httpx.Client(base_url="http://server", transport=httpx.MockTransport(handler))
+    out = server_tokens(http, _Client("/embeddings"), [0], ["one two"])
+    assert (out["source"], seen) == ("usage", [])
 
 
 def test_a_large_workload_is_sampled_by_language() -> None:

@@ -5,7 +5,7 @@ those texts only, which no pipeline setting reproduces.
 
 The routes tried, first answer with a list of token ids wins: llama-cpp-python's ``POST /extras/tokenize``
 (``{"input"}``), vLLM's ``POST /tokenize`` (``{"model", "prompt"}``) and llama.cpp's own server's ``POST /tokenize``
-(``{"content"}``, which counts no special tokens). Written to ``captures/<target>/tokens.json``; at most
+(``{"content"}``, which counts no special tokens), asked of a server under ``/v1`` only. Written to ``captures/<target>/tokens.json``; at most
 :data:`TOKEN_TEXTS` documents, a seeded sample stratified by language when the workload has more.
 """
 
@@ -62,7 +62,10 @@ def server_tokens(http: httpx.Client, client: Any, rows: list[int], texts: list[
     """Each text's token count (and ids) as the server sees it: through its tokenize route (``http``), else the
     ``usage`` of a one-text request (``client.embed``); a count the server did not give is None."""
     out: dict[str, Any] = {"route": None, "source": "usage", "documents": []}
-    found = find_route(http, client.model, texts[0]) if texts else None
+    # only an OpenAI-compatible server under /v1 is asked at routes of its own: another shape (TEI, Ollama, a
+    # gateway at its own paths) is sent nothing but its embeddings requests
+    asks = client.api_shape == "openai" and client.embeddings_path == "/v1/embeddings"
+    found = find_route(http, client.model, texts[0]) if texts and asks else None
     if found is not None:
         route, key = found
         out.update(route=route, source="tokenize")

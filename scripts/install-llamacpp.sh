@@ -14,7 +14,7 @@ PY=${PYTHON:-python3.11}
 lock="$here/requirements/llamacpp.lock"
 stamp="$V/.installed"
 want=$(cd "$here" && sha256sum requirements/llamacpp.lock)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -d "$V/share/llama.cpp/conversion" ]; then
   echo "llama.cpp environment $V is up to date"; exit 0
 fi
 [ -e "$V" ] && echo "llama.cpp environment $V: the lock changed, rebuilding it"

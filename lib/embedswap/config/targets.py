@@ -1,4 +1,5 @@
-"""experiment.yaml's ``targets``: one model per kind of server (legacy, vLLM, external, Dynamo, Kubernetes)."""
+"""experiment.yaml's ``targets``: one model per kind of server (legacy, vLLM, external, Dynamo, Kubernetes,
+llama.cpp)."""
 
 from __future__ import annotations
 
@@ -91,6 +92,16 @@ class DynamoTarget(_TargetBase):
     frontend_args: list[str] = Field(default_factory=list)  # appended to the frontend's command
 
 
+class LlamaCppTarget(_TargetBase):
+    # llama.cpp's OpenAI-compatible server (llama-cpp-python[server]) serving the model converted to GGUF with
+    # llama.cpp's own converter at ``gguf_type`` (embedswap.targets.llamacpp)
+    kind: Literal["llamacpp"]
+    python: str | None = None  # default: $EMBEDSWAP_LLAMACPP_PYTHON, else the project's .venvs/llamacpp
+    gguf_type: Literal["f32", "f16", "q8_0"] = "f32"
+    n_ctx: int | None = None  # None: the model's own positions (llama.cpp's default for an embedding model)
+    extra_args: list[str] = Field(default_factory=list)
+
+
 class KubernetesTarget(_TargetBase):
     # The article's DynamoGraphDeployment (one Frontend + one embedding worker), rendered into the attempt;
     # applied with kubectl only when a cluster is configured (apply: true), then reached at `url`.
@@ -116,7 +127,8 @@ class KubernetesTarget(_TargetBase):
 
 
 Target = Annotated[
-    LegacyTarget | VllmTarget | ExternalTarget | DynamoTarget | KubernetesTarget, Field(discriminator="kind")
+    LegacyTarget | VllmTarget | ExternalTarget | DynamoTarget | KubernetesTarget | LlamaCppTarget,
+    Field(discriminator="kind"),
 ]
 
 
@@ -128,4 +140,5 @@ _TARGET_KINDS: dict[str, type[BaseModel]] = {
     "external": ExternalTarget,
     "dynamo": DynamoTarget,
     "kubernetes": KubernetesTarget,
+    "llamacpp": LlamaCppTarget,
 }

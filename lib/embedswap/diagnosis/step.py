@@ -28,7 +28,9 @@ from embedswap.config.experiment import Experiment
 from embedswap.diagnosis.background import Background
 from embedswap.diagnosis.hypotheses import Diagnoser, template_prefix
 from embedswap.diagnosis.sample import diagnosis_sample, row_cosines
+from embedswap.diagnosis.tokenization import analyse, with_tokenization
 from embedswap.measure.contract import long_input
+from embedswap.measure.server_tokens import CAPTURE as TOKENS_FILE
 from embedswap.models import resolve_model_path
 from embedswap.reasons import not_measured
 
@@ -172,13 +174,49 @@ def _diagnosed(ctx: Any) -> tuple[dict[str, Any], bool]:
     texts = [ctx.workload.documents[i].text for i in rows]
     threshold = experiment.parity.text_threshold
     batches = workload_batches(rows, ctx.workload.batch_size)
-    by_target = {name: diagnose_row(experiment, attempt, texts, served[name], name, threshold, batches)
+    by_target = {name: tokenization_of(ctx, name, threshold,
+                                       diagnose_row(experiment, attempt, texts, served[name], name, threshold, batches))
                  for name in names}
     result = {"measured": True, "threshold": threshold, "limits": stated_limits(experiment, attempt),
               "texts": len(texts), "sample": sample, "by_target": by_target,
               "queries": diagnose_queries(experiment, attempt, ctx.workload, threshold)}
     result["seconds"] = round(time.monotonic() - started, 3)  # the diagnosis' own wall seconds
     return result, True
+
+
+def tokenization_of(ctx: Any, name: str, threshold: float, finding: dict[str, Any]) -> dict[str, Any]:
+    """``finding`` with how the server tokenized the documents against the model's tokenizer, per language
+    (:mod:`embedswap.diagnosis.tokenization`, from ``captures/<name>/tokens.json``); its cause when the tokens
+    explain vectors nothing else did. A failure is recorded beside the finding, never raised."""
+    experiment, attempt = ctx.experiment, ctx.attempt
+    if not attempt.has(f"{name}/{TOKENS_FILE}"):
+        return finding
+    try:
+        record = attempt.read_json(f"{name}/{TOKENS_FILE}")
+        text = set(text_rows(experiment, ctx.experiment_dir, ctx.workload.documents))
+        kept = [d for d in record.get("documents", []) if d.get("tokens") is not None and d["row"] in text]
+        rows = [int(d["row"]) for d in kept]
+        if not rows:
+            return finding
+        documents = [ctx.workload.documents[i] for i in rows]
+        served = np.asarray(attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)[0][rows])
+        limit = experiment.model.max_input_tokens
+        found = analyse(_embedder(experiment), [d.text for d in documents], [d.lang for d in documents],
+                        {**record, "documents": kept}, served, threshold, limit=limit)
+        return with_tokenization(finding, found, name, limit, threshold)
+    except Exception as exc:  # noqa: BLE001 - recorded as the tokenization check's own error
+        return {**finding, "tokenization": {"error": f"{type(exc).__name__}: {exc}"[:500]}}
+
+
+def _embedder(experiment: Experiment) -> Any:
+    """The model's pipeline the diagnosis loaded for this experiment (loaded now when it did not)."""
+    path = resolve_model_path(experiment.model.path)
+    loaded = _loaded(path)
+    if loaded is not None:
+        return loaded
+    from embedswap.legacy.embedder import Embedder, LegacySettings
+
+    return Embedder(LegacySettings(model=path, max_input_tokens=10**9))
 
 
 def _sampled(experiment: Experiment, documents: list[Any], rows: list[int],

@@ -31,6 +31,7 @@ from embedswap.measure.repeats import probe_times, repeat_answer
 from embedswap.measure.latency import capture_latency
 from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.shim_probes import capture_shim_probes
+from embedswap.measure.server_tokens import capture_server_tokens
 
 
 def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attempt, prefix: str, repeats: int) -> None:
@@ -224,6 +225,9 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                                                            verify_tls=target.verify_tls(),
                                                            embeddings_path=target.embeddings_path(),
                                                            api_shape=target.api_shape())),
+                    # how the server tokenizes the documents (its tokenize route, else one-text usage): diagnosis
+                    ("probes", lambda: capture_server_tokens(client, workload, attempt, prefix, target.headers(),
+                                                             target.verify_tls())),
                     ("latency", lambda: capture_latency(target, experiment, workload, attempt, prefix)),
                     # after the closed-loop points: the open-loop rate sweep (latency.open_loop; off unless set)
                     ("latency", lambda: capture_open_loop(target, experiment, workload, attempt, prefix)),

@@ -23,6 +23,7 @@ from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
 from embedswap.report.sections.status import status
 from embedswap.summary.model import Summary
+from embedswap.summary.types_common import Reason
 from embedswap.summary.types_decisions import RatioInterval
 from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
 from embedswap.summary.upgrade import read_summary
@@ -281,7 +282,25 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "ranking": ranking_claims(ctx), "index": index_claims(ctx), "shim_cov": shim_coverage(ctx),
         "todo": [i["text"] + (ctx.terms["post"]["todo_shim"] if i["shim_done"] else "") for i in change_items(ctx)],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
+        "vectors_why": _vectors_why(ctx),
     }
+
+
+# the causes the post names beside the cosines: those a reader cannot see in the figures (a tokenizer that splits
+# one language otherwise, a longer context); the full report's diagnosis section has every cause
+POST_CAUSES = ("diagnosis_tokenizer_drops", "diagnosis_tokenizer_differs", "diagnosis_context_longer")
+
+
+def _vectors_why(ctx: ReportContext) -> list[dict[str, Any]]:
+    """Per candidate whose diagnosis names one of :data:`POST_CAUSES`: its reasons, one sentence each."""
+    out = []
+    for name, decided in ctx.decisions.diagnosis.items():
+        if name == ctx.legacy or not set(decided.codes) & set(POST_CAUSES):
+            continue
+        whys = [ctx.worded(Reason(code=r.code, params=r.params or {}) if r.code else None, r.why)
+                for r in decided.reasons]
+        out.append({"name": name, "why": "; ".join(w for w in whys if w)})
+    return out
 
 
 def render_post(summary: Summary | dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,

@@ -297,6 +297,33 @@ class TruncationFound(Strict):
     usage: TruncationUsage | None = None
 
 
+class TokenizationSlice(Strict):
+    """One language's documents as a server tokenized them (diagnosis.tokenization): how many it read as the model
+    does (``same``), with more tokens (``context``) or other tokens (``tokens``), and their median cosines."""
+    documents: int
+    same: int = 0
+    context: int = 0
+    tokens: int = 0
+    cos_median_same: Number | None = None
+    cos_median_context: Number | None = None
+    cos_median_tokens: Number | None = None
+    cos_min: Number | None = None
+    example: dict[str, int | None] | None = None  # row, the server's count, the model's
+    dropped: list[str] = []  # the model's tokens the server's tokenizer leaves out, most frequent first
+    script: str | None = None
+    context_tokens: int | None = None  # the most tokens the server read of a document the model's pipeline cuts
+
+
+class TokenizationFound(Strict):
+    """How a server tokenized the documents against the model's tokenizer, and the model run on its own tokens."""
+    source: str | None = None  # "tokenize" (its token ids) or "usage" (counts of one-document requests)
+    route: str | None = None
+    documents: int = 0
+    by_language: dict[str, TokenizationSlice] = {}
+    reembedded: dict[str, Any] | None = None  # documents, cos_min, reproduces, unnormalised
+    error: str | None = None
+
+
 class DiagnosisFinding(Strict):
     """One server's diagnosis (embedswap.diagnosis.hypotheses): the first cause's code (None: the model's own
     pipeline reproduces its vectors), every reason with its fix, the hypothesis that matched, or the diagnosis' own
@@ -306,6 +333,7 @@ class DiagnosisFinding(Strict):
     hypothesis: Hypothesis | None = None
     error: str | None = None
     truncation: TruncationFound | None = None  # the real input limit, searched where no hypothesis matched
+    tokenization: TokenizationFound | None = None  # the server's tokens against the model's, per language
 
 
 class QueryDiagnosis(Section):

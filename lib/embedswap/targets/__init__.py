@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from embedswap.config.targets import DynamoTarget, ExternalTarget, KubernetesTarget, LegacyTarget, VllmTarget
+from embedswap.config.targets import (DynamoTarget, ExternalTarget, KubernetesTarget, LegacyTarget, LlamaCppTarget,
+                                      VllmTarget)
 from embedswap.config.experiment import Experiment
 from embedswap.models import resolve_model_path
 from embedswap.targets.base import Target, TargetStartError
@@ -12,6 +13,7 @@ from embedswap.targets.dynamo import DynamoServerTarget
 from embedswap.targets.external import ExternalServerTarget
 from embedswap.targets.kubernetes import KubernetesDeploymentTarget
 from embedswap.targets.legacy import LegacyServerTarget
+from embedswap.targets.llamacpp import LlamaCppServerTarget
 from embedswap.targets.vllm import VllmServerTarget
 
 __all__ = ["Target", "TargetStartError", "build_target"]
@@ -26,6 +28,7 @@ def build_target(experiment: Experiment, name: str, log_dir: Path) -> Target:
         ExternalTarget: ExternalServerTarget,
         DynamoTarget: DynamoServerTarget,
         KubernetesTarget: KubernetesDeploymentTarget,
+        LlamaCppTarget: LlamaCppServerTarget,
     }
     for config_type, target_type in kinds.items():
         if isinstance(config, config_type):

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Builds the environment of llama.cpp's OpenAI-compatible server (llama-cpp-python[server], requirements/llamacpp.txt),
+# which the e2e tests run as an external candidate, exactly as locked in requirements/llamacpp.lock (hashes checked).
+# llama-cpp-python ships as a source distribution only: pip compiles llama.cpp (10-25 minutes on two cores; pip
+# keeps the built wheel in its cache, so a rebuild on the same machine is quick). -DGGML_NATIVE=ON builds for this
+# CPU; -DLLAMA_CURL=OFF because the server never downloads a model.
+# The sdist also carries llama.cpp's converter: vendor/llama.cpp/{convert_hf_to_gguf.py,conversion,gguf-py} are
+# copied into $V/share/llama.cpp, where embedswap.targets.llamacpp finds them to convert the model to GGUF.
+# The stamp is the lock's sha256: a changed pin rebuilds the environment from scratch.
+set -euo pipefail
+V=${1:?usage: install-llamacpp.sh VENV_DIR}
+here=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-python3.11}
+lock="$here/requirements/llamacpp.lock"
+stamp="$V/.installed"
+want=$(cd "$here" && sha256sum requirements/llamacpp.lock)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -d "$V/share/llama.cpp/conversion" ]; then
+  echo "llama.cpp environment $V is up to date"; exit 0
+fi
+[ -e "$V" ] && echo "llama.cpp environment $V: the lock changed, rebuilding it"
+rm -rf "$V"
+"$PY" -m venv "$V"
+"$V/bin/pip" install -q --upgrade pip
+dist=$(mktemp -d); trap 'rm -rf "$dist"' EXIT
+# the sdist, hash-checked, kept for its converter (pip's http cache serves it again to the install below)
+awk '/^llama-cpp-python==/{on=1} on{print; if ($0 !~ /\\$/) exit}' "$lock" > "$dist/one.txt"
+"$V/bin/pip" download -q --no-deps --no-binary :all: --require-hashes -r "$dist/one.txt" -d "$dist"
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=ON -DLLAMA_CURL=OFF}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+"$V/bin/pip" install -q --require-hashes --no-deps -r "$lock"
+mkdir -p "$V/share/llama.cpp"
+tar -xzf "$dist"/llama_cpp_python-*.tar.gz -C "$dist"
+src=$(echo "$dist"/llama_cpp_python-*/vendor/llama.cpp)
+cp "$src/convert_hf_to_gguf.py" "$V/share/llama.cpp/"
+cp -r "$src/conversion" "$V/share/llama.cpp/conversion"
+cp -r "$src/gguf-py" "$V/share/llama.cpp/gguf-py"
+"$V/bin/python" -c "import llama_cpp, llama_cpp.server; print('llama.cpp env ok: llama-cpp-python', llama_cpp.__version__)"
+printf '%s\n' "$want" > "$stamp"

@@ -72,7 +72,7 @@ def test_a_corrupting_server_is_told_apart(tmp_path: Path) -> None:
         encoding="utf-8")
     share = f"{candidate['share'] * 100:,.1f}%"
     assert f"`candidate` answered {candidate['unusable']} of {candidate['answers']} requests ({share})" in post
-    assert "The vectors were the same" not in post and "`candidate` reaches" not in post
+    assert "The vectors were the same" not in post and "`candidate` against the legacy server" not in post
     assert f"`candidate`: {candidate['unusable']} of {candidate['answers']} answers ({share}) could not be used" \
         in report
     assert "- `candidate`: sequential p50 went from" not in report

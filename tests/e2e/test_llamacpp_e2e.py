@@ -45,8 +45,10 @@ def _documents(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def llamacpp_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    assert LLAMACPP_PYTHON.exists(), (f"{LLAMACPP_PYTHON} is missing: `make llamacpp` builds it (make test does), "
-                                      "or set EMBEDSWAP_LLAMACPP_PYTHON")
+    if not LLAMACPP_PYTHON.exists() and "EMBEDSWAP_LLAMACPP_PYTHON" not in os.environ:
+        pytest.skip(f"{LLAMACPP_PYTHON} is not built: `make test-llamacpp` builds it (a 10-25 min compile that "
+                    "make test leaves out) and runs this test")
+    assert LLAMACPP_PYTHON.exists(), f"EMBEDSWAP_LLAMACPP_PYTHON={LLAMACPP_PYTHON} does not exist"
     root = tmp_path_factory.mktemp("llamacpp")
     legacy_port, *ports = free_ports(3)
     candidates = {name: {"kind": "llamacpp", "port": port, "python": str(LLAMACPP_PYTHON), "gguf_type": kind,

@@ -200,8 +200,10 @@ def tokenization_of(ctx: Any, name: str, threshold: float, finding: dict[str, An
             return finding
         documents = [ctx.workload.documents[i] for i in rows]
         served = np.asarray(attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)[0][rows])
-        limit = experiment.model.max_input_tokens
-        found = analyse(_embedder(experiment), [d.text for d in documents], [d.lang for d in documents],
+        embedder = _embedder(experiment)
+        # where the model's pipeline cuts: the configured limit or the model's own max_seq_length, the lower
+        limit = embedder.limit
+        found = analyse(embedder, [d.text for d in documents], [d.lang for d in documents],
                         {**record, "documents": kept}, served, threshold, limit=limit)
         return with_tokenization(finding, found, name, limit, threshold)
     except Exception as exc:  # noqa: BLE001 - recorded as the tokenization check's own error

@@ -233,7 +233,8 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     ("latency", lambda: capture_open_loop(target, experiment, workload, attempt, prefix)),
                 ]
                 if "probes" in target.config.capture and target.alive():  # what it says about itself
-                    description["identity"] = server_identity(client, workload.documents[0].text)
+                    description["identity"] = server_identity(client, workload.documents[0].text,
+                                                              get_routes=target.config.health_check)
                 for part, run in parts:
                     if part not in target.config.capture:
                         continue

@@ -44,9 +44,10 @@ def _route(client: EmbeddingClient, path: str) -> Any:
     return str(body)[:TEXT_LIMIT]
 
 
-def server_identity(client: EmbeddingClient, text: str) -> dict[str, Any]:
+def server_identity(client: EmbeddingClient, text: str, get_routes: bool = True) -> dict[str, Any]:
     """What the server says about itself while it answers ``text`` (one embeddings request, the models route and
-    the version routes)."""
+    the version routes). ``get_routes`` false (a target with ``health_check: false``, whose server has no GET
+    routes) sends the embeddings request only."""
     out: dict[str, Any] = {"served_models": None, "model": None, "system_fingerprint": None, "headers": {},
                            "routes": {}}
     try:
@@ -64,7 +65,7 @@ def server_identity(client: EmbeddingClient, text: str) -> dict[str, Any]:
         for key in ("model", "system_fingerprint"):
             value = answer.get(key)
             out[key] = str(value)[:TEXT_LIMIT] if value is not None else None
-    for path in VERSION_ROUTES:
+    for path in VERSION_ROUTES if get_routes else ():
         found = _route(client, path)
         if found is not None:
             out["routes"][path] = found

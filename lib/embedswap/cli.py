@@ -18,7 +18,8 @@ from pathlib import Path
 
 from embedswap import __version__
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+from embedswap.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
+from embedswap.exits import one_line as _one_line
 
 
 def _cmd_new(args: argparse.Namespace) -> int:
@@ -292,15 +293,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_guard_commands(add, debug)
     return parser
-
-
-class UsageError(ValueError):
-    """A wrong argument: exit code 2."""
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 600 else text[:600] + " ..."
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,8 +23,9 @@ def _module_of(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the kit's modules it imports when it is loaded (module-level imports, not those inside functions)."""
+def import_graph(inside_functions: bool = True) -> dict[str, set[str]]:
+    """Module -> the kit's modules it imports: at module level and, with ``inside_functions``, inside functions too
+    (a deferred import hides a cycle from the interpreter, not from the design)."""
     known = set(MODULES)
     graph: dict[str, set[str]] = {}
     for path in LIB.rglob("*.py"):
@@ -33,19 +34,39 @@ def import_graph() -> dict[str, set[str]]:
             continue
         edges: set[str] = set()
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in tree.body:
-            imports = [node] if isinstance(node, (ast.Import, ast.ImportFrom)) else [
-                n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))
-            ] if isinstance(node, (ast.If, ast.Try)) else []
-            for imp in imports:
-                if isinstance(imp, ast.Import):
-                    edges.update(a.name for a in imp.names if a.name in known)
-                elif imp.module and imp.level == 0 and imp.module.startswith("embedswap"):
-                    for alias in imp.names:
-                        sub = f"{imp.module}.{alias.name}"
-                        edges.add(sub if sub in known else imp.module)
+        if inside_functions:
+            imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        else:
+            imports = [imp for node in tree.body for imp in (
+                [node] if isinstance(node, (ast.Import, ast.ImportFrom)) else
+                [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
+                if isinstance(node, (ast.If, ast.Try)) else [])]
+        for imp in imports:
+            if isinstance(imp, ast.Import):
+                edges.update(a.name for a in imp.names if a.name in known)
+            elif imp.module and imp.level == 0 and imp.module.startswith("embedswap"):
+                for alias in imp.names:
+                    sub = f"{imp.module}.{alias.name}"
+                    edges.add(sub if sub in known else imp.module)
         graph[name] = {e for e in edges if e != name and e in known}
     return graph
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The same graph between the package's first-level parts (``embedswap.measure.capture`` -> ``measure``)."""
+    out: dict[str, set[str]] = {}
+    for a, targets in graph.items():
+        for b in targets:
+            pa, pb = a.split(".")[1], b.split(".")[1]
+            if pa != pb:
+                out.setdefault(pa, set()).add(pb)
+    return out
+
+
+# The packages still in one cycle (summary builds the decisions, measure and shim read each other, ...): known and
+# being taken apart, so the test below fails if any other package joins it or a second cycle appears.
+KNOWN_PACKAGE_CYCLE = {"analysis", "diagnosis", "index", "measure", "parity", "shim", "summary", "targets",
+                       "vectorstore"}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -83,8 +104,13 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_no_import_cycle():
-    assert cycles(import_graph()) == []
+def test_no_import_cycle_between_files_even_inside_functions():
+    assert cycles(import_graph(inside_functions=True)) == []
+
+
+def test_the_package_cycle_does_not_grow():
+    found = cycles(package_graph(import_graph()))
+    assert len(found) <= 1 and all(set(c) <= KNOWN_PACKAGE_CYCLE for c in found), found
 
 
 def test_cycle_finder_finds_a_cycle():

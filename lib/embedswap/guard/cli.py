@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from embedswap.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from embedswap.exits import one_line as error_line
 from embedswap.measure.api_shapes import SHAPES
 
 
 def _usage(message: str) -> Exception:
-    from embedswap.cli import UsageError
-
     return UsageError(message)
 
 
@@ -99,14 +99,6 @@ def _cmd_cronjob(args: argparse.Namespace) -> int:
 def run_guard(args: argparse.Namespace) -> int:
     """Run a guard subcommand with the kit's exit codes and one-line errors, without importing the report's modules
     (``embedswap.cli.main`` imports them for its own errors: seconds a command, most of a check's time)."""
-    from embedswap.cli import (
-        EXIT_FAILED,
-        EXIT_INTERRUPTED,
-        EXIT_USAGE,
-        UsageError,
-        _one_line,
-    )
-
     try:
         return int(args.func(args))
     except KeyboardInterrupt:
@@ -123,7 +115,7 @@ def run_guard(args: argparse.Namespace) -> int:
             traceback.print_exc()
         usage = (UsageError, ConfigError, StepError, WorkloadError, FileExistsError, FileNotFoundError)
         prefix = "" if isinstance(exc, usage) else f"{type(exc).__name__}: "
-        print(redact(f"embedswap: {prefix}{_one_line(exc)}"), file=sys.stderr)
+        print(redact(f"embedswap: {prefix}{error_line(exc)}"), file=sys.stderr)
         return EXIT_USAGE if isinstance(exc, usage) else EXIT_FAILED
 
 

@@ -232,9 +232,10 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     # after the closed-loop points: the open-loop rate sweep (latency.open_loop; off unless set)
                     ("latency", lambda: capture_open_loop(target, experiment, workload, attempt, prefix)),
                 ]
-                if "probes" in target.config.capture and target.alive():  # what it says about itself
+                # what it says about itself; only an external target can say it has no GET routes (health_check)
+                if "probes" in target.config.capture and target.alive():
                     description["identity"] = server_identity(client, workload.documents[0].text,
-                                                              get_routes=target.config.health_check)
+                                                              get_routes=getattr(target.config, "health_check", True))
                 for part, run in parts:
                     if part not in target.config.capture:
                         continue

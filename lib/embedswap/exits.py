@@ -1,0 +1,16 @@
+"""The command line's exit codes, its usage error and its one-line error text: shared by ``embedswap.cli`` and
+``embedswap.guard.cli`` so that neither imports the other (the guard's commands are registered by the main CLI)."""
+
+from __future__ import annotations
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(ValueError):
+    """A wrong argument: exit code 2."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line of at most ~600 characters (a traceback is for ``--debug``)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 600 else text[:600] + " ..."

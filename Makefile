@@ -90,18 +90,25 @@ browser:
 	  echo "make browser: chromium is missing and this is not root, so it is not installed;" \
 	       "run 'sudo apt-get install chromium' (tests/report/test_report_browser.py fails without it)"; fi
 
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+# Two passes: the unit tests on every core (pytest-xdist, a test file per worker so its module fixtures start once),
+# then the end-to-end tests one at a time, since they measure latency and must not share the cores with other
+# tests; both run even when the first fails, and make fails if either did (docs/testing.md: where the time goes)
+test: kit engine infinity kernel browser
+	@unit=0; $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 || unit=$$?; \
+	e2e=0; EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python $(KIT)/bin/python -m pytest -ra -m e2e \
+	  --durations=40 || e2e=$$?; \
+	echo "make test: unit tests exit $$unit, end-to-end tests exit $$e2e"; [ $$unit -eq 0 ] && [ $$e2e -eq 0 ]
+
 # llama.cpp's compile (10-25 min on two cores) does not fit CI's 90 minutes beside the rest: `make test` skips its
 # e2e test, saying so, unless .venvs/llamacpp is built; `make test-llamacpp` builds it and runs that test
-test: kit engine infinity kernel browser
-	EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python $(KIT)/bin/python -m pytest -ra --durations=40
-
 test-llamacpp: kit kernel llamacpp
 	EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python $(KIT)/bin/python -m pytest -ra \
 	  tests/e2e/test_llamacpp_e2e.py
 
 # unit tests only (no real servers, no engine environment needed)
 test-fast: kit kernel
-	$(KIT)/bin/python -m pytest -ra -m "not e2e"
+	$(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile
 
 # mutation testing of the deciding modules (cosmic-ray from requirements/mutation.lock, beside the kit: the versions
 # it shares with the kit are the kit's; not in CI, ~45 min on the shared 2-core machine: see README)

@@ -28,10 +28,18 @@ pytestmark = pytest.mark.e2e
 
 
 def _loaded_python(folder) -> str:
-    """An interpreter wrapper that keeps every core busy for as long as the server it starts lives."""
+    """An interpreter wrapper that keeps every core busy for as long as the server it starts lives.
+
+    Each busy loop runs in a session of its own (``setsid``), as another user's job would: Linux groups CPU time by
+    session (``kernel.sched_autogroup_enabled``, on here and on most desktops and CI hosts), so loops left in the
+    server's session load that server, not the host: a first version did so, and the kit then rightly charged the
+    slowdown to the legacy server (its calibration, in the kit's own session, read 15-18 ms in both phases). Each
+    loop ends when the server's process (the wrapper's pid, which ``exec`` hands to the server) is gone."""
     path = folder / "loaded-python.sh"
     path.write_text("#!/bin/bash\n"
-                    f"for i in $(seq {os.cpu_count() or 2}); do ( while :; do :; done ) & done\n"
+                    f"for i in $(seq {os.cpu_count() or 2}); do\n"
+                    f"  setsid bash -c 'while kill -0 \"$1\" 2>/dev/null; do :; done' '{folder}/host-load' $$ &\n"
+                    "done\n"
                     f'exec "{sys.executable}" "$@"\n')
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return str(path)

@@ -1,5 +1,5 @@
 """Free ports for the tests that start servers: one helper for the whole suite (the ``free_port`` fixture of
-tests/conftest.py hands out one). Ports come from 18800-19299, taken in turn around the range, so a port comes back
+tests/conftest.py hands out one). Ports come from 18800-19299 (split between pytest-xdist workers), taken in turn around the range, so a port comes back
 only after all the others (a server a test stopped may still be winding down on it); a whole ``make test`` asks for
 more than 100. A port counts as free only when nothing listens on it and no process names it on its command line."""
 
@@ -10,7 +10,22 @@ import socket
 
 import psutil
 
-PORT_RANGE = range(18800, 19300)
+ALL_PORTS = range(18800, 19300)
+
+
+def _worker_range(ports: range = ALL_PORTS) -> range:
+    """This pytest-xdist worker's share of the range (``make test`` runs the unit tests in several workers): two
+    workers searching the same range from the same start would both find a port free and both take it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+    if not worker.startswith("gw") or count <= 1:
+        return ports
+    size = len(ports) // count
+    start = ports.start + int(worker[2:]) * size
+    return range(start, start + size)
+
+
+PORT_RANGE = _worker_range()
 
 
 def port_free(port: int) -> bool:

@@ -232,10 +232,6 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     # after the closed-loop points: the open-loop rate sweep (latency.open_loop; off unless set)
                     ("latency", lambda: capture_open_loop(target, experiment, workload, attempt, prefix)),
                 ]
-                # what it says about itself; only an external target can say it has no GET routes (health_check)
-                if "probes" in target.config.capture and target.alive():
-                    description["identity"] = server_identity(client, workload.documents[0].text,
-                                                              get_routes=getattr(target.config, "health_check", True))
                 for part, run in parts:
                     if part not in target.config.capture:
                         continue
@@ -250,6 +246,12 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     finally:  # the report's time table: how long each part of the capture took on this server
                         spent = part_seconds.get(part, 0.0) + time.monotonic() - part_started
                         part_seconds[part] = round(spent, 3)
+                # what it says about itself, asked last so its one request does not shift the measured sequence
+                # (a server that fails from its Nth request fails at the same request with or without it); only an
+                # external target can say it has no GET routes (health_check)
+                if "probes" in target.config.capture and target.alive():
+                    description["identity"] = server_identity(client, workload.documents[0].text,
+                                                              get_routes=getattr(target.config, "health_check", True))
             if not target.alive():  # crashed or killed mid-run: say so, not only "requests failed"
                 codes = {p.name: p.exit_code() for p in target.processes}
                 problems.append(f"server: the process exited during the measurement (exit code {codes}); "

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# `guard check`: the server did not answer, or answered "try later": neither a drift (1) nor a usage error (2)
+EXIT_COULD_NOT_TELL = 3
 
 
 class UsageError(ValueError):

@@ -118,7 +118,7 @@ def test_the_same_server_passes(captured, tmp_path, capsys) -> None:
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("failures") == "0"
     assert {c.get("name") for c in suite.iter("testcase")} == {"contract", "dimensions", "direction", "length",
-                                                               "latency", "server"}
+                                                               "identity", "latency"}
 
 
 @pytest.mark.parametrize(("change", "aspect"), [
@@ -149,11 +149,51 @@ def test_another_dimension_is_named(captured, tmp_path) -> None:
     assert result.failed[0].value == 8 and result.failed[0].tolerance == 16
 
 
-def test_an_unreachable_server_is_exit_2(captured, tmp_path, capsys) -> None:
+def test_an_unreachable_server_is_could_not_tell(captured, tmp_path, capsys) -> None:
     folder, _ = captured
     path = write_guard(build_guard(folder, documents=4, queries=2), tmp_path / "g.json")
-    assert main(["guard", "check", str(path), "--url", "http://127.0.0.1:9"]) == 2
-    assert "no answer" in capsys.readouterr().err
+    assert main(["guard", "check", str(path), "--url", "http://127.0.0.1:9"]) == 3
+    assert "could not tell" in (err := capsys.readouterr().err) and "no answer" in err
+
+
+def test_a_server_that_says_try_later_is_could_not_tell_not_drift(captured, tmp_path, capsys) -> None:
+    folder, url = captured
+    path = write_guard(build_guard(folder, documents=4, queries=2), tmp_path / "g.json")
+    junit = tmp_path / "junit.xml"
+    with vector_proxy(url, refuse_with=503) as proxied:
+        assert main(["guard", "check", str(path), "--url", proxied, "--json", "--junit", str(junit)]) == 3
+    result = json.loads(capsys.readouterr().out)
+    assert result["result"] == "could_not_tell" and result["summary"].startswith("could not tell: ")
+    assert "503" in result["undecided"] and not [a for a in result["aspects"] if a["status"] == "fail"]
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("errors") == "1" and suite.get("failures") == "0"
+
+
+def test_a_server_that_names_itself_differently_is_an_identity_drift(captured, tmp_path, capsys) -> None:
+    folder, url = captured
+    guard = build_guard(folder)
+    assert guard.server.identity is not None and guard.server.identity["served_models"]
+    recorded = guard.server.identity
+
+    def renamed(answer: dict) -> None:  # a tag moved to other weights: the server echoes another model
+        answer["model"] = "minilm-retrained"
+    path = write_guard(guard, tmp_path / "g.json")
+    with vector_proxy(url, answer=renamed) as proxied:
+        assert main(["guard", "check", str(path), "--url", proxied, "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    (failed,) = [a for a in result["aspects"] if a["status"] == "fail"]
+    assert failed["name"] == "identity" and "minilm-retrained" in failed["detail"], failed
+    assert f"model: {recorded['model']} -> minilm-retrained" in failed["detail"]
+
+
+def test_a_guard_file_without_an_identity_still_checks(captured, tmp_path) -> None:
+    folder, url = captured
+    guard = build_guard(folder)
+    old = guard.model_copy(update={"server": guard.server.model_copy(update={"identity": None})})
+    result = run_check(old, url)
+    assert result.exit_code == 0
+    (identity,) = [a for a in result.aspects if a.name == "identity"]
+    assert identity.status in ("skipped", "warn"), identity  # the old warnings, never a drift
 
 
 def test_a_non_finite_answer_fails_the_contract(captured) -> None:

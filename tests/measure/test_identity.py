@@ -9,7 +9,7 @@ from typing import Any
 from realkit import JsonHandler
 from ports import free_ports
 from embedswap.measure.client import EmbeddingClient
-from embedswap.measure.identity import server_identity
+from embedswap.measure.identity import identity_changes, server_identity
 
 
 class Talkative(JsonHandler):
@@ -57,4 +57,16 @@ def test_a_server_that_is_gone_gives_an_empty_identity() -> None:
     (port,) = free_ports(1)
     with EmbeddingClient(f"http://127.0.0.1:{port}", "m", timeout_s=2) as client:
         found = server_identity(client, "hello")
-    assert found == {"served_models": None, "model": None, "system_fingerprint": None, "headers": {}, "routes": {}}
+    assert found == {"served_models": None, "model": None, "system_fingerprint": None, "headers": {}, "routes": {},
+                     "models_path": "/v1/models", "status": None}
+
+
+def test_identity_changes_name_each_part_and_skip_what_an_unanswered_request_cannot_say() -> None:
+    then = {"served_models": ["m"], "model": "m", "system_fingerprint": "fp1", "headers": {"server": "vllm"},
+            "routes": {"/version": {"version": "0.11.0", "slots": 4}}}
+    assert identity_changes(then, then) == []
+    moved = {**then, "system_fingerprint": "fp2", "routes": {"/version": {"version": "0.12.0", "slots": 9}}}
+    assert identity_changes(then, moved) == ["system_fingerprint: fp1 -> fp2", "/version version: 0.11.0 -> 0.12.0"]
+    refused = {"served_models": ["m"], "model": None, "headers": {}, "routes": then["routes"], "status": 503}
+    assert identity_changes(then, refused) == []  # the answer's parts are not compared when there was no answer
+    assert identity_changes(then, {**refused, "served_models": ["m2"]}) == ["served models: ['m'] -> ['m2']"]

@@ -1,6 +1,8 @@
 """A small HTTP proxy for the guard's tests: forwards every request to an upstream server and changes the vectors
 of its OpenAI-shaped answers on the way back (``change``: one vector in, one vector out), e.g. scales them, as a
-misconfigured gateway or a client-side normalisation bug would. Binds 127.0.0.1, runs in a daemon thread."""
+misconfigured gateway or a client-side normalisation bug would; ``answer`` may edit the whole parsed answer (a
+re-pulled model that names itself differently) and ``refuse_with`` answers every POST with that status instead (an
+overloaded gateway). Binds 127.0.0.1, runs in a daemon thread."""
 
 from __future__ import annotations
 
@@ -14,10 +16,19 @@ import httpx
 from ports import free_ports
 
 
-def _handler(upstream: str, change: Callable[[list[float]], list[float]]) -> type[BaseHTTPRequestHandler]:
+def _handler(upstream: str, change: Callable[[list[float]], list[float]],
+             answer_edit: Callable[[dict], None] | None, refuse_with: int | None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def _forward(self, method: str) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else None
+            if refuse_with is not None and method == "POST":
+                data = json.dumps({"error": "try later"}).encode()
+                self.send_response(refuse_with)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             headers = {k: v for k, v in self.headers.items() if k.lower() in ("content-type", "authorization")}
             answer = httpx.request(method, upstream + self.path, content=body, headers=headers, timeout=120)
             data = answer.content
@@ -27,6 +38,8 @@ def _handler(upstream: str, change: Callable[[list[float]], list[float]]) -> typ
                     for item in parsed.get("data", []):
                         if isinstance(item.get("embedding"), list):
                             item["embedding"] = change(item["embedding"])
+                    if answer_edit is not None:
+                        answer_edit(parsed)
                     data = json.dumps(parsed).encode()
                 except (ValueError, AttributeError):
                     pass
@@ -49,10 +62,11 @@ def _handler(upstream: str, change: Callable[[list[float]], list[float]]) -> typ
 
 
 @contextmanager
-def vector_proxy(upstream: str, change: Callable[[list[float]], list[float]]) -> Iterator[str]:
+def vector_proxy(upstream: str, change: Callable[[list[float]], list[float]] = lambda v: v,
+                 answer: Callable[[dict], None] | None = None, refuse_with: int | None = None) -> Iterator[str]:
     """A proxy in front of ``upstream`` (a base URL); yields its own base URL."""
     (port,) = free_ports(1)
-    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(upstream.rstrip("/"), change))
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(upstream.rstrip("/"), change, answer, refuse_with))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

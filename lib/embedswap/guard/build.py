@@ -197,7 +197,7 @@ def _server(experiment: Experiment, attempt: Attempt, target: str) -> Server:
     health = getattr(config, "health_path", None) or HEALTH_PATHS[shape]
     return Server(kind=config.kind, version=described.get("version"), served_name=experiment.model.served_name,
                   api_shape=shape, embeddings_path=getattr(config, "embeddings_path", None) or EMBEDDINGS_PATHS[shape],
-                  models_path=health if health.endswith("/models") else None)
+                  models_path=health if health.endswith("/models") else None, identity=described.get("identity"))
 
 
 def build_guard(folder: Path, attempt_name: str = "", target: str | None = None, documents: int = 64,

@@ -2,9 +2,14 @@
 
 Aspects, in the order a failure is named: ``contract`` (each probe's status, and every canary request answered),
 ``dimensions``, ``direction`` (worst canary's cosine to its reference), ``length`` (worst canary's norm against its
-reference's: cosine cannot see a scaled vector, a dot-product index ranks by it); then two warnings that never fail
-a check: ``latency`` (the p50 of the document requests against the attempt's sequential p50) and ``server`` (what
-the server says about itself: its model list and version route).
+reference's: cosine cannot see a scaled vector, a dot-product index ranks by it), ``identity`` (what the server says
+about itself, :mod:`embedswap.measure.identity`, against what it said in the attempt: a re-pulled image or a tag
+moved to new weights under the same name is a drift of its own); then ``latency``, a warning that never fails a
+check (the p50 of the document requests against the attempt's sequential p50).
+
+A check ends in one of three results (exit code): ``pass`` (0), ``drift`` (1: an aspect failed) or ``could not tell``
+(3: the server did not answer, or answered canaries with a status that says "not now", 429/502/503/504, and nothing
+else failed): an alert on a CronJob must not read an overloaded server as a changed one, nor the reverse.
 """
 
 from __future__ import annotations
@@ -20,13 +25,15 @@ import numpy as np
 from embedswap.guard.guard_file import Canary, Guard
 from embedswap.measure.api_shapes import EMBEDDINGS_PATHS, shaped_request
 from embedswap.measure.client import EmbeddingClient, EmbeddingResponse
+from embedswap.measure.identity import identity_changes, identity_parts, server_identity
 
-ASPECTS = ("contract", "dimensions", "direction", "length", "latency", "server")
+ASPECTS = ("contract", "dimensions", "direction", "length", "identity", "latency")
+NOT_NOW = (429, 502, 503, 504)  # statuses that say "try later", not "this is my answer"
 QUERY_BATCH = 64  # queries per request: the canary queries of one kind are one request
 
 
 class ServerUnreachable(ConnectionError):
-    """No answer at all from the server (refused, timed out, not HTTP): a usage problem, exit code 2."""
+    """No answer at all from the server (refused, timed out, not HTTP): the check could not tell, exit code 3."""
 
 
 @dataclass
@@ -59,14 +66,19 @@ class CheckResult:
     seconds: float
     requests: int
     server: dict[str, Any] = field(default_factory=dict)
+    undecided: str | None = None  # why the check could not tell, where nothing failed either
 
     @property
     def failed(self) -> list[Aspect]:
         return [a for a in self.aspects if a.status == "fail"]
 
     @property
+    def result(self) -> str:
+        return "drift" if self.failed else "could_not_tell" if self.undecided else "pass"
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.failed else 0
+        return {"drift": 1, "could_not_tell": 3, "pass": 0}[self.result]
 
 
 @dataclass
@@ -108,21 +120,18 @@ def _split(response: EmbeddingResponse, n: int) -> list[_Answer]:
     return [_Answer(200, np.asarray(v, dtype=np.float32), None) for v in response.vectors]
 
 
-def _describe_server(client: EmbeddingClient, guard: Guard) -> dict[str, Any]:
-    """What the server says about itself, where its API has a route for it (nothing here fails the check)."""
-    out: dict[str, Any] = {}
-    if guard.server.models_path and client.api_shape == "openai":
-        try:
-            out["models"] = client.models()
-        except (httpx.HTTPError, RuntimeError, ValueError, KeyError, TypeError) as exc:
-            out["models_error"] = f"{type(exc).__name__}: {exc}"[:200]
-        try:
-            response = client._http.get("/version")
-            if response.status_code == 200 and isinstance(response.json(), dict):
-                out["version"] = str(response.json().get("version"))
-        except (httpx.HTTPError, ValueError):
-            pass
-    return out
+def _describe_server(client: EmbeddingClient, guard: Guard, text: str) -> dict[str, Any]:
+    """What the server says about itself now, asked as the attempt asked it (its version routes only where the
+    attempt's server had one, or where the guard file predates the identity)."""
+    recorded = guard.server.identity
+    if recorded is None:
+        return server_identity(client, text)
+    asked_at = client.models_path
+    client.models_path = recorded.get("models_path", asked_at)  # the route the attempt read the model list from
+    try:
+        return server_identity(client, text, get_routes=bool(recorded.get("routes")))
+    finally:
+        client.models_path = asked_at
 
 
 def server_root(url: str) -> str:
@@ -160,15 +169,16 @@ def run_check(guard: Guard, url: str, *, api_shape: str | None = None, embedding
             requests += 1
             vector = np.asarray(response.vectors[0], dtype=np.float32) if response.ok and response.vectors else None
             probes[probe.probe] = _Answer(response.status, vector, response.error)
-        server = _describe_server(client, guard)
+        server = _describe_server(client, guard, documents[0].text if documents else "hello")
+        requests += 1
     seconds = time.monotonic() - started
     rows = [_compare(c.id, by_id[c.id], reference["canaries"][c.row]) for c in guard.canaries]
     contract_rows = [_compare(f"probe:{p.probe}", probes[p.probe],
                               None if p.row is None else reference[f"contract_{p.row}"], expected_status=p.status)
                      for p in guard.contract if p.probe in probes]
-    aspects = _aspects(guard, rows, contract_rows, latencies, server)
+    aspects, undecided = _aspects(guard, rows, contract_rows, latencies, server)
     return CheckResult(url=url, guard=guard_name, aspects=aspects, canaries=rows + contract_rows,
-                       seconds=round(seconds, 3), requests=requests, server=server)
+                       seconds=round(seconds, 3), requests=requests, server=server, undecided=undecided)
 
 
 def _compare(name: str, answer: _Answer, ref: np.ndarray | None, expected_status: int = 200) -> CanaryResult:
@@ -186,13 +196,22 @@ def _compare(name: str, answer: _Answer, ref: np.ndarray | None, expected_status
 
 
 def _aspects(guard: Guard, rows: list[CanaryResult], contract: list[CanaryResult], latencies: list[float],
-             server: dict[str, Any]) -> list[Aspect]:
+             server: dict[str, Any]) -> tuple[list[Aspect], str | None]:
+    """The aspects in order, and why the check could not tell (None where it could)."""
     out = []
     statuses = {p.probe: p.status for p in guard.contract}
     def expected_status(row: CanaryResult) -> int:
         return statuses[row.id.removeprefix("probe:")] if row.id.startswith("probe:") else 200
 
-    broken = [r for r in rows + contract if r.status != expected_status(r) or r.error]
+    # "not now" where the attempt had an answer says nothing about the answer: neither drift nor pass
+    not_now = [r for r in rows + contract if r.status in NOT_NOW and r.status != expected_status(r)]
+    undecided = None
+    if not_now:
+        codes = sorted({r.status for r in not_now})
+        undecided = (f"{len(not_now)} of {len(rows) + len(contract)} answers were {'/'.join(map(str, codes))} "
+                     f"(try later), first {not_now[0].id}")
+    waiting = {r.id for r in not_now}
+    broken = [r for r in rows + contract if r.id not in waiting and (r.status != expected_status(r) or r.error)]
     if broken:
         first = broken[0]
         expected = expected_status(first)
@@ -200,8 +219,9 @@ def _aspects(guard: Guard, rows: list[CanaryResult], contract: list[CanaryResult
                           f"{first.status} where the attempt's answered {expected}"
                           + (f" ({first.error[:160]})" if first.error else ""), worst=first.id))
     else:
-        out.append(Aspect("contract", "pass", f"{len(rows)} canaries answered 200; {len(contract)} probe(s) answered "
-                          "the statuses the attempt recorded"))
+        answered = [r for r in rows if r.id not in waiting]
+        out.append(Aspect("contract", "pass", f"{len(answered)} canaries answered 200; {len(contract)} probe(s) "
+                          "answered the statuses the attempt recorded"))
     measured = [r for r in rows + contract if r.dim is not None]
     expected_dim = int(guard.vectors()["canaries"].shape[1])
     recorded = {f"probe:{p.probe}": p.dim for p in guard.contract}
@@ -232,7 +252,8 @@ def _aspects(guard: Guard, rows: list[CanaryResult], contract: list[CanaryResult
                           worst=far.id, cosine=far.cosine, value=far.norm_ratio, tolerance=tol.length.value))
     else:
         for name in ("direction", "length"):
-            out.append(Aspect(name, "fail" if rows else "skipped", "no vector could be compared with its reference"))
+            out.append(Aspect(name, "fail" if any(r.id not in waiting for r in rows) else "skipped",
+                              "no vector could be compared with its reference"))
     if guard.latency.p50_ms and latencies:
         p50 = float(np.median(latencies))  # numpy's, not measure.load's: aiohttp's import is 0.4 s of a check
         ratio = p50 / guard.latency.p50_ms
@@ -243,11 +264,30 @@ def _aspects(guard: Guard, rows: list[CanaryResult], contract: list[CanaryResult
                           f"{tol.latency_p50_ratio.value:.2f}x)", value=ratio, tolerance=tol.latency_p50_ratio.value))
     else:
         out.append(Aspect("latency", "skipped", "no recorded p50, or no full request of documents"))
-    notes = []
-    if "models" in server and guard.server.served_name not in server["models"]:
-        notes.append(f"model '{guard.server.served_name}' is not in the server's model list {server['models'][:5]}")
-    if guard.server.version and server.get("version") and server["version"] not in guard.server.version:
-        notes.append(f"version {server['version']} (the attempt measured {guard.server.version})")
-    out.append(Aspect("server", "warn" if notes else "pass", "; ".join(notes) or
-                      f"version {server.get('version') or 'not stated'}; recorded {guard.server.version or 'not stated'}"))
-    return out
+    out.append(_identity_aspect(guard, server))
+    order = {name: i for i, name in enumerate(ASPECTS)}
+    return sorted(out, key=lambda a: order[a.name]), undecided
+
+
+def _identity_aspect(guard: Guard, server: dict[str, Any]) -> Aspect:
+    recorded = guard.server.identity
+    if recorded is None:  # a guard file made before identities were recorded: the old warnings
+        notes = []
+        models = server.get("served_models")
+        if models is not None and guard.server.served_name not in models:
+            notes.append(f"model '{guard.server.served_name}' is not in the server's model list {models[:5]}")
+        version = ((server.get("routes") or {}).get("/version") or {})
+        version = version.get("version") if isinstance(version, dict) else None
+        if guard.server.version and version and str(version) not in guard.server.version:
+            notes.append(f"version {version} (the attempt measured {guard.server.version})")
+        return Aspect("identity", "warn" if notes else "skipped", "; ".join(notes) or
+                      "the guard file has no recorded identity (made before identities were recorded)")
+    changes = identity_changes(recorded, server)
+    if changes:
+        return Aspect("identity", "fail", f"the server says something else about itself: {'; '.join(changes)}",
+                      worst=changes[0].split(":", 1)[0])
+    said = len(identity_parts(recorded))
+    return Aspect("identity", "pass" if said else "skipped",
+                  f"{said} part(s) of what the server says about itself as recorded" if said
+                  else "the server said nothing about itself in the attempt")
+

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from embedswap.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
+from embedswap.exits import EXIT_COULD_NOT_TELL, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from embedswap.exits import one_line as error_line
 from embedswap.measure.api_shapes import SHAPES
 
@@ -62,9 +62,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     try:
         result = run_check(guard, args.url, api_shape=args.api_shape, embeddings_path=args.embeddings_path,
                            headers=_headers(args.api_key_env), timeout_s=args.timeout, guard_name=args.guard)
-    except ServerUnreachable as exc:
-        print(f"embedswap: {exc}", file=sys.stderr)
-        return 2
+    except ServerUnreachable as exc:  # not a drift and not a usage error: the check could not tell
+        print(f"embedswap: could not tell: {exc}", file=sys.stderr)
+        return EXIT_COULD_NOT_TELL
     if args.junit:
         write_junit(result, Path(args.junit))
     print(json.dumps(as_json(result), ensure_ascii=False, indent=1) if args.json else one_line(result))

@@ -89,6 +89,9 @@ class Server(_Strict):
     api_shape: str = "openai"
     embeddings_path: str
     models_path: str | None = None
+    # what the server said about itself in the attempt (measure.identity); None in guard files made before it was
+    # recorded, which the check then reads as before (model list and version route, warnings only)
+    identity: dict[str, Any] | None = None
 
 
 class Latency(_Strict):

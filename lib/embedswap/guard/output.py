@@ -15,13 +15,16 @@ from embedswap.guard.check import CheckResult
 
 
 def one_line(result: CheckResult) -> str:
-    """``drift: <aspect>: ...`` naming the worst canary and its cosine, or ``pass: ...`` with the warnings."""
+    """``drift: <aspect>: ...`` naming the worst canary and its cosine, ``could not tell: ...`` saying why, or
+    ``pass: ...`` with the warnings."""
     failed = result.failed
     if failed:
         aspect = failed[0]
         cosine = "n/a" if aspect.cosine is None else f"{aspect.cosine:.6f}"
         more = f" (also: {', '.join(a.name for a in failed[1:])})" if len(failed) > 1 else ""
         return (f"drift: {aspect.name}: worst canary {aspect.worst or 'n/a'} cosine {cosine}: {aspect.detail}{more}")
+    if result.undecided:
+        return f"could not tell: {result.undecided}; nothing that answered had changed"
     warnings = [f"{a.name}: {a.detail}" for a in result.aspects if a.status == "warn"]
     direction = next((a for a in result.aspects if a.name == "direction"), None)
     worst = "" if direction is None or direction.cosine is None else \
@@ -33,7 +36,7 @@ def one_line(result: CheckResult) -> str:
 
 
 def as_json(result: CheckResult) -> dict[str, Any]:
-    return {"result": "drift" if result.failed else "pass", "exit_code": result.exit_code, "url": result.url,
+    return {"result": result.result, "exit_code": result.exit_code, "undecided": result.undecided, "url": result.url,
             "guard": result.guard, "seconds": result.seconds, "requests": result.requests,
             "summary": one_line(result), "aspects": [asdict(a) for a in result.aspects],
             "server": result.server, "canaries": [asdict(c) for c in result.canaries]}
@@ -43,12 +46,14 @@ def write_junit(result: CheckResult, path: Path) -> Path:
     """One test case per aspect; a drift is a <failure>, a warning a <system-out> of a passing case."""
     suites = ET.Element("testsuites")
     suite = ET.SubElement(suites, "testsuite", name="embedswap guard check", tests=str(len(result.aspects)),
-                          failures=str(len(result.failed)), errors="0",
+                          failures=str(len(result.failed)), errors="1" if result.undecided else "0",
                           skipped=str(sum(1 for a in result.aspects if a.status == "skipped")),
                           time=f"{result.seconds:.3f}")
     ET.SubElement(ET.SubElement(suite, "properties"), "property", name="url", value=result.url)
     for aspect in result.aspects:
         case = ET.SubElement(suite, "testcase", classname="embedswap.guard", name=aspect.name, time="0")
+        if aspect.name == "contract" and result.undecided:  # could not tell: an error, not a failure
+            ET.SubElement(case, "error", type="could_not_tell", message=result.undecided)
         if aspect.status == "fail":
             failure = ET.SubElement(case, "failure", type="drift", message=one_line_of(aspect.name, result))
             failure.text = aspect.detail

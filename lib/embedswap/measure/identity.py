@@ -48,8 +48,9 @@ def server_identity(client: EmbeddingClient, text: str, get_routes: bool = True)
     """What the server says about itself while it answers ``text`` (one embeddings request, the models route and
     the version routes). ``get_routes`` false (a target with ``health_check: false``, whose server has no GET
     routes) sends the embeddings request only."""
+    # models_path and status say how it was asked and whether the embeddings request was answered (not identity)
     out: dict[str, Any] = {"served_models": None, "model": None, "system_fingerprint": None, "headers": {},
-                           "routes": {}}
+                           "routes": {}, "models_path": client.models_path, "status": None}
     try:
         out["served_models"] = client.models() if client.models_path is not None else None
     except (httpx.HTTPError, ValueError, KeyError, TypeError, RuntimeError):
@@ -57,6 +58,7 @@ def server_identity(client: EmbeddingClient, text: str, get_routes: bool = True)
     body = json.dumps(request_body(client.api_shape, client.model, [text]), ensure_ascii=False).encode()
     try:
         response = client.raw("POST", client.embeddings_path, content=body)
+        out["status"] = response.status_code
         out["headers"] = _headers(response)
         answer = response.json() if response.status_code == 200 else None
     except (httpx.HTTPError, ValueError):
@@ -70,3 +72,40 @@ def server_identity(client: EmbeddingClient, text: str, get_routes: bool = True)
         if found is not None:
             out["routes"][path] = found
     return out
+
+
+# keys of a version route's answer that name the software, model or build (the rest: slots, limits, counters)
+ROUTE_KEY_WORDS = ("version", "build", "model", "commit", "revision", "fingerprint", "sha")
+
+
+def identity_parts(identity: dict[str, Any], answered: bool = True) -> dict[str, Any]:
+    """The parts of an identity that name what is served, flattened to ``{field: value}``: the served model list,
+    the model and fingerprint an answer echoes, the naming headers, and the naming keys of each version route.
+    ``answered`` false leaves out what only an answered embeddings request says (model, fingerprint, headers)."""
+    out: dict[str, Any] = {}
+    if identity.get("served_models"):
+        out["served models"] = sorted(str(m) for m in identity["served_models"])
+    for key in ("model", "system_fingerprint") if answered else ():
+        if identity.get(key):
+            out[key] = identity[key]
+    for name, value in (identity.get("headers") or {}).items() if answered else ():
+        out[f"header {name}"] = value
+    for path, answer in (identity.get("routes") or {}).items():
+        if isinstance(answer, dict):
+            for key, value in answer.items():
+                if any(word in key.lower() for word in ROUTE_KEY_WORDS):
+                    out[f"{path} {key}"] = value
+        elif answer:
+            out[path] = answer
+    return out
+
+
+def identity_changes(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """Each part of the ``recorded`` identity the server now says differently or no longer says, as
+    ``"<field>: <then> -> <now>"``; parts it says now and did not say then are not a change (a route added by an
+    upgrade shows up as the version that changed with it). Where the embeddings request was not answered now (a
+    status other than 200 recorded in ``now``), only the model list and the version routes are compared."""
+    answered = now.get("status") in (None, 200)
+    then, current = identity_parts(recorded, answered), identity_parts(now, answered)
+    return [f"{field}: {value} -> {current.get(field, 'not said')}"
+            for field, value in then.items() if current.get(field) != value]

@@ -113,6 +113,9 @@ class ServerIdentity(Strict):
     system_fingerprint: str | None = None
     headers: dict[str, str] = {}  # the headers naming its software, version or build
     routes: dict[str, Any] = {}  # open: what each version route (/version, /info, /props) answered, as it answered
+    # how it was asked, not what it said: the model list's route and the embeddings request's status
+    models_path: str | None = None
+    status: int | None = None
 
 
 class Target(Section):

@@ -116,3 +116,21 @@ def test_the_silent_difference_is_worded_from_the_ranking_verdict(lang: str) -> 
     better = catalogue(lang).terms["post"]["claim"]["different_better"].split("{interval}")[1].split("{")[0]
     assert better.strip(", ，、") in post
     assert overclaims(post, lang, {"better", "faster"}) == []
+
+
+THROUGHPUT = {"en": "hroughput", "ko": "처리량", "ja": "スループット", "zh": "吞吐量"}
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_latency_heading_names_no_figure_its_verdict_did_not_decide(lang: str) -> None:
+    """Sequential p50 slower, throughput inconclusive (the demo's case on a drifting host): the section heading says
+    the candidates were slower, and not that throughput went down."""
+    summary = _latency(_load("summary_complete.json"), "different", "slower")
+    for ratio in summary.decisions.latency.ratios.values():
+        for point in ratio.verdicts.values():
+            point.docs_per_s = point.docs_per_s.model_copy(update={"code": "inconclusive", "direction": None,
+                                                                   "reason": "host_drift"})
+    headings = [line for line in render_post(summary, lang).splitlines() if line.startswith("## ")]
+    slower = catalogue(lang).prose["post"]["latency_heading_slower"].split(". ", 1)[1]
+    assert any(line.endswith(slower) for line in headings), headings
+    assert not [line for line in headings if THROUGHPUT[lang] in line], headings

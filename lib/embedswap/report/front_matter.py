@@ -40,6 +40,11 @@ def _value(value: Any, kind: str, lang: str, state: bool | None) -> str:
     return fmt(value, kind) if value is not None else catalogue(lang).label(state)
 
 
+def _times(value: float, lang: str) -> str:
+    """A ratio as the body writes it (1.73× in English, 1.73배 in Korean): the same words as the post's."""
+    return catalogue(lang).terms["post"]["times"].format(x=f"{value:.2f}")
+
+
 def description(head: Headline, lang: str) -> str:
     """One line from the decisions the post states: every candidate against the legacy server, the lowest cosine
     at the body's precision (cos4), the parity gate, and on a GPU run the candidate's p50 with its one stored ratio
@@ -56,13 +61,13 @@ def description(head: Headline, lang: str) -> str:
         else catalogue(lang).label(False))
     if head.gpu is False:  # no absolute latency on a CPU run; the one stored ratio is not absolute
         ratio = (words["description_cpu_ratio"].format(candidate=head.candidate or "?",
-                                                       ratio=fmt(head.candidate_seq_p50_ratio, "ratio"))
+                                                       ratio=_times(head.candidate_seq_p50_ratio, lang))
                  if head.candidate_seq_p50_ratio is not None else "")
         return words["description_cpu"].format(**fields) + ratio
     return words["description"].format(**fields, p50=_value(head.candidate_seq_p50_ms, "ms", lang, latency_missing)
                                        + (" ms" if head.candidate_seq_p50_ms is not None else "")
-                                       + (words["description_ratio"].format(ratio=fmt(head.candidate_seq_p50_ratio,
-                                                                                     "ratio"))
+                                       + (words["description_ratio"].format(
+                                           ratio=_times(head.candidate_seq_p50_ratio, lang))
                                           if head.candidate_seq_p50_ratio is not None else ""))
 
 

@@ -138,9 +138,15 @@ def test_grades_of_the_searched_queries_only() -> None:
 
 
 def test_step_table_names_the_hnsw_shares() -> None:
-    from embedswap.steps.index import index_table
+    from typed_summary import body_dict
 
-    decided = {"decisions": {"index": {"c": {"code": "keep_index"}}}}
+    from embedswap.steps.index import index_table
+    from embedswap.summary.upgrade import upgrade_summary
+
+    decided = upgrade_summary(body_dict())  # a whole summary: the table reads it typed
+    decided["decisions"]["index"] = {"c": {"code": "keep_index"}}
     assert index_table(decided).loc["c", "hnsw_shares"] == "all"  # no plan: an older summary, every share
-    decided["index"] = {"hnsw_plan": {"shares": [0.0, 1.0], "exact_only": [0.5]}}
+    decided["index"] = {"measured": True, "hnsw_plan": {"setting": "ends", "mode": "ends", "documents": 10,
+                                                        "auto_max_documents": 5, "shares": [0.0, 1.0],
+                                                        "exact_only": [0.5]}}
     assert index_table(decided).loc["c", "hnsw_shares"] == "0 1"

@@ -89,7 +89,7 @@ def test_parity_gate_has_nothing_to_gate_in_a_latency_only_run(tmp_path: Path) -
     assert not ctx.attempt.has("reference/doc_vectors.npy")
     assert ctx.attempt.step_status("parity") == "skipped"
     summary = ctx.summary()
-    assert summary["parity"]["measured"] is False and summary["parity"]["pass"] is None
+    assert summary.parity.measured is False and summary.parity.passed is None
 
 
 def test_parity_gate_fails_when_an_asked_target_has_no_vectors(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from embedswap.config import load_experiment
 from embedswap.report.markdown import render_markdown
 from embedswap.scaffold import new_experiment
 from embedswap.summary.timing import timing_section
+from embedswap.summary.types_parity import ParitySample
 
 LANGS = ["ko"] * 6 + ["en"] * 3 + ["ja"] * 1
 
@@ -50,9 +51,10 @@ def test_the_parity_gate_runs_on_the_stratified_sample_and_the_summary_says_so(t
     assert result["sample"]["documents"] == 5 and result["sample"]["of"] == 10 and not result["sample"]["whole"]
     assert result["sample"]["languages"] == {LANGS[i]: sum(1 for j in sample if LANGS[j] == LANGS[i])
                                              for i in sample}
-    summary = ctx.summary()
-    assert summary["workload"]["samples"]["parity"] == result["sample"]
-    assert summary["workload"]["samples"]["latency"]["documents"] == 4
+    summary = ctx.summary()  # typed, as the notebooks get it
+    assert summary.workload.samples is not None
+    assert summary.workload.samples.parity == ParitySample.model_validate(result["sample"])
+    assert summary.workload.samples.latency.documents == 4
     for lang, words in (("en", "5 of the 10 documents"), ("ko", "문서 10개 중 5개"), ("ja", "文書10件のうち5件"),
                         ("zh", "10 个文档中的 5 个")):
         text = render_markdown(summary, lang)

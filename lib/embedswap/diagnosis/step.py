@@ -33,6 +33,9 @@ from embedswap.measure.contract import long_input
 from embedswap.measure.server_tokens import CAPTURE as TOKENS_FILE
 from embedswap.models import resolve_model_path
 from embedswap.reasons import not_measured
+from embedswap.summary.model import Summary
+from embedswap.summary.types_decisions import DiagnosisDecision
+from embedswap.summary.upgrade import as_summary
 
 CAPTURE = "diagnosis/vectors.json"
 QUERY_FILE = "query_vectors_server_instruction.npy"  # measure.capture_queries: input_type "query"
@@ -278,20 +281,24 @@ def diagnosis_section(attempt: Attempt) -> dict[str, Any]:
     return attempt.read_json(CAPTURE)
 
 
-def diagnosis_table(summary: dict[str, Any]) -> Any:
+def _whys(decided: DiagnosisDecision | None) -> str:
+    return "; ".join(r.why or "" for r in decided.reasons) if decided is not None else ""
+
+
+def diagnosis_table(summary: Summary | dict[str, Any]) -> Any:
     """Notebook 03's table: one row per diagnosed server (its cause, the step, the sentence with the fix)."""
     import pandas as pd
 
-    section = summary.get("diagnosis") or {}
-    decisions = (summary.get("decisions") or {}).get("diagnosis") or {}
-    if not section.get("measured") and not decisions:
-        return pd.DataFrame([{"diagnosis": section.get("why")}])
-    rows = [{"server": name, "cause": (decisions.get(name) or {}).get("code"),
-             "step": (decisions.get(name) or {}).get("step"),
-             "why": "; ".join(r.get("why") or "" for r in (decisions.get(name) or {}).get("reasons") or [])
-                    or "reproduces the model's own pipeline"}
-            for name in dict.fromkeys([*(section.get("by_target") or {}), *decisions])]
-    for name, decided in ((summary.get("decisions") or {}).get("diagnosis_queries") or {}).items():
-        rows.append({"server": name, "cause": decided.get("code"), "step": "queries",
-                     "why": "; ".join(r.get("why") or "" for r in decided.get("reasons") or [])})
+    typed = as_summary(summary)
+    section, decisions = typed.diagnosis, typed.decisions.diagnosis
+    if (section is None or not section.measured) and not decisions:
+        return pd.DataFrame([{"diagnosis": section.why if section is not None else None}])
+    rows = []
+    for name in dict.fromkeys([*(section.by_target if section is not None else {}), *decisions]):
+        decided = decisions.get(name)
+        rows.append({"server": name, "cause": decided.code if decided else None,
+                     "step": decided.step if decided else None,
+                     "why": _whys(decided) or "reproduces the model's own pipeline"})
+    for name, decided in typed.decisions.diagnosis_queries.items():
+        rows.append({"server": name, "cause": decided.code, "step": "queries", "why": _whys(decided)})
     return pd.DataFrame(rows)

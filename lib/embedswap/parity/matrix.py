@@ -19,6 +19,8 @@ import numpy as np
 
 from embedswap.reasons import REASONS, explain
 from embedswap.analysis.vectors import rowwise_cosine
+from embedswap.summary.model import Summary
+from embedswap.summary.upgrade import as_summary
 
 BATCH_INVARIANCE = "batch_invariance"
 LONG_CONTEXT = "long_context"
@@ -177,24 +179,23 @@ def chunked_prefill_refusal(pooling: str, is_causal: bool) -> str | None:
     return None
 
 
-def matrix_table(summary: dict[str, Any]) -> Any:
+def matrix_table(summary: Summary | dict[str, Any]) -> Any:
     """Notebook 05's view of the matrix: one line per row (check, backend, setting, n, cos min/median, 1 - cos min,
     gate, result or why it did not run, cold-start figures), as a pandas DataFrame."""
     import pandas as pd
 
-    matrix = (summary.get("parity") or {}).get("matrix") or {}
-    if not matrix.get("rows"):
-        return pd.DataFrame([{"parity matrix": matrix.get("why") or "not in this summary"}])
+    matrix = as_summary(summary).parity.matrix
+    if matrix is None or not matrix.rows:
+        return pd.DataFrame([{"parity matrix": (matrix.why if matrix is not None else None) or "not in this summary"}])
     lines = []
-    for row in matrix["rows"]:
-        figures = row.get("figures") or {}
-        cos_min = row.get("cos_min")
+    for row in matrix.rows:
         lines.append({
-            "check": row["check"], "backend": row["backend"], "setting": row["setting"],
-            "platform": row.get("platform"), "n": row.get("n"), "cos min": cos_min, "cos median": row.get("cos_median"),
-            "1 - cos min": None if cos_min is None else max(0.0, 1.0 - float(cos_min)), "gate": row.get("gate"),
-            "result": row.get("why") or ("pass" if row.get("passed") else "fail" if row.get("passed") is False
-                                         else "measured"),
-            **{k: figures[k] for k in ("start_s", "first_ms", "steady_median_ms", "first_over_steady") if k in figures},
+            "check": row.check, "backend": row.backend, "setting": row.setting,
+            "platform": row.platform, "n": row.n, "cos min": row.cos_min, "cos median": row.cos_median,
+            "1 - cos min": None if row.cos_min is None else max(0.0, 1.0 - float(row.cos_min)), "gate": row.gate,
+            "result": row.why or ("pass" if row.passed else "fail" if row.passed is False else "measured"),
+            # open figures: the cold-start ones a row has (a cold_start row's; none elsewhere)
+            **{k: row.figures[k] for k in ("start_s", "first_ms", "steady_median_ms", "first_over_steady")
+               if k in row.figures},
         })
     return pd.DataFrame(lines).set_index(["check", "backend", "setting"])

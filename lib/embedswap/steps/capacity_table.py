@@ -1,4 +1,4 @@
-"""Notebook 04's capacity table: ``decisions.capacity`` of summary.json, one row per server (pandas)."""
+"""Notebook 04's capacity table: ``decisions.capacity`` of the summary, one row per server (pandas)."""
 
 from __future__ import annotations
 
@@ -6,31 +6,36 @@ from typing import Any
 
 import pandas as pd
 
+from embedswap.summary.model import Summary
+from embedswap.summary.upgrade import as_summary
 
-def capacity_table(summary: dict[str, Any]) -> pd.DataFrame:
+
+def capacity_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
     """Capacity at the latency target per server, with its interval over repeats, the knee's bracket, replicas
     for ``latency.traffic``, where it sheds load and why its goodput falls below its throughput; empty when
     ``latency.open_loop`` was not configured."""
-    decided = (summary.get("decisions") or {}).get("capacity") or {}
-    ratios = decided.get("ratios") or {}
+    decided = as_summary(summary).decisions.capacity
+    if decided is None:
+        return pd.DataFrame()
     rows = []
-    for name, server in (decided.get("servers") or {}).items():
+    for name, server in decided.servers.items():
+        ratio = decided.ratios.get(name)
         rows.append({
             "target": name,
-            "capacity_rps": server.get("capacity"),
-            "low": server.get("low"),
-            "high": server.get("high"),
-            "censored": server.get("censored"),
-            "knee": f"{server.get('met_rate')} -> {server.get('missed_rate')}",
-            "limit": server.get("limit"),
-            "replicas": server.get("replicas"),
-            "replicas_interval": (f"{server.get('replicas_low')}-{server.get('replicas_high')}"
-                                  if server.get("replicas_low") is not None else None),
-            "sheds_from_rps": server.get("sheds_from"),
-            "shed_share": server.get("shed_share"),
-            "goodput_gap": server.get("goodput_gap"),
-            "invalid_rates": server.get("invalid_rates") or None,
-            "ratio_vs_legacy": (ratios.get(name) or {}).get("estimate"),
-            "verdict": (ratios.get(name) or {}).get("code"),
+            "capacity_rps": server.capacity,
+            "low": server.low,
+            "high": server.high,
+            "censored": server.censored,
+            "knee": f"{server.met_rate} -> {server.missed_rate}",
+            "limit": server.limit,
+            "replicas": server.replicas,
+            "replicas_interval": (f"{server.replicas_low}-{server.replicas_high}"
+                                  if server.replicas_low is not None else None),
+            "sheds_from_rps": server.sheds_from,
+            "shed_share": server.shed_share,
+            "goodput_gap": server.goodput_gap,
+            "invalid_rates": server.invalid_rates or None,
+            "ratio_vs_legacy": ratio.estimate if ratio is not None else None,
+            "verdict": ratio.code if ratio is not None else None,
         })
     return pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
 from embedswap.captures import Attempt, open_attempt
 from embedswap.config.experiment import Experiment, load_experiment
 from embedswap.paths import project_root
 from embedswap.reasons import not_measured
 from embedswap.summary.build import build_summary, write_summary
+from embedswap.summary.model import Summary
+from embedswap.summary.upgrade import read_summary
 from embedswap.measure.workload import Workload, load_workload
 
 
@@ -28,11 +28,11 @@ class StepContext:
     attempt: Attempt
     workload: Workload
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Summary:
+        """The attempt's summary, built now and written to summary.json; returned typed, as the report reads it."""
         summary = build_summary(self.experiment, self.experiment_dir, self.attempt, self.workload)
         write_summary(summary, self.attempt)
-        return summary
-
+        return read_summary(summary, source=str(self.attempt.summary_path))
 
 
 def why_fields(code: str, **params: object) -> dict[str, object]:

@@ -19,6 +19,8 @@ from embedswap.index.searches import (
 )
 from embedswap.reasons import not_measured
 from embedswap.redact import redact
+from embedswap.summary.model import Summary
+from embedswap.summary.upgrade import as_summary
 
 
 def query_rows(n: int, limit: int, seed: int) -> np.ndarray:
@@ -84,30 +86,29 @@ def _store_failed(capture: dict[str, Any]) -> bool:
                for entry in (capture.get("by_candidate") or {}).values())
 
 
-def index_table(summary: dict[str, Any]) -> Any:
+def index_table(summary: Summary | dict[str, Any]) -> Any:
     """Step 03's table: per candidate the decision and the figures behind it (from ``decisions.index``)."""
     import pandas as pd
 
+    typed = as_summary(summary)
     rows = []
-    plan = (summary.get("index") or {}).get("hnsw_plan")
+    plan = typed.index.hnsw_plan if typed.index is not None else None
     # the shares HNSW was built and searched at (index.hnsw_shares); a summary without a plan had it at every share
-    hnsw_at = "all" if not plan or not plan.get("exact_only") else " ".join(f"{s:g}" for s in plan["shares"])
-    for name, d in ((summary.get("decisions") or {}).get("index") or {}).items():
-        cross = d.get("cross") or {}
-        adapter = d.get("adapter") or {}
-        cost = d.get("cost") or {}
+    hnsw_at = "all" if plan is None or not plan.exact_only else " ".join(f"{s:g}" for s in plan.shares)
+    for name, d in typed.decisions.index.items():
+        cross, adapter, cost = d.cross, d.adapter, d.cost
         rows.append({
-            "candidate": name, "decision": d.get("code"), "basis": d.get("basis"),
-            "cross_change": cross.get("estimate"), "cross_low": cross.get("low"), "cross_high": cross.get("high"),
-            "cross_verdict": cross.get("code"), "retention": d.get("retention"),
-            "backward_compatible": d.get("backward_compatible"), "hnsw_recall": d.get("hnsw_recall"),
+            "candidate": name, "decision": d.code, "basis": d.basis,
+            "cross_change": cross.estimate if cross else None, "cross_low": cross.low if cross else None,
+            "cross_high": cross.high if cross else None, "cross_verdict": cross.code if cross else None,
+            "retention": d.retention, "backward_compatible": d.backward_compatible, "hnsw_recall": d.hnsw_recall,
             "hnsw_shares": hnsw_at,
-            "length": d.get("length"), "advice": d.get("advice"),
-            "adapter_identity": adapter.get("identity"), "adapter_residual": adapter.get("residual_test"),
-            "adapter_retained": adapter.get("retained"),
-            "reembed_hours": cost.get("hours_per_replica"), "replicas": cost.get("replicas"),
+            "length": d.length, "advice": d.advice,
+            "adapter_identity": adapter.identity if adapter else None,
+            "adapter_residual": adapter.residual_test if adapter else None,
+            "adapter_retained": adapter.retained if adapter else None,
+            "reembed_hours": cost.hours_per_replica if cost else None, "replicas": cost.replicas if cost else None,
         })
     if not rows:
-        section = summary.get("index") or {}
-        return pd.DataFrame([{"index": "not measured", "why": section.get("why")}])
+        return pd.DataFrame([{"index": "not measured", "why": typed.index.why if typed.index is not None else None}])
     return pd.DataFrame(rows).set_index("candidate")

@@ -1,7 +1,8 @@
 """The tables the notebooks show (pandas): targets, vectors, contract, instruction, latency, parity.
 
-Read from summary.json's dict only (the decisions are already in it); split out of ``embedswap.steps``, which
-re-exports every function here.
+Each reads the typed :class:`~embedswap.summary.model.Summary` (the decisions are already in it); a summary.json
+dict of any version is accepted too and read as the report reads it (:func:`~embedswap.summary.upgrade.
+read_summary`). Split out of ``embedswap.steps``, which re-exports every function here.
 """
 
 from __future__ import annotations
@@ -13,21 +14,21 @@ import pandas as pd
 from embedswap.report.format import fmt
 from embedswap.steps.context import StepContext, StepError
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import read_summary
+from embedswap.summary.upgrade import as_summary
 from embedswap.measure.tokens import ensure_tokenizer_counts
 
 
 def targets_table(ctx: StepContext) -> pd.DataFrame:
     rows = []
-    for name, info in ctx.summary()["targets"].items():
+    for name, info in ctx.summary().targets.items():
         rows.append({
             "target": name,
-            "kind": info["config"]["kind"],
-            "version": info.get("version"),
-            "start_s": info.get("start_seconds"),
-            "rss_MiB": round(info["rss_bytes"] / 2**20) if info.get("rss_bytes") else None,
+            "kind": info.config.kind,
+            "version": info.version,
+            "start_s": info.start_seconds,
+            "rss_MiB": round(info.rss_bytes / 2**20) if info.rss_bytes else None,
             "status": ctx.attempt.step_status(f"capture:{name}"),
-            "problems": "; ".join(info.get("problems") or []) or info.get("error"),
+            "problems": "; ".join(info.problems) or info.error,
         })
     return pd.DataFrame(rows).set_index("target")
 
@@ -40,57 +41,59 @@ def require_captures(ctx: StepContext) -> None:
     ensure_tokenizer_counts(ctx.experiment, ctx.workload, ctx.attempt)  # attempts made before it was captured
 
 
-def vector_table(summary: dict[str, Any]) -> pd.DataFrame:
+def vector_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
     """The article's vector table, one column per server."""
-    vectors = summary["vectors"]
+    vectors = as_summary(summary).vectors
     rows: dict[str, dict[str, Any]] = {}
-    for name, info in vectors["by_target"].items():
-        if not info.get("measured"):
-            rows[name] = {"dimension": None, "first L2 norm": None, "token total": None, "note": info.get("why")}
+    for name, info in vectors.by_target.items():
+        if not info.measured:
+            rows[name] = {"dimension": None, "first L2 norm": None, "token total": None, "note": info.why}
             continue
+        first = info.norm.first if info.norm is not None else None
         rows[name] = {
-            "dimension": info["dimension"],
-            "first L2 norm": round(info["norm"]["first"], 6),
-            "token total": info["token_total"],
-            "index order ok": info["index_order_ok"],
-            "repeat min cosine": info["repeat_min_cosine"],
-            "= tokenizer's count": info.get("token_total_matches_tokenizer"),
+            "dimension": info.dimension,
+            "first L2 norm": None if first is None else round(first, 6),
+            "token total": info.token_total,
+            "index order ok": info.index_order_ok,
+            "repeat min cosine": info.repeat_min_cosine,
+            "= tokenizer's count": info.token_total_matches_tokenizer,
         }
-    for name, comparison in vectors["comparisons"].items():
-        if comparison.get("measured"):
-            c = comparison["cosine"]
-            rows[name]["cosine vs legacy (min/median/max)"] = f"{c['min']:.6f} / {c['median']:.6f} / {c['max']:.6f}"
+    for name, comparison in vectors.comparisons.items():
+        c = comparison.cosine
+        if comparison.measured and c is not None:
+            rows[name]["cosine vs legacy (min/median/max)"] = f"{c.min:.6f} / {c.median:.6f} / {c.max:.6f}"
     return pd.DataFrame(rows)
 
 
-def contract_table(summary: dict[str, Any]) -> pd.DataFrame:
-    contract = summary["contract"]
-    if isinstance(contract, dict):
-        return pd.DataFrame([{"contract": contract.get("why")}])
+def contract_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
+    contract = as_summary(summary).contract
+    if not isinstance(contract, list):  # not measured: the section says why
+        return pd.DataFrame([{"contract": contract.why}])
     rows = []
     for row in contract:
-        entry: dict[str, Any] = {"probe": row["probe"]}
-        for name, side in row["by_target"].items():
-            entry[name] = side["status"]
-        for name, verdict in row["verdicts"].items():
-            entry[f"verdict ({name})"] = verdict["verdict"]
-            entry[f"cosine ({name})"] = None if verdict["cosine"] is None else round(verdict["cosine"], 4)
+        entry: dict[str, Any] = {"probe": row.probe}
+        for name, side in row.by_target.items():
+            entry[name] = side.status
+        for name, verdict in row.verdicts.items():
+            entry[f"verdict ({name})"] = verdict.verdict
+            entry[f"cosine ({name})"] = None if verdict.cosine is None else round(verdict.cosine, 4)
         rows.append(entry)
     return pd.DataFrame(rows).set_index("probe")
 
 
-def instruction_table(summary: dict[str, Any]) -> pd.DataFrame:
+def instruction_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
     """The query instruction three ways per server (applied / ignored / another vector), then /v2/embed."""
-    section = summary.get("instruction") or {}
-    if not section.get("measured"):
-        return pd.DataFrame([{"instruction": section.get("why", "not in this summary")}])
-    rows = []
-    for row in section["rows"] + [{**r, "variant": "/v2/embed input_type"} for r in section.get("v2_embed", [])]:
-        cos = row.get("cosine_to_reference")
-        rows.append({"server": row["target"], "request": row.get("variant"), "status": row.get("status"),
-                     "prompt tokens": row.get("prompt_tokens"), "tokenizer's count": row.get("tokenizer_tokens"),
-                     "cosine to reference (min)": (cos or {}).get("min") if isinstance(cos, dict) else cos,
-                     "reading": row.get("reading") or row.get("error")})
+    section = as_summary(summary).instruction
+    if not section.measured:
+        return pd.DataFrame([{"instruction": section.why}])
+    rows = [{"server": row.target, "request": row.variant, "status": row.status,
+             "prompt tokens": row.prompt_tokens, "tokenizer's count": row.tokenizer_tokens,
+             "cosine to reference (min)": row.cosine_to_reference.min if row.cosine_to_reference else None,
+             "reading": row.reading or row.error} for row in section.rows]
+    rows += [{"server": row.target, "request": "/v2/embed input_type", "status": row.status,
+              "prompt tokens": row.prompt_tokens, "tokenizer's count": row.tokenizer_tokens,
+              "cosine to reference (min)": row.cosine_to_reference, "reading": row.reading or row.error}
+             for row in section.v2_embed]  # one cosine per server there, not a spread over queries
     return pd.DataFrame(rows).set_index(["server", "request"])
 
 
@@ -99,7 +102,7 @@ def latency_table(summary: Summary | dict[str, Any], section: str = "latency") -
     """One row per server with the report's figures (``decisions.shown``: pooled over the repeats when the summary
     has per-request data) and, for a candidate, its one stored ratio to the legacy server as the report prints it
     (``Summary.latency_ratio``); ``section="ablation"`` gives the legacy server against its variants."""
-    typed = summary if isinstance(summary, Summary) else read_summary(summary)
+    typed = as_summary(summary)
     part = typed.latency if section == "latency" else typed.ablation
     if not part.by_target:
         return pd.DataFrame([{section: getattr(part, "why", None)}])
@@ -128,21 +131,23 @@ def latency_table(summary: Summary | dict[str, Any], section: str = "latency") -
     return pd.DataFrame(rows).set_index("target").round(1)
 
 
-def parity_table(summary: dict[str, Any]) -> pd.DataFrame:
+def parity_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
     """One line per backend and modality; backends that were not measured, and the text+image gate when it was
-    not measured, are lines with a note instead of figures."""
-    parity = summary["parity"]
-    rows = [{k: v for k, v in row.items() if k not in ("worst", "source")} for row in parity.get("rows") or []]
-    for missing in parity.get("not_run") or []:
-        rows.append({"backend": missing["backend"], "pass": False, "note": f"not measured: {missing['why']}"})
-    multimodal = parity.get("multimodal") or {}
-    for row in multimodal.get("rows") or []:  # parity.multimodal: a CLIP model's captions and images
-        rows.append({**{k: v for k, v in row.items() if k not in ("worst", "part", "request")},
-                     "backend": f"{row['backend']} (CLIP {row.get('part')}, {row.get('request')})"})
-    if rows and multimodal and not multimodal.get("measured"):
-        rows.append({"backend": "(text+image)", "modality": "text+image",
-                     "threshold": (parity.get("thresholds") or {}).get("multimodal"),
-                     "note": f"not measured: {multimodal.get('why')}"})
+    not measured, are lines with a note instead of figures. A row's columns are the keys its summary.json row has
+    (``exclude_unset``), without the lists a table cannot show."""
+    parity = as_summary(summary).parity
+    rows: list[dict[str, Any]] = [row.model_dump(by_alias=True, exclude_unset=True, mode="json",
+                                                 exclude={"worst", "source"}) for row in parity.rows]
+    for missing in parity.not_run:
+        rows.append({"backend": missing.backend, "pass": False, "note": f"not measured: {missing.why}"})
+    multimodal = parity.multimodal
+    for row in multimodal.rows if multimodal is not None else []:  # a CLIP model's captions and images
+        rows.append({**row.model_dump(by_alias=True, exclude_unset=True, mode="json",
+                                      exclude={"worst", "part", "request"}),
+                     "backend": f"{row.backend} (CLIP {row.part}, {row.request})"})
+    if rows and multimodal is not None and not multimodal.measured:
+        rows.append({"backend": "(text+image)", "modality": "text+image", "threshold": parity.threshold("multimodal"),
+                     "note": f"not measured: {multimodal.why}"})
     if not rows:
-        return pd.DataFrame([{"parity": parity.get("why")}])
+        return pd.DataFrame([{"parity": parity.why}])
     return pd.DataFrame(rows).set_index("backend")

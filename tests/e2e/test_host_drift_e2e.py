@@ -1,7 +1,8 @@
 """End to end: a CPU-bound job loads the host only while the legacy server is measured. The candidate (the same
 legacy server, measured after it on a quiet host) then looks faster, but it must not be called faster: the
-host's drift is measured and shown, and the verdict is inconclusive with reason host_drift: the calibration
-establishes a drift beyond its own noise, in the direction that makes the candidate look faster. The busy loops
+host's drift is measured and shown, and the headline is inconclusive: the calibration establishes a drift beyond
+its own noise, in the direction that makes the candidate look faster, and each figure is refused (host_drift) or,
+where the candidate is not worse even across the widened interval, non_inferior; never faster. The busy loops
 live as long as the legacy server, so its A-B-A measurement (on by default) is loaded too and cannot see them.
 
 The load comes from a wrapper around the legacy target's interpreter (``python:``): a busy loop per core, started
@@ -77,12 +78,19 @@ def test_a_host_loaded_only_during_legacy_does_not_make_the_candidate_faster(tmp
     # well, which of its readings moved most varies; on a quiet one it is the legacy phase, ~3x)
     assert drift["factor"] > 1.10
     assert drift["bound"] > 1.10  # beyond the gauge's own noise, not only its point reading
+    refused = []
     for run, point in decided["verdicts"].items():
         for figure in ("p50", "docs_per_s"):
             verdict = point[figure]
             assert verdict["direction"] != "faster", (run, figure, verdict)  # never called faster
-            if verdict["code"] != "failed":
-                assert verdict["code"] == "inconclusive" and verdict["reason"] == "host_drift", (run, figure, verdict)
+            # where the drift decides, the verdict is refused; where the candidate is not worse even across the
+            # interval widened by the drift bound, non_inferior holds (it is the same server: not a false claim;
+            # measured 2026-12-04: the concurrent point's ratio 0.3-0.4 under a 1.73x bound)
+            assert verdict["code"] in ("inconclusive", "non_inferior", "failed"), (run, figure, verdict)
+            if verdict["code"] == "inconclusive":
+                assert verdict["reason"] == "host_drift", (run, figure, verdict)
+                refused.append((run, figure))
+    assert refused, decided["verdicts"]  # the drift decided somewhere
     assert decided["verdict"]["code"] == "inconclusive"
     # the report shows the drift beside the ratio
     report = (report_dir(folder) / "report.en.md").read_text(encoding="utf-8")

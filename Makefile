@@ -91,14 +91,17 @@ browser:
 	       "run 'sudo apt-get install chromium' (tests/report/test_report_browser.py fails without it)"; fi
 
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
-# Two passes: the unit tests on every core (pytest-xdist, a test file per worker so its module fixtures start once),
-# then the end-to-end tests one at a time, since they measure latency and must not share the cores with other
-# tests; both run even when the first fails, and make fails if either did (docs/testing.md: where the time goes)
+# Three passes (docs/testing.md: where the time goes): the unit tests on every core (pytest-xdist, a test file per
+# worker so its module fixtures start once); the end-to-end tests on every core too, except those marked quiet_host,
+# which decide latency verdicts and so run last, one at a time, on a host no other test loads. All three run even
+# when one fails, and make fails if any did.
+E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
 test: kit engine infinity kernel browser
 	@unit=0; $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 || unit=$$?; \
-	e2e=0; EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python $(KIT)/bin/python -m pytest -ra -m e2e \
-	  --durations=40 || e2e=$$?; \
-	echo "make test: unit tests exit $$unit, end-to-end tests exit $$e2e"; [ $$unit -eq 0 ] && [ $$e2e -eq 0 ]
+	e2e=0; $(E2E_PYTEST) -m "e2e and not quiet_host" -n $(TEST_WORKERS) --dist loadfile --durations=40 || e2e=$$?; \
+	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 || quiet=$$?; \
+	echo "make test: unit tests exit $$unit, end-to-end tests exit $$e2e, quiet-host tests exit $$quiet"; \
+	[ $$unit -eq 0 ] && [ $$e2e -eq 0 ] && [ $$quiet -eq 0 ]
 
 # llama.cpp's compile (10-25 min on two cores) does not fit CI's 90 minutes beside the rest: `make test` skips its
 # e2e test, saying so, unless .venvs/llamacpp is built; `make test-llamacpp` builds it and runs that test

@@ -5,10 +5,12 @@ reason host_drift; the drift is stored beside it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from typed_summary import summary_body
 
 from embedswap.analysis import decide
-from embedswap.analysis.host_drift import established
+from embedswap.analysis.host_drift import established, host_drift, suspect
+from embedswap.summary.types_latency import HostPhase, LatencyTarget
 
 
 def _point(run: str, concurrency: int, p50: float, seed: int) -> dict:
@@ -139,3 +141,55 @@ def test_legacy_measured_again_after_the_candidates_aba() -> None:
     # a candidate faster than both legacy measurements is faster beyond the drift between them
     faster = _aba(50.0).verdicts_at("sequential").p50
     assert faster.code == "non_inferior" and faster.direction == "faster" and faster.reason != "host_drift"
+
+
+def _foreign_phase(cores: list[float]) -> HostPhase:
+    return HostPhase(before={"cpus": 2, "calibration_ms": 12.0}, after={"cpus": 2, "calibration_ms": 12.0},
+                     calibration_ms=12.0, readings_ms=[12.0, 12.1, 11.9, 12.0], foreign_cores=cores)
+
+
+def _foreign_target(phase: HostPhase) -> LatencyTarget:
+    return LatencyTarget(measured=True, host=phase)
+
+
+def test_other_jobs_cpu_during_legacy_is_a_drift_the_wall_time_gauge_missed() -> None:
+    # a busy loop per core while legacy ran: the calibration read the same 12 ms in both phases
+    drift = host_drift("legacy", _foreign_target(_foreign_phase([1.9, 2.0, 1.95, 1.9])), "candidate",
+                       _foreign_target(_foreign_phase([0.02, 0.05, 0.01, 0.03])))
+    assert drift.bound_source == "foreign_cpu"
+    assert 1.85 < drift.bound < 2.0  # 1 + the established share difference (~0.95 of the two cores)
+    assert drift.foreign_cores == {"legacy": pytest.approx(1.9375), "candidate": pytest.approx(0.0275)}
+    assert suspect(drift) == ("faster",)  # legacy slowed: the candidate looks faster
+
+
+def test_a_quiet_host_establishes_no_foreign_drift() -> None:
+    drift = host_drift("legacy", _foreign_target(_foreign_phase([0.02, 0.06, 0.01])), "candidate",
+                       _foreign_target(_foreign_phase([0.03, 0.01, 0.05])))
+    assert drift.foreign_low < 0 < drift.foreign_high
+    assert drift.bound == 1.0 and drift.bound_source is None
+
+
+def test_foreign_load_during_the_candidate_is_suspected_of_slowing_it() -> None:
+    drift = host_drift("legacy", _foreign_target(_foreign_phase([0.0, 0.0, 0.01])), "candidate",
+                       _foreign_target(_foreign_phase([1.0, 1.1, 0.9])))
+    assert drift.bound_source == "foreign_cpu" and suspect(drift) == ("slower",)
+
+
+def test_without_segments_there_is_no_foreign_gauge() -> None:
+    drift = host_drift("legacy", _foreign_target(_foreign_phase([])), "candidate", _foreign_target(_foreign_phase([0.5])))
+    assert drift.foreign_low is None and "foreign_cpu" != drift.bound_source
+
+
+def test_a_legacy_phase_loaded_by_other_jobs_never_makes_the_candidate_faster() -> None:
+    # the same calibration readings in both phases (the wall-time gauge missed the load), legacy 1/0.6 slower
+    readings = [20.0, 20.4, 19.8, 20.1, 20.2]
+    body = summary_body({"roles": {"legacy": "legacy", "candidate": "cand", "candidates": ["cand"]},
+                         "latency": {"by_target": {"legacy": _target(100.0, (20.0, 20.0), 1, readings),
+                                                   "cand": _target(60.0, (20.0, 20.0), 11, readings)}}})
+    body.latency.by_target["legacy"].host.foreign_cores = [1.9, 2.0, 1.95]
+    body.latency.by_target["cand"].host.foreign_cores = [0.02, 0.0, 0.04]
+    ratio = decide(body).latency.ratio("cand")
+    assert ratio.drift.bound_source == "foreign_cpu"
+    for point in ("sequential", "concurrent"):
+        verdict = ratio.verdicts[point].p50
+        assert verdict.direction != "faster" and verdict.code == "inconclusive" and verdict.reason == "host_drift"

@@ -17,7 +17,7 @@ import pytest
 from realkit import legacy_target, make_experiment, run_whole_experiment, wait_no_processes
 from ports import free_ports
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.quiet_host]  # decides latency verdicts: run alone
 
 SLO_P99_MS = 5000.0
 TRAFFIC = 50.0

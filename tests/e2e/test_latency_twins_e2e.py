@@ -17,7 +17,7 @@ from embedswap.summary.model import validate_summary
 from fakeservers import Behaviour, serve
 from realkit import make_experiment, run_whole_experiment
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.quiet_host]  # decides latency verdicts: run alone
 
 SERVICE_MS = 100.0
 

@@ -29,7 +29,7 @@ from mg1server import mg1_process
 from ports import free_ports
 
 pytest.importorskip("ray", reason="the scale extra (pip install 'embedswap[scale]') is not installed")
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.quiet_host]  # decides latency verdicts: run alone
 
 DOCS = [Document(f"d{i}", f"document number {i}") for i in range(16)]
 OPEN_LOOP = {"rates": [6, 12, 18, 24, 30], "seconds": 3, "arrival": "poisson", "documents": 1,

@@ -9,7 +9,12 @@ verdicts with narrow intervals on this kind of 2-core host). Two gauges read tha
   phase while the server idles: the candidate phase's readings over the legacy phase's, and each phase's second
   half over its first, each with a 95 % Welch interval on the log readings;
 - where the legacy server was measured again after the candidates (A-B-A, ``sequencing.restore_latency``): its
-  second measurement over its first, per figure, with the bootstrap interval of that ratio.
+  second measurement over its first, per figure, with the bootstrap interval of that ratio;
+- the CPU other jobs used during each segment of a phase (``foreign_cores``, read from /proc: neither the server
+  under test nor the kit): the legacy phase's share of the CPUs minus the candidate's, with a 95 % Welch interval.
+  A server that wants every core, sharing the host fairly with other work of ``f`` of its ``n`` cores, gets
+  ``n / (n + f)`` of them: the established difference ``d`` is read as a factor ``1 + d``. The wall-time gauge can
+  miss such a load entirely (the scheduler may place it on the other core), this one cannot.
 
 A gauge moves by itself: on a quiet host the calibration moved 16 -> 19 ms within one phase (docs/equivalence.md).
 Read as a switch (drift factor above the margin: inconclusive), that noise refused a 26 % effect. Here each gauge
@@ -28,6 +33,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+
+import numpy as np
 
 from embedswap.analysis.equivalence import Verdict
 from embedswap.analysis.latency_equivalence import log_ratio_interval
@@ -65,6 +72,31 @@ def gauge_interval(later: Sequence[float], earlier: Sequence[float]) -> tuple[fl
         return None
     value, low, high, _ = log_ratio_interval(later, earlier, alpha=GAUGE_ALPHA)
     return value, low, high
+
+
+def foreign_interval(legacy: HostPhase | None, candidate: HostPhase | None) -> tuple[float, float, float] | None:
+    """(difference, low, high): the legacy phase's mean foreign share of the CPUs minus the candidate phase's, with
+    a 95 % Welch interval over the phases' segments (None with fewer than two segments on a side)."""
+    from scipy import stats
+
+    if legacy is None or candidate is None or len(legacy.foreign_cores) < 2 or len(candidate.foreign_cores) < 2:
+        return None
+    cpus = next((p.before.cpus for p in (legacy, candidate) if p.before is not None and p.before.cpus), None) or 1
+    a = np.asarray(legacy.foreign_cores, dtype=np.float64) / cpus
+    b = np.asarray(candidate.foreign_cores, dtype=np.float64) / cpus
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    se = math.sqrt(va + vb)
+    diff = float(a.mean() - b.mean())
+    if se == 0:
+        return diff, diff, diff
+    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    tc = float(stats.t.ppf(1 - GAUGE_ALPHA, df))
+    return diff, diff - tc * se, diff + tc * se
+
+
+def _foreign_factor(low: float, high: float) -> float:
+    """The slowdown factor a difference in foreign load establishes: 1 + the end of its interval nearest 0."""
+    return 1 + low if low > 0 else (1 - high if high < 0 else 1.0)
 
 
 def _within(phase: HostPhase | None) -> float | None:
@@ -106,6 +138,10 @@ def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candid
     for n, p in phases.items():
         if (trend := _halves(readings(p))) is not None:
             bounds[f"within:{n}"] = established(trend[1], trend[2])
+    foreign = foreign_interval(phases[legacy_name], phases[name])
+    if foreign is not None:
+        bounds["foreign_cpu"] = _foreign_factor(foreign[1], foreign[2])
+        factors.append(1 + abs(foreign[0]))
     kept = {k: [float(lo), float(hi)] for k, (lo, hi) in (aba_intervals or {}).items() if lo and hi}
     bounds.update({f"aba:{k}": established(lo, hi) for k, (lo, hi) in kept.items()})
     source = max(bounds, key=lambda k: bounds[k]) if bounds else None
@@ -114,7 +150,10 @@ def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candid
                      aba=aba, load_1m=load, steal_share=steal, factor=max(factors) if factors else None,
                      calibration_low=between[1] if between else None,
                      calibration_high=between[2] if between else None, aba_intervals=kept, bound=bound,
-                     bound_source=source if bound is not None and bound > 1 else None)
+                     bound_source=source if bound is not None and bound > 1 else None,
+                     foreign_cores={n: round(float(np.mean(p.foreign_cores)), 4) for n, p in phases.items()
+                                    if p is not None and p.foreign_cores},
+                     foreign_low=foreign[1] if foreign else None, foreign_high=foreign[2] if foreign else None)
 
 
 def suspect(drift: HostDrift) -> tuple[str, ...]:
@@ -124,6 +163,8 @@ def suspect(drift: HostDrift) -> tuple[str, ...]:
     source = drift.bound_source or ""
     if source == "calibration" and drift.calibration_ratio is not None:
         return ("faster",) if drift.calibration_ratio < 1 else ("slower",)
+    if source == "foreign_cpu" and drift.foreign_low is not None and drift.foreign_high is not None:
+        return ("faster",) if drift.foreign_low + drift.foreign_high > 0 else ("slower",)
     return () if source.startswith("aba:") else ("faster", "slower")
 
 

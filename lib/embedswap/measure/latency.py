@@ -69,7 +69,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     ``sweep`` in ``latency_stats.json``, with ``rss_peak_bytes`` (None where the server's memory cannot be read,
     e.g. an external target). The sweep is skipped when the server is gone or answered none of the article
     points' requests: it would only measure the failure again. ``host`` records the host's state and a fixed
-    calibration workload's time before and after the phase and between the article points' repeats, while the server
+    calibration workload's time (three samples a reading) before and after the phase and after each run, while the server
     idles (``measure.host_state``: the drift between phases, with the gauge's own spread).
     """
     cfg = experiment.latency
@@ -92,8 +92,15 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     sweep_errors = 0
     sweep_note = None
     total = sum(n for _, n, _ in points) * cfg.repeats + sum(n for _, n, _ in sweep) * cfg.sweep_repeats
+    foreign = host_state.ForeignCpu(target.pids)  # other jobs' CPU per segment, read from /proc (drift)
+    foreign.mark()
     host_before = host_state.reading()  # the host's state and calibration time around the phase (drift)
     between: list[float] = []
+
+    def read_host() -> None:  # the server idles: the gauges' spread within the phase
+        between.extend(host_state.calibration_samples())
+        foreign.mark()
+
     with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress, \
             _RssSampler(target) as rss:
         for run, requests, concurrency in points:
@@ -105,7 +112,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                 records.extend(asdict(r) for r in recs)
                 per_repeat.append(run_stats(recs, wall))
                 errors += sum(1 for r in recs if not r.ok)
-                between.append(host_state.calibration_ms())  # the server idles: the gauge's spread in the phase
+                read_host()
             stats[run] = point_stats(run, concurrency, per_repeat).as_dict()
         if sweep:
             answered = len(records) - errors
@@ -124,8 +131,11 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                         sweep_records.extend(asdict(r) for r in recs)
                         per_repeat.append(run_stats(recs, wall))
                         sweep_errors += sum(1 for r in recs if not r.ok)
+                        read_host()
                     stats["sweep"].append(point_stats(run, concurrency, per_repeat).as_dict())
-    stats["host"] = host_state.phase(host_before, host_state.reading(), between)
+    host_after = host_state.reading()
+    foreign.mark()
+    stats["host"] = host_state.phase(host_before, host_after, between, foreign.cores)
     if sweep_note:
         stats["sweep_note"] = sweep_note
     stats["client"] = client_name(spec.base_url)

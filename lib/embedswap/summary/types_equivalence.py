@@ -51,7 +51,11 @@ class HostDrift(Strict):
     readings (the gauge's own noise); ``aba_intervals``: the 95 % interval of each A-B-A ratio; ``bound``: the
     drift the readings establish beyond their noise (the end of the interval nearest 1, as a factor >= 1; 1 when
     every interval covers 1), by which each ratio's interval is widened before it is decided; ``bound_source``:
-    which reading set it (``calibration`` or an A-B-A figure)."""
+    which reading set it (``calibration``, ``foreign_cpu`` or an A-B-A figure).
+
+    ``foreign_cores``: per server, the mean cores' worth of CPU other jobs used during its phase, and
+    ``foreign_low``/``foreign_high`` the 95 % interval of the legacy phase's foreign share of the CPUs minus the
+    candidate phase's (> 0: the host was busier with other work while legacy was measured)."""
     calibration_ratio: float | None = None
     legacy_calibration_ms: float | None = None
     candidate_calibration_ms: float | None = None
@@ -65,6 +69,9 @@ class HostDrift(Strict):
     aba_intervals: dict[str, list[float]] = {}
     bound: float | None = None
     bound_source: str | None = None
+    foreign_cores: dict[str, float] = {}
+    foreign_low: float | None = None
+    foreign_high: float | None = None
 
 
 class PointVerdicts(Strict):

@@ -55,7 +55,8 @@ class HostReading(Strict):
     cpu_mhz: Number | None = None
     steal_jiffies: int | None = None
     total_jiffies: int | None = None
-    calibration_ms: Number | None = None  # the fixed calibration workload's time
+    calibration_ms: Number | None = None  # the fixed calibration workload's time (mean of its samples)
+    calibration_samples_ms: list[Number] = []  # each sample's time; empty in older captures
 
 
 class HostPhase(Strict):
@@ -65,8 +66,11 @@ class HostPhase(Strict):
     after: HostReading | None = None
     steal_share: Number | None = None
     calibration_ms: Number | None = None
-    # every calibration time of the phase in order (before, between repeats, after); empty in older captures
+    # every calibration time of the phase in order (before's samples, between runs, after's); empty in older captures
     readings_ms: list[Number] = []
+    # per segment of the phase (between two readings), the cores' worth of CPU used by other jobs than the server
+    # and the kit (measure.host_state.ForeignCpu); empty in older captures and for a server the kit did not start
+    foreign_cores: list[Number] = []
 
 
 class LatencyTarget(Section):

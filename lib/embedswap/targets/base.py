@@ -260,6 +260,10 @@ class Target(ABC):
     def alive(self) -> bool:
         return all(p.exit_code() is None for p in self.processes)
 
+    def pids(self) -> list[int]:
+        """The process ids of the server's running processes (none for a server the kit did not start)."""
+        return [p.process.pid for p in self.processes if p.process is not None and p.process.poll() is None]
+
     def rss_bytes(self) -> int | None:
         sizes = [p.rss_bytes() for p in self.processes]
         return sum(s for s in sizes if s) or None

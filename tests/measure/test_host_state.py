@@ -1,0 +1,68 @@
+"""The host gauge's readings: several calibration samples at each end of a phase, all of them in the phase's
+readings in order, so the drift interval rests on more than two end times."""
+
+from __future__ import annotations
+
+from embedswap.measure import host_state
+from embedswap.summary.types_latency import HostPhase
+
+
+def test_a_reading_keeps_each_sample_and_their_mean(monkeypatch) -> None:
+    times = iter([10.0, 12.0, 14.0])
+    monkeypatch.setattr(host_state, "calibration_ms", lambda: next(times))
+    reading = host_state.reading()
+    assert reading["calibration_samples_ms"] == [10.0, 12.0, 14.0]
+    assert reading["calibration_ms"] == 12.0
+
+
+def test_a_reading_without_calibration_has_no_samples() -> None:
+    reading = host_state.reading(calibrate=False)
+    assert reading["calibration_ms"] is None and reading["calibration_samples_ms"] == []
+
+
+def test_the_phase_lists_the_samples_before_between_and_after_in_order() -> None:
+    before = {"calibration_ms": 11.0, "calibration_samples_ms": [10.0, 11.0, 12.0]}
+    after = {"calibration_ms": 21.0, "calibration_samples_ms": [20.0, 21.0, 22.0]}
+    phase = host_state.phase(before, after, [15.0, 16.0])
+    assert phase["readings_ms"] == [10.0, 11.0, 12.0, 15.0, 16.0, 20.0, 21.0, 22.0]
+    assert phase["calibration_ms"] == 16.0
+    HostPhase.model_validate(phase)  # the summary's type accepts it
+
+
+def test_a_reading_from_before_samples_were_kept_counts_once() -> None:
+    phase = host_state.phase({"calibration_ms": 10.0}, {"calibration_ms": 12.0}, [11.0])
+    assert phase["readings_ms"] == [10.0, 11.0, 12.0]
+
+
+def test_one_sample_is_real_work() -> None:
+    assert 0 < host_state.calibration_ms(rounds=1, size=10_000) < 1_000
+
+
+def _busy(seconds: float):
+    import subprocess
+    import sys
+    return subprocess.Popen([sys.executable, "-c", f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"])
+
+
+def test_another_jobs_cpu_is_foreign_the_servers_is_not() -> None:
+    import time
+    import subprocess
+    job, idle = _busy(1.5), subprocess.Popen(["sleep", "5"])
+    try:
+        other = host_state.ForeignCpu(lambda: [idle.pid])  # an idle "server": the busy job is another's
+        own = host_state.ForeignCpu(lambda: [job.pid])  # here the busy job is the server's
+        other.mark(), own.mark()
+        time.sleep(1.0)
+        other.mark(), own.mark()
+    finally:
+        job.wait()
+        idle.kill()
+        idle.wait()
+    assert other.cores[0] > 0.6  # about one core, less what the scheduler gave others
+    assert own.cores[0] < other.cores[0] - 0.5
+
+
+def test_without_the_servers_processes_no_segment_is_recorded() -> None:
+    meter = host_state.ForeignCpu(lambda: [])
+    meter.mark(), meter.mark()
+    assert meter.cores == []

@@ -20,6 +20,7 @@ import numpy as np
 
 from embedswap.analysis.equivalence import ALPHA
 from embedswap.analysis.latency_equivalence import log_ratio_interval, ratio_verdict
+from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_capacity import Capacity, CapacityTarget, OpenRun
@@ -117,11 +118,6 @@ def server_capacity(target: CapacityTarget, section: Capacity, alpha: float = AL
     return out
 
 
-def _verdict_json(verdict: Any) -> dict[str, Any]:
-    keys = ("code", "direction", "estimate", "low", "high", "margin", "n", "n_needed", "reason")
-    return {k: getattr(verdict, k) for k in keys}
-
-
 def capacity_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any] | None:
     """The ``decisions.capacity`` of a summary with a ``capacity`` section (None without one), against the
     experiment's typed ``decisions`` (its alpha and ``throughput_ratio`` margin)."""
@@ -151,6 +147,6 @@ def capacity_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[st
             est = (statistics.geometric_mean(mine) / statistics.geometric_mean(base)) if mine and base else None
             verdict = ratio_verdict(est, None, None, margin, n=min(len(mine), len(base)), lower_is_better=False,
                                     alpha=alpha)
-        ratios[name] = _verdict_json(verdict)
+        ratios[name] = stored(verdict)
     return {"slo_p99_ms": section.slo_p99_ms, "slo_p50_ms": section.slo_p50_ms, "traffic": section.traffic,
             "servers": servers, "ratios": ratios}

@@ -94,7 +94,7 @@ def foreign_interval(legacy: HostPhase | None, candidate: HostPhase | None) -> t
     return diff, diff - tc * se, diff + tc * se
 
 
-def _foreign_factor(low: float, high: float) -> float:
+def foreign_factor(low: float, high: float) -> float:
     """The slowdown factor a difference in foreign load establishes: 1 + the end of its interval nearest 0."""
     return 1 + low if low > 0 else (1 - high if high < 0 else 1.0)
 
@@ -140,7 +140,7 @@ def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candid
             bounds[f"within:{n}"] = established(trend[1], trend[2])
     foreign = foreign_interval(phases[legacy_name], phases[name])
     if foreign is not None:
-        bounds["foreign_cpu"] = _foreign_factor(foreign[1], foreign[2])
+        bounds["foreign_cpu"] = foreign_factor(foreign[1], foreign[2])
         factors.append(1 + abs(foreign[0]))
     kept = {k: [float(lo), float(hi)] for k, (lo, hi) in (aba_intervals or {}).items() if lo and hi}
     bounds.update({f"aba:{k}": established(lo, hi) for k, (lo, hi) in kept.items()})

@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 
 from embedswap.analysis import equivalence as eq
+from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.index import IndexConfig
 from embedswap.index.cost import reembed_cost
 from embedswap.summary.model import SummaryBody
-from embedswap.summary.types_index import CellValues, IndexCandidate, IndexVerdict
+from embedswap.summary.types_index import CellValues, IndexCandidate
 
 MARGIN_OF = {"ndcg_at_10": "ndcg_at_10", "recall_at_5": "recall_at_k"}
 COST_POINT = "concurrent"  # the article's operating point
@@ -40,7 +41,7 @@ def index_config(summary: SummaryBody) -> IndexConfig:
 
 
 def _typed(v: eq.Verdict | None) -> dict[str, Any] | None:
-    return None if v is None else {name: getattr(v, name) for name in IndexVerdict.model_fields}
+    return None if v is None else stored(v)
 
 
 def _paired(cell: list[Any], reference: list[Any]) -> np.ndarray:

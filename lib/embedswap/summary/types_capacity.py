@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from embedswap.summary.types_common import Number, Section, Strict
+from embedswap.summary.types_equivalence import EquivalenceVerdict
 
 
 class OpenRun(Strict):
@@ -102,27 +103,13 @@ class ServerCapacity(Strict):
     points: list[RatePoint] = []
 
 
-class CapacityVerdict(Strict):
-    """A candidate/legacy capacity ratio against the throughput margin (the fields of
-    embedswap.analysis.equivalence.Verdict that the report reads; higher is better)."""
-    code: Literal["equivalent", "non_inferior", "different", "inconclusive", "failed"]
-    direction: Literal["worse", "better", "slower", "faster"] | None = None
-    estimate: float | None = None
-    low: float | None = None
-    high: float | None = None
-    margin: float | None = None
-    n: int | None = None
-    n_needed: int | None = None
-    reason: str = ""
-
-
 class CapacityDecisions(Strict):
     """``decisions.capacity``: per server, and each candidate's capacity against the legacy server's."""
     slo_p99_ms: Number | None = None
     slo_p50_ms: Number | None = None
     traffic: Number | None = None
     servers: dict[str, ServerCapacity] = {}
-    ratios: dict[str, CapacityVerdict] = {}  # candidate/legacy capacity (higher is better)
+    ratios: dict[str, EquivalenceVerdict] = {}  # candidate/legacy capacity (higher is better)
 
     def of(self, name: str | None) -> ServerCapacity | None:
         return self.servers.get(name) if name is not None else None

@@ -1,14 +1,12 @@
 """The ``index`` section of summary.json (the compatibility grid searched on the real vector store, per query) and
-``decisions.index`` (keep the index, re-embed, adapter or blocked, per candidate).
-
-``IndexVerdict`` repeats the stored fields of ``types_decisions.EquivalenceVerdict``: importing that one here would
-make types_decisions (which holds ``Decisions.index``) and this module import each other."""
+``decisions.index`` (keep the index, re-embed, adapter or blocked, per candidate)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from embedswap.summary.types_common import Number, Section, Spread, Strict
+from embedswap.summary.types_equivalence import EquivalenceVerdict
 
 Method = Literal["exact", "hnsw"]
 QuerySource = Literal["legacy", "candidate"]
@@ -98,19 +96,6 @@ class Index(Section):
         return self.by_candidate.get(name)
 
 
-class IndexVerdict(Strict):
-    """A verdict against a margin (the stored fields of ``EquivalenceVerdict``)."""
-    code: Literal["equivalent", "non_inferior", "different", "inconclusive", "failed"]
-    direction: Literal["worse", "better", "slower", "faster"] | None = None
-    estimate: float | None = None
-    low: float | None = None
-    high: float | None = None
-    margin: float | None = None
-    n: int | None = None
-    n_needed: int | None = None
-    reason: str = ""
-
-
 class CellDecision(Strict):
     """One cell against the legacy-only search: means, paired verdicts (cell - legacy per query), HNSW recall."""
     queries: QuerySource
@@ -119,9 +104,9 @@ class CellDecision(Strict):
     ndcg_at_10: float | None = None
     recall_at_5: float | None = None
     top5_overlap: float | None = None
-    ndcg: IndexVerdict | None = None
-    recall: IndexVerdict | None = None
-    overlap: IndexVerdict | None = None
+    ndcg: EquivalenceVerdict | None = None
+    recall: EquivalenceVerdict | None = None
+    overlap: EquivalenceVerdict | None = None
     hnsw_recall: float | None = None
 
 
@@ -147,7 +132,7 @@ class AdapterDecision(Strict):
     residual_unmapped: float
     retained: float | None = None  # adapter / full re-embed (held-out documents)
     cross_retained: float | None = None  # without the map
-    verdict: IndexVerdict | None = None  # adapter - full re-embed per query
+    verdict: EquivalenceVerdict | None = None  # adapter - full re-embed per query
 
 
 class IndexDecision(Strict):
@@ -156,7 +141,7 @@ class IndexDecision(Strict):
     reason: str = ""
     distance: str | None = None
     basis: Literal["ndcg_at_10", "top5_overlap"] | None = None
-    cross: IndexVerdict | None = None  # new queries on the old index against old on old (the basis metric)
+    cross: EquivalenceVerdict | None = None  # new queries on the old index against old on old (the basis metric)
     backward_compatible: bool | None = None  # new/old at least old/old within the margin (Shen et al. 2020)
     retention: float | None = None  # cross / full re-embed (the basis metric, exact)
     hnsw_recall: float | None = None  # HNSW against exact, mean over the cells

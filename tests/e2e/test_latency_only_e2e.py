@@ -18,7 +18,8 @@ def test_latency_only_experiment_exits_0(tmp_path) -> None:
     legacy_port, candidate_port = free_ports(2)
     folder = make_experiment(tmp_path, "latency-only", legacy_target(legacy_port, capture=["latency"]),
                              {"candidate": legacy_target(candidate_port, capture=["latency"])},
-                             latency={"sequential_requests": 3, "concurrent_requests": 4})
+                             latency={"sequential_requests": 3, "concurrent_requests": 4, "sweep": [2],
+                                      "sweep_requests": 4})  # the one e2e concurrency sweep (the demo has none)
     config = yaml.safe_load((folder / "experiment.yaml").read_text())
     assert all(t["capture"] == ["latency"] for t in config["targets"].values())
     done = run_whole_experiment(folder, timeout_s=900)
@@ -30,4 +31,7 @@ def test_latency_only_experiment_exits_0(tmp_path) -> None:
     summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
     assert summary["parity"]["measured"] is False
     assert summary["parity"]["reason"]["code"] == "parity_nothing_gated"
+    for name in ("legacy", "candidate"):  # the sweep's point, measured and summarised
+        (point,) = summary["latency"]["by_target"][name]["sweep"]
+        assert point["concurrency"] == 2 and point["errors"] == 0 and point["p50_ms"] > 0, point
     assert wait_no_processes([legacy_port, candidate_port]) == []

@@ -128,11 +128,11 @@ def test_custom_probe_reference_must_be_run() -> None:
 
 def test_advice_names_the_length_and_usage_aspects() -> None:
     from embedswap.analysis.client_changes import _hits
-    from embedswap.summary.types_vectors import ProbeRow, ProbeSide, Verdict
+    from embedswap.summary.types_vectors import ProbeRow, ProbeSide, ProbeReading
 
     def row(probe: str, legacy: dict, candidate: dict) -> ProbeRow:
         v = classify(legacy, candidate)
-        verdict = Verdict(verdict=v.verdict, detail=v.detail, aspects=list(v.aspects))
+        verdict = ProbeReading(verdict=v.verdict, detail=v.detail, aspects=list(v.aspects))
         return ProbeRow(probe=probe, by_target={"cand": ProbeSide(measured=True, status=candidate["status"])},
                         verdicts={"cand": verdict})
 

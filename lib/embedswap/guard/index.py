@@ -30,7 +30,7 @@ class IndexCheckError(ValueError):
 
 
 @dataclass
-class RowVerdict:
+class RowCheck:
     id: Any
     aspect: str | None  # None: the stored vector agrees with the fresh one
     cosine: float | None
@@ -46,7 +46,7 @@ class IndexResult:
     interval: tuple[float, float]
     by_aspect: dict[str, int]
     mixed_ids: list[Any]
-    rows: list[RowVerdict] = field(default_factory=list)
+    rows: list[RowCheck] = field(default_factory=list)
 
     def line(self) -> str:
         if not self.mixed:
@@ -147,7 +147,7 @@ def check_index(guard: Guard, url: str, dsn_env: str, table: str, id_column: str
     if not rows:
         raise IndexCheckError(f"table {table}: no rows with a vector and a text to sample")
     fresh = _embed_all(guard, url, [r.text for r in rows], api_shape, headers or {})  # type: ignore[misc]
-    verdicts = [RowVerdict(r.id, *judge(r.vector, v, guard)) for r, v in zip(rows, fresh)]
+    verdicts = [RowCheck(r.id, *judge(r.vector, v, guard)) for r, v in zip(rows, fresh)]
     mixed = [v for v in verdicts if v.aspect is not None]
     by_aspect: dict[str, int] = {}
     for v in mixed:

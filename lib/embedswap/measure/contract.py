@@ -197,7 +197,9 @@ def cosine(a: Any, b: Any) -> float:
 
 
 @dataclass
-class Verdict:
+class Classified:
+    """How one candidate's answer reads against the legacy server's: a classification (``verdict`` keeps its stored
+    name), not a decision against a margin (those are :class:`embedswap.analysis.equivalence.Verdict`)."""
     verdict: str
     detail: str  # the English sentence (explain(reason)): what summaries of older kits hold
     cosine: float | None = None
@@ -225,11 +227,11 @@ def norm_ratio(a: Any, b: Any) -> float | None:
 
 
 def _verdict(verdict: str, code: str, cosine: float | None = None, aspects: list[str] | None = None,
-             **params: Any) -> Verdict:
-    return Verdict(verdict, explain(code, **params), cosine, list(aspects or []), reason(code, **params))
+             **params: Any) -> Classified:
+    return Classified(verdict, explain(code, **params), cosine, list(aspects or []), reason(code, **params))
 
 
-def _status_verdict(ls: int, cs: int) -> Verdict:
+def _status_verdict(ls: int, cs: int) -> Classified:
     """At least one side did not answer 200: which class of failure it is."""
     if ls >= 500 or cs >= 500 or ls == 0 or cs == 0:
         side = "candidate" if (cs >= 500 or cs == 0) else "legacy"
@@ -303,7 +305,7 @@ def _usage_difference(legacy: dict[str, Any], candidate: dict[str, Any]) -> dict
 
 
 def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999,
-             against_request: bool = True) -> Verdict:
+             against_request: bool = True) -> Classified:
     """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector
     (and optionally model, index_order_ok, tokenizer_tokens). The verdict is the worst aspect's: a vector
     difference (direction, length, dimension, count, order) is silent-divergence; usage or model alone is
@@ -369,7 +371,7 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     return _verdict("same", "detail_equivalent", cos)
 
 
-def _intermittent(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float) -> Verdict | None:
+def _intermittent(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float) -> Classified | None:
     """``nondeterministic`` where one side's repeats of the probe differ among themselves (candidate first)."""
     for side, record in (("candidate", candidate), ("legacy", legacy)):
         found = spread(record, same_threshold)

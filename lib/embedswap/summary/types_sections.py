@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from embedswap.summary.types_common import Finding, Number, Reason, Section, Strict
 from embedswap.summary.types_latency import LatencyTarget
-from embedswap.summary.types_vectors import ProbeRow, ProbeVerdict, Verdict
+from embedswap.summary.types_vectors import ProbeRow, ProbeVerdict, ProbeReading
 
 
 class CosineSpread(Strict):
@@ -211,7 +211,7 @@ class ShimRewrite(Strict):
 class ShimRow(ProbeRow):
     """One probe through the shim: each server's answer and the verdicts before (naive) and after (shim); the
     verdicts of :class:`ProbeRow` are those through the shim."""
-    naive_verdicts: dict[str, Verdict] = {}
+    naive_verdicts: dict[str, ProbeReading] = {}
     shim: dict[str, ShimRewrite] = {}
     naive_verdict: ProbeVerdict | None = None
 

@@ -124,8 +124,9 @@ class ProbeSide(Strict):
     repeats: RepeatSpread | None = None  # the probe sent more than once (captures from before: None)
 
 
-class Verdict(Strict):
-    """contract.classify's reading of one candidate's answer against the legacy server's."""
+class ProbeReading(Strict):
+    """contract.classify's reading of one candidate's answer against the legacy server's (a classification, not a
+    verdict against a margin)."""
     verdict: ProbeVerdict | None = None
     detail: str
     cosine: Number | None = None
@@ -144,7 +145,7 @@ class ProbeRow(Strict):
     legacy: ProbeSide | None = None
     candidate: ProbeSide | None = None
     by_target: dict[str, ProbeSide] = {}
-    verdicts: dict[str, Verdict] = {}
+    verdicts: dict[str, ProbeReading] = {}
     verdict: ProbeVerdict | None = None
     detail: str | None = None
     cosine: Number | None = None
@@ -155,6 +156,6 @@ class ProbeRow(Strict):
         """One server's answer to this probe (None: it did not answer, or no name)."""
         return self.by_target.get(name) if name is not None else None
 
-    def verdict_for(self, name: str | None) -> Verdict | None:
+    def verdict_for(self, name: str | None) -> ProbeReading | None:
         """One candidate's verdict on this probe (None: not judged, or no name)."""
         return self.verdicts.get(name) if name is not None else None

@@ -24,7 +24,7 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_common import Reason
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 from embedswap.summary.types_sections import ShimRow
-from embedswap.summary.types_vectors import ProbeRow, ProbeSide, Verdict
+from embedswap.summary.types_vectors import ProbeRow, ProbeSide, ProbeReading
 
 # the kit's own probe descriptions (English, as the summary records them), by probe name
 BUILT_IN_DESCRIPTIONS = {entry["name"]: entry["description"] for entry in CATALOGUE}
@@ -153,7 +153,7 @@ class ReportContext:
             parts.append(f"‖v‖ {fmt(norm, 'norm')}")
         return ", ".join(parts)
 
-    def verdict_cell(self, verdict: Verdict | None) -> str:
+    def verdict_cell(self, verdict: ProbeReading | None) -> str:
         v = verdict.verdict if verdict is not None else None
         if not v:
             return self.label(False)

@@ -10,13 +10,13 @@ from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import ClientChange
-from embedswap.summary.types_vectors import ProbeRow, Verdict
+from embedswap.summary.types_vectors import ProbeRow, ProbeReading
 
 VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
                  "metadata-difference", "not-applicable", "empty-200", "nondeterministic"]
 
 
-def aspect_cell(ctx: ReportContext, verdict: Verdict | None) -> str:
+def aspect_cell(ctx: ReportContext, verdict: ProbeReading | None) -> str:
     """What differs, in this language's words (contract.classify's ``aspects``); '–' where nothing does."""
     aspects = verdict.aspects if verdict is not None else []
     words = ctx.terms["aspects"]

@@ -101,6 +101,9 @@ class Fake:
     def alive(self) -> bool:
         return self.proc.poll() is None
 
+    def pids(self) -> list[int]:  # its CPU is the server's, not another job's (host_state.ForeignCpu)
+        return [self.proc.pid] if self.alive() else []
+
 
 def phase(service_ms: float, seed: int, experiment: Any, workload: Any, name: str) -> dict[str, Any]:
     server = Fake(service_ms, seed)
@@ -134,7 +137,8 @@ def run(seed: int, factor: float, args: argparse.Namespace, experiment: Any, wor
     verdict = decided.verdict
     return {"code": verdict.code, "direction": verdict.direction, "reason": verdict.reason,
             "bound": drift.bound if drift else None, "source": drift.bound_source if drift else None,
-            "factor": drift.factor if drift else None, "seq_p50": decided.seq_p50,
+            "factor": drift.factor if drift else None,
+            "seq_p50": (p50.value if (p50 := decided.figure("sequential", "p50")) else None),
             "block": width(candidate, legacy, None), "plain": width(candidate, legacy, 1)}
 
 

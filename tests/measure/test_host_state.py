@@ -20,18 +20,20 @@ def test_a_reading_without_calibration_has_no_samples() -> None:
     assert reading["calibration_ms"] is None and reading["calibration_samples_ms"] == []
 
 
-def test_the_phase_lists_the_samples_before_between_and_after_in_order() -> None:
+def test_the_phase_lists_one_reading_per_moment_in_order() -> None:
+    # a reading (the mean of its back-to-back samples) is the unit of the gauge's noise, not a sample
     before = {"calibration_ms": 11.0, "calibration_samples_ms": [10.0, 11.0, 12.0]}
     after = {"calibration_ms": 21.0, "calibration_samples_ms": [20.0, 21.0, 22.0]}
     phase = host_state.phase(before, after, [15.0, 16.0])
-    assert phase["readings_ms"] == [10.0, 11.0, 12.0, 15.0, 16.0, 20.0, 21.0, 22.0]
+    assert phase["readings_ms"] == [11.0, 15.0, 16.0, 21.0]
     assert phase["calibration_ms"] == 16.0
     HostPhase.model_validate(phase)  # the summary's type accepts it
 
 
-def test_a_reading_from_before_samples_were_kept_counts_once() -> None:
-    phase = host_state.phase({"calibration_ms": 10.0}, {"calibration_ms": 12.0}, [11.0])
-    assert phase["readings_ms"] == [10.0, 11.0, 12.0]
+def test_a_reading_is_the_mean_of_its_samples(monkeypatch) -> None:
+    times = iter([10.0, 12.0, 14.0])
+    monkeypatch.setattr(host_state, "calibration_ms", lambda: next(times))
+    assert host_state.calibration_reading() == 12.0
 
 
 def test_one_sample_is_real_work() -> None:

@@ -27,11 +27,10 @@ import psutil
 # the shared 2-core host: 0.84 ms in both phases while the legacy server's phase was visibly slowed).
 CALIBRATION_SIZE = 1_000_000
 CALIBRATION_ROUNDS = 4
-# Samples at each end of a phase and after each run. A host loaded by other sessions' jobs read anywhere from quiet
-# to 2x within one phase (12.3-29.5 ms against 11.7-13.4 ms quiet, a busy loop per core in sessions of their own;
-# the first samples after the kit has waited run nearly unhindered): with one sample an end and one between runs,
-# the 95 % interval of the phase ratio covered 1 and a 3x slower legacy phase made its twin "faster" (CI,
-# 2026-12-04). Three samples a reading cost ~0.2 s each.
+# Samples a reading (a reading before and after a phase and after each run; the reading is their mean): a sample
+# of 4 rounds spans few scheduler slices and read a host loaded by other sessions' jobs anywhere from quiet to 2x
+# (12.3-29.5 ms against 11.7-13.4 ms quiet, 2026-12-04). Three samples cost ~0.2 s a reading. Other jobs' load
+# itself is read by ForeignCpu, which the scheduler cannot hide.
 CALIBRATION_SAMPLES = 3
 PROC = Path("/proc")
 
@@ -49,6 +48,11 @@ def calibration_ms(rounds: int = CALIBRATION_ROUNDS, size: int = CALIBRATION_SIZ
 def calibration_samples(samples: int = CALIBRATION_SAMPLES) -> list[float]:
     """``samples`` calibration times back to back (ms, rounded): one moment of the host, read more than once."""
     return [round(calibration_ms(), 4) for _ in range(samples)]
+
+
+def calibration_reading(samples: int = CALIBRATION_SAMPLES) -> float:
+    """One reading: the mean of ``samples`` calibration times taken back to back."""
+    return round(statistics.fmean(calibration_samples(samples)), 4)
 
 
 def _cpu_counters(proc: Path = PROC) -> tuple[int, int] | None:
@@ -162,21 +166,20 @@ def phase(before: dict[str, Any], after: dict[str, Any], between: list[float] | 
           foreign_cores: list[float] | None = None) -> dict[str, Any]:
     """A latency phase's host record: the two readings, the share of CPU time stolen by the hypervisor between
     them (None where /proc/stat has no steal counter), the phase's calibration time (mean of before and after)
-    and ``readings_ms``: every calibration time of the phase in order (the samples before, ``between`` (taken while
-    the server idled between two runs), the samples after), whose spread is the gauge's own noise in that phase;
+    and ``readings_ms``: every calibration reading of the phase in order (before, ``between`` (taken while the
+    server idled between two runs), after), each the mean of its back-to-back samples, whose spread is the gauge's
+    own noise in that phase (a reading, not a sample, is the unit: samples taken back to back are not
+    independent, and counting them as such narrowed the interval of a trend within a phase until noise on a quiet
+    host was established as drift);
     ``foreign_cores``: per segment of the phase, the cores' worth of CPU other jobs used (:class:`ForeignCpu`)."""
     steal = None
     if before.get("steal_jiffies") is not None and after.get("steal_jiffies") is not None:
         total = after["total_jiffies"] - before["total_jiffies"]
         steal = (after["steal_jiffies"] - before["steal_jiffies"]) / total if total > 0 else None
     times = [r["calibration_ms"] for r in (before, after) if r.get("calibration_ms")]
-    readings = [*_samples(before), *(between or []), *_samples(after)]
+    readings = [before.get("calibration_ms"), *(between or []), after.get("calibration_ms")]
     return {"before": before, "after": after, "steal_share": steal,
             "calibration_ms": statistics.fmean(times) if times else None,
             "readings_ms": [round(float(r), 4) for r in readings if r],
             "foreign_cores": list(foreign_cores or [])}
 
-
-def _samples(end: dict[str, Any]) -> list[float]:
-    """An end reading's calibration samples (a reading from before samples were kept: its one time)."""
-    return list(end.get("calibration_samples_ms") or ([end["calibration_ms"]] if end.get("calibration_ms") else []))

@@ -98,7 +98,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     between: list[float] = []
 
     def read_host() -> None:  # the server idles: the gauges' spread within the phase
-        between.extend(host_state.calibration_samples())
+        between.append(host_state.calibration_reading())
         foreign.mark()
 
     with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress, \

@@ -32,6 +32,7 @@ ATTEMPTS = "attempts"
 MANIFEST = "manifest.json"
 STEPS = "steps.json"
 SUPERSEDED = ".superseded"  # captures/.superseded/<stamp>/<target>/: an earlier, incomplete try, kept as written
+PAIRED_LEGACY = "paired_legacy"  # <candidate>/paired_legacy/: legacy runs alternating with the candidate's (interleave)
 _manifest_lock = threading.Lock()
 
 

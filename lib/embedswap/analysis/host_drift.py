@@ -114,9 +114,14 @@ def _halves(values: list[float]) -> tuple[float, float, float] | None:
 
 def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candidate: LatencyTarget | None,
                aba: dict[str, float] | None = None,
-               aba_intervals: dict[str, tuple[float, float]] | None = None) -> HostDrift | None:
+               aba_intervals: dict[str, tuple[float, float]] | None = None,
+               interleaved: bool = False) -> HostDrift | None:
     """The drift between the legacy phase and one candidate's (None when neither phase recorded the host and
-    there is no A-B-A measurement)."""
+    there is no A-B-A measurement). ``interleaved``: the two sides were measured in alternating blocks of one
+    phase, so a trend within it reached both alike and is no bound (the gauges between the sides read the same
+    readings: no drift); A-B-A is not read for them."""
+    if interleaved:
+        aba, aba_intervals = None, None
     phases = {legacy_name: legacy.host if legacy is not None else None,
               name: candidate.host if candidate is not None else None}
     aba = {k: v for k, v in (aba or {}).items() if v is not None and v > 0}
@@ -135,7 +140,7 @@ def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candid
     bounds: dict[str, float] = {}
     if between is not None:
         bounds["calibration"] = established(between[1], between[2])
-    for n, p in phases.items():
+    for n, p in phases.items() if not interleaved else ():
         if (trend := _halves(readings(p))) is not None:
             bounds[f"within:{n}"] = established(trend[1], trend[2])
     foreign = foreign_interval(phases[legacy_name], phases[name])
@@ -153,7 +158,8 @@ def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candid
                      bound_source=source if bound is not None and bound > 1 else None,
                      foreign_cores={n: round(float(np.mean(p.foreign_cores)), 4) for n, p in phases.items()
                                     if p is not None and p.foreign_cores},
-                     foreign_low=foreign[1] if foreign else None, foreign_high=foreign[2] if foreign else None)
+                     foreign_low=foreign[1] if foreign else None, foreign_high=foreign[2] if foreign else None,
+                     design="interleaved" if interleaved else "phased")
 
 
 def suspect(drift: HostDrift) -> tuple[str, ...]:

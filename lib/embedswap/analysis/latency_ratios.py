@@ -13,6 +13,7 @@ from typing import Any
 
 from embedswap.analysis import latency_intervals
 from embedswap.analysis.common import is_measured, roles
+from embedswap.captures import PAIRED_LEGACY
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_verdicts import candidate_verdicts
 from embedswap.config.decisions import DecisionsConfig
@@ -163,9 +164,14 @@ def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str
     ratios = {}
     aba, aba_ci = aba_drift(legacy, summary), aba_intervals(legacy, summary, legacy_name, estimates)
     for name in candidates:
-        intervals = _intervals(estimates, name, legacy_name)
+        paired = summary.latency.paired_legacy.get(name)  # sequencing.interleave: legacy alternating with it
+        if paired is not None:
+            reference = latency_intervals.target_estimates(f"{name}/{PAIRED_LEGACY}", paired)
+            intervals = latency_intervals.compare(estimates.get(name) or {}, reference)
+        else:
+            intervals = _intervals(estimates, name, legacy_name)
         typed = {run: PointRatio.model_validate(entry) for run, entry in intervals.items()}
         ratios[name] = {"intervals": intervals,
-                        **candidate_verdicts(legacy_name, legacy, name, by_target.get(name), typed, config,
-                                             aba, aba_ci)}
+                        **candidate_verdicts(legacy_name, paired or legacy, name, by_target.get(name), typed,
+                                             config, aba, aba_ci, interleaved=paired is not None)}
     return {"ratios": ratios, "points": latency_intervals.points(estimates), "lock": lock_reading(summary, estimates)}

@@ -108,9 +108,11 @@ def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, 
 def candidate_verdicts(legacy_name: str, legacy: LatencyTarget | None, name: str, candidate: LatencyTarget | None,
                        intervals: dict[str, PointRatio], config: DecisionsConfig,
                        aba: dict[str, float] | None = None,
-                       aba_intervals: dict[str, tuple[float, float]] | None = None) -> dict[str, Any]:
-    """``{verdicts: {run: ...}, verdict: headline, drift}`` of one candidate (stored form)."""
-    drift = host_drift(legacy_name, legacy, name, candidate, aba, aba_intervals)
+                       aba_intervals: dict[str, tuple[float, float]] | None = None,
+                       interleaved: bool = False) -> dict[str, Any]:
+    """``{verdicts: {run: ...}, verdict: headline, drift}`` of one candidate (stored form); ``legacy``: the
+    reference its ratios divide by (``interleaved``: the legacy runs alternating with its own)."""
+    drift = host_drift(legacy_name, legacy, name, candidate, aba, aba_intervals, interleaved=interleaved)
     verdicts: dict[str, Any] = {}
     headline: dict[str, eq.Verdict] = {}
     for run, entry in intervals.items():

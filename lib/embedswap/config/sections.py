@@ -47,6 +47,17 @@ class SequencingConfig(_Strict):
     # With restore_legacy: measure the restored legacy server's latency again (the article's two points, no sweep);
     # the change between its two measurements (A-B-A), beyond its interval, widens every latency ratio's interval.
     restore_latency: bool = True
+    # Servers that can answer at once (stop_legacy_before_candidates: false): each candidate's article points are
+    # measured in blocks alternating with the legacy server's (one repeat a block, a seeded order), so the host's
+    # drift reaches both sides of a ratio alike and cancels instead of being bounded.
+    interleave: bool = False
+
+    @model_validator(mode="after")
+    def _interleave_needs_both_up(self) -> SequencingConfig:
+        if self.interleave and self.stop_legacy_before_candidates:
+            raise ValueError("sequencing.interleave needs sequencing.stop_legacy_before_candidates: false (both "
+                             "servers answer at once, in alternating blocks)")
+        return self
 
 
 class MatryoshkaConfig(_Strict):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm  # text bars: they show both in JupyterLab and in the papermill console log
 
-from embedswap.captures import ArrayStream, Attempt
+from embedswap.captures import PAIRED_LEGACY, ArrayStream, Attempt
 from embedswap.measure.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import build_request, probe_context, describe_body, select_probes
@@ -193,6 +193,18 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
 
 
+def capture_target_latency(target: Any, experiment: Experiment, workload: Workload, attempt: Attempt,
+                           prefix: str) -> None:
+    """A server's latency phase; a candidate under ``sequencing.interleave`` is measured in blocks alternating
+    with the legacy server, started beside it for the phase (its runs under ``<candidate>/paired_legacy``)."""
+    if not experiment.sequencing.interleave or prefix not in experiment.candidates:
+        capture_latency(target, experiment, workload, attempt, prefix)
+        return
+    with build_target(experiment, experiment.legacy, attempt.logs) as legacy:
+        capture_latency(target, experiment, workload, attempt, prefix, paired=legacy,
+                        paired_prefix=f"{prefix}/{PAIRED_LEGACY}")
+
+
 def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attempt, name: str,
                    step: str) -> dict[str, Any]:
     """Start one target, capture everything about it, stop it. Returns its description (also captured)."""
@@ -228,7 +240,7 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     # how the server tokenizes the documents (its tokenize route, else one-text usage): diagnosis
                     ("probes", lambda: capture_server_tokens(client, workload, attempt, prefix, target.headers(),
                                                              target.verify_tls())),
-                    ("latency", lambda: capture_latency(target, experiment, workload, attempt, prefix)),
+                    ("latency", lambda: capture_target_latency(target, experiment, workload, attempt, prefix)),
                     # after the closed-loop points: the open-loop rate sweep (latency.open_loop; off unless set)
                     ("latency", lambda: capture_open_loop(target, experiment, workload, attempt, prefix)),
                 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from dataclasses import asdict
 from typing import Any
@@ -59,8 +60,49 @@ class _RssSampler:
         self.sample()
 
 
+def _spec(target: Target, experiment: Experiment, workload: Workload) -> LoadSpec:
+    cfg = experiment.latency
+    return LoadSpec(
+        base_url=target.base_url,
+        model=experiment.model.served_name,
+        batches=[[d.text for d in batch] for batch in workload.latency_batches(cfg.sample)],
+        timeout_s=cfg.timeout_s,
+        headers=target.headers(),
+        verify_tls=target.verify_tls(),
+        embeddings_path=target.embeddings_path(),
+        api_shape=target.api_shape(),
+    )
+
+
+def block_order(seed: str, run: str, repeat: int) -> tuple[str, str]:
+    """Which side goes first in one interleaved block (``target``, ``paired``): seeded per (seed, run, repeat),
+    so a rerun alternates the same way and neither side is always measured right after the warm-up."""
+    first = random.Random(f"{seed}/{run}/{repeat}").random() < 0.5
+    return ("target", "paired") if first else ("paired", "target")
+
+
+class _Side:
+    """One server's records and per-repeat statistics as the runs of a phase accumulate."""
+
+    def __init__(self, spec: LoadSpec) -> None:
+        self.spec = spec
+        self.records: list[dict[str, Any]] = []
+        self.stats: dict[str, Any] = {}
+        self.per_repeat: list[Any] = []
+        self.errors = 0
+
+    def add(self, recs: list[Any], wall: float) -> None:
+        self.records.extend(asdict(r) for r in recs)
+        self.per_repeat.append(run_stats(recs, wall))
+        self.errors += sum(1 for r in recs if not r.ok)
+
+    def close_point(self, run: str, concurrency: int) -> None:
+        self.stats[run] = point_stats(run, concurrency, self.per_repeat).as_dict()
+        self.per_repeat = []
+
+
 def capture_latency(target: Target, experiment: Experiment, workload: Workload, attempt: Attempt,
-                    prefix: str) -> None:
+                    prefix: str, paired: Target | None = None, paired_prefix: str | None = None) -> None:
     """The article's two operating points: N sequential, and M at concurrency C; each repeated. Then the
     concurrency sweep (``latency.sweep``; run names ``sweep_c<C>``), and the server's peak resident memory.
 
@@ -71,28 +113,25 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     points' requests: it would only measure the failure again. ``host`` records the host's state and a fixed
     calibration workload's time (three samples a reading) before and after the phase and after each run, while the server
     idles (``measure.host_state``: the drift between phases, with the gauge's own spread).
+
+    With ``paired`` (a second server up at the same time: ``sequencing.interleave``) each repeat of an article
+    point is a block run on both servers back to back, in the order :func:`block_order` draws; the paired
+    server's runs are written under ``paired_prefix`` in the same files and shapes, with the same host readings
+    (both sides of the ratio saw the same host). The sweep runs on ``target`` alone, after the blocks.
     """
     cfg = experiment.latency
-    spec = LoadSpec(
-        base_url=target.base_url,
-        model=experiment.model.served_name,
-        batches=[[d.text for d in batch] for batch in workload.latency_batches(cfg.sample)],
-        timeout_s=cfg.timeout_s,
-        headers=target.headers(),
-        verify_tls=target.verify_tls(),
-        embeddings_path=target.embeddings_path(),
-        api_shape=target.api_shape(),
-    )
+    sides = {"target": _Side(_spec(target, experiment, workload))}
+    if paired is not None:
+        sides["paired"] = _Side(_spec(paired, experiment, workload))
     points = [("sequential", cfg.sequential_requests, 1), ("concurrent", cfg.concurrent_requests, cfg.concurrency)]
     sweep = [(f"sweep_c{c}", cfg.sweep_requests, c) for c in dict.fromkeys(cfg.sweep)]  # duplicates dropped
-    records: list[dict[str, Any]] = []
     sweep_records: list[dict[str, Any]] = []
-    stats: dict[str, Any] = {}
-    errors = 0
     sweep_errors = 0
     sweep_note = None
-    total = sum(n for _, n, _ in points) * cfg.repeats + sum(n for _, n, _ in sweep) * cfg.sweep_repeats
-    foreign = host_state.ForeignCpu(target.pids)  # other jobs' CPU per segment, read from /proc (drift)
+    total = (sum(n for _, n, _ in points) * cfg.repeats * len(sides)
+             + sum(n for _, n, _ in sweep) * cfg.sweep_repeats)
+    # other jobs' CPU per segment, read from /proc (drift); both servers' processes are the servers', not the host's
+    foreign = host_state.ForeignCpu(lambda: target.pids() + (paired.pids() if paired is not None else []))
     foreign.mark()
     host_before = host_state.reading()  # the host's state and calibration time around the phase (drift)
     between: list[float] = []
@@ -104,18 +143,20 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress, \
             _RssSampler(target) as rss:
         for run, requests, concurrency in points:
-            per_repeat = []
             for repeat in range(cfg.repeats):
-                recs, wall = run_sync(closed_loop(spec, run, repeat, requests, concurrency, cfg.warmup_requests,
-                                                  progress))
-                rss.sample()
-                records.extend(asdict(r) for r in recs)
-                per_repeat.append(run_stats(recs, wall))
-                errors += sum(1 for r in recs if not r.ok)
-                read_host()
-            stats[run] = point_stats(run, concurrency, per_repeat).as_dict()
+                order = block_order(prefix, run, repeat) if paired is not None else ("target",)
+                for side in order:
+                    recs, wall = run_sync(closed_loop(sides[side].spec, run, repeat, requests, concurrency,
+                                                      cfg.warmup_requests, progress))
+                    rss.sample()
+                    sides[side].add(recs, wall)
+                    read_host()
+            for side in sides.values():
+                side.close_point(run, concurrency)
+        own = sides["target"]
+        stats = own.stats
         if sweep:
-            answered = len(records) - errors
+            answered = len(own.records) - own.errors
             if not target.alive():
                 sweep_note = "skipped: the server process had exited"
             elif answered == 0:
@@ -125,7 +166,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                 for run, requests, concurrency in sweep:
                     per_repeat = []
                     for repeat in range(cfg.sweep_repeats):
-                        recs, wall = run_sync(closed_loop(spec, run, repeat, requests, concurrency,
+                        recs, wall = run_sync(closed_loop(own.spec, run, repeat, requests, concurrency,
                                                           cfg.warmup_requests, progress))
                         rss.sample()
                         sweep_records.extend(asdict(r) for r in recs)
@@ -135,19 +176,29 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                     stats["sweep"].append(point_stats(run, concurrency, per_repeat).as_dict())
     host_after = host_state.reading()
     foreign.mark()
-    stats["host"] = host_state.phase(host_before, host_after, between, foreign.cores)
+    host = host_state.phase(host_before, host_after, between, foreign.cores)
+    stats["host"] = host
     if sweep_note:
         stats["sweep_note"] = sweep_note
-    stats["client"] = client_name(spec.base_url)
+    stats["client"] = client_name(own.spec.base_url)
     stats["rss_peak_bytes"] = rss.peak
     stats["rss_samples"] = len(rss.samples)
-    attempt.write_jsonl(f"{prefix}/latency_requests.jsonl", records)
+    problems = []
+    if paired is not None and paired_prefix is not None:
+        other = sides["paired"]
+        attempt.write_jsonl(f"{paired_prefix}/latency_requests.jsonl", other.records)
+        attempt.write_json(f"{paired_prefix}/latency_stats.json",
+                           {**other.stats, "host": host, "client": client_name(other.spec.base_url),
+                            "rss_peak_bytes": None, "rss_samples": 0, "interleaved_with": prefix})
+        if other.errors:
+            problems.append(f"{other.errors} latency request(s) to the paired legacy server failed; see "
+                            f"{paired_prefix}/latency_requests.jsonl")
+    attempt.write_jsonl(f"{prefix}/latency_requests.jsonl", own.records)
     if sweep_records:
         attempt.write_jsonl(f"{prefix}/latency_sweep_requests.jsonl", sweep_records)
     attempt.write_json(f"{prefix}/latency_stats.json", stats)
-    problems = []
-    if errors:
-        problems.append(f"{errors} latency request(s) failed; see {prefix}/latency_requests.jsonl")
+    if own.errors:
+        problems.insert(0, f"{own.errors} latency request(s) failed; see {prefix}/latency_requests.jsonl")
     if sweep_errors:
         problems.append(f"sweep: {sweep_errors} of {len(sweep_records)} latency request(s) failed; see "
                         f"{prefix}/latency_sweep_requests.jsonl")

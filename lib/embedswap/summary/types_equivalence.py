@@ -72,6 +72,9 @@ class HostDrift(Strict):
     foreign_cores: dict[str, float] = {}
     foreign_low: float | None = None
     foreign_high: float | None = None
+    # phased: each server in a phase of its own (drift bounded by the gauges); interleaved: alternating blocks
+    # of one phase (sequencing.interleave), drift reaches both sides alike and cancels in the ratio
+    design: Literal["phased", "interleaved"] = "phased"
 
 
 class PointVerdicts(Strict):

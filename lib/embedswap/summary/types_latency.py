@@ -86,6 +86,7 @@ class LatencyTarget(Section):
     host: HostPhase | None = None  # absent in captures from before the host was recorded
     source: str | None = None
     lock: bool | None = None  # ablation only: whether the legacy variant holds its global lock
+    interleaved_with: str | None = None  # legacy runs in blocks alternating with this candidate's (interleave)
 
 
 class Latency(Strict):
@@ -93,11 +94,17 @@ class Latency(Strict):
     legacy: LatencyTarget | None = None
     candidate: LatencyTarget | None = None
     by_target: dict[str, LatencyTarget] = {}
+    # per candidate measured under sequencing.interleave: the legacy server's runs alternating with its own
+    paired_legacy: dict[str, LatencyTarget] = {}
     config: dict[str, Any] = {}  # open: the experiment's latency configuration as the user wrote it
 
     def of(self, name: str | None) -> LatencyTarget | None:
         """One server's latency figures (None: not in the section, or no name)."""
         return self.by_target.get(name) if name is not None else None
+
+    def reference_for(self, candidate: str, legacy: str) -> LatencyTarget | None:
+        """What a candidate's ratios divide by: the legacy runs interleaved with it, else legacy's own phase."""
+        return self.paired_legacy.get(candidate) or self.by_target.get(legacy)
 
 
 class Ablation(Section):

@@ -62,6 +62,8 @@ def drift_text(terms: dict[str, Any], drift: HostDrift | None) -> str:
         return MISSING
     t = terms["equivalence"]
     text = fmt(drift.factor, "ratio")
+    if drift.design == "interleaved" and drift.bound_source is None:
+        return t["drift_interleaved"]
     if drift.bound is not None and drift.bound_source is not None:
         source = t[f"drift_source_{drift.bound_source.split(':', 1)[0]}"]
         text = t["drift_bound"].format(bound=fmt(drift.bound, "ratio"), source=source, factor=text)

@@ -6,7 +6,7 @@ from typing import Any
 
 
 from embedswap.summary.sections.captured import target_missing
-from embedswap.captures import Attempt
+from embedswap.captures import PAIRED_LEGACY, Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.load import status_class
 from embedswap.reasons import not_measured
@@ -68,10 +68,17 @@ def latency_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
                                "source": f"captures/{name}/latency_requests.jsonl"}
         else:
             by_target[name] = target_missing(attempt, name) or not_measured("latency_incomplete")
+    paired = {}  # sequencing.interleave: legacy's runs alternating with each candidate's
+    for name in experiment.candidates:
+        folder = f"{name}/{PAIRED_LEGACY}"
+        if attempt.has(f"{folder}/latency_stats.json"):
+            paired[name] = {"measured": True, **latency_stats_with_requests(attempt, folder),
+                            "source": f"captures/{folder}/latency_requests.jsonl"}
     return {
         "legacy": by_target[experiment.legacy],
         "candidate": by_target[experiment.primary_candidate],
         "by_target": by_target,
+        **({"paired_legacy": paired} if paired else {}),
         "config": experiment.latency.model_dump(),
     }
 

@@ -1,12 +1,14 @@
 """Latency verdicts of twin servers and of a server 30 % slower than its twin, measured A-B-A as the kit does.
 
 Run:  PYTHONPATH=lib HF_HUB_OFFLINE=1 .venvs/kit/bin/python benchmarks/latency_twins.py [--runs 10] [--slower 1.3]
+      [--design phased|interleaved]
 (prints one line per run and a table; timings depend on the host and on whatever else runs on it: say so with them)
 
 Each run starts the same fake server (benchmarks/fake_embedding_server.py) with a seeded service time: legacy at
 ``--service-ms``, the candidate at ``--service-ms`` (twins) or ``--slower`` times it. As with a local legacy server
 on one card, only one server runs at a time: legacy is measured, stopped, the candidate measured and stopped, and
-legacy started and measured again (A-B-A, ``sequencing.restore_latency``). Each phase is the kit's own
+legacy started and measured again (A-B-A, ``sequencing.restore_latency``). With ``--design interleaved`` both
+run at once and the candidate's runs alternate with legacy's in one phase (``sequencing.interleave``). Each phase is the kit's own
 ``measure.latency.capture_latency`` (the article's points, 3 repeats, calibration readings between them); the
 verdicts are the kit's ``decide`` on the resulting summary. Per run: the headline verdict, the drift bound and its
 source, the switch rule's factor (the largest gauge reading, what decided before the bound), and the sequential p50
@@ -125,13 +127,33 @@ def width(candidate: dict[str, Any], legacy: dict[str, Any], block: int | None) 
     return got["high"] / got["low"]
 
 
+def interleaved(service_ms: float, factor: float, seed: int, experiment: Any,
+                workload: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(legacy, candidate) measured at once in alternating blocks (``sequencing.interleave``)."""
+    legacy, candidate = Fake(service_ms, 2 * seed), Fake(service_ms * factor, 2 * seed + 1)
+    try:
+        attempt = Memory()
+        capture_latency(candidate, experiment, workload, attempt, "cand",  # type: ignore[arg-type]
+                        paired=legacy, paired_prefix="cand/paired_legacy")  # type: ignore[arg-type]
+        return ({"measured": True, **latency_stats_with_requests(attempt, "cand/paired_legacy")},  # type: ignore
+                {"measured": True, **latency_stats_with_requests(attempt, "cand")})  # type: ignore[arg-type]
+    finally:
+        legacy.stop()
+        candidate.stop()
+
+
 def run(seed: int, factor: float, args: argparse.Namespace, experiment: Any, workload: Any) -> dict[str, Any]:
-    legacy = phase(args.service_ms, 2 * seed, experiment, workload, "legacy")
-    candidate = phase(args.service_ms * factor, 2 * seed + 1, experiment, workload, "cand")
-    again = phase(args.service_ms, 2 * seed + 100, experiment, workload, "legacy/restore")
-    body = summary_body({"roles": {"legacy": "legacy", "candidate": "cand", "candidates": ["cand"]},
-                         "latency": {"by_target": {"legacy": legacy, "cand": candidate}},
-                         "restore": {"measured": True, "latency": again}})
+    roles = {"legacy": "legacy", "candidate": "cand", "candidates": ["cand"]}
+    if args.design == "interleaved":
+        legacy, candidate = interleaved(args.service_ms, factor, seed, experiment, workload)
+        body = summary_body({"roles": roles, "latency": {"by_target": {"legacy": legacy, "cand": candidate},
+                                                         "paired_legacy": {"cand": legacy}}})
+    else:
+        legacy = phase(args.service_ms, 2 * seed, experiment, workload, "legacy")
+        candidate = phase(args.service_ms * factor, 2 * seed + 1, experiment, workload, "cand")
+        again = phase(args.service_ms, 2 * seed + 100, experiment, workload, "legacy/restore")
+        body = summary_body({"roles": roles, "latency": {"by_target": {"legacy": legacy, "cand": candidate}},
+                             "restore": {"measured": True, "latency": again}})
     decided = decide(body).latency.ratio("cand")
     drift = decided.drift
     verdict = decided.verdict
@@ -147,6 +169,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--slower", type=float, default=1.3)
     parser.add_argument("--service-ms", type=float, default=20.0)
+    parser.add_argument("--design", choices=("phased", "interleaved"), default="phased",
+                        help="phased: one server up at a time, A-B-A; interleaved: both up, alternating blocks")
     args = parser.parse_args()
     experiment = SimpleNamespace(latency=LatencyConfig(sweep=[]), model=SimpleNamespace(served_name="fake"))
     texts = [f"document {i} about the latency of embedding servers" for i in range(64)]

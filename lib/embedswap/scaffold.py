@@ -102,7 +102,8 @@ candidates: [dynamo, vllm]            # the first one is "the candidate" of the 
 """
 # the concurrency sweep is 120 of a server's 330 latency requests and not the article's protocol (30 + 40, 3 repeats)
 LEAN_SWEEP = "  sweep: []                           # --lean: no concurrency sweep (make demo-full has it)\n"
-LEAN_RESTORE = ("  restore_legacy: true                # A-B-A: legacy measured again after the candidates "
+LEAN_RESTORE = ("  stop_legacy_before_candidates: true\n"
+                "  restore_legacy: true                # A-B-A: legacy measured again after the candidates "
                 "(host drift)\n")
 # the matrix's engine rows start the vLLM offline runner several times (~13 min for MiniLM on this CPU,
 # note): the lean demo keeps the legacy padding and cold-start rows, `make demo-full` has the engine rows too
@@ -138,7 +139,6 @@ MULTIMODAL_OFF = "  # multimodal: true                  # a tiny CLIP on vLLM an
 
 TAIL = """\
 sequencing:
-  stop_legacy_before_candidates: true
 {restore}
 latency:
   sequential_requests: 30
@@ -164,7 +164,8 @@ report:
   languages: [ko, en]                 # also ja, zh; the first one is written as report.md / report.html too
 """
 
-LOCAL_RESTORE = ("  restore_legacy: true                # bring the legacy server back at the end and check it answers "
+LOCAL_RESTORE = ("  stop_legacy_before_candidates: true\n"
+                 "  restore_legacy: true                # bring the legacy server back at the end and check it answers "
                  "as before\n")
 LOCAL_BACKENDS = """\
   backends:                           # the dtype sweep, offline in the engine environment (fp32 is the vllm target)
@@ -187,7 +188,10 @@ EXTERNAL_NOTE = """\
   # The model your servers serve: its fp32 reference (step 05) and its tokenizer's counts are computed here.
   # Set `path` to its folder or HF id (in the local cache) and `served_name` to the `model` your servers expect.
 """
-EXTERNAL_RESTORE = "  restore_legacy: false               # the servers are yours: nothing is stopped or restarted\n"
+EXTERNAL_RESTORE = ("  stop_legacy_before_candidates: false  # the servers are yours: nothing is stopped or restarted\n"
+                    "  restore_legacy: false\n"
+                    "  interleave: true                    # both answer at once: legacy measured in blocks alternating "
+                    "with each candidate's (host drift cancels)\n")
 EXTERNAL_BACKENDS = """\
   # backends: [{kind: transformers, dtype: bfloat16}]   # offline dtype rows; vllm-offline needs `embedswap engine install`
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from embedswap.paths import report_dir
 from embedswap.summary.model import validate_summary
@@ -47,3 +48,27 @@ def test_a_server_30_percent_slower_than_its_twin_is_different_slower(tmp_path) 
     assert "circular block bootstrap" in report
     table = report.split("| Host drift |", 1)[1]
     assert " bound, from " in table or "no drift beyond the gauges' own noise" in table
+
+
+def test_interleaved_the_slower_server_is_different_slower_with_drift_cancelled_by_design(tmp_path) -> None:
+    """The same pair answering at once (``sequencing.interleave``, what ``embedswap new --legacy-url`` writes):
+    the candidate's runs alternate with legacy's in one phase and its ratios divide by those legacy runs."""
+    with serve(Behaviour(service_ms=SERVICE_MS, seed=3)) as legacy_port, \
+            serve(Behaviour(service_ms=1.3 * SERVICE_MS, seed=4)) as candidate_port:
+        folder = make_experiment(tmp_path, "interleaved", _external(legacy_port),
+                                 {"candidate": _external(candidate_port)})
+        config = yaml.safe_load((folder / "experiment.yaml").read_text(encoding="utf-8"))
+        config["sequencing"].update(stop_legacy_before_candidates=False, interleave=True)
+        (folder / "experiment.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+        done = run_whole_experiment(folder, timeout_s=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    attempt = sorted((folder / "attempts").iterdir())[-1]
+    summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
+    assert summary["latency"]["paired_legacy"]["candidate"]["interleaved_with"] == "candidate"
+    decided = summary["decisions"]["latency"]["ratios"]["candidate"]
+    print("seq p50:", decided["intervals"]["sequential"]["p50"], "drift:", decided["drift"],
+          "headline:", decided["verdict"])
+    assert decided["drift"]["design"] == "interleaved" and decided["drift"]["bound_source"] is None
+    assert decided["verdict"]["code"] == "different" and decided["verdict"]["direction"] == "slower"
+    report = (report_dir(folder) / "report.en.md").read_text(encoding="utf-8")
+    assert "cancelled by design" in report.split("| Host drift |", 1)[1]

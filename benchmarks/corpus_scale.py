@@ -151,7 +151,7 @@ def experiment(root: Path, n: int, legacy: str, candidate: str) -> Path:
 def one_size(n: int, keep: Path | None) -> dict[str, Any]:
     from embedswap.runner import run_experiment
     from embedswap.steps import open_step
-    from embedswap.summary.build import build_summary
+    from embedswap.pipeline.build import build_summary
 
     root = Path(tempfile.mkdtemp(prefix=f"scale-{n}-", dir=keep))
     queries = min(2000, max(50, n // 50))

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 from corrupting_proxy import RULES, Schedule, corrupting_proxy  # noqa: E402
 from fakeservers import Behaviour, serve  # noqa: E402
 
-from embedswap.measure.answer_faults import count_kinds  # noqa: E402
+from embedswap.wire.answer_faults import count_kinds  # noqa: E402
 from embedswap.measure.load import LoadSpec, closed_loop, run_sync, status_class  # noqa: E402
 
 REQUESTS = 90

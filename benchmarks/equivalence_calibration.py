@@ -1,4 +1,4 @@
-"""Calibration of embedswap.analysis.equivalence by simulation: how often each verdict comes out when the truth
+"""Calibration of embedswap.stats.equivalence by simulation: how often each verdict comes out when the truth
 is known.
 
 Run:  PYTHONPATH=lib HF_HUB_OFFLINE=1 .venvs/kit/bin/python benchmarks/equivalence_calibration.py [--runs 1000]
@@ -33,8 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
 from embedswap.analysis import intervals  # noqa: E402
-from embedswap.analysis.equivalence import paired_verdict, sliced_verdict  # noqa: E402
-from embedswap.analysis.latency_equivalence import log_ratio_interval, ratio_verdict  # noqa: E402
+from embedswap.stats.equivalence import paired_verdict, sliced_verdict  # noqa: E402
+from embedswap.stats.latency_equivalence import log_ratio_interval, ratio_verdict  # noqa: E402
 
 LABELS = ("equivalent", "non_inferior", "different/worse", "different/slower", "inconclusive")
 

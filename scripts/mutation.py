@@ -32,10 +32,10 @@ FAST = "-p no:cacheprovider -m 'not e2e'"
 
 # session -> module under lib/embedswap, the functions to mutate (None: the whole module), the tests, timeout (s)
 SESSIONS: dict[str, dict] = {
-    "vectors": {"module": "analysis/vectors.py", "functions": None, "timeout": 30,
+    "vectors": {"module": "stats/vectors.py", "functions": None, "timeout": 30,
                 "tests": ("tests/mutants/test_mutants_vectors.py tests/mutants/test_mutants_vectors_chunks.py "
                           "tests/analysis/test_vector_diff.py")},
-    "contract": {"module": "measure/contract.py", "functions": None, "timeout": 40, "sample": 120,
+    "contract": {"module": "answers/classify.py", "functions": None, "timeout": 40, "sample": 120,
                  "tests": ("tests/mutants/test_mutants_contract.py tests/mutants/test_mutants_contract_aspects.py "
                            "tests/measure/test_contract.py")},
     "ranking": {"module": "ranking/metrics.py", "timeout": 30, "sample": 60,

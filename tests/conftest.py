@@ -23,7 +23,7 @@ def complete() -> dict[str, Any]:
 @pytest.fixture
 def complete_upgraded(complete: dict[str, Any]) -> dict[str, Any]:
     """The complete summary upgraded to the current schema (its decisions computed), as the report reads it."""
-    from embedswap.summary.upgrade import upgrade_summary
+    from embedswap.analysis.upgrade import upgrade_summary
 
     return upgrade_summary(complete)
 

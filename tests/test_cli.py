@@ -210,7 +210,7 @@ def test_engine_install_runs_the_packaged_script_and_records_the_interpreter(tmp
 
 def test_the_console_headline_reads_the_typed_summary(complete) -> None:
     from embedswap.runner import headline
-    from embedswap.summary.upgrade import read_summary
+    from embedswap.analysis.upgrade import read_summary
 
     lines = headline(read_summary(complete))
     assert lines[0].startswith("attempt ")

@@ -26,7 +26,7 @@ from embedswap.captures import new_attempt, verify_attempt
 from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
 from embedswap.redact import REDACTED, redact_tree
-from embedswap.summary.build import build_summary, write_summary
+from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.targets.base import ManagedProcess, Target, server_env
 from embedswap.measure.workload import load_workload
 from realkit import JsonHandler, files_containing, make_experiment

@@ -20,13 +20,13 @@ import psutil
 import pytest
 
 from embedswap.captures import new_attempt, verify_attempt
-from embedswap.measure.client import auth_headers
+from embedswap.wire.client import auth_headers
 from embedswap.config import load_experiment
 from embedswap.legacy.cli import parse_args
 from embedswap.measure.capture import measure_target
 from embedswap.redact import REDACTED, redact
 from embedswap.scaffold import new_experiment
-from embedswap.summary.build import build_summary, write_summary
+from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import ManagedProcess
 from embedswap.measure.workload import load_workload

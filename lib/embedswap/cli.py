@@ -47,7 +47,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from embedswap.captures import open_attempt
     from embedswap.runner import NOTEBOOKS, headline, run_experiment
     from embedswap.steps.context import find_experiment_dir
-    from embedswap.summary.upgrade import load_summary
+    from embedswap.analysis.upgrade import load_summary
 
     only = None
     if args.steps:

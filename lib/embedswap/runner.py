@@ -126,9 +126,9 @@ def _model_problem(spec: str) -> str | None:
 def _external_problem(name: str, config: ExternalTarget) -> str | None:
     import httpx
 
-    from embedswap.measure.client import auth_headers
+    from embedswap.wire.client import auth_headers
 
-    from embedswap.measure.api_shapes import HEALTH_PATHS
+    from embedswap.wire.api_shapes import HEALTH_PATHS
 
     try:
         headers = auth_headers(config.api_key_env, config.headers)

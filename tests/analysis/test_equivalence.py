@@ -1,4 +1,4 @@
-"""embedswap.analysis.equivalence: the issue's case is inconclusive (not unchanged), twins are equivalent, a worse
+"""embedswap.stats.equivalence: the issue's case is inconclusive (not unchanged), twins are equivalent, a worse
 candidate is different, a shedding server failed, Holm and slices as computed by hand."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from embedswap.analysis.equivalence import (Verdict, combine, holm, n_needed, overlap_verdict, paired_verdict,
+from embedswap.stats.equivalence import (Verdict, combine, holm, n_needed, overlap_verdict, paired_verdict,
                                             sliced_verdict)
-from embedswap.analysis.latency_equivalence import classify_status, error_gate, log_ratio_interval, ratio_verdict
+from embedswap.stats.latency_equivalence import classify_status, error_gate, log_ratio_interval, ratio_verdict
 from embedswap.analysis.ranking_tests import paired_test
 
 # The issue: 24 queries, candidate - legacy per query. nDCG@10 mean -0.06, recall@5 mean -0.05, top-5 overlap
@@ -38,7 +38,7 @@ def test_issue_case_is_inconclusive_with_the_queries_that_would_decide_it() -> N
         assert v.n == 24 and v.n_needed is not None and v.n_needed > 24, (name, v)
         assert v.params["n_if_identical"] > 24
     overall = combine(verdicts)
-    assert overall.code == "inconclusive" and overall.params["slices"] == list(verdicts)
+    assert overall.code == "inconclusive" and overall.slices == list(verdicts)
     assert overall.n_needed == max(v.n_needed for v in verdicts.values())  # type: ignore[type-var]
 
 
@@ -136,24 +136,25 @@ def test_a_worse_slice_makes_the_overall_not_equivalent_and_is_named() -> None:
     overall, by_slice = sliced_verdict(slices, 0.02)
     assert by_slice["en"].code == by_slice["fr"].code == "equivalent"
     assert (overall.code, overall.direction) == ("different", "worse")
-    assert overall.params["slices"] == ["de"] and overall.reason == "slice_worse"
+    assert overall.slices == ["de"] and overall.reason == "slice_worse"
     assert by_slice["de"].params["p_holm"] < 0.05
 
 
 def test_holm_downgrades_a_slice_difference_that_does_not_survive() -> None:
-    borderline = Verdict("different", "worse", -0.03, -0.06, -0.001, 0.02, 40, p_difference=0.03)
-    same = Verdict("equivalent", None, 0.0, -0.005, 0.005, 0.02, 40, p_difference=0.5)
+    borderline = Verdict(code="different", direction="worse", estimate=-0.03, low=-0.06, high=-0.001, margin=0.02, n=40,
+                         p_difference=0.03)
+    same = Verdict(code="equivalent", estimate=0.0, low=-0.005, high=0.005, margin=0.02, n=40, p_difference=0.5)
     overall, by_slice = sliced_verdict({"en": same, "de": borderline, "fr": same})
     assert by_slice["de"].code == "inconclusive" and by_slice["de"].reason == "not_significant_after_holm"
     assert by_slice["de"].params["p_holm"] == pytest.approx(0.09)
-    assert overall.code == "inconclusive" and overall.params["slices"] == ["de"]
+    assert overall.code == "inconclusive" and overall.slices == ["de"]
 
 
 def test_combine_order_and_failed_first() -> None:
-    eq = Verdict("equivalent")
-    failed = Verdict("failed", reason="error_rate_above_margin", params={"statuses": {"429": 3}})
+    eq = Verdict(code="equivalent")
+    failed = Verdict(code="failed", reason="error_rate_above_margin", params={"statuses": {"429": 3}})
     assert combine({"a": eq, "b": eq}).code == "equivalent"
-    assert combine({"a": eq, "b": Verdict("non_inferior")}).code == "non_inferior"
-    assert combine({"a": Verdict("different", "worse"), "b": failed}).params["slices"] == ["b"]
-    assert combine({"a": Verdict("different", "better"), "b": eq}, better_is_harmless=True).code == "non_inferior"
+    assert combine({"a": eq, "b": Verdict(code="non_inferior")}).code == "non_inferior"
+    assert combine({"a": Verdict(code="different", direction="worse"), "b": failed}).slices == ["b"]
+    assert combine({"a": Verdict(code="different", direction="better"), "b": eq}, better_is_harmless=True).code == "non_inferior"
     assert combine({}).code == "inconclusive"

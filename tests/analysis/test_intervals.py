@@ -131,7 +131,7 @@ def test_report_never_calls_a_covered_difference_real() -> None:
     from pathlib import Path
 
     from embedswap.report.markdown import render_markdown
-    from embedswap.summary.upgrade import upgrade_summary
+    from embedswap.analysis.upgrade import upgrade_summary
 
     path = Path(__file__).parents[1] / "fixtures" / "summary_complete.json"
     summary = upgrade_summary(_same_latency_as_legacy(json.loads(path.read_text(encoding="utf-8")), "vllm"))

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from embedswap import redact as redact_module
 from embedswap.analysis.intervals import Requests, estimate, repeats_overlap, direction
-from embedswap.measure.contract import NORM_TOLERANCE, classify, cosine
+from embedswap.answers.classify import NORM_TOLERANCE, classify, cosine
 from embedswap.measure.load import percentile
-from embedswap.analysis.vectors import UNIT_NORM_TOLERANCE, norms, rowwise_cosine
+from embedswap.stats.vectors import UNIT_NORM_TOLERANCE, norms, rowwise_cosine
 
 # fewer examples under mutation testing (scripts/mutation.sh), where the suite runs once per mutant
 SETTINGS = settings(max_examples=int(os.environ.get("EMBEDSWAP_HYPOTHESIS_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""embedswap.analysis.vectors with hand-made inputs (issue 23: mutants of token_total / index_order_ok / compare survived the
+"""embedswap.stats.vectors with hand-made inputs (issue 23: mutants of token_total / index_order_ok / compare survived the
 property tests alone)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from embedswap.analysis.vectors import compare, index_order_ok, norms, repeat_stability, spread, token_total
+from embedswap.stats.vectors import compare, index_order_ok, norms, repeat_stability, spread, token_total
 
 
 def req(repeat: int, tokens: int | None, status: int = 200) -> dict:
@@ -55,7 +55,7 @@ def test_spread_norms_and_repeats_by_hand() -> None:
 
 
 def test_shapes_that_numpy_would_broadcast_are_refused() -> None:
-    from embedswap.analysis.vectors import rowwise_cosine
+    from embedswap.stats.vectors import rowwise_cosine
 
     with pytest.raises(ValueError, match=r"cannot compare vectors of shapes \(1, 3\) and \(4, 3\)"):
         rowwise_cosine(np.ones((1, 3)), np.ones((4, 3)))

@@ -232,7 +232,7 @@ def test_the_post_leads_with_its_conclusion_and_its_numbers_agree(demo: dict) ->
     from post_numbers import figure_problems, front_matter_problems, post_problems
 
     from embedswap.report.front_matter import split
-    from embedswap.summary.upgrade import read_summary
+    from embedswap.analysis.upgrade import read_summary
 
     summary = read_summary(demo["summary"])
     report = demo["root"] / "reports" / demo["folder"].name

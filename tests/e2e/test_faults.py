@@ -24,7 +24,7 @@ import embedswap.measure.capture as measure
 from embedswap.captures import Attempt, new_attempt, verify_attempt
 from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
-from embedswap.summary.build import build_summary, write_summary
+from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.measure.workload import load_workload
 from realkit import copy_attempt, legacy_target, make_experiment, wait_no_processes
 from ports import free_ports

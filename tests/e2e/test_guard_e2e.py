@@ -24,7 +24,7 @@ import yaml
 from embedswap.captures import new_attempt
 from embedswap.config.experiment import load_experiment
 from embedswap.measure.capture import measure_target
-from embedswap.measure.client import EmbeddingClient
+from embedswap.wire.client import EmbeddingClient
 from embedswap.measure.workload import load_documents, load_queries
 from embedswap.paths import engine_python
 from embedswap.targets import build_target

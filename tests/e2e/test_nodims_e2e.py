@@ -13,7 +13,7 @@ import yaml
 from embedswap.captures import new_attempt
 from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
-from embedswap.summary.build import build_summary, write_summary
+from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.measure.workload import load_workload
 from realkit import FEW_PROBES, legacy_target, make_experiment, wait_no_processes
 from ports import free_ports

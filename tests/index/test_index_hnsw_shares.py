@@ -141,7 +141,7 @@ def test_step_table_names_the_hnsw_shares() -> None:
     from typed_summary import body_dict
 
     from embedswap.steps.index import index_table
-    from embedswap.summary.upgrade import upgrade_summary
+    from embedswap.analysis.upgrade import upgrade_summary
 
     decided = upgrade_summary(body_dict())  # a whole summary: the table reads it typed
     decided["decisions"]["index"] = {"c": {"code": "keep_index"}}

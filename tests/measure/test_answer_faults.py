@@ -8,8 +8,8 @@ import pytest
 
 from corrupting_proxy import Schedule, corrupting_proxy
 from fakeservers import Behaviour, serve
-from embedswap.measure.answer_faults import count_kinds, fault_kind, usual_dim
-from embedswap.measure.client import EmbeddingClient
+from embedswap.wire.answer_faults import count_kinds, fault_kind, usual_dim
+from embedswap.wire.client import EmbeddingClient
 from embedswap.measure.load import LoadSpec, closed_loop, run_sync, status_class
 
 

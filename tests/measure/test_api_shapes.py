@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import yaml
 
-from embedswap.measure.api_shapes import NotApplicable, translate
+from embedswap.wire.api_shapes import NotApplicable, translate
 from embedswap.captures import new_attempt
 from embedswap.config import ConfigError, load_experiment
 from embedswap.measure.capture import measure_target
 from embedswap.report.publish import render_report
-from embedswap.summary.build import build_summary, write_summary
+from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import TargetStartError
 from embedswap.measure.workload import load_workload

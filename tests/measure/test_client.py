@@ -4,7 +4,7 @@ import json
 import httpx
 import numpy as np
 
-from embedswap.measure.client import EmbeddingClient
+from embedswap.wire.client import EmbeddingClient
 
 
 def _client(handler) -> EmbeddingClient:

@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
 
-from embedswap.measure.contract import CATALOGUE, ProbeContext, build_request, classify, select_probes
+from embedswap.measure.contract import CATALOGUE, ProbeContext, build_request, select_probes
+from embedswap.answers.classify import classify
 
 
 def side(status: int, vector=None, encoding="float", tokens=10, dim=None) -> dict:
@@ -180,7 +181,7 @@ def test_the_order_advice_is_worded_in_every_report_language() -> None:
 def test_the_summary_model_knows_every_contract_verdict() -> None:
     from typing import get_args
 
-    from embedswap.measure.contract import VERDICTS
+    from embedswap.answers.classify import VERDICTS
     from embedswap.summary.types_vectors import ProbeVerdict
 
     assert sorted(get_args(ProbeVerdict)) == sorted(VERDICTS)

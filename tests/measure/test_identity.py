@@ -8,7 +8,7 @@ from typing import Any
 
 from realkit import JsonHandler
 from ports import free_ports
-from embedswap.measure.client import EmbeddingClient
+from embedswap.wire.client import EmbeddingClient
 from embedswap.measure.identity import identity_changes, server_identity
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from embedswap.measure.contract import classify
-from embedswap.measure.repeats import representative, spread
+from embedswap.answers.classify import classify
+from embedswap.answers.repeats import representative, spread
 
 VECTOR = list(np.linspace(-1, 1, 384) / np.linalg.norm(np.linspace(-1, 1, 384)))
 
@@ -74,7 +74,7 @@ def test_the_comparison_reads_the_most_common_answer() -> None:
 def test_how_many_times_each_probe_is_sent() -> None:
     from embedswap.config.sections import ContractConfig
     from embedswap.measure.contract import catalogue_specs
-    from embedswap.measure.repeats import probe_times
+    from embedswap.answers.repeats import probe_times
 
     specs = {spec.name: spec for spec in catalogue_specs()}
     default, once = ContractConfig(), ContractConfig(repeats=1)

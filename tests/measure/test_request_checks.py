@@ -9,9 +9,9 @@ from typing import Any
 import httpx
 import pytest
 
-from embedswap.measure.client import parse_response
-from embedswap.measure.contract import classify
-from embedswap.measure.request_checks import asked, check_answer
+from embedswap.wire.client import parse_response
+from embedswap.answers.classify import classify
+from embedswap.answers.request_checks import asked, check_answer
 from embedswap.report.catalogue import LANGUAGES, catalogue
 
 V = [1.0, 0.0, 0.0]
@@ -111,7 +111,7 @@ def test_the_shim_is_not_checked_against_the_request() -> None:
 
 def test_each_request_aspect_verdict_and_advice_is_worded_in_every_language() -> None:
     from embedswap.analysis.client_changes import ASPECT_RULES
-    from embedswap.measure.request_checks import REQUEST_ASPECTS
+    from embedswap.answers.request_checks import REQUEST_ASPECTS
 
     rules = [rule for rule, aspect in ASPECT_RULES if aspect in REQUEST_ASPECTS]
     assert len(rules) == len(REQUEST_ASPECTS)

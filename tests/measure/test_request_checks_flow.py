@@ -15,7 +15,7 @@ from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
 from embedswap.measure.workload import load_workload
 from embedswap.report.publish import render_report
-from embedswap.summary.build import build_summary, write_summary
+from embedswap.pipeline.build import build_summary, write_summary
 from fakeservers import Behaviour, serve
 from realkit import make_experiment
 

@@ -10,7 +10,7 @@ import pytest
 
 from embedswap.measure import capture as measure
 from embedswap.captures import CaptureExistsError, new_attempt, verify_attempt
-from embedswap.measure.client import EmbeddingResponse
+from embedswap.wire.client import EmbeddingResponse
 from embedswap.measure.errors import StepFailed
 from embedswap.measure.capture import capture_queries, capture_workload
 from embedswap.ranking.metrics import evaluate, ranking_from, top_rankings

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from embedswap.config import ProbeSpec
-from embedswap.measure.contract import (NORM_TOLERANCE, ProbeContext, build_request, catalogue_specs, classify, cosine,
-                                describe_body, norm_ratio, select_probes)
+from embedswap.measure.contract import ProbeContext, build_request, catalogue_specs, describe_body, select_probes
+from embedswap.answers.classify import NORM_TOLERANCE, classify, cosine, norm_ratio
 
 
 def side(status: int, vector=None, encoding="float", tokens=10, dim=None, **extra) -> dict:

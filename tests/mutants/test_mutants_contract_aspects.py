@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from embedswap.measure.contract import classify, describe_body
+from embedswap.measure.contract import describe_body
+from embedswap.answers.classify import classify
 
 V = [1.0, 0.0, 0.0]
 

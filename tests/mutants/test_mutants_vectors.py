@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from embedswap.analysis.vectors import comparable, compare
+from embedswap.stats.vectors import comparable, compare
 
 
 def test_two_answers_of_different_row_counts_are_a_verdict_not_an_exception() -> None:
@@ -68,7 +68,7 @@ def test_non_finite_rows_are_counted_with_their_reason_and_left_out() -> None:
 
 
 def test_repeat_stability_compares_every_repeat_with_the_first() -> None:
-    from embedswap.analysis.vectors import repeat_stability
+    from embedswap.stats.vectors import repeat_stability
 
     e0, e1 = [1.0, 0.0], [0.0, 1.0]
     # repeats 1 and 2 agree with each other, not with repeat 0: the first repeat is the reference
@@ -80,7 +80,7 @@ def test_repeat_stability_compares_every_repeat_with_the_first() -> None:
 
 
 def test_a_dead_servers_request_carries_no_index_order() -> None:
-    from embedswap.analysis.vectors import index_order_ok
+    from embedswap.stats.vectors import index_order_ok
 
     assert index_order_ok([{"status": 0, "indices": None, "n_vectors": None}]) is True
     assert index_order_ok([{"status": 100, "indices": None, "n_vectors": None}]) is True

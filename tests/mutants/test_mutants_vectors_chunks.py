@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from embedswap.analysis.vectors import ROW_CHUNK, norms, rowwise_cosine
+from embedswap.stats.vectors import ROW_CHUNK, norms, rowwise_cosine
 
 
 def test_norms_of_no_vectors_are_none() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from embedswap.measure.model_limits import model_limits, token_limit
+from embedswap.model_limits import model_limits, token_limit
 from embedswap.parity.checks import long_inputs, model_facts
 
 

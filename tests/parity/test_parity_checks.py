@@ -21,7 +21,7 @@ from embedswap.report.markdown import render_markdown
 from embedswap.report.format import esc
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.summary.model import validate_summary
-from embedswap.summary.upgrade import upgrade_summary
+from embedswap.analysis.upgrade import upgrade_summary
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = [json.loads(line)["text"] for line in (REPO / "data" / "documents.jsonl").read_text().splitlines()[:40]]

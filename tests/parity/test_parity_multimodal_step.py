@@ -21,7 +21,7 @@ from embedswap.report.markdown import render_markdown
 from embedswap.report.catalogue import LANGUAGES, catalogue
 from embedswap.report.format import esc
 from embedswap.summary.model import validate_summary
-from embedswap.summary.upgrade import upgrade_summary
+from embedswap.analysis.upgrade import upgrade_summary
 
 CONFIG = {"name": "t", "date": "2026-12-01", "workload": {"documents": "d.jsonl"},
           "targets": {"legacy": {"kind": "legacy", "port": 18801}, "vllm": {"kind": "vllm", "port": 18802}},

@@ -15,7 +15,7 @@ from embedswap.config import load_experiment
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
 from embedswap.summary.sections.faults import faults_section
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 
 CORRUPTING = {"answers": 90, "unusable": 13, "share": 0.1444, "corrupting": True, "by_part": {"latency": 13},
               "by_kind": {"wrong_length": 9, "bad_index": 2, "non_finite": 1, "cut_body": 1}}
@@ -91,7 +91,7 @@ def test_the_section_counts_every_capture_by_kind(tmp_path: Path) -> None:
 
 
 def test_an_intermittent_probe_is_not_called_refused(complete: dict[str, Any]) -> None:
-    from embedswap.summary.upgrade import upgrade_summary
+    from embedswap.analysis.upgrade import upgrade_summary
 
     summary = copy.deepcopy(complete)
     row = next(r for r in summary["contract"] if r["probe"] == "over_long_input")

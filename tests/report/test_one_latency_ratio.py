@@ -23,7 +23,7 @@ from embedswap.report.publish import headline
 from embedswap.runner import headline as console_lines
 from embedswap.steps.tables import latency_table
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import read_summary, upgrade_summary
+from embedswap.analysis.upgrade import read_summary, upgrade_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 CANDIDATE = "vllm"

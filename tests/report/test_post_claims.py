@@ -12,8 +12,8 @@ import pytest
 from embedswap.report.catalogue import LANGUAGES, catalogue
 from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
-from embedswap.summary.types_decisions import EquivalenceVerdict, HostDrift
-from embedswap.summary.upgrade import read_summary
+from embedswap.summary.types_decisions import Verdict, HostDrift
+from embedswap.analysis.upgrade import read_summary
 from post_claims_check import overclaims, stated_directions
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -28,8 +28,8 @@ def _load(name: str) -> Summary:
 def _latency(summary: Summary, code: str, direction: str | None, reason: str = "") -> Summary:
     out = summary.model_copy(deep=True)
     for ratio in out.decisions.latency.ratios.values():
-        def verdict(old: EquivalenceVerdict | None) -> EquivalenceVerdict:
-            base = old or EquivalenceVerdict(code="inconclusive")
+        def verdict(old: Verdict | None) -> Verdict:
+            base = old or Verdict(code="inconclusive")
             return base.model_copy(update={"code": code, "direction": direction, "reason": reason, "margin": 1.1,
                                            "n_needed": 900 if code == "inconclusive" else None})
         ratio.verdict = verdict(ratio.verdict)
@@ -43,7 +43,7 @@ def _latency(summary: Summary, code: str, direction: str | None, reason: str = "
 def _ranking(summary: Summary, code: str, direction: str | None) -> Summary:
     out = summary.model_copy(deep=True)
     for c in out.decisions.ranking.by_candidate.values():
-        c.naive.equivalence = EquivalenceVerdict(code=code, direction=direction, estimate=0.194, low=0.112,
+        c.naive.equivalence = Verdict(code=code, direction=direction, estimate=0.194, low=0.112,
                                                  high=0.288, margin=0.05)
     return out
 

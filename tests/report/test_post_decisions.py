@@ -14,7 +14,7 @@ from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
 from embedswap.summary.types_index import IndexDecision, ReembedCost
 from embedswap.summary.types_sections import Restore
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NOT_MEASURED = {lang: catalogue(lang).labels["not_measured"] for lang in LANGUAGES}

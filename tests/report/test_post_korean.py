@@ -11,7 +11,7 @@ import pytest
 from embedswap.report.catalogue import catalogue
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))

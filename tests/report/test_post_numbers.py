@@ -12,7 +12,7 @@ from embedswap.report import figures
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.post import render_post
 from embedswap.summary.types_post import ShownPoint
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 from post_numbers import decimals, figure_problems, front_matter_problems, post_problems
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -69,7 +69,7 @@ def test_a_post_number_from_another_statistic_is_caught() -> None:
 def test_a_summary_decided_before_the_post_gets_its_decisions() -> None:
     """A current-schema summary.json written before decisions.shown and decisions.post existed: they are computed
     at load from the decisions it stores, the others left as stored."""
-    from embedswap.summary.upgrade import upgrade_summary
+    from embedswap.analysis.upgrade import upgrade_summary
 
     current = upgrade_summary(json.loads((FIXTURES / "summary_complete.json").read_text(encoding="utf-8")))
     older = {**current, "decisions": {k: v for k, v in current["decisions"].items() if k not in ("shown", "post")}}

@@ -14,7 +14,7 @@ import pytest
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 RENDERED = FIXTURES / "rendered"

@@ -36,7 +36,7 @@ def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     """The client changes as the report words them (the rules are decided in embedswap.analysis)."""
     from embedswap.report.sections.context import ReportContext
     from embedswap.report.sections.contract import change_items
-    from embedswap.summary.upgrade import read_summary
+    from embedswap.analysis.upgrade import read_summary
 
     return change_items(ReportContext(read_summary(summary), lang, {}, {}, None, None, None))
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from embedswap.captures import new_attempt
-from embedswap.measure.client import EmbeddingClient
+from embedswap.wire.client import EmbeddingClient
 from embedswap.config import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE, parse_experiment
 from embedswap.measure.capture import capture_probes
 from embedswap.measure.shim_probes import capture_shim_probes

@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import pytest
 
-from embedswap.measure.client import EmbeddingClient
+from embedswap.wire.client import EmbeddingClient
 from embedswap.shim.settings import ShimConfig
 from embedswap.shim.transport import ShimTransport
 from fakeservers import Behaviour, serve, unit_vector

@@ -16,7 +16,7 @@ from embedswap.captures import new_attempt
 from embedswap.config import parse_experiment
 from embedswap.summary.sections.instruction import instruction_section, reading
 from embedswap.report.markdown import render_markdown
-from embedswap.summary.build import build_summary
+from embedswap.pipeline.build import build_summary
 from embedswap.measure.tokens import TOKENIZER_COUNTS, count_tokens, ensure_tokenizer_counts, query_with_instruction
 from embedswap.measure.workload import load_workload
 

@@ -13,7 +13,7 @@ from synthetic_experiment import write_experiment
 from embedswap import steps
 from embedswap.reasons import REASONS
 from embedswap.summary.finite import null_non_finite
-from embedswap.analysis.vectors import compare
+from embedswap.stats.vectors import compare
 
 LANGS = ["ko", "ko", "en", "en"]
 IDS = ["a", "b", "c", "d"]

@@ -19,7 +19,7 @@ from embedswap.report.catalogue import catalogue
 from embedswap.summary.model import Summary, validate_summary
 from embedswap.report.format import esc
 from embedswap.reasons import INNER, LIST_PARAMS, REASONS, explain, reason_of
-from embedswap.summary.upgrade import SCHEMA_VERSION, SummaryError, load_summary, upgrade_summary
+from embedswap.analysis.upgrade import SCHEMA_VERSION, SummaryError, load_summary, upgrade_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 V1_FIXTURES = ["summary_complete.json", "summary_smoke.json", "summary_v1_qwen3_tiny.json"]
@@ -167,7 +167,7 @@ def test_no_reason_is_left_in_english(lang: str) -> None:
 def test_vectors_of_two_lengths_are_a_verdict_not_a_nan() -> None:
     # a legacy server that ignores `dimensions` (384 values back) against a shim that cut the answer to 256
     from embedswap.captures import json_bytes
-    from embedswap.measure.contract import classify
+    from embedswap.answers.classify import classify
 
     legacy = {"status": 200, "dim": 384, "n_vectors": 1, "prompt_tokens": 9, "vector": [0.05] * 384}
     candidate = {"status": 200, "dim": 256, "n_vectors": 1, "prompt_tokens": 9, "vector": [0.0625] * 256}

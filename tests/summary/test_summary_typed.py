@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import SummaryError, load_summary, read_summary, upgrade_summary
+from embedswap.analysis.upgrade import SummaryError, load_summary, read_summary, upgrade_summary
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NAMES = ["summary_complete.json", "summary_smoke.json", "summary_v1_qwen3_tiny.json"]

@@ -11,7 +11,7 @@ from typing import Any
 from embedswap.analysis import decide, decisions_json
 from embedswap.reasons import not_measured
 from embedswap.summary.model import Summary, SummaryBody, validate_body
-from embedswap.summary.upgrade import read_summary, upgrade_summary
+from embedswap.analysis.upgrade import read_summary, upgrade_summary
 
 # merged key by key: a test names only the field it means (a model spec, a candidate list)
 INFO = {"experiment": {"name": "synthetic", "date": "2026-11-30", "folder": "experiments/synthetic",

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from embedswap.analysis.equivalence import ALPHA
-from embedswap.analysis.latency_equivalence import log_ratio_interval, ratio_verdict
+from embedswap.stats.equivalence import ALPHA
+from embedswap.stats.latency_equivalence import log_ratio_interval, ratio_verdict
 from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody

@@ -32,12 +32,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 import numpy as np
 
-from embedswap.analysis.equivalence import Verdict
-from embedswap.analysis.latency_equivalence import log_ratio_interval
+from embedswap.stats.equivalence import Verdict
+from embedswap.stats.latency_equivalence import log_ratio_interval
 from embedswap.summary.types_equivalence import HostDrift
 from embedswap.summary.types_latency import HostPhase, LatencyTarget
 
@@ -187,10 +186,10 @@ def with_drift(verdict: Verdict, drift: HostDrift | None, margin: float,
     if drift is None or drift.bound is None or drift.bound <= 1 or verdict.code == "failed":
         return verdict
     bound = drift.bound
-    drifted = replace(verdict, code="inconclusive", direction=None, n_needed=None, reason="host_drift",
+    drifted = verdict.but(code="inconclusive", direction=None, n_needed=None, reason="host_drift",
                       params={**verdict.params, "drift": bound, "was": verdict.code})
     widened = decide(bound) if decide is not None else verdict
-    widened = replace(widened, params={**widened.params, "drift": bound})
+    widened = widened.but(params={**widened.params, "drift": bound})
     if bound > margin and widened.direction is not None and widened.direction in suspect(drift):
         return drifted  # the host moved by more than the margin, the way this verdict points
     if widened.code not in ("inconclusive", "failed"):

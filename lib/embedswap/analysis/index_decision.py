@@ -2,7 +2,7 @@
 map the candidate's queries into it (the Procrustes adapter), or blocked (the dimensions differ).
 
 Every cell of the grid is compared with the legacy-only search (legacy queries on the legacy index, the same
-search method) per query, with the verdicts of :mod:`embedswap.analysis.equivalence` against ``decisions.margins``:
+search method) per query, with the verdicts of :mod:`embedswap.stats.equivalence` against ``decisions.margins``:
 
 - ``keep_index``: the cross search (candidate queries on the legacy index, exact) is equivalent to the legacy one
   on nDCG@10 (top-5 overlap without judgements) — the backward-compatibility criterion of Shen et al. (CVPR 2020)
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from embedswap.analysis import equivalence as eq
+from embedswap.stats import equivalence as eq
 from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.index import IndexConfig

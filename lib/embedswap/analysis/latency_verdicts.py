@@ -4,8 +4,8 @@ equivalence verdict, then the host drift.
 Per operating point (the article's two and the sweep's) and figure (p50: ``latency_p50_ratio``, p99:
 ``latency_p99_ratio``, docs/s: ``throughput_ratio``): a side whose error rate exceeds ``error_rate`` makes the point
 ``failed``, named by status (429 with its Retry-After, 5xx, timeout, other), and no ratio is read from the
-requests that survived (:func:`~embedswap.analysis.latency_equivalence.error_gate`); otherwise the stored 95 %
-bootstrap interval of the ratio is decided by :func:`~embedswap.analysis.latency_equivalence.ratio_verdict`
+requests that survived (:func:`~embedswap.stats.latency_equivalence.error_gate`); otherwise the stored 95 %
+bootstrap interval of the ratio is decided by :func:`~embedswap.stats.latency_equivalence.ratio_verdict`
 (faster is harmless: ``non_inferior``), then decided again on its interval widened by the host drift bound
 (:mod:`embedswap.analysis.host_drift`): a verdict only the unwidened interval supports is ``inconclusive`` with
 reason ``host_drift``. "No difference detected" (the interval covering 1) decides nothing.
@@ -20,13 +20,12 @@ a p99 whose interval cannot be estimated at this n (fewer than 368 answered requ
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from embedswap.analysis import equivalence as eq
+from embedswap.stats import equivalence as eq
 from embedswap.analysis.host_drift import host_drift, with_drift
-from embedswap.analysis.latency_equivalence import error_gate, ratio_verdict
+from embedswap.stats.latency_equivalence import error_gate, ratio_verdict
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.stored_verdicts import stored, stored_gate
 from embedswap.config.decisions import DecisionsConfig
@@ -97,7 +96,7 @@ def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, 
         decide = partial(decided, ratio, margin, config, n=n, lower_is_better=lower_is_better, errors=deciding)
         v = decide(1.0)
         if failed == "legacy":
-            v = replace(v, reason="legacy_error_rate_above_margin")
+            v = v.but(reason="legacy_error_rate_above_margin")
         figures[key] = with_drift(v, drift, margin, decide if failed is None else None)
         out[key] = stored(figures[key])
     deciding_figures = {k: v for k, v in figures.items() if v.reason != "missing_interval"} or figures

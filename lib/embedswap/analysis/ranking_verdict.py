@@ -3,8 +3,8 @@
 "No difference detected" is not "unchanged": at 24 queries a candidate 0.06 nDCG@10 worse passes a paired test. A
 ranking variant is decided against the margins of ``decisions.margins`` (experiment.yaml, else the defaults of
 :class:`embedswap.config.decisions.Margins`) with the kit's one verdict vocabulary
-(:mod:`embedswap.analysis.equivalence`): the per-query changes of nDCG@10 and recall@5 (variant - legacy) and the
-per-query top-5 overlap with legacy each get a verdict, and :func:`~embedswap.analysis.equivalence.combine` joins
+(:mod:`embedswap.stats.equivalence`): the per-query changes of nDCG@10 and recall@5 (variant - legacy) and the
+per-query top-5 overlap with legacy each get a verdict, and :func:`~embedswap.stats.equivalence.combine` joins
 them. The variant is unchanged when the combined verdict is ``equivalent`` (or ``non_inferior``), changed when it is
 ``different`` (in either direction: what the migration keeps is the ranking users had, not a higher metric), and
 neither when it is ``inconclusive``: then the decision is ``undecided`` with the number of queries that would decide
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.analysis import equivalence as eq
+from embedswap.stats import equivalence as eq
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.ranking_tests import paired_values, variant_tests
 from embedswap.config.decisions import DecisionsConfig

@@ -2,7 +2,7 @@
 
 A pooled mean hides one language that got worse (an ignored instruction or a tokenizer difference often hits one
 language only). Each comparison (per-query nDCG@10 and recall@5 changes, per-query top-5 overlap, per-document
-cosine) is decided per slice against the same margin by :func:`~embedswap.analysis.equivalence.sliced_verdict`:
+cosine) is decided per slice against the same margin by :func:`~embedswap.stats.equivalence.sliced_verdict`:
 a slice's ``different`` stands only if its p-value survives Holm's correction across the slices, equivalence needs
 every slice equivalent (intersection-union), and the overall verdict names a worse slice. A query's slice is its
 language (``ranking.per_query.<id>.lang``, ``und`` when the workload does not say); the workload has no query
@@ -13,12 +13,11 @@ nothing).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from embedswap.analysis import equivalence as eq
+from embedswap.stats import equivalence as eq
 from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.types_sections import RankingRun
@@ -72,7 +71,7 @@ def _in_total(found: tuple[eq.Verdict, dict[str, eq.Verdict]], sizes: dict[str, 
     needs = [math.ceil(v.n_needed * total / sizes[k]) if v.n_needed is not None and sizes.get(k) else None
              for k, v in by_slice.items() if v.code == "inconclusive"]
     n_needed = None if not needs or any(n is None for n in needs) else max(needs)  # type: ignore[type-var]
-    return replace(overall, n_needed=n_needed), by_slice
+    return overall.but(n_needed=n_needed), by_slice
 
 
 def stored_slices(found: tuple[eq.Verdict, dict[str, eq.Verdict]], kind: str = "lang") -> dict[str, Any]:
@@ -93,7 +92,7 @@ def cosine_slices(comparison: Comparison | None, config: DecisionsConfig) -> dic
     decided = {}
     for lang, changes in groups.items():
         v = eq.paired_verdict(changes, margin, better_is_harmless=True, alpha=alpha, power=power)
-        decided[lang] = replace(v, code="equivalent", reason="interval_inside_margin") \
+        decided[lang] = v.but(code="equivalent", reason="interval_inside_margin") \
             if v.code == "non_inferior" else v
     return stored_slices(eq.sliced_verdict(decided, better_is_harmless=True, alpha=alpha, power=power))
 

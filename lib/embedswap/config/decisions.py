@@ -2,7 +2,7 @@
 
 A comparison that finds no difference has not shown that the servers are the same: it may simply have had too few
 queries or requests. The kit decides by **equivalence** (two one-sided tests, TOST) and **non-inferiority**
-against these margins (:mod:`embedswap.analysis.equivalence`). Each margin is the largest change the migration
+against these margins (:mod:`embedswap.stats.equivalence`). Each margin is the largest change the migration
 accepts as practically nothing; a change whose confidence interval does not fit inside it is ``inconclusive``
 (more data decides it) or ``different``, never "unchanged".
 

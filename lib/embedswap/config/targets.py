@@ -55,7 +55,7 @@ class ExternalTarget(_TargetBase):
     api_key_env: str | None = None  # name of the environment variable holding the key (never the key itself)
     headers: dict[str, str] = Field(default_factory=dict)
     verify_tls: bool = True
-    # any server's routes and API shape (embedswap.measure.api_shapes). `url` may end in /v1 or not; the
+    # any server's routes and API shape (embedswap.wire.api_shapes). `url` may end in /v1 or not; the
     # paths are from the server's root (default: the shape's own, e.g. /v1/embeddings, /embed, /api/embed).
     api_shape: Literal["openai", "cohere-v2", "tei", "ollama"] = "openai"
     embeddings_path: str | None = None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from embedswap.analysis.vectors import rowwise_cosine
+from embedswap.stats.vectors import rowwise_cosine
 from embedswap.measure.workload import SAMPLE_SEED, sample_record, stratified_sample
 
 LOWEST_SHARE = 4  # a quarter of the sample: the lowest cosines

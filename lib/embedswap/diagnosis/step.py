@@ -35,7 +35,7 @@ from embedswap.models import resolve_model_path
 from embedswap.reasons import not_measured
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import DiagnosisDecision
-from embedswap.summary.upgrade import as_summary
+from embedswap.analysis.upgrade import as_summary
 
 CAPTURE = "diagnosis/vectors.json"
 QUERY_FILE = "query_vectors_server_instruction.npy"  # measure.capture_queries: input_type "query"

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from embedswap import __version__
-from embedswap.analysis.vectors import UNIT_NORM_TOLERANCE
+from embedswap.stats.vectors import UNIT_NORM_TOLERANCE
 from embedswap.captures import Attempt, capture_complete, open_attempt, verify_attempt
 from embedswap.config.experiment import Experiment, load_experiment
 from embedswap.guard.canaries import select
@@ -32,7 +32,7 @@ from embedswap.guard.guard_file import (
     Tolerances,
     pack_arrays,
 )
-from embedswap.measure.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS, shaped_request
+from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS, shaped_request
 from embedswap.measure.contract import (
     ProbeContext,
     build_request,

@@ -23,8 +23,8 @@ import httpx
 import numpy as np
 
 from embedswap.guard.guard_file import Canary, Guard
-from embedswap.measure.api_shapes import EMBEDDINGS_PATHS, shaped_request
-from embedswap.measure.client import EmbeddingClient, EmbeddingResponse
+from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, shaped_request
+from embedswap.wire.client import EmbeddingClient, EmbeddingResponse
 from embedswap.measure.identity import identity_changes, identity_parts, server_identity
 
 ASPECTS = ("contract", "dimensions", "direction", "length", "identity", "latency")

@@ -15,7 +15,7 @@ from typing import Any
 
 from embedswap.exits import EXIT_COULD_NOT_TELL, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from embedswap.exits import one_line as error_line
-from embedswap.measure.api_shapes import SHAPES
+from embedswap.wire.api_shapes import SHAPES
 
 
 def _usage(message: str) -> Exception:
@@ -42,7 +42,7 @@ def _cmd_init(args: argparse.Namespace) -> int:
 
 
 def _headers(api_key_env: str | None) -> dict[str, str]:
-    from embedswap.measure.client import auth_headers
+    from embedswap.wire.client import auth_headers
 
     try:
         return auth_headers(api_key_env)

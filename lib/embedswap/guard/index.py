@@ -86,8 +86,8 @@ def share_interval(k: int, n: int) -> tuple[float, float]:
 def _embed_all(guard: Guard, url: str, texts: list[str], api_shape: str | None, headers: dict[str, str],
                batch: int = 32) -> list[np.ndarray]:
     from embedswap.guard.check import server_root
-    from embedswap.measure.api_shapes import EMBEDDINGS_PATHS
-    from embedswap.measure.client import EmbeddingClient
+    from embedswap.wire.api_shapes import EMBEDDINGS_PATHS
+    from embedswap.wire.client import EmbeddingClient
 
     shape = api_shape or guard.server.api_shape
     path = guard.server.embeddings_path if shape == guard.server.api_shape else EMBEDDINGS_PATHS[shape]
@@ -158,7 +158,7 @@ def check_index(guard: Guard, url: str, dsn_env: str, table: str, id_column: str
 
 
 def run_index_check(args: argparse.Namespace) -> int:
-    from embedswap.measure.client import auth_headers
+    from embedswap.wire.client import auth_headers
 
     try:
         guard = load_guard(Path(args.guard))

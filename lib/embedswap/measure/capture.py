@@ -16,18 +16,18 @@ import numpy as np
 from tqdm import tqdm  # text bars: they show both in JupyterLab and in the papermill console log
 
 from embedswap.captures import PAIRED_LEGACY, ArrayStream, Attempt
-from embedswap.measure.client import EmbeddingClient, EmbeddingResponse
+from embedswap.wire.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import build_request, probe_context, describe_body, select_probes
 from embedswap.targets import build_target
-from embedswap.measure.api_shapes import shaped_request
+from embedswap.wire.api_shapes import shaped_request
 from embedswap.measure.tokens import probe_token_counter, query_with_instruction
 from embedswap.measure.workload import Workload, load_workload
 # the failure, the latency runs and the shim probes live in their own modules; `embedswap.measure.capture.X` stays
 from embedswap.measure.errors import StepFailed
-from embedswap.measure.model_limits import token_limit
+from embedswap.model_limits import token_limit
 from embedswap.measure.identity import server_identity
-from embedswap.measure.repeats import probe_times, repeat_answer
+from embedswap.answers.repeats import probe_times, repeat_answer
 from embedswap.measure.latency import capture_latency
 from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.shim_probes import capture_shim_probes

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
-from embedswap.measure.api_shapes import request_body
-from embedswap.measure.client import EmbeddingClient
+from embedswap.wire.api_shapes import request_body
+from embedswap.wire.client import EmbeddingClient
 
 VERSION_ROUTES = ("/version", "/info", "/props")
 # headers that name the software, its version or its build (lower case; matched as substrings)

@@ -33,8 +33,8 @@ import httpx
 import numpy as np
 from yarl import URL
 
-from embedswap.measure.answer_faults import NO_DATA, fault_kind, other_length, usual_dim
-from embedswap.measure.client import EmbeddingResponse, parse_response
+from embedswap.wire.answer_faults import NO_DATA, fault_kind, other_length, usual_dim
+from embedswap.wire.client import EmbeddingResponse, parse_response
 
 PERCENTILE_METHOD = "linear"  # numpy's default; stated in the report so figures can be reproduced
 
@@ -59,7 +59,7 @@ class RequestRecord:
 
 def status_class(status: int | None, error: str | None) -> str:
     """A request's outcome class: ``ok``, ``429``, ``5xx``, or the kind of its fault
-    (:func:`embedswap.measure.answer_faults.fault_kind`: ``timeout``, ``cut_body``, ``wrong_length``, ...)."""
+    (:func:`embedswap.wire.answer_faults.fault_kind`: ``timeout``, ``cut_body``, ``wrong_length``, ...)."""
     if status == 200 and not error:
         return "ok"
     if status == 429:
@@ -154,7 +154,7 @@ def point_stats(run: str, concurrency: int, repeats: Sequence[RunStats]) -> Poin
 
 # --- sending -----------------------------------------------------------------------------------------------------
 def _body(model: str, batch: Sequence[str], shape: str = "openai") -> bytes:
-    from embedswap.measure.api_shapes import request_body
+    from embedswap.wire.api_shapes import request_body
 
     return json.dumps(request_body(shape, model, list(batch)), ensure_ascii=False).encode()
 
@@ -293,7 +293,7 @@ class LoadSpec:
     timeout_s: float = 60.0
     headers: dict[str, str] = field(default_factory=dict)
     verify_tls: bool = True
-    embeddings_path: str = "/v1/embeddings"  # the server's own route and API shape (embedswap.measure.api_shapes)
+    embeddings_path: str = "/v1/embeddings"  # the server's own route and API shape (embedswap.wire.api_shapes)
     api_shape: str = "openai"
 
 

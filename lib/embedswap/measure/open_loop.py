@@ -29,7 +29,7 @@ import aiohttp
 import httpx
 import numpy as np
 
-from embedswap.measure.client import parse_response
+from embedswap.wire.client import parse_response
 from embedswap.measure.load import Client, LoadSpec
 
 MAX_RETRIES = 5  # honour: a server that keeps answering 429 gets this many more tries, then the 429 stands
@@ -230,7 +230,7 @@ def build_requests(batches: Sequence[Sequence[tuple[str, str]]], model: str, api
                    documents: int | str) -> list[Request]:
     """The bodies the runs send: the workload's own batches (``documents: workload``), or the documents of the
     batches cut again into requests of ``documents`` each (the last one wrapping round)."""
-    from embedswap.measure.api_shapes import request_body
+    from embedswap.wire.api_shapes import request_body
 
     def encode(docs: Sequence[tuple[str, str]]) -> Request:
         body = json.dumps(request_body(api_shape, model, [t for _, t in docs]), ensure_ascii=False).encode()

@@ -1,7 +1,7 @@
 """One open-loop run's figures from its captured requests, and whether it meets the latency target.
 
 Latency percentiles are read over the answered requests (status 200, a usable body), from the scheduled send; the
-errors are counted by status beside them (:func:`embedswap.analysis.latency_equivalence.classify_status`), so a
+errors are counted by status beside them (:func:`embedswap.stats.latency_equivalence.classify_status`), so a
 server that sheds load cannot look fast on the few requests it answered. Goodput counts the requests answered
 within the target whose vectors pass the gate against the legacy capture of the same documents.
 
@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from embedswap.analysis.latency_equivalence import classify_status
-from embedswap.measure.answer_faults import fault_kind
+from embedswap.stats.latency_equivalence import classify_status
+from embedswap.wire.answer_faults import fault_kind
 from embedswap.measure.load import percentile
 
 # A rate is carried only when the answers come back at least at half the rate the client sent them: a short run

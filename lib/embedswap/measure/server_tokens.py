@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from embedswap.captures import Attempt
-from embedswap.measure.client import EmbeddingClient
+from embedswap.wire.client import EmbeddingClient
 from embedswap.measure.workload import Workload, stratified_sample
 
 CAPTURE = "tokens.json"

@@ -9,7 +9,7 @@ from tqdm import tqdm  # text bars: they show both in JupyterLab and in the pape
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import probe_context, DEFAULT_PROBE_PATH, build_request, describe_body, select_probes
-from embedswap.measure.model_limits import token_limit
+from embedswap.model_limits import token_limit
 from embedswap.measure.tokens import probe_token_counter
 from embedswap.measure.workload import Workload
 

@@ -48,7 +48,7 @@ class OpenAIBackend:
         self.headers, self.verify_tls, self.timeout_s = headers, verify_tls, timeout_s
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        from embedswap.measure.client import EmbeddingClient
+        from embedswap.wire.client import EmbeddingClient
 
         out: list[np.ndarray] = []
         with EmbeddingClient(self.base_url, self.model, timeout_s=self.timeout_s, headers=self.headers,

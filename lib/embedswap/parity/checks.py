@@ -62,7 +62,7 @@ def model_facts(model_path: str) -> ModelFacts:
     from transformers import AutoConfig
 
     from embedswap.legacy.pipeline import read_sentence_transformers_config
-    from embedswap.measure.model_limits import model_limits
+    from embedswap.model_limits import model_limits
     from embedswap.models import local_model_folder, resolve_model_path
 
     path = resolve_model_path(model_path)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from embedswap.reasons import explain
-from embedswap.analysis.vectors import rowwise_cosine
+from embedswap.stats.vectors import rowwise_cosine
 
 WORST_LISTED = 5
 TEXT = "text"

@@ -18,9 +18,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from embedswap.reasons import REASONS, explain
-from embedswap.analysis.vectors import rowwise_cosine
+from embedswap.stats.vectors import rowwise_cosine
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import as_summary
+from embedswap.analysis.upgrade import as_summary
 
 BATCH_INVARIANCE = "batch_invariance"
 LONG_CONTEXT = "long_context"

@@ -78,7 +78,7 @@ def _transformers(model_path: str) -> Callable[[list[str], int], np.ndarray]:
 
 
 def _vllm_transformers(model_path: str) -> Callable[[list[str], int], np.ndarray]:
-    from embedswap.measure.model_limits import token_limit
+    from embedswap.model_limits import token_limit
     from embedswap.parity.vllm import VllmOfflineBackend
 
     # the engine's context is the model's own limit, as sentence-transformers truncates at it

@@ -52,7 +52,7 @@ from embedswap.analysis.common import is_measured as _measured  # noqa: E402
 from embedswap.summary.model import Summary  # noqa: E402
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget  # noqa: E402
 from embedswap.summary.types_post import ShownPoint  # noqa: E402
-from embedswap.summary.upgrade import read_summary  # noqa: E402
+from embedswap.analysis.upgrade import read_summary  # noqa: E402
 from embedswap.report.figures_index import index_shares  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 
 PALETTE = "colorblind"  # as report.figures (which imports this module)
 

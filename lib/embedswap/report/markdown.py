@@ -12,7 +12,7 @@ from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt
 from embedswap.report.sections import build_context
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 
 TEMPLATE = "report.md.j2"
 

@@ -26,7 +26,7 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_common import Reason
 from embedswap.summary.types_decisions import RatioInterval
 from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 
 TEMPLATE = "post.md.j2"
 FULL_REPORT = "report.{lang}.md"  # the appendix beside the post; publish rewrites the link per site

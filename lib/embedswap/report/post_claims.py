@@ -17,7 +17,7 @@ from embedswap.analysis.common import is_measured
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.faults import comparable
-from embedswap.summary.types_decisions import EquivalenceVerdict, LatencyRatio, RankingVariant, RatioInterval
+from embedswap.summary.types_decisions import Verdict, LatencyRatio, RankingVariant, RatioInterval
 
 Figure = Literal["p50", "p99", "docs_per_s"]
 # the reasons an inconclusive verdict can carry that the post words apart (others: the catalogue's "other")
@@ -111,14 +111,14 @@ def latency_ratio(ctx: ReportContext, name: str) -> LatencyRatio | None:
     return ctx.decisions.latency.ratios.get(name)
 
 
-def _reason(ctx: ReportContext, v: EquivalenceVerdict, ratio: LatencyRatio | None = None) -> str:
+def _reason(ctx: ReportContext, v: Verdict, ratio: LatencyRatio | None = None) -> str:
     words = ctx.terms["post"]["reasons"]
     key = v.reason if v.reason in WORDED_REASONS else "other"
     drift = ratio.drift.factor if ratio is not None and ratio.drift is not None else None
     return words[key].format(drift=times(ctx, drift), margin=times(ctx, v.margin) if v.margin else "—")
 
 
-def claim(ctx: ReportContext, v: EquivalenceVerdict | None, interval: RatioInterval | None = None,
+def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None = None,
           value: float | None = None, kind: str = "ratio", ratio: LatencyRatio | None = None) -> Claim:
     """One stored verdict worded for the post: the value shown (``value``, else the verdict's estimate) with the
     ratio's interval where one exists."""

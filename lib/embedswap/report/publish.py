@@ -30,7 +30,7 @@ from embedswap.report.post import FULL_REPORT, render_post
 from embedswap.report.report_data import Headline, ModelRef, ReportJson, read_report_json
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import RatioFigure
-from embedswap.summary.upgrade import load_summary, read_summary
+from embedswap.analysis.upgrade import load_summary, read_summary
 
 REPORT_JSON = "report.json"
 

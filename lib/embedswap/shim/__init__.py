@@ -26,7 +26,7 @@ error. This module is that client-side fix, as a small library:
 
 - ``EmbeddingShim``: an httpx client that rewrites each ``/v1/embeddings`` request, retries only 503/429/529
   (bounded exponential backoff; never a status learned to be a disguised client error) and post-processes the
-  answer. It returns ``embedswap.measure.client.EmbeddingResponse`` records, like ``EmbeddingClient``.
+  answer. It returns ``embedswap.wire.client.EmbeddingResponse`` records, like ``EmbeddingClient``.
 - ``ShimTransport``: the same as an ``httpx.BaseTransport``, so the official ``openai`` client (or any
   httpx-based client) goes through the shim without code changes::
 

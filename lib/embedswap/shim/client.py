@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from embedswap.measure.client import EmbeddingResponse, parse_response
+from embedswap.wire.client import EmbeddingResponse, parse_response
 from embedswap.shim.settings import QUERY_FIELDS, ShimConfig, ShimRequestError
 from embedswap.shim.text import Truncator, l2_renormalise, load_tokenizer
 

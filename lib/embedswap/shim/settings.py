@@ -120,7 +120,7 @@ class ShimConfig:
         (Dynamo's frontend answers a bare 500); else the limit comes from the error text.
         ``overrides``: any ShimConfig field, taking precedence over what was derived.
         """
-        from embedswap.measure.contract import classify
+        from embedswap.answers.classify import classify
 
         candidate = {r["probe"]: r for r in probe_records}
         legacy = {r["probe"]: r for r in legacy_records} if legacy_records is not None else None

@@ -23,7 +23,7 @@ def load_tokenizer(path: str) -> Any:
 def model_token_limit(model_path: str) -> int | None:
     """The model's own input limit: the smallest its configuration states (measure.model_limits), else the loaded
     tokenizer's (if sane)."""
-    from embedswap.measure.model_limits import token_limit
+    from embedswap.model_limits import token_limit
 
     stated = token_limit(model_path)
     if stated:

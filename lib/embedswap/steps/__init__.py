@@ -32,7 +32,7 @@ from embedswap.steps.tables import (
     targets_table,
     vector_table,
 )
-from embedswap.summary.build import environment
+from embedswap.pipeline.build import environment
 from embedswap.measure.tokens import ensure_tokenizer_counts
 
 __all__ = [
@@ -119,9 +119,9 @@ def _restore_latency(ctx: StepContext, target: Any, name: str) -> dict[str, Any]
 
 def restore_legacy(ctx: StepContext) -> dict[str, Any]:
     """Start the legacy server again after the swap and check it answers the first batch as it did in step 01."""
-    from embedswap.measure.client import EmbeddingClient
+    from embedswap.wire.client import EmbeddingClient
     from embedswap.targets import build_target
-    from embedswap.analysis.vectors import rowwise_cosine
+    from embedswap.stats.vectors import rowwise_cosine
 
     name = ctx.experiment.legacy
     relative = f"{name}/restore.json"

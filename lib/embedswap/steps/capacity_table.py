@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import as_summary
+from embedswap.analysis.upgrade import as_summary
 
 
 def capacity_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:

@@ -11,9 +11,9 @@ from embedswap.captures import Attempt, open_attempt
 from embedswap.config.experiment import Experiment, load_experiment
 from embedswap.paths import project_root
 from embedswap.reasons import not_measured
-from embedswap.summary.build import build_summary, write_summary
+from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import read_summary
+from embedswap.analysis.upgrade import read_summary
 from embedswap.measure.workload import Workload, load_workload
 
 

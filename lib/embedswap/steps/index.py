@@ -20,7 +20,7 @@ from embedswap.index.searches import (
 from embedswap.reasons import not_measured
 from embedswap.redact import redact
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import as_summary
+from embedswap.analysis.upgrade import as_summary
 
 
 def query_rows(n: int, limit: int, seed: int) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The tables the notebooks show (pandas): targets, vectors, contract, instruction, latency, parity.
 
 Each reads the typed :class:`~embedswap.summary.model.Summary` (the decisions are already in it); a summary.json
-dict of any version is accepted too and read as the report reads it (:func:`~embedswap.summary.upgrade.
+dict of any version is accepted too and read as the report reads it (:func:`~embedswap.analysis.upgrade.
 read_summary`). Split out of ``embedswap.steps``, which re-exports every function here.
 """
 
@@ -14,7 +14,7 @@ import pandas as pd
 from embedswap.report.format import fmt
 from embedswap.steps.context import StepContext, StepError
 from embedswap.summary.model import Summary
-from embedswap.summary.upgrade import as_summary
+from embedswap.analysis.upgrade import as_summary
 from embedswap.measure.tokens import ensure_tokenizer_counts
 
 

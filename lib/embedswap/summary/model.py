@@ -4,7 +4,7 @@ Every section and every object inside it is typed and closed (``extra="forbid"``
 at load with its path, rather than being read wrongly. Only data that is genuinely open stays a dict (a user's
 configuration, a request body as sent, a reason's parameters); each such field says why. The section models live
 in ``embedswap.summary.types_*``; :func:`validate_summary` runs before a summary is written and after one is loaded
-(through :func:`embedswap.summary.upgrade.load_summary`).
+(through :func:`embedswap.analysis.upgrade.load_summary`).
 """
 
 from __future__ import annotations

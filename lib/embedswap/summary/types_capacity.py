@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from embedswap.summary.types_common import Number, Section, Strict
-from embedswap.summary.types_equivalence import EquivalenceVerdict
+from embedswap.summary.types_equivalence import Verdict
 
 
 class OpenRun(Strict):
@@ -109,7 +109,7 @@ class CapacityDecisions(Strict):
     slo_p50_ms: Number | None = None
     traffic: Number | None = None
     servers: dict[str, ServerCapacity] = {}
-    ratios: dict[str, EquivalenceVerdict] = {}  # candidate/legacy capacity (higher is better)
+    ratios: dict[str, Verdict] = {}  # candidate/legacy capacity (higher is better)
 
     def of(self, name: str | None) -> ServerCapacity | None:
         return self.servers.get(name) if name is not None else None

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from embedswap.summary.types_capacity import CapacityDecisions
 from embedswap.summary.types_common import Finding, Strict
-from embedswap.summary.types_equivalence import (EquivalenceVerdict, HostDrift, PointVerdicts, SlicedVerdict)
+from embedswap.summary.types_equivalence import (Verdict, HostDrift, PointVerdicts, SlicedVerdict)
 from embedswap.summary.types_index import IndexDecision
 from embedswap.summary.types_post import LatencyShown, PostDecision
 
@@ -68,8 +68,8 @@ class RankingVariant(Strict):
     queries: int | None = None
     tests: dict[str, PairedTest] = {}
     # absent in summaries decided before the equivalence verdicts: the combined verdict and one per metric
-    equivalence: EquivalenceVerdict | None = None
-    metrics: dict[str, EquivalenceVerdict] = {}
+    equivalence: Verdict | None = None
+    metrics: dict[str, Verdict] = {}
     # per metric, its verdict per query language (Holm-corrected across the languages); absent in older summaries
     slices: dict[str, SlicedVerdict] = {}
 
@@ -165,7 +165,7 @@ class LatencyRatio(Strict):
     intervals: dict[str, PointRatio] = {}
     # the verdicts against decisions.margins per point (error gate, ratios, host drift); absent in older summaries
     verdicts: dict[str, PointVerdicts] = {}
-    verdict: EquivalenceVerdict | None = None  # the article's two points combined: the latency headline
+    verdict: Verdict | None = None  # the article's two points combined: the latency headline
     drift: HostDrift | None = None
 
     def verdicts_at(self, run: str) -> PointVerdicts | None:

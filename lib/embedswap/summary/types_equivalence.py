@@ -1,35 +1,19 @@
 """Verdicts against the margins of ``decisions.margins`` as summary.json stores them
-(:mod:`embedswap.analysis.equivalence`): one figure's verdict, a latency point's error gate, the host drift beside a
+(:mod:`embedswap.stats.equivalence`): one figure's verdict, a latency point's error gate, the host drift beside a
 latency ratio, and per-slice (language) verdicts of one comparison."""
 
 from __future__ import annotations
 
 from typing import Literal
 
+from embedswap.stats.equivalence import Code, Verdict
 from embedswap.summary.types_common import Strict
 
-Code = Literal["equivalent", "non_inferior", "different", "inconclusive", "failed"]
+__all__ = ["Code", "ErrorGate", "HostDrift", "PointVerdicts", "SlicedVerdict", "Verdict"]
 
 
-class EquivalenceVerdict(Strict):
-    """One verdict against a margin (embedswap.analysis.equivalence.Verdict, without its p-values and params):
-    ``estimate``/``low``/``high`` are the change (candidate - legacy, or candidate / legacy for a ratio) and its
-    (1 - 2 alpha) interval, ``n_needed`` the queries or requests that would decide an ``inconclusive`` one (None
-    when no practical n would)."""
-    code: Code
-    direction: Literal["worse", "better", "slower", "faster"] | None = None
-    estimate: float | None = None
-    low: float | None = None
-    high: float | None = None
-    margin: float | None = None
-    n: int | None = None
-    n_needed: int | None = None
-    reason: str = ""
-    # a combined verdict: the parts (metrics, slices, figures) that decided it, first = the one shown
-    slices: list[str] = []
 
-
-class ErrorGate(EquivalenceVerdict):
+class ErrorGate(Verdict):
     """A latency point's error rate against ``error_rate``: ``failed`` names the statuses (``429``, ``5xx``,
     ``timeout``, ``other``; most frequent first) and the Retry-After values a refusal sent."""
     statuses: dict[str, int] = {}
@@ -82,12 +66,12 @@ class PointVerdicts(Strict):
     (candidate / legacy) and the point's combined verdict. A point whose error rate exceeds its margin is
     ``failed`` on every figure: no ratio is read from its surviving requests."""
     errors: dict[str, ErrorGate] = {}  # by side: candidate, legacy
-    p50: EquivalenceVerdict | None = None
-    p99: EquivalenceVerdict | None = None
-    docs_per_s: EquivalenceVerdict | None = None
-    verdict: EquivalenceVerdict | None = None
+    p50: Verdict | None = None
+    p99: Verdict | None = None
+    docs_per_s: Verdict | None = None
+    verdict: Verdict | None = None
 
-    def figure(self, key: str) -> EquivalenceVerdict | None:
+    def figure(self, key: str) -> Verdict | None:
         """The verdict of one figure (p50, p99, docs_per_s), or None: not decided."""
         return getattr(self, key) if key in ("p50", "p99", "docs_per_s") else None
 
@@ -95,8 +79,8 @@ class PointVerdicts(Strict):
 class SlicedVerdict(Strict):
     """One comparison decided per slice (language, query tag) with Holm's correction across the slices: the
     overall verdict (``slices`` names the slices that decided it) and each slice's."""
-    overall: EquivalenceVerdict
-    by_slice: dict[str, EquivalenceVerdict] = {}
+    overall: Verdict
+    by_slice: dict[str, Verdict] = {}
     kind: Literal["lang", "tag"] = "lang"
 
     def worse(self) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from embedswap.summary.types_common import Number, Section, Spread, Strict
-from embedswap.summary.types_equivalence import EquivalenceVerdict
+from embedswap.summary.types_equivalence import Verdict
 
 Method = Literal["exact", "hnsw"]
 QuerySource = Literal["legacy", "candidate"]
@@ -104,9 +104,9 @@ class CellDecision(Strict):
     ndcg_at_10: float | None = None
     recall_at_5: float | None = None
     top5_overlap: float | None = None
-    ndcg: EquivalenceVerdict | None = None
-    recall: EquivalenceVerdict | None = None
-    overlap: EquivalenceVerdict | None = None
+    ndcg: Verdict | None = None
+    recall: Verdict | None = None
+    overlap: Verdict | None = None
     hnsw_recall: float | None = None
 
 
@@ -132,7 +132,7 @@ class AdapterDecision(Strict):
     residual_unmapped: float
     retained: float | None = None  # adapter / full re-embed (held-out documents)
     cross_retained: float | None = None  # without the map
-    verdict: EquivalenceVerdict | None = None  # adapter - full re-embed per query
+    verdict: Verdict | None = None  # adapter - full re-embed per query
 
 
 class IndexDecision(Strict):
@@ -141,7 +141,7 @@ class IndexDecision(Strict):
     reason: str = ""
     distance: str | None = None
     basis: Literal["ndcg_at_10", "top5_overlap"] | None = None
-    cross: EquivalenceVerdict | None = None  # new queries on the old index against old on old (the basis metric)
+    cross: Verdict | None = None  # new queries on the old index against old on old (the basis metric)
     backward_compatible: bool | None = None  # new/old at least old/old within the margin (Shen et al. 2020)
     retention: float | None = None  # cross / full re-embed (the basis metric, exact)
     hnsw_recall: float | None = None  # HNSW against exact, mean over the cells

@@ -200,7 +200,7 @@ class Target(ABC):
     def verify_tls(self) -> bool:
         return True
 
-    # the routes and request shape of the server (embedswap.measure.api_shapes); an external target may have others
+    # the routes and request shape of the server (embedswap.wire.api_shapes); an external target may have others
     def api_shape(self) -> str:
         return "openai"
 

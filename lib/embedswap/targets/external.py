@@ -1,7 +1,7 @@
 """A server the user already runs: nothing is started or stopped; the API key comes from the environment.
 
 Its routes and API shape are its own (``api_shape``, ``embeddings_path``, ``health_path`` / ``health_check`` in
-experiment.yaml; ``embedswap.measure.api_shapes``): the base URL may end in ``/v1`` or not, e.g. Infinity's ``/embeddings``
+experiment.yaml; ``embedswap.wire.api_shapes``): the base URL may end in ``/v1`` or not, e.g. Infinity's ``/embeddings``
 at the root, TEI's ``POST /embed``, Ollama's ``POST /api/embed``, a hosted API under its own base path.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import httpx
 
-from embedswap.measure.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS
-from embedswap.measure.client import auth_headers
+from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS
+from embedswap.wire.client import auth_headers
 from embedswap.config.targets import ExternalTarget
 from embedswap.targets.base import Target, TargetStartError
 

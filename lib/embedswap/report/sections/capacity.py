@@ -7,7 +7,7 @@ from typing import Any
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_capacity import CapacityTarget, ServerCapacity
-from embedswap.summary.types_equivalence import EquivalenceVerdict
+from embedswap.summary.types_equivalence import Verdict
 
 
 def _interval(t: dict[str, Any], value: Any, low: Any, high: Any, kind: str) -> str:
@@ -37,7 +37,7 @@ def _replicas_cell(t: dict[str, Any], server: ServerCapacity) -> str:
     return t["at_most"].format(value=shown) if server.censored == "above" else shown
 
 
-def _ratio_line(t: dict[str, Any], name: str, legacy: str, verdict: EquivalenceVerdict) -> str:
+def _ratio_line(t: dict[str, Any], name: str, legacy: str, verdict: Verdict) -> str:
     word = (t["verdicts"]["censored"] if verdict.reason == "capacity_censored"
             else t["verdicts"].get(f"{verdict.code}_{verdict.direction}") or t["verdicts"][verdict.code])
     return t["ratio_line"].format(name=code(name), legacy=code(legacy),

@@ -9,11 +9,11 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
-from embedswap.summary.types_equivalence import EquivalenceVerdict
+from embedswap.summary.types_equivalence import Verdict
 from embedswap.summary.types_index import CellDecision, HnswPlan, IndexDecision
 
 
-def _verdict(ctx: ReportContext, v: EquivalenceVerdict | None, kind: str = "delta") -> str:
+def _verdict(ctx: ReportContext, v: Verdict | None, kind: str = "delta") -> str:
     if v is None:
         return MISSING
     words = ctx.terms["index"]["verdicts"]

@@ -9,11 +9,11 @@ from typing import Any
 from embedswap.report.format import MISSING, code, fmt, md_table
 from embedswap.report.sections.stats import ratio as plain_ratio
 from embedswap.summary.types_decisions import RatioInterval
-from embedswap.summary.types_equivalence import (EquivalenceVerdict, ErrorGate, HostDrift, PointVerdicts,
+from embedswap.summary.types_equivalence import (Verdict, ErrorGate, HostDrift, PointVerdicts,
                                                  SlicedVerdict)
 
 
-def words(terms: dict[str, Any], v: EquivalenceVerdict | None) -> str:
+def words(terms: dict[str, Any], v: Verdict | None) -> str:
     """'equivalent', 'different (slower)', 'inconclusive (about 120 requests would decide it)', ..."""
     if v is None:
         return MISSING

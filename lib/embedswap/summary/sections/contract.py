@@ -8,8 +8,9 @@ import numpy as np
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
-from embedswap.measure.contract import DEFAULT_PROBE_PATH, classify
-from embedswap.measure.repeats import spread
+from embedswap.measure.contract import DEFAULT_PROBE_PATH
+from embedswap.answers.classify import classify
+from embedswap.answers.repeats import spread
 from embedswap.reasons import not_measured
 
 

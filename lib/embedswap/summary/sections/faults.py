@@ -11,7 +11,7 @@ from typing import Any
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
-from embedswap.measure.answer_faults import CORRUPT, count_kinds, other_length, usual_dim
+from embedswap.wire.answer_faults import CORRUPT, count_kinds, other_length, usual_dim
 
 PARTS = {"workload": ("workload_requests.jsonl",), "queries": ("query_requests.jsonl",),
          "latency": ("latency_requests.jsonl", "latency_sweep_requests.jsonl"), "probes": ("probes.jsonl",)}

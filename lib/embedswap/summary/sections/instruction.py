@@ -25,7 +25,7 @@ from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.reasons import not_measured
 from embedswap.measure.tokens import TOKENIZER_COUNTS
-from embedswap.analysis.vectors import rowwise_cosine
+from embedswap.stats.vectors import rowwise_cosine
 
 VARIANTS = ("server_instruction", "client_prefixed", "plain")
 V2_PROBE = "v2_embed_query"

@@ -13,7 +13,8 @@ from typing import Any
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
-from embedswap.measure.contract import DEFAULT_PROBE_PATH, classify
+from embedswap.measure.contract import DEFAULT_PROBE_PATH
+from embedswap.answers.classify import classify
 from embedswap.reasons import not_measured
 
 _SIDE_KEYS = ("status", "error", "encoding", "dim", "n_vectors", "prompt_tokens", "latency_ms")

@@ -8,7 +8,7 @@ from typing import Any
 from embedswap.summary.sections.captured import target_missing
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
-from embedswap.measure.contract import classify
+from embedswap.answers.classify import classify
 from embedswap.reasons import not_measured
 
 

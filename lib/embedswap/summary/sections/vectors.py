@@ -11,7 +11,7 @@ from embedswap.summary.sections.captured import target_missing
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.tokens import TOKENIZER_COUNTS
-from embedswap.analysis.vectors import compare, index_order_ok, norms, repeat_stability, token_total
+from embedswap.stats.vectors import compare, index_order_ok, norms, repeat_stability, token_total
 from embedswap.reasons import not_measured
 from embedswap.measure.workload import Workload
 
@@ -24,7 +24,7 @@ def _doc_vectors(attempt: Attempt, name: str) -> np.ndarray | None:
 def _norm_ratio(legacy: np.ndarray, candidate: np.ndarray) -> dict[str, Any]:
     """Per document, candidate / legacy L2 length (min, median, max) and whether any is off 1 by more than
     contract.NORM_TOLERANCE: a scaled or sliced-without-renormalising candidate, which cosine cannot see."""
-    from embedswap.measure.contract import NORM_TOLERANCE
+    from embedswap.answers.classify import NORM_TOLERANCE
 
     a = np.linalg.norm(np.asarray(legacy, dtype=np.float64), axis=1)
     b = np.linalg.norm(np.asarray(candidate, dtype=np.float64), axis=1)

@@ -29,9 +29,9 @@ anti-conservative direction: it would call servers equivalent too easily. ``benc
 measures it. A change that is the same on every query has no sampling noise: its interval is the value itself.
 
 Ratios (latency p50/p99 candidate/legacy, docs/s) are decided on the log scale, with the margin symmetric there
-(1.10 accepts 1/1.10 .. 1.10). :func:`~embedswap.analysis.latency_equivalence.ratio_verdict` takes a precomputed interval, e.g. the stratified bootstrap of
+(1.10 accepts 1/1.10 .. 1.10). :func:`~embedswap.stats.latency_equivalence.ratio_verdict` takes a precomputed interval, e.g. the stratified bootstrap of
 :mod:`embedswap.analysis.intervals` (95 %); an interval at another confidence is rescaled to (1 - 2 alpha), each side
-separately (exact for a normal log-ratio, keeps a bootstrap's asymmetry). :func:`~embedswap.analysis.latency_equivalence.log_ratio_interval` is the
+separately (exact for a normal log-ratio, keeps a bootstrap's asymmetry). :func:`~embedswap.stats.latency_equivalence.log_ratio_interval` is the
 analytic alternative (Welch t on log latencies: the ratio of geometric means, which is the ratio of medians for
 lognormal latencies).
 
@@ -45,10 +45,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 ALPHA = 0.05
 POWER = 0.80
@@ -61,11 +61,20 @@ CODES: tuple[str, ...] = ("equivalent", "non_inferior", "different", "inconclusi
 HARMFUL: frozenset[str] = frozenset({"worse", "slower"})
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A decision against a margin. ``estimate``/``low``/``high``/``margin`` are in the comparison's units:
-    an absolute difference (candidate - legacy), a ratio (candidate / legacy) or an error rate. ``low``/``high``
-    is the (1 - 2 alpha) interval. ``reason`` is a code, ``params`` its figures (language-neutral, for the report)."""
+# the fields summary.json keeps for every verdict (``slices`` only where a combined verdict names its parts)
+STORED = ("code", "direction", "estimate", "low", "high", "margin", "n", "n_needed", "reason")
+
+
+class Verdict(BaseModel):
+    """A decision against a margin: the one verdict model, computed here and stored as it is in summary.json.
+
+    ``estimate``/``low``/``high``/``margin`` are in the comparison's units: an absolute difference
+    (candidate - legacy), a ratio (candidate / legacy) or an error rate. ``low``/``high`` is the (1 - 2 alpha)
+    interval. ``reason`` is a code; ``slices`` names the parts (metrics, slices, figures) that decided a combined
+    verdict, the first the one shown. ``p_equivalence``, ``p_difference``, ``scale`` and ``params`` (the reason's
+    figures) are the computation's working: kept on the object, never written (a stored verdict read back has
+    them at their defaults)."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     code: Code
     direction: Direction | None = None
@@ -75,11 +84,27 @@ class Verdict:
     margin: float | None = None
     n: int | None = None
     n_needed: int | None = None
-    p_equivalence: float | None = None  # TOST: the larger one-sided p (only the harmful one for non-inferiority)
-    p_difference: float | None = None  # two-sided p of "no change at all" (Holm-adjusted across slices)
-    scale: Scale = "difference"
     reason: str = ""
-    params: Mapping[str, Any] = field(default_factory=dict)
+    slices: list[str] = []
+    p_equivalence: float | None = Field(None, exclude=True)  # TOST: the larger one-sided p
+    p_difference: float | None = Field(None, exclude=True)  # two-sided p of "no change" (Holm-adjusted in slices)
+    scale: Scale = Field("difference", exclude=True)
+    params: dict[str, Any] = Field(default_factory=dict, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _stored(self, handler: Any) -> dict[str, Any]:
+        """Every stored field, set or not (summary.json's verdicts have always carried them all); ``slices`` only
+        when it names some."""
+        out = handler(self)
+        for name in STORED:
+            out.setdefault(name, getattr(self, name))
+        if not self.slices:
+            out.pop("slices", None)
+        return out
+
+    def but(self, **changes: Any) -> Verdict:
+        """A copy with ``changes`` (the model is frozen)."""
+        return self.model_copy(update=changes)
 
     @property
     def acceptable(self) -> bool:
@@ -91,9 +116,8 @@ class Verdict:
         return self.code == "failed" or (self.code == "different" and self.direction in HARMFUL)
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["params"] = dict(self.params)
-        return out
+        """Every field, the working included."""
+        return {**{name: getattr(self, name) for name in type(self).model_fields}, "params": dict(self.params)}
 
 
 # --- sample sizes ---------------------------------------------------------------------------------------------
@@ -212,7 +236,7 @@ def paired_verdict(deltas: Sequence[float] | np.ndarray, margin: float, *, highe
     d = d[np.isfinite(d)]
     n = len(d)
     if n < 2:
-        return Verdict("inconclusive", estimate=float(d.mean()) if n else None, margin=margin, n=n,
+        return Verdict(code="inconclusive", estimate=float(d.mean()) if n else None, margin=margin, n=n,
                        reason="too_few", params={"n_min": 2})
     est = float(d.mean())
     sd = float(d.std(ddof=1))
@@ -232,8 +256,9 @@ def paired_verdict(deltas: Sequence[float] | np.ndarray, margin: float, *, highe
     got = decide_interval(est, low, high, margin, n=n, sd_unit=sd_unit, p_low=p_low, p_up=p_up, p_diff=p_diff,
                   higher_is_better=higher_is_better, better_is_harmless=better_is_harmless,
                   names=("worse", "better"), alpha=alpha, power=power)
-    return Verdict(got["code"], got["direction"], est, low, high, margin, n, got["n_needed"],
-                   got.get("p_equivalence"), p_diff, "difference", got["reason"], got["params"])
+    return Verdict(code=got["code"], direction=got["direction"], estimate=est, low=low, high=high, margin=margin, n=n,
+                   n_needed=got["n_needed"], p_equivalence=got.get("p_equivalence"), p_difference=p_diff,
+                   scale="difference", reason=got["reason"], params=got["params"])
 
 
 def overlap_verdict(overlaps: Sequence[float] | np.ndarray, margin: float, *, alpha: float = ALPHA,
@@ -242,7 +267,7 @@ def overlap_verdict(overlaps: Sequence[float] | np.ndarray, margin: float, *, al
     can only be harmful, so the bounded lower side decides ``equivalent``."""
     v = paired_verdict(np.asarray(overlaps, dtype=np.float64) - 1.0, margin, alpha=alpha, power=power,
                        better_is_harmless=True)
-    return replace(v, code="equivalent", reason="interval_inside_margin") if v.code == "non_inferior" else v
+    return v.but(code="equivalent", reason="interval_inside_margin") if v.code == "non_inferior" else v
 
 
 # --- ratios ---------------------------------------------------------------------------------------------------
@@ -261,10 +286,10 @@ def holm(p_values: Sequence[float]) -> list[float]:
 def combine(verdicts: Mapping[str, Verdict], *, better_is_harmless: bool = False) -> Verdict:
     """The overall verdict of several comparisons that must all pass: ``failed`` if any failed, else
     ``different`` in a harmful direction if any is, else ``inconclusive`` if any is, else ``different``/better
-    (``non_inferior`` when better is harmless), ``non_inferior``, ``equivalent``. ``params["slices"]`` names the
+    (``non_inferior`` when better is harmless), ``non_inferior``, ``equivalent``. ``slices`` names the
     ones that decided it; estimate/interval are the first of them."""
     if not verdicts:
-        return Verdict("inconclusive", reason="nothing_compared")
+        return Verdict(code="inconclusive", reason="nothing_compared")
 
     def named(test: Any) -> list[str]:
         return [name for name, v in verdicts.items() if test(v)]
@@ -282,12 +307,12 @@ def combine(verdicts: Mapping[str, Verdict], *, better_is_harmless: bool = False
             n_needed = None if code != "inconclusive" or any(x is None for x in needs) else max(needs)  # type: ignore[type-var]
             if reason == "slice_better" and better_is_harmless:
                 code = "non_inferior"
-            return replace(first, code=code, n_needed=n_needed, reason=reason,  # type: ignore[arg-type]
-                           direction=first.direction if code == "different" else None,
-                           params={"slices": names, "by_slice": {k: v.code for k, v in verdicts.items()}})
+            return first.but(code=code, n_needed=n_needed, reason=reason, slices=[str(n) for n in names],
+                             direction=first.direction if code == "different" else None,
+                             params={"by_slice": {k: v.code for k, v in verdicts.items()}})
     first = next(iter(verdicts.values()))
-    return replace(first, code="equivalent", direction=None, n_needed=None, reason="all_equivalent",
-                   params={"slices": list(verdicts), "by_slice": {k: v.code for k, v in verdicts.items()}})
+    return first.but(code="equivalent", direction=None, n_needed=None, reason="all_equivalent",
+                     slices=[str(n) for n in verdicts], params={"by_slice": {k: v.code for k, v in verdicts.items()}})
 
 
 def sliced_verdict(slices: Mapping[str, Verdict | Sequence[float] | np.ndarray], margin: float | None = None, *,
@@ -313,8 +338,8 @@ def sliced_verdict(slices: Mapping[str, Verdict | Sequence[float] | np.ndarray],
         p_adj = adjusted.get(name)
         params = {**v.params, "p_holm": p_adj}
         if v.code == "different" and p_adj is not None and p_adj >= alpha:
-            decided[name] = replace(v, code="inconclusive", direction=None, reason="not_significant_after_holm",
-                                    params=params)
+            decided[name] = v.but(code="inconclusive", direction=None, reason="not_significant_after_holm",
+                                  params=params)
         else:
-            decided[name] = replace(v, params=params)
+            decided[name] = v.but(params=params)
     return combine(decided, better_is_harmless=better_is_harmless), decided

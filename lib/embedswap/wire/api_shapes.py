@@ -97,7 +97,7 @@ def request_body(shape: str, model: str, inputs: Any, **fields: Any) -> dict[str
 
 def shaped_request(spec: Any, raw: bytes, body: dict[str, Any] | None, shape: str, embeddings_path: str,
                    served_name: str) -> tuple[bytes, str, str | None]:
-    """(bytes to send, route, None) for one probe in the target's API shape (``embedswap.measure.api_shapes``), or
+    """(bytes to send, route, None) for one probe in the target's API shape (``embedswap.wire.api_shapes``), or
     (b"", "", what the shape cannot express). A probe of the kit's default route goes to the target's embeddings
     route; a probe of another route (vLLM's ``/v2/embed``) is sent as written to an OpenAI-shaped target only."""
     if spec.path != EMBEDDINGS_PATHS["openai"]:

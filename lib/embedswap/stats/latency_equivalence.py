@@ -1,4 +1,4 @@
-"""Latency verdicts in the kit's vocabulary (:mod:`embedswap.analysis.equivalence`): a candidate/legacy ratio decided
+"""Latency verdicts in the kit's vocabulary (:mod:`embedswap.stats.equivalence`): a candidate/legacy ratio decided
 on the log scale against a ratio margin, and the error gate that fails a point whose error rate exceeds its margin
 (named by status, with the Retry-After a server sent) before any ratio is read from its few answered requests."""
 
@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from embedswap.analysis.equivalence import ALPHA, POWER, Verdict, decide_interval
+from embedswap.stats.equivalence import ALPHA, POWER, Verdict, decide_interval
 
 
 def log_ratio_interval(candidate: Sequence[float] | np.ndarray, legacy: Sequence[float] | np.ndarray,
@@ -43,10 +42,10 @@ def ratio_verdict(estimate: float | None, low: float | None, high: float | None,
     if not margin > 1:
         raise ValueError("a ratio margin must be > 1")
     if errors is not None and errors.code == "failed":
-        return replace(errors, params={**errors.params, "ratio": estimate})
+        return errors.but(params={**errors.params, "ratio": estimate})
     extra = {"error_rate": errors.estimate, "errors": errors.code} if errors is not None else {}
     if estimate is None or low is None or high is None or not (0 < low <= estimate <= high):
-        return Verdict("inconclusive", estimate=estimate, low=low, high=high, margin=margin, n=n, scale="ratio",
+        return Verdict(code="inconclusive", estimate=estimate, low=low, high=high, margin=margin, n=n, scale="ratio",
                        reason="missing_interval", params=extra)
     conf = 1 - 2 * alpha if confidence is None else confidence
     z_have, z_want = float(stats.norm.ppf((1 + conf) / 2)), float(stats.norm.ppf(1 - alpha))
@@ -63,8 +62,10 @@ def ratio_verdict(estimate: float | None, low: float | None, high: float | None,
     got = decide_interval(le, ll, lh, m, n=n or 0, sd_unit=sd_unit, p_low=p_low, p_up=p_up, p_diff=p_diff,
                   higher_is_better=not lower_is_better, better_is_harmless=faster_is_harmless,
                   names=("slower", "faster"), alpha=alpha, power=power)
-    return Verdict(got["code"], got["direction"], estimate, math.exp(ll), math.exp(lh), margin, n, got["n_needed"],
-                   got.get("p_equivalence"), p_diff, "ratio", got["reason"], {**got["params"], **extra})
+    return Verdict(code=got["code"], direction=got["direction"], estimate=estimate, low=math.exp(ll),
+                   high=math.exp(lh), margin=margin, n=n, n_needed=got["n_needed"],
+                   p_equivalence=got.get("p_equivalence"), p_difference=p_diff, scale="ratio", reason=got["reason"],
+                   params={**got["params"], **extra})
 
 
 # --- errors ---------------------------------------------------------------------------------------------------
@@ -102,17 +103,17 @@ def error_gate(outcomes: Mapping[int | str, int], margin: float, *,
     if waits:
         params["retry_after"] = waits
     if total == 0:
-        return Verdict("inconclusive", margin=margin, n=0, scale="rate", reason="no_requests", params=params)
+        return Verdict(code="inconclusive", margin=margin, n=0, scale="rate", reason="no_requests", params=params)
     ci = stats.binomtest(k, total, margin).proportion_ci(confidence_level=1 - 2 * alpha, method="exact")
     rate = k / total
     common = dict(estimate=rate, low=float(ci.low), high=float(ci.high), margin=margin, n=total, scale="rate")
     p_excess = float(stats.binomtest(k, total, margin, alternative="greater").pvalue)
     p_within = float(stats.binomtest(k, total, margin, alternative="less").pvalue) if margin > 0 else 1.0
     if rate > margin:
-        return Verdict("failed", p_equivalence=p_within, p_difference=p_excess, reason="error_rate_above_margin",
+        return Verdict(code="failed", p_equivalence=p_within, p_difference=p_excess, reason="error_rate_above_margin",
                        params=params, **common)
     if ci.high <= margin:
-        return Verdict("non_inferior", p_equivalence=p_within, p_difference=p_excess,
+        return Verdict(code="non_inferior", p_equivalence=p_within, p_difference=p_excess,
                        reason="error_rate_within_margin", params=params, **common)
     # requests that would bound the rate at the margin: zero errors need log(alpha)/log(1-margin); a rate p > 0,
     # the normal approximation of the one-sided test
@@ -120,7 +121,7 @@ def error_gate(outcomes: Mapping[int | str, int], margin: float, *,
     need = math.ceil(math.log(alpha) / math.log(1 - margin)) if margin > 0 else None
     if need is not None and rate > 0:
         need = max(need, math.ceil(z ** 2 * rate * (1 - rate) / (margin - rate) ** 2)) if rate < margin else None
-    return Verdict("inconclusive", p_equivalence=p_within, p_difference=p_excess, n_needed=need,
+    return Verdict(code="inconclusive", p_equivalence=p_within, p_difference=p_excess, n_needed=need,
                    reason="error_rate_bound_above_margin", params=params, **common)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from embedswap.config.sections import ContractConfig, ProbeSpec
-from embedswap.measure.answer_faults import fault_kind
+from embedswap.wire.answer_faults import fault_kind
 
 # what a repeat keeps of its answer (the first vector is what the probe verdicts compare)
 REPEAT_KEYS = ("status", "error", "dim", "n_vectors", "prompt_tokens", "encoding", "model", "indices", "index_order_ok",

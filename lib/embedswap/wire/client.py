@@ -1,6 +1,6 @@
 """One httpx client for an embeddings route: raw request/response records and base64 decoding.
 
-Requests are OpenAI-style (``/v1/embeddings``) by default; a target of another API shape (``embedswap.measure.api_shapes``:
+Requests are OpenAI-style (``/v1/embeddings``) by default; a target of another API shape (``embedswap.wire.api_shapes``:
 cohere-v2, tei, ollama) gets its requests in its own shape at its own route. Answers of every shape are read:
 OpenAI's ``data[]``, Cohere's (``{"embeddings": {"float": [[...]]}, "meta": {"billed_units": ...}}``, as vLLM's
 ``/v2/embed`` writes them), TEI's bare ``[[...]]`` and Ollama's ``{"embeddings": [[...]]}``.
@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from embedswap.measure.answer_faults import BAD_INDEX, LENGTHS, MALFORMED, NON_FINITE
-from embedswap.measure.api_shapes import EMBEDDINGS_PATHS, NotApplicable, request_body
+from embedswap.wire.answer_faults import BAD_INDEX, LENGTHS, MALFORMED, NON_FINITE
+from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, NotApplicable, request_body
 from embedswap.redact import register_headers, register_secret
 
 ERROR_TEXT_LIMIT = 500

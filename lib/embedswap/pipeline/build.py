@@ -5,7 +5,7 @@ Each section says whether it was measured; a section that could not be computed 
 label it 미실측 / not measured, in its own words, instead of inventing it. The decisions the report states are
 computed here too (:mod:`embedswap.analysis`, under ``decisions``), and the result is checked against the typed
 model (:mod:`embedswap.summary.model`) before it is written; older files are upgraded on load
-(:mod:`embedswap.summary.upgrade`).
+(:mod:`embedswap.analysis.upgrade`).
 Sections keyed by role (``legacy``, ``candidate`` = the first candidate) also have ``by_target`` for every
 server, so a three-way experiment reads the same way as a two-way one.
 """
@@ -41,7 +41,7 @@ from embedswap.summary.finite import null_non_finite
 from embedswap.summary.timing import timing_section
 from embedswap.summary.model import validate_body, validate_summary
 from embedswap.reasons import attach_reasons
-from embedswap.summary.upgrade import SCHEMA_VERSION
+from embedswap.analysis.upgrade import SCHEMA_VERSION
 from embedswap.measure.workload import Workload, sample_record, stratified_sample
 
 

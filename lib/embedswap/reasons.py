@@ -112,7 +112,7 @@ REASONS: dict[str, str] = {
     "parity_multimodal_server_failed": "{server} could not serve the multimodal model or answer it: {error}",
     "sweep_server_exited": "skipped: the server process had exited",
     "sweep_no_answers": "skipped: the server answered none of the article points' requests",
-    # why a contract verdict was given (contract.classify's detail); {side} is "legacy" or "candidate"
+    # why a contract verdict was given (answers.classify's detail); {side} is "legacy" or "candidate"
     "detail_retry_hazard": "{side} answered {status} where the other side answered {other}: a retrying client "
                            "resends it forever",
     "detail_both_server_errors": "both failed with server errors ({legacy} vs {candidate})",
@@ -129,7 +129,7 @@ REASONS: dict[str, str] = {
     "difference_cosine_undefined": "cosine undefined (a vector of length zero)",
     "figure_not_finite": "not a finite number (NaN or infinity): left out as null",
     "difference_prompt_tokens": "prompt_tokens {legacy} vs {candidate}",
-    # the aspects of a difference (contract.classify)
+    # the aspects of a difference (answers.classify)
     "detail_metadata": "same vectors, but {differences} (breaks billing and token budgets, not search)",
     "detail_not_applicable": "not applicable: the {shape} API cannot express {field}",
     "difference_cosine_threshold": "cosine {cosine} between the two answers (threshold {threshold})",

@@ -48,7 +48,7 @@ class Classified:
 
 
 NORM_TOLERANCE = 1e-3  # relative: float32 answers of the same vector agree to ~1e-6 in L2 norm
-# the aspects in the order the report lists them (contract.classify's ``aspects``)
+# the aspects in the order the report lists them (answers.classify's ``aspects``)
 ASPECTS = ["count", "dimension", "direction", "length", "order", "usage", "model", "encoding", *REQUEST_ASPECTS,
            "repeats"]
 

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from embedswap.summary.types_common import Number, Reason, Section, Spread, Strict
 
-# contract.classify's verdicts
+# answers.classify's verdicts
 ProbeVerdict = Literal["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
                        "metadata-difference", "not-applicable", "empty-200", "nondeterministic"]  # measure.contract.VERDICTS (a test keeps them equal)
 
@@ -29,7 +29,7 @@ class NormSpread(Strict):
     min: Number | None = None
     median: Number | None = None
     max: Number | None = None
-    not_unit_length: list[Any] = []  # as analysis.vectors.norms lists them
+    not_unit_length: list[Any] = []  # as stats.vectors.norms lists them
 
 
 class NormRatio(Spread):
@@ -56,7 +56,7 @@ class Comparison(Section):
     by_language: dict[str, LanguageSpread] | None = None
     per_document: list[DocumentCosine] = []
     worst: list[DocumentCosine] | None = None
-    non_finite: Any = None  # documents with a non-finite vector, as analysis.vectors.compare records them
+    non_finite: Any = None  # documents with a non-finite vector, as stats.vectors.compare records them
     norm_ratio: NormRatio | None = None
 
 
@@ -125,7 +125,7 @@ class ProbeSide(Strict):
 
 
 class ProbeReading(Strict):
-    """contract.classify's reading of one candidate's answer against the legacy server's (a classification, not a
+    """answers.classify's reading of one candidate's answer against the legacy server's (a classification, not a
     verdict against a margin)."""
     verdict: ProbeVerdict | None = None
     detail: str

@@ -17,7 +17,7 @@ VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "f
 
 
 def aspect_cell(ctx: ReportContext, verdict: ProbeReading | None) -> str:
-    """What differs, in this language's words (contract.classify's ``aspects``); '–' where nothing does."""
+    """What differs, in this language's words (answers.classify's ``aspects``); '–' where nothing does."""
     aspects = verdict.aspects if verdict is not None else []
     words = ctx.terms["aspects"]
     return ", ".join(words.get(a, esc(a)) for a in aspects) if aspects else MISSING

@@ -1,7 +1,7 @@
 """The shim section: the contract probes again, through the client migration shim, classified against legacy.
 
 Reads ``captures/<candidate>/shim_probes.jsonl`` (written by ``embedswap.measure.capture.capture_shim_probes``) and
-``captures/<legacy>/probes.jsonl``, and classifies each probe with ``embedswap.measure.contract.classify`` exactly as the
+``captures/<legacy>/probes.jsonl``, and classifies each probe with ``embedswap.answers.classify`` exactly as the
 contract section does for the bare candidate. Each row also carries the bare candidate's verdict
 (``naive_verdicts``), so the report can show before/after: which differences the shim closes and which remain.
 """

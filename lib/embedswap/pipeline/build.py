@@ -39,7 +39,8 @@ from embedswap.summary.sections.index import index_section
 from embedswap.summary.sections.faults import faults_section
 from embedswap.summary.finite import null_non_finite
 from embedswap.summary.timing import timing_section
-from embedswap.summary.model import validate_body, validate_summary
+from embedswap.summary.model import Summary, SummaryBody, validate_body
+from embedswap.summary.types_decisions import Decisions
 from embedswap.reasons import attach_reasons
 from embedswap.analysis.upgrade import SCHEMA_VERSION
 from embedswap.measure.workload import Workload, sample_record, stratified_sample
@@ -78,7 +79,25 @@ def environment() -> dict[str, Any]:
     }
 
 
+def summarise(experiment: Experiment, experiment_dir: Path, attempt: Attempt, workload: Workload) -> Summary:
+    """The one pipeline: the attempt's captures read into sections, validated once, decided against the
+    experiment's typed ``decisions``, written to summary.json, and returned as the typed :class:`Summary` every
+    reader (notebooks, report, post, figures, console, guard) gets."""
+    summary, body, decided = _built(experiment, experiment_dir, attempt, workload)
+    write_summary(summary, attempt)
+    # the body is already validated and the decisions are typed: joined without validating either again
+    return Summary.model_construct(_fields_set={*body.model_fields_set, "decisions"},
+                                   **{name: getattr(body, name) for name in type(body).model_fields},
+                                   decisions=decided)
+
+
 def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt, workload: Workload) -> dict[str, Any]:
+    """summary.json's content (the dict :func:`write_summary` writes); :func:`summarise` is the pipeline."""
+    return _built(experiment, experiment_dir, attempt, workload)[0]
+
+
+def _built(experiment: Experiment, experiment_dir: Path, attempt: Attempt,
+           workload: Workload) -> tuple[dict[str, Any], SummaryBody, Decisions]:
     model_path = resolve_model_path(experiment.model.path)
     env_path = attempt.captures / "environment.json"
     env = json.loads(env_path.read_text()) if env_path.exists() else environment()
@@ -129,11 +148,11 @@ def build_summary(experiment: Experiment, experiment_dir: Path, attempt: Attempt
     summary, non_finite = null_non_finite(summary)  # a NaN figure is null with its place recorded, never a crash
     summary["non_finite"] = non_finite
     attach_reasons(summary)  # free texts a builder recorded (an exception's message) keep no code
+    body = validate_body(summary, source=str(attempt.summary_path))
     # the experiment's decisions, validated once when experiment.yaml was loaded, passed down typed
-    summary["decisions"] = decisions_json(decide(validate_body(summary, source=str(attempt.summary_path)),
-                                                 experiment.decisions))
-    validate_summary(summary, source=str(attempt.summary_path))
-    return summary
+    decided = decide(body, experiment.decisions)
+    summary["decisions"] = decisions_json(decided)
+    return summary, body, decided
 
 
 def write_summary(summary: dict[str, Any], attempt: Attempt) -> Path:

@@ -11,9 +11,8 @@ from embedswap.captures import Attempt, open_attempt
 from embedswap.config.experiment import Experiment, load_experiment
 from embedswap.paths import project_root
 from embedswap.reasons import not_measured
-from embedswap.pipeline.build import build_summary, write_summary
+from embedswap.pipeline.build import summarise
 from embedswap.summary.model import Summary
-from embedswap.analysis.upgrade import read_summary
 from embedswap.measure.workload import Workload, load_workload
 
 
@@ -30,9 +29,7 @@ class StepContext:
 
     def summary(self) -> Summary:
         """The attempt's summary, built now and written to summary.json; returned typed, as the report reads it."""
-        summary = build_summary(self.experiment, self.experiment_dir, self.attempt, self.workload)
-        write_summary(summary, self.attempt)
-        return read_summary(summary, source=str(self.attempt.summary_path))
+        return summarise(self.experiment, self.experiment_dir, self.attempt, self.workload)
 
 
 def why_fields(code: str, **params: object) -> dict[str, object]:

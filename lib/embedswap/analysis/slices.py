@@ -75,7 +75,7 @@ def _in_total(found: tuple[eq.Verdict, dict[str, eq.Verdict]], sizes: dict[str, 
 
 
 def stored_slices(found: tuple[eq.Verdict, dict[str, eq.Verdict]], kind: str = "lang") -> dict[str, Any]:
-    """The stored form (validates as :class:`~embedswap.summary.types_equivalence.SlicedVerdict`)."""
+    """The stored form (validates as :class:`~embedswap.summary.types_equivalence.SlicedVerdicts`)."""
     overall, by_slice = found
     return {"overall": stored(overall), "by_slice": {k: stored(v) for k, v in by_slice.items()}, "kind": kind}
 

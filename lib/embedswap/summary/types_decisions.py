@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from embedswap.summary.types_capacity import CapacityDecisions
 from embedswap.summary.types_common import Finding, Strict
-from embedswap.summary.types_equivalence import (Verdict, HostDrift, PointVerdicts, SlicedVerdict)
+from embedswap.summary.types_equivalence import (Verdict, HostDrift, PointVerdicts, SlicedVerdicts)
 from embedswap.summary.types_index import IndexDecision
 from embedswap.summary.types_post import LatencyShown, PostDecision
 
@@ -71,7 +71,7 @@ class RankingVariant(Strict):
     equivalence: Verdict | None = None
     metrics: dict[str, Verdict] = {}
     # per metric, its verdict per query language (Holm-corrected across the languages); absent in older summaries
-    slices: dict[str, SlicedVerdict] = {}
+    slices: dict[str, SlicedVerdicts] = {}
 
     def test(self, metric: str) -> PairedTest | None:
         """The paired test of one metric's delta (ndcg_at_10, recall_at_5), or None: not tested."""
@@ -280,7 +280,7 @@ class Decisions(Strict):
     diagnosis: dict[str, DiagnosisDecision] = {}
     diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)
     # per candidate, the per-document cosine to legacy against decisions.margins.cosine, per document language
-    vectors: dict[str, SlicedVerdict] = {}
+    vectors: dict[str, SlicedVerdicts] = {}
     capacity: CapacityDecisions | None = None  # the open-loop sweep's capacity (absent: not configured)
     index: dict[str, IndexDecision] = {}  # keep the index or re-embed it, per candidate (analysis.index_decision)
     shown: LatencyShown = LatencyShown()  # the one latency statistic every part of the report shows

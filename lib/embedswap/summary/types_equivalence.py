@@ -9,7 +9,7 @@ from typing import Literal
 from embedswap.stats.equivalence import Code, Verdict
 from embedswap.summary.types_common import Strict
 
-__all__ = ["Code", "ErrorGate", "HostDrift", "PointVerdicts", "SlicedVerdict", "Verdict"]
+__all__ = ["Code", "ErrorGate", "HostDrift", "PointVerdicts", "SlicedVerdicts", "Verdict"]
 
 
 
@@ -76,7 +76,7 @@ class PointVerdicts(Strict):
         return getattr(self, key) if key in ("p50", "p99", "docs_per_s") else None
 
 
-class SlicedVerdict(Strict):
+class SlicedVerdicts(Strict):
     """One comparison decided per slice (language, query tag) with Holm's correction across the slices: the
     overall verdict (``slices`` names the slices that decided it) and each slice's."""
     overall: Verdict

@@ -10,7 +10,7 @@ from embedswap.report.format import MISSING, code, fmt, md_table
 from embedswap.report.sections.stats import ratio as plain_ratio
 from embedswap.summary.types_decisions import RatioInterval
 from embedswap.summary.types_equivalence import (Verdict, ErrorGate, HostDrift, PointVerdicts,
-                                                 SlicedVerdict)
+                                                 SlicedVerdicts)
 
 
 def words(terms: dict[str, Any], v: Verdict | None) -> str:
@@ -102,7 +102,7 @@ def ratio_cell(terms: dict[str, Any], entry: RatioInterval | None, point: PointV
                                   verdict=said)
 
 
-def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdict]], kind: str = "delta"
+def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdicts]], kind: str = "delta"
                  ) -> str | None:
     """One row per (who, comparison) with each slice's verdict, the Holm-corrected overall, and the worse slices
     named, after a sentence saying how the slices are decided. ``kind``: the format of the changes."""
@@ -125,7 +125,7 @@ def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdict
     return t["slices_intro"] + "\n\n" + md_table(header, body, ["l", "l"] + ["r"] * len(names) + ["l", "l"])
 
 
-def worse_named(terms: dict[str, Any], sliced: dict[str, SlicedVerdict]) -> str:
+def worse_named(terms: dict[str, Any], sliced: dict[str, SlicedVerdicts]) -> str:
     """' It is worse in `ko`.' when a comparison's slice is worse, else ''."""
     worse = list(dict.fromkeys(w for found in sliced.values() for w in found.worse()))
     return terms["equivalence"]["worse_named"].format(slices=", ".join(code(w) for w in worse)) if worse else ""

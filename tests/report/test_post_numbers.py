@@ -61,7 +61,7 @@ def test_a_post_number_from_another_statistic_is_caught() -> None:
     post = render_post(summary, "en", ALL_FIGURES)
     median = summary.latency.of("dynamo").concurrent.docs_per_s  # the median of the repeats, 380.2 docs/s
     pooled = summary.decisions.shown.at("dynamo", "concurrent").docs_per_s  # what the post shows, 379.5
-    broken = post.replace(f"against {pooled:,.1f} docs/s", f"against {median:,.1f} docs/s")
+    broken = post.replace(f" {pooled:,.1f} against", f" {median:,.1f} against")
     assert broken != post
     assert any("380.2 is in no decision" in p for p in post_problems(summary, broken, "en"))
 

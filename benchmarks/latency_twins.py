@@ -133,8 +133,7 @@ def interleaved(service_ms: float, factor: float, seed: int, experiment: Any,
     legacy, candidate = Fake(service_ms, 2 * seed), Fake(service_ms * factor, 2 * seed + 1)
     try:
         attempt = Memory()
-        capture_latency(candidate, experiment, workload, attempt, "cand",  # type: ignore[arg-type]
-                        paired=legacy, paired_prefix="cand/paired_legacy")  # type: ignore[arg-type]
+        capture_latency(candidate, experiment, workload, attempt, "cand", paired=legacy)  # type: ignore[arg-type]
         return ({"measured": True, **latency_stats_with_requests(attempt, "cand/paired_legacy")},  # type: ignore
                 {"measured": True, **latency_stats_with_requests(attempt, "cand")})  # type: ignore[arg-type]
     finally:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm  # text bars: they show both in JupyterLab and in the papermill console log
 
-from embedswap.captures import PAIRED_LEGACY, ArrayStream, Attempt
+from embedswap.captures import ArrayStream, Attempt
 from embedswap.wire.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import build_request, probe_context, describe_body, select_probes
@@ -201,8 +201,7 @@ def capture_target_latency(target: Any, experiment: Experiment, workload: Worklo
         capture_latency(target, experiment, workload, attempt, prefix)
         return
     with build_target(experiment, experiment.legacy, attempt.logs) as legacy:
-        capture_latency(target, experiment, workload, attempt, prefix, paired=legacy,
-                        paired_prefix=f"{prefix}/{PAIRED_LEGACY}")
+        capture_latency(target, experiment, workload, attempt, prefix, paired=legacy)
 
 
 def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attempt, name: str,

@@ -9,7 +9,7 @@ from typing import Any
 
 from tqdm import tqdm  # text bars: they show both in JupyterLab and in the papermill console log
 
-from embedswap.captures import Attempt
+from embedswap.captures import PAIRED_LEGACY, Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure import host_state
 from embedswap.measure.load import LoadSpec, client_name, closed_loop, point_stats, run_stats, run_sync
@@ -102,7 +102,7 @@ class _Side:
 
 
 def capture_latency(target: Target, experiment: Experiment, workload: Workload, attempt: Attempt,
-                    prefix: str, paired: Target | None = None, paired_prefix: str | None = None) -> None:
+                    prefix: str, paired: Target | None = None) -> None:
     """The article's two operating points: N sequential, and M at concurrency C; each repeated. Then the
     concurrency sweep (``latency.sweep``; run names ``sweep_c<C>``), and the server's peak resident memory.
 
@@ -116,7 +116,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
 
     With ``paired`` (a second server up at the same time: ``sequencing.interleave``) each repeat of an article
     point is a block run on both servers back to back, in the order :func:`block_order` draws; the paired
-    server's runs are written under ``paired_prefix`` in the same files and shapes, with the same host readings
+    server's runs are written under ``<prefix>/paired_legacy`` in the same files and shapes, with the same host readings
     (both sides of the ratio saw the same host). The sweep runs on ``target`` alone, after the blocks.
     """
     cfg = experiment.latency
@@ -184,8 +184,8 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     stats["rss_peak_bytes"] = rss.peak
     stats["rss_samples"] = len(rss.samples)
     problems = []
-    if paired is not None and paired_prefix is not None:
-        other = sides["paired"]
+    if paired is not None:
+        other, paired_prefix = sides["paired"], f"{prefix}/{PAIRED_LEGACY}"
         attempt.write_jsonl(f"{paired_prefix}/latency_requests.jsonl", other.records)
         attempt.write_json(f"{paired_prefix}/latency_stats.json",
                            {**other.stats, "host": host, "client": client_name(other.spec.base_url),

@@ -55,27 +55,31 @@ def calibration_reading(samples: int = CALIBRATION_SAMPLES) -> float:
     return round(statistics.fmean(calibration_samples(samples)), 4)
 
 
-def _cpu_counters(proc: Path = PROC) -> tuple[int, int] | None:
-    """(steal, total) jiffies of all CPUs from /proc/stat, or None where it cannot be read."""
+def _cpu_jiffies(proc: Path = PROC) -> list[int] | None:
+    """The first eight counters of /proc/stat's ``cpu`` line (all CPUs, in jiffies: user nice system idle iowait
+    irq softirq steal), or None where it cannot be read."""
     try:
         line = (proc / "stat").read_text().splitlines()[0].split()
-    except (OSError, IndexError):
+        if line[0] != "cpu" or len(line) < 9:
+            return None
+        return [int(v) for v in line[1:9]]
+    except (OSError, IndexError, ValueError):
         return None
-    if not line or line[0] != "cpu" or len(line) < 9:
-        return None
-    values = [int(v) for v in line[1:9]]  # user nice system idle iowait irq softirq steal
-    return values[7], sum(values)
+
+
+def _cpu_counters(proc: Path = PROC) -> tuple[int, int] | None:
+    """(steal, total) jiffies of all CPUs from /proc/stat, or None where it cannot be read."""
+    values = _cpu_jiffies(proc)
+    return (values[7], sum(values)) if values is not None else None
 
 
 def busy_cpu_seconds(proc: Path = PROC) -> float | None:
     """CPU seconds all CPUs spent on processes and interrupts since boot (user, nice, system, irq, softirq of
     /proc/stat; idle, iowait and the hypervisor's steal are not work of this host's processes), or None."""
-    try:
-        line = (proc / "stat").read_text().splitlines()[0].split()
-        values = [int(v) for v in line[1:8]]
-    except (OSError, IndexError, ValueError):
+    values = _cpu_jiffies(proc)
+    if values is None:
         return None
-    user, nice, system, _idle, _iowait, irq, softirq = values
+    user, nice, system, _idle, _iowait, irq, softirq, _steal = values
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 

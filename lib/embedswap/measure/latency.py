@@ -125,8 +125,6 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
         sides["paired"] = _Side(_spec(paired, experiment, workload))
     points = [("sequential", cfg.sequential_requests, 1), ("concurrent", cfg.concurrent_requests, cfg.concurrency)]
     sweep = [(f"sweep_c{c}", cfg.sweep_requests, c) for c in dict.fromkeys(cfg.sweep)]  # duplicates dropped
-    sweep_records: list[dict[str, Any]] = []
-    sweep_errors = 0
     sweep_note = None
     total = (sum(n for _, n, _ in points) * cfg.repeats * len(sides)
              + sum(n for _, n, _ in sweep) * cfg.sweep_repeats)
@@ -155,6 +153,7 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
                 side.close_point(run, concurrency)
         own = sides["target"]
         stats = own.stats
+        swept = _Side(own.spec)  # the sweep: this server alone, its requests in a file of their own
         if sweep:
             answered = len(own.records) - own.errors
             if not target.alive():
@@ -162,18 +161,15 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
             elif answered == 0:
                 sweep_note = "skipped: the server answered none of the article points' requests"
             else:
-                stats["sweep"] = []
                 for run, requests, concurrency in sweep:
-                    per_repeat = []
                     for repeat in range(cfg.sweep_repeats):
                         recs, wall = run_sync(closed_loop(own.spec, run, repeat, requests, concurrency,
                                                           cfg.warmup_requests, progress))
                         rss.sample()
-                        sweep_records.extend(asdict(r) for r in recs)
-                        per_repeat.append(run_stats(recs, wall))
-                        sweep_errors += sum(1 for r in recs if not r.ok)
+                        swept.add(recs, wall)
                         read_host()
-                    stats["sweep"].append(point_stats(run, concurrency, per_repeat).as_dict())
+                    swept.close_point(run, concurrency)
+                stats["sweep"] = list(swept.stats.values())
     host_after = host_state.reading()
     foreign.mark()
     host = host_state.phase(host_before, host_after, between, foreign.cores)
@@ -194,13 +190,13 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
             problems.append(f"{other.errors} latency request(s) to the paired legacy server failed; see "
                             f"{paired_prefix}/latency_requests.jsonl")
     attempt.write_jsonl(f"{prefix}/latency_requests.jsonl", own.records)
-    if sweep_records:
-        attempt.write_jsonl(f"{prefix}/latency_sweep_requests.jsonl", sweep_records)
+    if swept.records:
+        attempt.write_jsonl(f"{prefix}/latency_sweep_requests.jsonl", swept.records)
     attempt.write_json(f"{prefix}/latency_stats.json", stats)
     if own.errors:
         problems.insert(0, f"{own.errors} latency request(s) failed; see {prefix}/latency_requests.jsonl")
-    if sweep_errors:
-        problems.append(f"sweep: {sweep_errors} of {len(sweep_records)} latency request(s) failed; see "
+    if swept.errors:
+        problems.append(f"sweep: {swept.errors} of {len(swept.records)} latency request(s) failed; see "
                         f"{prefix}/latency_sweep_requests.jsonl")
     if problems:
         raise StepFailed("; ".join(problems))

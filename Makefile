@@ -34,7 +34,7 @@ endif
 infinity:
 	PYTHON=$(PY) bash scripts/install-infinity.sh $(INFINITY_VENV)
 
-# llama.cpp's server (llama-cpp-python[server], compiled from its sdist: 10-25 minutes the first time), run by the
+# llama.cpp's server (llama-cpp-python[server], compiled from its sdist: about 10 minutes the first time), run by the
 # e2e tests as a target of kind llamacpp; its sdist's converter turns the model into GGUF (issue 46)
 llamacpp:
 	PYTHON=$(PY) bash scripts/install-llamacpp.sh $(LLAMACPP_VENV)
@@ -95,16 +95,16 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # worker so its module fixtures start once); the end-to-end tests on every core too, except those marked quiet_host,
 # which decide latency verdicts and so run last, one at a time, on a host no other test loads. All three run even
 # when one fails, and make fails if any did.
-E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
-test: kit engine infinity kernel browser
+E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python \
+  EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
+test: kit engine infinity llamacpp kernel browser
 	@unit=0; $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 || unit=$$?; \
 	e2e=0; $(E2E_PYTEST) -m "e2e and not quiet_host" -n $(TEST_WORKERS) --dist loadfile --durations=40 || e2e=$$?; \
 	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 || quiet=$$?; \
 	echo "make test: unit tests exit $$unit, end-to-end tests exit $$e2e, quiet-host tests exit $$quiet"; \
 	[ $$unit -eq 0 ] && [ $$e2e -eq 0 ] && [ $$quiet -eq 0 ]
 
-# llama.cpp's compile (10-25 min on two cores) does not fit CI's 90 minutes beside the rest: `make test` skips its
-# e2e test, saying so, unless .venvs/llamacpp is built; `make test-llamacpp` builds it and runs that test
+# llama.cpp's server alone: builds its environment (a compile of about 10 minutes, once) and runs its e2e test
 test-llamacpp: kit kernel llamacpp
 	EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python $(KIT)/bin/python -m pytest -ra \
 	  tests/e2e/test_llamacpp_e2e.py

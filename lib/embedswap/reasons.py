@@ -24,6 +24,7 @@ REASONS: dict[str, str] = {
     "vectors_missing": "vectors of '{legacy}' or '{name}' missing",
     "dimensions_differ": "dimensions differ ({legacy} vs {candidate})",
     "no_probe_captures": "no probe captures in this attempt",
+    "long_input_not_probed": "the over_long_input probe was not among the contract probes",
     "latency_incomplete": "latency runs did not complete",
     "no_ablation_variants": "no ablation variants in experiment.yaml (`ablations:`)",
     "timing_not_recorded": "no step durations recorded in this attempt (steps.json has no seconds)",

@@ -46,8 +46,7 @@ def _documents(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def llamacpp_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     if not LLAMACPP_PYTHON.exists() and "EMBEDSWAP_LLAMACPP_PYTHON" not in os.environ:
-        pytest.skip(f"{LLAMACPP_PYTHON} is not built: `make test-llamacpp` builds it (a 10-25 min compile that "
-                    "make test leaves out) and runs this test")
+        pytest.skip(f"{LLAMACPP_PYTHON} is not built: `make llamacpp` builds it (make test does)")
     assert LLAMACPP_PYTHON.exists(), f"EMBEDSWAP_LLAMACPP_PYTHON={LLAMACPP_PYTHON} does not exist"
     root = tmp_path_factory.mktemp("llamacpp")
     legacy_port, *ports = free_ports(3)
@@ -125,5 +124,9 @@ def test_the_report_and_the_post_say_it(llamacpp_run: dict[str, Any]) -> None:
     assert "the tokenizer of 'llamacpp-f32' splits ko text into other tokens" in report
     assert "its context is longer" in report
     post = llamacpp_run["post"]
-    if post is not None:  # the post is rendered with the report when the run has one
-        assert "HANGUL JUNGSEONG" in post.read_text(encoding="utf-8")
+    assert post is not None, "no post.en.md beside the report"
+    text = post.read_text(encoding="utf-8")
+    for name in TYPES:  # each server's cause in the post's words: the language, the dropped jamo, the context
+        assert f"the tokenizer of '{name}' splits ko text into other tokens" in text
+        assert f"'{name}' reads up to" in text and "its context is longer" in text
+    assert "HANGUL JUNGSEONG" in text

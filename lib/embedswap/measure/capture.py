@@ -32,6 +32,7 @@ from embedswap.measure.latency import capture_latency
 from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.shim_probes import capture_shim_probes
 from embedswap.measure.server_tokens import capture_server_tokens
+from embedswap.measure.long_input import capture_long_input, probed
 
 
 def capture_workload(client: EmbeddingClient, workload: Workload, attempt: Attempt, prefix: str, repeats: int) -> None:
@@ -239,6 +240,9 @@ def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attemp
                     # how the server tokenizes the documents (its tokenize route, else one-text usage): diagnosis
                     ("probes", lambda: capture_server_tokens(client, workload, attempt, prefix, target.headers(),
                                                              target.verify_tls())),
+                    # an input over the model's limit: refused, truncated or averaged over pieces (with the probes)
+                    ("probes", lambda: capture_long_input(client, workload, attempt, prefix, target.model_path)
+                     if probed(experiment) else None),
                     ("latency", lambda: capture_target_latency(target, experiment, workload, attempt, prefix)),
                     # after the closed-loop points: the open-loop rate sweep (latency.open_loop; off unless set)
                     ("latency", lambda: capture_open_loop(target, experiment, workload, attempt, prefix)),

@@ -27,6 +27,7 @@ from embedswap.config.experiment import Experiment
 from embedswap.diagnosis.step import diagnosis_section
 from embedswap.summary.sections.capacity import capacity_section
 from embedswap.summary.sections.contract import contract_section
+from embedswap.summary.sections.long_input import long_input_section
 from embedswap.summary.sections.instruction import instruction_section
 from embedswap.summary.sections.latency import ablation_section, latency_section
 from embedswap.summary.sections.parity import parity_section
@@ -131,6 +132,7 @@ def _built(experiment: Experiment, experiment_dir: Path, attempt: Attempt,
         "vectors": vectors_section(experiment, attempt, workload),
         "contract": contract_section(experiment, attempt),
         "instruction": instruction_section(experiment, attempt),
+        "long_input": long_input_section(experiment, attempt),
         "latency": latency_section(experiment, attempt),
         "ablation": ablation_section(experiment, attempt),
         "matryoshka": matryoshka_section(experiment, attempt),

@@ -19,6 +19,7 @@ from embedswap.summary.types_decisions import Decisions, RatioFigure, RatioInter
 from embedswap.summary.types_faults import Faults
 from embedswap.summary.types_index import Index
 from embedswap.summary.types_latency import Ablation, Latency, Timing
+from embedswap.summary.types_long_input import LongInput
 from embedswap.summary.types_parity import Parity, ParitySample
 from embedswap.summary.types_sections import Diagnosis, Instruction, Matryoshka, Ranking, Restore, Shim
 from embedswap.summary.types_vectors import ProbeRow, Vectors
@@ -161,6 +162,7 @@ class SummaryBody(Strict):
     vectors: Vectors
     contract: list[ProbeRow] | Section  # the probe rows, or why there are none
     instruction: Instruction
+    long_input: LongInput | None = None  # absent in summaries from before the long-input capture
     latency: Latency
     ablation: Ablation
     matryoshka: Matryoshka | None = None

@@ -105,6 +105,20 @@ def test_instruction_three_ways_and_v2_embed(qwen3: dict) -> None:
     assert contract["v2_embed_query"]["verdicts"]["dynamo"]["verdict"] == "loud-failure"
 
 
+def test_the_same_text_twice_is_served_from_the_prefix_cache_and_answered_alike(qwen3: dict) -> None:
+    """vLLM keeps prefix caching on for a causal model with last-token pooling (Qwen3): the second of two identical
+    requests is served from the cache (its /metrics counters, read around the probe), and its vector is the
+    first one's. The reports of another vector (vllm #40682, vllm-ascend #6988) do not reproduce on vLLM 0.31's CPU
+    runner; a server that answers so is `nondeterministic` (tests/e2e/test_corrupting_server_e2e.py)."""
+    twice = next(row for row in qwen3["summary"]["contract"] if row["probe"] == "same_text_twice")
+    vllm = twice["by_target"]["vllm"]
+    print("same_text_twice on vllm:", vllm.get("prefix_cache"), vllm["repeats"])
+    assert vllm["prefix_cache"]["hit_tokens"] >= 128, vllm  # at least one whole block of the CPU cache
+    assert vllm["repeats"]["sent"] == 2 and vllm["repeats"]["differing"] == 0
+    assert vllm["repeats"]["cosine_min"] >= 0.99999
+    assert twice["verdicts"]["vllm"]["verdict"] != "nondeterministic"
+
+
 def test_the_ignored_query_instruction_is_diagnosed_as_the_missing_prompt(qwen3: dict) -> None:
     """The quiet difference with its cause: the engines answer input_type "query" with 200 and the bare query's
     vector; step 03's query diagnosis reproduces it as the model without its query prompt."""

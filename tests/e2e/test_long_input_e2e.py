@@ -40,7 +40,7 @@ def long_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
     candidates = {"vllm": _vllm(ports[1]),
                   "vllm-chunked": _vllm(ports[2], "--pooler-config", json.dumps(CHUNKED))}
     folder = make_experiment(root, "long-input", legacy_target(ports[0], capture=["probes"]), candidates,
-                             probes=["plain", "over_long_input"])
+                             probes=["plain", "over_long_input", "same_text_twice"])
     started = time.monotonic()
     run = subprocess.run([EMBEDSWAP, "run", str(folder), "--steps", "01,02,03"], capture_output=True, text=True,
                          timeout=1400, env={**os.environ, "HF_HUB_OFFLINE": "1"})
@@ -71,6 +71,17 @@ def test_each_server_is_named_by_what_it_did_with_the_long_document(long_run: di
     cut = next(h for h in chunked.hypotheses if h.name == "truncated" and h.limit == chunked.limit)
     assert cut.cosine is not None and cut.cosine < 0.999, chunked.hypotheses
     assert chunked.same_as_legacy is False and refusing.same_as_legacy is False
+
+
+def test_an_encoder_model_is_never_served_from_a_prefix_cache(long_run: dict[str, Any]) -> None:
+    """MiniLM attends both ways, so vLLM keeps no prefix cache for it: the same text twice is computed twice (the
+    counters say 0 hit tokens) and answered alike; tests/e2e/test_end_to_end_qwen3.py has the cache on."""
+    twice = next(row for row in long_run["summary"].contract if row.probe == "same_text_twice")
+    for name in ("vllm", "vllm-chunked"):
+        side = twice.side(name)
+        assert side is not None and side.repeats is not None and side.repeats.differing == 0, side
+        assert side.prefix_cache is not None and side.prefix_cache.hit_tokens == 0, side
+    assert twice.side("legacy").prefix_cache is None  # the kit's legacy server has no such counters
 
 
 def test_the_report_says_what_each_server_did(long_run: dict[str, Any]) -> None:

@@ -135,3 +135,14 @@ def test_an_answer_no_hypothesis_reproduces_is_unexplained_with_the_closest() ->
 def test_a_capture_error_is_recorded_not_raised() -> None:
     found = LongInputFinding.model_validate(reading("x", {"error": "ConnectError: refused", "answer": None}, 0.999))
     assert found.code == "error" and "refused" in (found.error or "")
+
+
+def test_the_same_text_twice_probe_fills_the_window_a_prefix_cache_keeps() -> None:
+    from embedswap.measure.contract import window_text
+
+    texts = [d.text for d in _workload().documents[:16]]
+    for limit, budget in ((256, 248), (8192, 504), (None, 504)):
+        window = window_text(MODEL, texts, limit)
+        count = len(TOKENIZER(window)["input_ids"])
+        assert budget - 12 <= count <= budget, (limit, count)  # within a word of the budget, never over it
+        assert " ".join(texts).startswith(window)

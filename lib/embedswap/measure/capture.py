@@ -32,6 +32,7 @@ from embedswap.measure.latency import capture_latency
 from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.shim_probes import capture_shim_probes
 from embedswap.measure.server_tokens import capture_server_tokens
+from embedswap.measure.server_metrics import cache_use, read_prefix_cache
 from embedswap.measure.long_input import capture_long_input, probed
 
 
@@ -171,11 +172,14 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
                             "sent": describe_body(body, raw), "status": None, "not_applicable": True,
                             "api_shape": client.api_shape, "not_applicable_field": why_not, "vector": None})
             continue
+        # a probe that is about repeating itself (same_text_twice) reads the prefix cache's counters around it
+        cache_before = read_prefix_cache(client) if spec.repeats else None
         answer = client.post_raw(sent, path=route)
         vector = answer.vectors[0] if answer.ok and answer.vectors else None
         times = probe_times(spec, experiment.contract)
         repeats = [repeat_answer(again.record(), again.vectors[0] if again.ok and again.vectors else None)
                    for again in (client.post_raw(sent, path=route) for _ in range(times - 1))]
+        cache = cache_use(cache_before, read_prefix_cache(client)) if cache_before is not None else None
         records.append({
             "probe": spec.name,
             "description": spec.description,
@@ -190,6 +194,7 @@ def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Wo
             "token_limit": limit,
             "vector": vector,
             **({"repeats": repeats} if repeats else {}),  # the same request again (measure.repeats)
+            **({"prefix_cache": cache} if cache is not None else {}),  # tokens served from the server's cache
         })
     attempt.write_jsonl(f"{prefix}/probes.jsonl", records)
 

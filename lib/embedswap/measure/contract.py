@@ -24,7 +24,8 @@ DEFAULT_PROBE_PATH = "/v1/embeddings"
 
 # Placeholders filled per run: $doc (first document), $query (first query), $docs8 (first 8 documents),
 # $long (far over any token limit), $native_dim / $reduced_dim (from the plain answer), $token_ids (the
-# tokenizer's ids for $doc), $large_batch (512 short inputs), $unicode (Korean + emoji + zero-width space).
+# tokenizer's ids for $doc), $large_batch (512 short inputs), $unicode (Korean + emoji + zero-width space),
+# $window (the documents' words up to the model's limit, at most 512 tokens).
 CATALOGUE: list[dict[str, Any]] = [
     {"name": "plain", "description": "one document, no options (the reference answer)", "body": {"input": ["$doc"]}},
     {"name": "dimensions_native", "description": "`dimensions` equal to the native size",
@@ -60,8 +61,10 @@ CATALOGUE: list[dict[str, Any]] = [
     {"name": "wrong_type", "description": "`input` of the wrong type (a number)", "body": {"input": 12345}},
     {"name": "unicode_mixed", "description": "Korean, emoji and a zero-width space", "body": {"input": ["$unicode"]}},
     # vLLM #40682: with prefix caching, last-token pooling gave the second of two identical requests another vector
-    {"name": "same_text_twice", "description": "the plain request sent twice, whatever contract.repeats says (a prefix cache meeting last-token pooling answers the second otherwise)",
-     "body": {"input": ["$doc"]}, "repeats": 2},
+    # the text fills the model's window up to 512 tokens: a prefix cache keeps whole blocks only (vLLM on CPU: 128
+    # tokens), so a short document would never be served from it and the repeat would test nothing
+    {"name": "same_text_twice", "description": "one text of up to 512 tokens sent twice, whatever contract.repeats says (a prefix cache meeting last-token pooling answers the second otherwise)",
+     "body": {"input": ["$window"]}, "repeats": 2},
 ]
 
 
@@ -109,6 +112,7 @@ class ProbeContext:
     native_dim: int = 0
     token_ids: list[int] = field(default_factory=list)
     token_limit: int | None = None  # the model's own (measure.model_limits): $long is far over it
+    window: str = ""  # documents joined up to the model's limit (at most 512 tokens): $window
 
     def values(self) -> dict[str, Any]:
         reduced = 256 if self.native_dim > 256 else max(1, self.native_dim // 2)
@@ -123,6 +127,7 @@ class ProbeContext:
             "$token_ids": self.token_ids,
             "$large_batch": [f"{self.docs8[i % len(self.docs8)][:80]} #{i}" for i in range(512)],
             "$unicode": UNICODE_SAMPLE,
+            "$window": self.window or self.doc,
         }
 
 
@@ -173,6 +178,25 @@ def _token_ids(model_path: str, text: str) -> list[int]:
     return list(tokenizer(text, truncation=True, max_length=64)["input_ids"])
 
 
+WINDOW_TOKENS = 512
+
+
+def window_text(model_path: str, texts: list[str], token_limit: int | None) -> str:
+    """The documents' words in order, as many as fit the model's limit (at most :data:`WINDOW_TOKENS`, 8 tokens
+    spare for a server's own special tokens), counted by the model's tokenizer."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    budget = min(token_limit or WINDOW_TOKENS, WINDOW_TOKENS) - 8
+    words = " ".join(texts).split()
+    low, high = 1, len(words)  # the most words whose count fits: counts grow with words, so a bisection finds it
+    while low < high:
+        middle = (low + high + 1) // 2
+        fits = len(tokenizer(" ".join(words[:middle]), add_special_tokens=True)["input_ids"]) <= budget
+        low, high = (middle, high) if fits else (low, middle - 1)
+    return " ".join(words[:low])
+
+
 def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingResponse, model_path: str,
                   fallback_dim: int = 0, token_limit: int | None = None) -> ProbeContext:
     """What the probe catalogue's placeholders are filled with; the native size comes from the plain answer."""
@@ -185,4 +209,5 @@ def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingRe
         native_dim=len(plain.vectors[0]) if plain.ok and plain.vectors else fallback_dim,
         token_ids=_token_ids(model_path, workload.documents[0].text[:200]),
         token_limit=token_limit,
+        window=window_text(model_path, [d.text for d in workload.documents[:16]], token_limit),
     )

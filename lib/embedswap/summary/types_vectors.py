@@ -104,6 +104,12 @@ class RepeatSpread(Strict):
     kinds: dict[str, int] = {}  # unusable answers among them, by fault kind (measure.answer_faults)
 
 
+class PrefixCacheUse(Strict):
+    """Tokens the server's prefix cache was asked for and found while one probe ran (vLLM's /metrics counters)."""
+    hit_tokens: int
+    query_tokens: int
+
+
 class ProbeSide(Strict):
     """One server's answer to one probe (None where the server did not answer)."""
     measured: bool
@@ -122,6 +128,7 @@ class ProbeSide(Strict):
     model: str | None = None  # the echoed model name (captures from before it was kept: None)
     token_limit: int | None = None  # the model's own token limit at capture time (measure.model_limits)
     repeats: RepeatSpread | None = None  # the probe sent more than once (captures from before: None)
+    prefix_cache: PrefixCacheUse | None = None  # same_text_twice: the server's cache counters around it, if any
 
 
 class ProbeReading(Strict):

@@ -27,7 +27,8 @@ def _probe_side(record: dict[str, Any] | None, threshold: float) -> dict[str, An
                 "not_applicable_field": record.get("not_applicable_field")}
     repeats = spread(record, threshold)
     return {"measured": True, **{k: record.get(k) for k in keep}, "norm": norm,
-            **({"repeats": repeats.record()} if repeats is not None else {})}
+            **({"repeats": repeats.record()} if repeats is not None else {}),
+            **({"prefix_cache": record["prefix_cache"]} if record.get("prefix_cache") else {})}
 
 
 def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str, Any]] | dict[str, Any]:

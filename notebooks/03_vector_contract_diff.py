@@ -72,6 +72,16 @@ steps.contract_table(summary)
 steps.instruction_table(summary)
 
 # %% [markdown]
+# ## An input longer than the model takes
+# One varied document of about three times the model's limit: each server refused it, cut it to its first tokens,
+# or averaged pieces of it. Each hypothesis' vector is built from the same server's answers to the pieces; the one
+# whose cosine to the answer reaches the text gate names the handling (`same as legacy`: the candidate does what
+# the legacy server does).
+
+# %%
+steps.long_input_table(summary)
+
+# %% [markdown]
 # ## What happens to your index
 # The index rebuilt in PostgreSQL with pgvector (HNSW with `index.distance`, beside exact search): the candidate's
 # queries on the legacy index, a mixed index at each re-embedded share, the Procrustes adapter and the decision.

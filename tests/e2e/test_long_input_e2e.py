@@ -73,6 +73,11 @@ def test_each_server_is_named_by_what_it_did_with_the_long_document(long_run: di
     assert chunked.same_as_legacy is False and refusing.same_as_legacy is False
 
 
+def test_notebook_03_shows_the_table(long_run: dict[str, Any]) -> None:
+    notebook = (long_run["attempt"] / "notebooks" / "03_vector_contract_diff.ipynb").read_text(encoding="utf-8")
+    assert "long_input_table" in notebook and "chunk_average @256" in notebook and "refused" in notebook
+
+
 def test_an_encoder_model_is_never_served_from_a_prefix_cache(long_run: dict[str, Any]) -> None:
     """MiniLM attends both ways, so vLLM keeps no prefix cache for it: the same text twice is computed twice (the
     counters say 0 hit tokens) and answered alike; tests/e2e/test_end_to_end_qwen3.py has the cache on."""

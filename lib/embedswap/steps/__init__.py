@@ -26,6 +26,7 @@ from embedswap.steps.parity import not_gated, run_parity
 from embedswap.steps.tables import (
     contract_table,
     instruction_table,
+    long_input_table,
     latency_table,
     parity_table,
     require_captures,
@@ -37,7 +38,7 @@ from embedswap.measure.tokens import ensure_tokenizer_counts
 
 __all__ = [
     "StepContext", "StepError", "capture_legacy", "contract_table",
-    "find_experiment_dir", "instruction_table", "latency_table", "measure_or_resume", "measure_target",
+    "find_experiment_dir", "instruction_table", "long_input_table", "latency_table", "measure_or_resume", "measure_target",
     "not_gated", "open_step", "parity_table", "require_captures", "restore_legacy", "run_parity", "swap_deploy",
     "targets_table", "vector_table",
 ]

@@ -97,6 +97,22 @@ def instruction_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["server", "request"])
 
 
+def long_input_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
+    """Per server, what it did with an input longer than the model takes (refused, truncated, pieces averaged) and
+    each hypothesis' cosine to its answer."""
+    section = as_summary(summary).long_input
+    if section is None or not section.measured:
+        return pd.DataFrame([{"long input": section.why if section is not None else "not captured"}])
+    rows = []
+    for name, found in section.by_target.items():
+        row: dict[str, Any] = {"server": name, "handling": found.code, "limit": found.limit, "status": found.status,
+                               "usage tokens": found.prompt_tokens, "same as legacy": found.same_as_legacy}
+        row.update({f"{h.name} @{h.limit}": None if h.cosine is None else round(h.cosine, 6)
+                    for h in found.hypotheses})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("server")
+
+
 # --- 04: latency -------------------------------------------------------------------------------------------------
 def latency_table(summary: Summary | dict[str, Any], section: str = "latency") -> pd.DataFrame:
     """One row per server with the report's figures (``decisions.shown``: pooled over the repeats when the summary

@@ -10,10 +10,11 @@ from typing import Any, get_args, get_type_hints
 import pytest
 
 from embedswap.report.catalogue import LANGUAGES, CatalogueError, catalogue, environment
-from embedswap.summary.types_decisions import LockShare
+from embedswap.summary.types_decisions import LockShare, RankingCandidate, RatioDirection
 from embedswap.summary.types_index import IndexDecision, StoreInfo
 from embedswap.summary.types_parity import MatrixRow
 from embedswap.summary.types_post import CandidateCode, CandidateGroup, LatencyShown
+from embedswap.summary.types_vectors import ProbeVerdict
 
 
 def _codes(model: Any, field: str) -> set[str]:
@@ -59,6 +60,15 @@ def test_every_stored_code_has_its_message(lang: str) -> None:
             assert words.message(f"{table}.{code}").strip(), (lang, table, code)
 
 
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_stored_code_has_its_table_word(lang: str) -> None:
+    # words the section modules look up by code ([terms] tables keyed the same way)
+    terms = catalogue(lang).terms
+    assert set(terms["rank_decision"]) >= _codes(RankingCandidate, "decision")
+    assert set(terms["stats"]["verdicts"]) >= set(get_args(RatioDirection))
+    assert set(terms["verdicts"]) >= set(get_args(ProbeVerdict))
+
+
 def test_every_keyed_table_is_named_by_a_skeleton_or_a_message() -> None:
     tables = {f"{s}.{k}" for s, messages in catalogue("en").prose.items() for k, v in messages.items()
               if isinstance(v, dict)}
@@ -67,7 +77,8 @@ def test_every_keyed_table_is_named_by_a_skeleton_or_a_message() -> None:
 
 def test_a_code_without_a_message_is_an_error_naming_the_key() -> None:
     template = environment("ko", {}).from_string('{% for c in codes %}{% say_by "index.decisions" c %}{% endfor %}')
-    with pytest.raises(CatalogueError, match=r"'ko' has no message 'index\.decisions\.keep_it'.*prose\.index\.decisions"):
+    missing = r"'ko' has no message 'index\.decisions\.keep_it'.*prose\.index\.decisions"
+    with pytest.raises(CatalogueError, match=missing):
         template.render(codes=["keep_it"])
     with pytest.raises(CatalogueError, match="no keyed messages 'index.nothing'"):
         environment("en", {}).from_string('{% say_by "index.nothing" x %}')

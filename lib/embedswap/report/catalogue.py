@@ -9,14 +9,16 @@ message therefore sees exactly the variables of its place in the skeleton, loop 
 language orders its words freely.
 
 A stored code (the index decision, a latency share's case, a candidate's closing verdict...) picks its message by
-key, never through an if-chain in the skeleton: the catalogue holds a table keyed by code (``[prose.index.decision]``
+key, never through an if-chain in the skeleton: the catalogue holds a table keyed by code (``[prose.index.decisions]``
 with ``keep_index = '...'``, ``re_embed = '...'``) and the skeleton names the table and the code,
-``{% say_by "index.decision" c.code %}``. That tag becomes a Jinja ``include`` of the message ``index.decision.<code>``,
-served by :class:`_MessageLoader`, so the message still sees the variables of its place (loop variables included);
-a code without a message is an error naming the missing key. Words used inside tables and lists (``[terms]``) and reason codes (``[reasons]``)
-are filled by :func:`fill`. Every message uses one placeholder syntax, Jinja's ``{{ name }}``, whether it is
-spliced into the skeleton or filled from Python, so a translator learns one form. TOML literal strings keep every byte (spaces, newlines), and
-Python reads TOML with the standard library (``tomllib``).
+``{% say_by "index.decisions" c.decision %}``. The tag becomes a Jinja ``include`` of the message
+``index.decisions.<code>``, served by :class:`_MessageLoader`, so the message still sees the variables of its place
+(loop variables included); a code without a message is an error naming the missing key.
+
+Words used inside tables and lists (``[terms]``, ``[labels]``) and reason codes (``[reasons]``) are filled from Python
+by :func:`fill`. Every message uses one placeholder syntax, Jinja's ``{{ name }}``, whether it is spliced into the
+skeleton or filled from Python, so a translator learns one form (tests/report/test_catalogue_syntax.py). TOML literal
+strings keep every byte (spaces, newlines), and Python reads TOML with the standard library (``tomllib``).
 
 Every catalogue has the same keys (tests/report/test_report.py); a missing key is an error naming it, never an English
 fallback, so no English sentence reaches a ko/ja/zh report.

@@ -28,6 +28,7 @@ KEYED: dict[str, set[str]] = {
     "index.decisions": _codes(IndexDecision, "code") | {"re_embed_mixed"},  # sections/index.py's variant
     "index.length_advice": _codes(IndexDecision, "advice") - {"none"},  # asked only for length_only, never "none"
     "index.stores": _codes(StoreInfo, "kind"),
+    "index.basis_metrics": _codes(IndexDecision, "basis"),
     "latency.shares": _codes(LockShare, "case"),
     "parity_matrix.points": _codes(MatrixRow, "check"),
     "parity_matrix.findings": _codes(MatrixRow, "check"),
@@ -104,8 +105,8 @@ def test_no_skeleton_picks_words_by_comparing_a_code(name: str) -> None:
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_no_message_picks_words_by_comparing_a_code(lang: str) -> None:
     # the remaining comparisons are not codes picking a sentence: a name (the legacy server's row), a setting that
-    # adds a clause, the ranking basis naming its metric
-    allowed = {"post.setup_server", "index.hnsw_partial", "index.figures"}
+    # adds a clause
+    allowed = {"post.setup_server", "index.hnsw_partial"}
     found = {key for key, text in catalogue(lang).all_messages().items()
              if re.search(r'\{%-?\s*(?:el)?if\s+[^%]*?==\s*"', text)}
     assert found <= allowed

@@ -19,7 +19,7 @@ from embedswap.parity.backends import TransformersBackend
 from embedswap.parity.gate import ParityBackendError
 from embedswap.report.markdown import render_markdown
 from embedswap.report.format import esc
-from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.catalogue import LANGUAGES, fill
 from embedswap.summary.model import validate_summary
 from embedswap.analysis.upgrade import upgrade_summary
 
@@ -244,7 +244,7 @@ def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, A
     found = {f["check"]: f for f in summary["decisions"]["parity_matrix"]}["batch_invariance"]
     assert found["worst_setting_code"] == "batch" and found["worst_setting_params"]["size"] == 32
     text = render_markdown(summary, lang)
-    worded = catalogue(lang).terms["parity_matrix"]["settings"]["batch"].format(dtype="bfloat16", size=32)
+    worded = fill(catalogue(lang).terms["parity_matrix"]["settings"]["batch"], dtype="bfloat16", size=32)
     assert text.count(esc(worded)) >= 2  # the table row and the finding sentence
     assert "bfloat16 alone vs batch 8" in text or lang == "en"  # the old rows (no code) keep their English text
     assert copy.deepcopy(setting("tp", bind="0|1")).code == "tp"

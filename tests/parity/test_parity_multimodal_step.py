@@ -18,7 +18,7 @@ from embedswap.captures import new_attempt
 from embedswap.config import ConfigError, ParityMultimodal, parse_experiment
 from embedswap.parity.gate import TEXT, TEXT_IMAGE, gate
 from embedswap.report.markdown import render_markdown
-from embedswap.report.catalogue import LANGUAGES, catalogue
+from embedswap.report.catalogue import LANGUAGES, catalogue, fill
 from embedswap.report.format import esc
 from embedswap.summary.model import validate_summary
 from embedswap.analysis.upgrade import upgrade_summary
@@ -124,7 +124,7 @@ def test_report_rows_replace_the_not_measured_line(lang: str, complete: dict[str
     text = render_markdown(_summary(complete, _rows(1e-7, 1e-2), False), lang)
     assert gaps_line not in text  # measured: no 'not measured' line for multimodal any more
     for part, request in (("mm_text", "input"), ("mm_image", "messages")):
-        assert esc(words.terms[part].format(request=request)) in text
+        assert esc(fill(words.terms[part], request=request)) in text
     assert "build:tiny-clip" in text and "400" in text
     verdict = {"ko": "멀티모달 게이트 실패", "en": "Multimodal gate failed", "ja": "マルチモーダルゲート不合格",
                "zh": "多模态门槛未通过"}[lang]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from embedswap.report.catalogue import LANGUAGES, catalogue
+from embedswap.report.catalogue import LANGUAGES, catalogue, fill
 from embedswap.report.format import fmt
 from embedswap.report.front_matter import description
 from embedswap.report.markdown import render_markdown
@@ -80,7 +80,7 @@ def test_report_post_front_matter_and_console_print_the_same_ratio(summary: Summ
             lang = where.rsplit(".", 1)[-1]
             if where.startswith(("post.", "front matter.")) and lang != "en":  # a ratio written as 배 / 倍
                 times = catalogue(lang).terms["post"]["times"]
-                one, median = (times.format(x=v.removesuffix("×")) for v in (one, median))
+                one, median = (fill(times, x=v.removesuffix("×")) for v in (one, median))
             assert one in text, (where, figure, one)
             assert median not in text, (where, figure, median)
 

@@ -89,7 +89,7 @@ def test_the_check_catches_a_claim_beyond_its_verdict() -> None:
 def test_an_inconclusive_latency_verdict_is_said_with_its_reason(lang: str) -> None:
     summary = VARIANTS["latency_inconclusive"](_load("summary_complete.json"))
     post = render_post(summary, lang)
-    reason = catalogue(lang).terms["post"]["reasons"]["host_drift"].split("{")[0].strip()
+    reason = catalogue(lang).terms["post"]["reasons"]["host_drift"].split("{{")[0].strip()
     latency = [line for line in post.splitlines() if "p50" in line and not line.startswith("|")]
     assert latency and all(INCONCLUSIVE[lang] in line for line in latency), latency
     assert reason in post and "1.31" in post and "900" in post
@@ -113,7 +113,7 @@ def test_the_silent_difference_is_worded_from_the_ranking_verdict(lang: str) -> 
     """The address swap raised nDCG: the post says better, with the top-5 changes, and never that quality drops."""
     summary = VARIANTS["ranking_better"](_load("summary_complete.json"))
     post = render_post(summary, lang)
-    better = catalogue(lang).terms["post"]["claim"]["different_better"].split("{interval}")[1].split("{")[0]
+    better = catalogue(lang).terms["post"]["claim"]["different_better"].split("{{ interval }}")[1].split("{{")[0]
     assert better.strip(", ，、") in post
     assert overclaims(post, lang, {"better", "faster"}) == []
 
@@ -131,6 +131,6 @@ def test_the_latency_heading_names_no_figure_its_verdict_did_not_decide(lang: st
             point.docs_per_s = point.docs_per_s.model_copy(update={"code": "inconclusive", "direction": None,
                                                                    "reason": "host_drift"})
     headings = [line for line in render_post(summary, lang).splitlines() if line.startswith("## ")]
-    slower = catalogue(lang).prose["post"]["latency_heading_slower"].split(". ", 1)[1]
+    slower = catalogue(lang).message("post.latency_headings.slower").split(". ", 1)[1]
     assert any(line.endswith(slower) for line in headings), headings
     assert not [line for line in headings if THROUGHPUT[lang] in line], headings

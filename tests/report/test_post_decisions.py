@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from embedswap.report.catalogue import LANGUAGES, catalogue
+from embedswap.report.catalogue import LANGUAGES, catalogue, fill
 from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
 from embedswap.summary.types_index import IndexDecision, ReembedCost
@@ -111,7 +111,7 @@ def test_the_front_matter_names_every_candidate_and_prints_the_body_numbers(lang
     post = render_post(summary, lang)
     assert all(name in text for name in ("vllm", "dynamo")), text
     # no absolute latency on a CPU run; the sequential p50 appears only as the one stored ratio
-    times = catalogue(lang).terms["post"]["times"].format(x="")  # × in English, 배 in Korean, 倍 in ja/zh
+    times = fill(catalogue(lang).terms["post"]["times"], x="")  # × in English, 배 in Korean, 倍 in ja/zh
     assert not re.search(r"\d ?ms\b", text) and all("p50" not in part or times in part for part in text.split(". "))
     numbers = re.findall(r"\d+\.\d+", text)
     assert numbers and all(n in post for n in numbers), (numbers, text)
@@ -139,10 +139,10 @@ def test_a_row_compared_with_another_probe_says_so(lang: str) -> None:
     post = render_post(summary, lang)
     words = catalogue(lang).terms["post"]
     row = next(line for line in post.splitlines() if line.startswith("|") and "v2/embed" in line)
-    baseline = words["compared_with"].format(probe=words["probe_words"]["input_type_query"])
+    baseline = fill(words["compared_with"], probe=words["probe_words"]["input_type_query"])
     assert baseline in row
     header = next(line for line in post.splitlines() if line.startswith("|") and "`legacy`" in line)
-    column = [c.strip() for c in header.strip("|").split("|")].index(words["this_run"].format(name="`legacy`"))
+    column = [c.strip() for c in header.strip("|").split("|")].index(fill(words["this_run"], name="`legacy`"))
     cell = [c.strip() for c in row.strip("|").split("|")][column]
     assert cell.startswith("200"), row  # the baseline's answer, not the legacy server's 404 to the route
 

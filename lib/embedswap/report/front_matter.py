@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from embedswap.config.sections import PublishConfig
-from embedswap.report.catalogue import catalogue
+from embedswap.report.catalogue import catalogue, fill
 from embedswap.report.format import fmt
 from embedswap.report.report_data import Headline
 from embedswap.summary.model import Summary
@@ -42,7 +42,7 @@ def _value(value: Any, kind: str, lang: str, state: bool | None) -> str:
 
 def _times(value: float, lang: str) -> str:
     """A ratio as the body writes it (1.73× in English, 1.73배 in Korean): the same words as the post's."""
-    return catalogue(lang).terms["post"]["times"].format(x=f"{value:.2f}")
+    return fill(catalogue(lang).terms["post"]["times"], x=f"{value:.2f}")
 
 
 def description(head: Headline, lang: str) -> str:
@@ -60,15 +60,15 @@ def description(head: Headline, lang: str) -> str:
         gate=words["gate_pass"] if gate is True else words["gate_fail"] if gate is False
         else catalogue(lang).label(False))
     if head.gpu is False:  # no absolute latency on a CPU run; the one stored ratio is not absolute
-        ratio = (words["description_cpu_ratio"].format(candidate=head.candidate or "?",
-                                                       ratio=_times(head.candidate_seq_p50_ratio, lang))
+        ratio = (fill(words["description_cpu_ratio"], candidate=head.candidate or "?",
+                      ratio=_times(head.candidate_seq_p50_ratio, lang))
                  if head.candidate_seq_p50_ratio is not None else "")
-        return words["description_cpu"].format(**fields) + ratio
-    return words["description"].format(**fields, p50=_value(head.candidate_seq_p50_ms, "ms", lang, latency_missing)
-                                       + (" ms" if head.candidate_seq_p50_ms is not None else "")
-                                       + (words["description_ratio"].format(
-                                           ratio=_times(head.candidate_seq_p50_ratio, lang))
-                                          if head.candidate_seq_p50_ratio is not None else ""))
+        return fill(words["description_cpu"], **fields) + ratio
+    return fill(words["description"], **fields, p50=_value(head.candidate_seq_p50_ms, "ms", lang, latency_missing)
+                + (" ms" if head.candidate_seq_p50_ms is not None else "")
+                + (fill(words["description_ratio"],
+                    ratio=_times(head.candidate_seq_p50_ratio, lang))
+                   if head.candidate_seq_p50_ratio is not None else ""))
 
 
 def _date(summary: Summary) -> date | str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured
 from embedswap.report.article_data import Article, load_article
-from embedswap.report.catalogue import LANGUAGES, environment
+from embedswap.report.catalogue import LANGUAGES, environment, fill
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.josa import josa
@@ -78,15 +78,15 @@ def _contract(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     header = [t["post"]["request"]]
     if article is not None:
         header += [p["article_legacy"], p["article_candidate"]]
-    header += [p["this_run"].format(name=code(ctx.legacy))]
-    header += [p["this_run"].format(name=_names(ctx, g.members)) for g in post.groups]
+    header += [fill(p["this_run"], name=code(ctx.legacy))]
+    header += [fill(p["this_run"], name=_names(ctx, g.members)) for g in post.groups]
     header += [p["verdict_col"]] + ([p["shim_col"]] if shimmed else [])
     table = []
     for probe in probes:
         entry = by_article.get(probe)
         source = next(r for r in rows if r.probe == probe)
         row = [esc(ctx.words.probes.get(probe, probe)) + (
-            " (" + p["compared_with"].format(probe=probe_phrase(ctx, source.compare_to)) + ")"
+            " (" + fill(p["compared_with"], probe=probe_phrase(ctx, source.compare_to)) + ")"
             if source.compare_to else "")]
         if article is not None:
             row += [entry.legacy.in_lang(ctx.lang), entry.candidate.in_lang(ctx.lang)] if entry else ["—", "—"]
@@ -104,14 +104,14 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     shown = ctx.decisions.shown
     c = fmt(ctx.concurrency(), "raw")
     p = ctx.terms["post"]
-    header = ["", p["seq_p50"], p["seq_p99"], p["conc_p50"].format(c=c), p["conc_p99"].format(c=c),
-              p["conc_rate"].format(c=c)]
+    header = ["", p["seq_p50"], p["seq_p99"], fill(p["conc_p50"], c=c), fill(p["conc_p99"], c=c),
+              fill(p["conc_rate"], c=c)]
     rows = []
     if article is not None:
         for side, label in (("legacy", p["article_legacy"]), ("candidate", p["article_candidate"])):
             a = getattr(article.latency, side)
             # the article's statistic (the median of its 3 repeats), labelled so in its own cell: not this run's
-            rows.append([p["article_statistic"].format(label=label), fmt(a.seq_p50_ms, "ms"), fmt(a.seq_p99_ms, "ms"), fmt(a.conc_p50_ms, "ms"),
+            rows.append([fill(p["article_statistic"], label=label), fmt(a.seq_p50_ms, "ms"), fmt(a.seq_p99_ms, "ms"), fmt(a.conc_p50_ms, "ms"),
                          fmt(a.conc_p99_ms, "ms"), fmt(a.conc_docs_per_s, "rate")])
     measured = False
     for name in ctx.names:
@@ -119,7 +119,7 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
         if seq is None and conc is None:
             continue
         measured = True
-        rows.append([p["this_run"].format(name=code(name)), *(fmt(getattr(pt, f) if pt else None, k) for pt, f, k in (
+        rows.append([fill(p["this_run"], name=code(name)), *(fmt(getattr(pt, f) if pt else None, k) for pt, f, k in (
             (seq, "p50_ms", "ms"), (seq, "p99_ms", "ms"), (conc, "p50_ms", "ms"), (conc, "p99_ms", "ms"),
             (conc, "docs_per_s", "rate")))])
     ratios = []

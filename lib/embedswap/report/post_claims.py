@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from embedswap.analysis.common import is_measured
+from embedswap.report.catalogue import fill
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.faults import comparable
@@ -103,7 +104,7 @@ def probe_phrase(ctx: ReportContext, probe: str) -> str:
 
 def times(ctx: ReportContext, value: float | None) -> str:
     """A ratio in the language's words (2.85× in English, 2.85배 in Korean)."""
-    return fmt(None, "raw") if value is None else ctx.terms["post"]["times"].format(x=f"{value:.2f}")
+    return fmt(None, "raw") if value is None else fill(ctx.terms["post"]["times"], x=f"{value:.2f}")
 
 
 def latency_ratio(ctx: ReportContext, name: str) -> LatencyRatio | None:
@@ -115,7 +116,7 @@ def _reason(ctx: ReportContext, v: Verdict, ratio: LatencyRatio | None = None) -
     words = ctx.terms["post"]["reasons"]
     key = v.reason if v.reason in WORDED_REASONS else "other"
     drift = ratio.drift.factor if ratio is not None and ratio.drift is not None else None
-    return words[key].format(drift=times(ctx, drift), margin=times(ctx, v.margin) if v.margin else "—")
+    return fill(words[key], drift=times(ctx, drift), margin=times(ctx, v.margin) if v.margin else "—")
 
 
 def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None = None,
@@ -145,10 +146,10 @@ def words(ctx: ReportContext, c: Claim) -> str:
     """The claim's sentence part: the catalogue's message of its code and direction, nothing else."""
     t = ctx.terms["post"]["claim"]
     key = f"{c.code}_{c.direction}" if c.direction else c.code
-    interval = t["interval"].format(low=c.low, high=c.high) if c.low is not None and c.high is not None else ""
-    needed = t["needed"].format(n=c.n_needed) if c.n_needed else ""
-    return t[key].format(value=c.value, interval=interval, reason=c.reason, needed=needed, margin=c.margin or "—",
-                         statuses=c.statuses)
+    interval = fill(t["interval"], low=c.low, high=c.high) if c.low is not None and c.high is not None else ""
+    needed = fill(t["needed"], n=c.n_needed) if c.n_needed else ""
+    return fill(t[key], value=c.value, interval=interval, reason=c.reason, needed=needed, margin=c.margin or "—",
+                statuses=c.statuses)
 
 
 def _shown(ctx: ReportContext, name: str | None, run: str, field: str) -> float | None:
@@ -190,7 +191,7 @@ def _p99_note(ctx: ReportContext, name: str, ratio: LatencyRatio) -> str | None:
     if not found:
         return ctx.terms["post"]["p99_too_few_plain"]
     least = min(found, key=lambda i: i.n)
-    return ctx.terms["post"]["p99_too_few"].format(n=fmt(least.n, "int"), n_min=fmt(least.n_min, "int"))
+    return fill(ctx.terms["post"]["p99_too_few"], n=fmt(least.n, "int"), n_min=fmt(least.n_min, "int"))
 
 
 def _query_cosine(ctx: ReportContext, name: str) -> float | None:

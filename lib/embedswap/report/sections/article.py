@@ -7,6 +7,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_ratios import latency_state
 from embedswap.report.article_data import in_lang
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fence, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_common import Spread
@@ -35,8 +36,8 @@ def _vectors_table(ctx: ReportContext) -> str:
          mine(ctx.legacy, "dimension", "int"), mine(cand, "dimension", "int")],
         [t["first_l2"], fmt(av.legacy.first_l2, "norm"), fmt(av.candidate.first_l2, "norm"),
          mine(ctx.legacy, "first_l2", "norm"), mine(cand, "first_l2", "norm")],
-        [t["token_total"].format(n=f"{fmt(a.workload.documents, 'int')} / "
-                                   f"{fmt(ctx.summary.workload.documents, 'int')}"),
+        [fill(t["token_total"], n=f"{fmt(a.workload.documents, 'int')} / "
+                f"{fmt(ctx.summary.workload.documents, 'int')}"),
          fmt(av.legacy.token_total, "int"), fmt(av.candidate.token_total, "int"),
          mine(ctx.legacy, "token_total", "int"), mine(cand, "token_total", "int")],
         [t["cosine_mmm"], MISSING, " · ".join(fmt(getattr(av.cosine, k), "cos4") for k in ("min", "median", "max")),
@@ -44,7 +45,7 @@ def _vectors_table(ctx: ReportContext) -> str:
          if cos_run is not None else ctx.label(False)],
     ]
     side_header = [t["item"], t["article_legacy"], t["article_candidate"],
-                   t["run_side"].format(name=code(ctx.legacy)), t["run_side"].format(name=code(cand))]
+                   fill(t["run_side"], name=code(ctx.legacy)), fill(t["run_side"], name=code(cand))]
     return md_table(side_header, vec_rows)
 
 
@@ -67,8 +68,8 @@ def _contract_table(ctx: ReportContext) -> str:
             esc(entry.candidate.in_lang(ctx.lang)), *cells,
         ])
     return md_table([t["request"], t["article_legacy"], t["article_candidate"],
-                               t["run_side"].format(name=code(ctx.legacy)), t["run_side"].format(name=code(cand)),
-                               f"{t['verdict']} ({t['run_side'].format(name=code(cand))})"],
+                               fill(t["run_side"], name=code(ctx.legacy)), fill(t["run_side"], name=code(cand)),
+                               f"{t['verdict']} ({fill(t['run_side'], name=code(cand))})"],
                     contract_rows, ["l"] * 6)
 
 
@@ -77,19 +78,19 @@ def _latency_table(ctx: ReportContext, ac: str, c: str) -> str:
     t = ctx.terms
     cand = ctx.candidate
     al = ctx.article.latency
-    header = [t["target"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=f"{ac}/{c}" if ac != c else c),
-              t["conc_p99"].format(c=f"{ac}/{c}" if ac != c else c),
-              t["conc_rate"].format(c=f"{ac}/{c}" if ac != c else c), t["per_repeat"], t["errors"]]
+    header = [t["target"], t["seq_p50"], t["seq_p99"], fill(t["conc_p50"], c=f"{ac}/{c}" if ac != c else c),
+              fill(t["conc_p99"], c=f"{ac}/{c}" if ac != c else c),
+              fill(t["conc_rate"], c=f"{ac}/{c}" if ac != c else c), t["per_repeat"], t["errors"]]
     lat_rows = []
     for key, name in (("legacy", t["article_legacy"]), ("candidate", t["article_candidate"])):
         v = getattr(al, key)
-        lat_rows.append([t["stats"]["article_single"].format(name=name), fmt(v.seq_p50_ms, "ms"), fmt(v.seq_p99_ms, "ms"),
+        lat_rows.append([fill(t["stats"]["article_single"], name=name), fmt(v.seq_p50_ms, "ms"), fmt(v.seq_p99_ms, "ms"),
                          fmt(v.conc_p50_ms, "ms"), fmt(v.conc_p99_ms, "ms"),
                          fmt(v.conc_docs_per_s, "rate"), fmt(v.docs_per_s_per_repeat, "rate"),
                          fmt(v.errors, "int")])
     for name in (ctx.legacy, cand):
         info = ctx.summary.latency.of(name)
-        label_name = t["run_side"].format(name=code(name))
+        label_name = fill(t["run_side"], name=code(name))
         if info is None or latency_state(info) is False:
             lat_rows.append([label_name] + [ctx.label(False)] * 7)
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_capacity import CapacityTarget, ServerCapacity
@@ -15,14 +16,14 @@ def _interval(t: dict[str, Any], value: Any, low: Any, high: Any, kind: str) -> 
         return MISSING
     if low is None or high is None:
         return fmt(value, kind)
-    return t["interval"].format(value=fmt(value, kind), low=fmt(low, kind), high=fmt(high, kind))
+    return fill(t["interval"], value=fmt(value, kind), low=fmt(low, kind), high=fmt(high, kind))
 
 
 def _capacity_cell(t: dict[str, Any], server: ServerCapacity) -> str:
     if server.censored == "below":
         return t["none_met"]
     shown = _interval(t, server.capacity, server.low, server.high, "rate")
-    return t["at_least"].format(value=shown) if server.censored == "above" else shown
+    return fill(t["at_least"], value=shown) if server.censored == "above" else shown
 
 
 def _replicas_cell(t: dict[str, Any], server: ServerCapacity) -> str:
@@ -30,42 +31,42 @@ def _replicas_cell(t: dict[str, Any], server: ServerCapacity) -> str:
         return MISSING
     if server.replicas_low is not None and server.replicas_high is not None \
             and server.replicas_low != server.replicas_high:
-        shown = t["interval"].format(value=fmt(server.replicas, "int"), low=fmt(server.replicas_low, "int"),
-                                     high=fmt(server.replicas_high, "int"))
+        shown = fill(t["interval"], value=fmt(server.replicas, "int"), low=fmt(server.replicas_low, "int"),
+                     high=fmt(server.replicas_high, "int"))
     else:
         shown = fmt(server.replicas, "int")
-    return t["at_most"].format(value=shown) if server.censored == "above" else shown
+    return fill(t["at_most"], value=shown) if server.censored == "above" else shown
 
 
 def _ratio_line(t: dict[str, Any], name: str, legacy: str, verdict: Verdict) -> str:
     word = (t["verdicts"]["censored"] if verdict.reason == "capacity_censored"
             else t["verdicts"].get(f"{verdict.code}_{verdict.direction}") or t["verdicts"][verdict.code])
-    return t["ratio_line"].format(name=code(name), legacy=code(legacy),
-                                  ratio=_interval(t, verdict.estimate, verdict.low, verdict.high, "ratio"),
-                                  margin=fmt(verdict.margin, "ratio"), verdict=word)
+    return fill(t["ratio_line"], name=code(name), legacy=code(legacy),
+                ratio=_interval(t, verdict.estimate, verdict.low, verdict.high, "ratio"),
+                margin=fmt(verdict.margin, "ratio"), verdict=word)
 
 
 def _notes(t: dict[str, Any], name: str, server: ServerCapacity, traffic: Any) -> list[str]:
     out = []
     shown = code(name)
     if server.sheds_from is not None:
-        out.append(t["sheds"].format(name=shown, rate=fmt(server.sheds_from, "rate"),
-                                     share=fmt(100 * float(server.shed_share or 0), "rate"),
-                                     max=fmt(100 * float(server.shed_share_max or 0), "rate")))
+        out.append(fill(t["sheds"], name=shown, rate=fmt(server.sheds_from, "rate"),
+                        share=fmt(100 * float(server.shed_share or 0), "rate"),
+                        max=fmt(100 * float(server.shed_share_max or 0), "rate")))
     if server.goodput_gap is not None:
-        out.append(t[f"gap_{server.goodput_gap}"].format(name=shown,
-                                                         share=fmt(100 * float(server.goodput_gap_share or 0),
-                                                                   "rate")))
+        out.append(fill(t[f"gap_{server.goodput_gap}"], name=shown,
+                        share=fmt(100 * float(server.goodput_gap_share or 0),
+                                  "rate")))
     if server.invalid_rates:
-        out.append(t["invalid"].format(name=shown, rates=", ".join(fmt(r, "rate") for r in server.invalid_rates)))
+        out.append(fill(t["invalid"], name=shown, rates=", ".join(fmt(r, "rate") for r in server.invalid_rates)))
     if server.censored == "above":
-        out.append(t["censored_above"].format(name=shown, rate=fmt(server.met_rate, "rate")))
+        out.append(fill(t["censored_above"], name=shown, rate=fmt(server.met_rate, "rate")))
     elif server.limit is not None and server.met_rate is not None and server.missed_rate is not None:
-        out.append(t["knee"].format(name=shown, met=fmt(server.met_rate, "rate"),
-                                    missed=fmt(server.missed_rate, "rate"), limit=t["limits"][server.limit]))
+        out.append(fill(t["knee"], name=shown, met=fmt(server.met_rate, "rate"),
+                        missed=fmt(server.missed_rate, "rate"), limit=t["limits"][server.limit]))
     if server.replicas is not None and traffic is not None:
-        out.append(t["replicas"].format(name=shown, traffic=fmt(traffic, "rate"),
-                                        replicas=_replicas_cell(t, server)))
+        out.append(fill(t["replicas"], name=shown, traffic=fmt(traffic, "rate"),
+                        replicas=_replicas_cell(t, server)))
     return out
 
 
@@ -77,11 +78,11 @@ def _worker_notes(t: dict[str, Any], name: str, entry: CapacityTarget | None) ->
             continue
         worker = str(run.invalid_worker)
         if worker in run.lost_workers:
-            line = t["worker_lost"].format(name=code(name), rate=fmt(run.rate, "rate"), worker=worker,
-                                           why=esc(run.lost_workers[worker]))
+            line = fill(t["worker_lost"], name=code(name), rate=fmt(run.rate, "rate"), worker=worker,
+                        why=esc(run.lost_workers[worker]))
         else:
-            line = t["worker_behind"].format(name=code(name), rate=fmt(run.rate, "rate"), worker=worker,
-                                             lag=fmt(run.worker_lag_p90_ms.get(worker), "ms"))
+            line = fill(t["worker_behind"], name=code(name), rate=fmt(run.rate, "rate"), worker=worker,
+                        lag=fmt(run.worker_lag_p90_ms.get(worker), "ms"))
         out[(float(run.rate), run.invalid_worker)] = line
     return list(out.values())
 
@@ -101,7 +102,7 @@ def capacity(ctx: ReportContext) -> dict[str, Any]:
             why = ctx.why(entry) if entry is not None else ""
             rows.append([code(name), ctx.label(False), MISSING, MISSING, MISSING, esc(why) or MISSING])
             continue
-        bracket = t["bracket"].format(met=fmt(server.met_rate, "rate"), missed=fmt(server.missed_rate, "rate"))
+        bracket = fill(t["bracket"], met=fmt(server.met_rate, "rate"), missed=fmt(server.missed_rate, "rate"))
         rows.append([code(name), _capacity_cell(t, server), bracket if server.met_rate is not None and server.missed_rate is not None else MISSING,
                      _replicas_cell(t, server),
                      fmt(server.sheds_from, "rate") if server.sheds_from is not None else t["no"],
@@ -116,9 +117,9 @@ def capacity(ctx: ReportContext) -> dict[str, Any]:
         ratios.append(_ratio_line(t, name, ctx.legacy, verdict))
     sources = [e.source for e in section.by_target.values() if e.measured and e.source]
     retry = {e.retry_after for e in section.by_target.values() if e.measured}
-    slo = t["slo_p99"].format(p99=fmt(section.slo_p99_ms, "ms"))
+    slo = fill(t["slo_p99"], p99=fmt(section.slo_p99_ms, "ms"))
     if section.slo_p50_ms is not None:
-        slo += t["slo_p50"].format(p50=fmt(section.slo_p50_ms, "ms"))
+        slo += fill(t["slo_p50"], p50=fmt(section.slo_p50_ms, "ms"))
     return {
         "shown": True, "label": ctx.label(bool(decided.servers)), "slo": slo,
         "traffic": fmt(section.traffic, "rate") if section.traffic is not None else MISSING,

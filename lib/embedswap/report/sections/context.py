@@ -17,7 +17,7 @@ from embedswap.analysis.common import is_measured, roles, shim_rows, shimmed
 from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
 from embedswap.measure.contract import CATALOGUE
 from embedswap.report.article_data import Article
-from embedswap.report.catalogue import catalogue
+from embedswap.report.catalogue import catalogue, fill
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS
 from embedswap.summary.model import Summary
@@ -162,7 +162,7 @@ class ReportContext:
 
     def legacy_side(self, status: int | None) -> str | None:
         """The note for a difference that only the legacy server's failure causes (it goes away with the swap)."""
-        return None if status is None else self.terms["legacy_side"].format(status=fmt(status, "raw"))
+        return None if status is None else fill(self.terms["legacy_side"], status=fmt(status, "raw"))
 
     def shim_rows(self) -> list[ShimRow]:
         return shim_rows(self.summary)

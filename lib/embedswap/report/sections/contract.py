@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import failed_status
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.model import SummaryBody
@@ -54,12 +55,12 @@ def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
     for change in ctx.decisions.client_changes:
         key, params = change.rule, change.params  # params: open, each rule has its own
         if key == "review":
-            text = terms[key].format(probe=params.get("probe"), verdict=", ".join(params.get("verdicts") or []))
+            text = fill(terms[key], probe=params.get("probe"), verdict=", ".join(params.get("verdicts") or []))
         else:
             limit = ""
             if key == "truncate" and params.get("limit_tokens"):
-                limit = terms["truncate_limit"].format(n=fmt(params["limit_tokens"], "int"))
-            text = terms[key].format(limit=limit, batch=params.get("batch"), aspects=_change_aspects(ctx, change))
+                limit = fill(terms["truncate_limit"], n=fmt(params["limit_tokens"], "int"))
+            text = fill(terms[key], limit=limit, batch=params.get("batch"), aspects=_change_aspects(ctx, change))
         shim = change.shim
         if not shim.probed:
             shim_text = None
@@ -69,7 +70,7 @@ def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
                 note = ctx.legacy_side(entry.legacy_status)
                 left.append(f"{code(entry.probe)} → {code(entry.candidate)}: {entry.verdict}"
                             + (f" ({note})" if note else ""))
-            shim_text = ctx.terms["shim_left"].format(items="; ".join(left))
+            shim_text = fill(ctx.terms["shim_left"], items="; ".join(left))
         else:
             shim_text = ctx.terms["shim_done"]
         items.append({"key": key, "text": text, "shim": shim_text, "shim_done": shim.done,
@@ -82,7 +83,7 @@ def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict
     t = ctx.terms
     header = [t["probe"], ctx.column(ctx.legacy)]
     for name in ctx.candidates:
-        header += [ctx.column(name), f"{t['verdict']} ({code(name)})", t["contract_aspects"].format(name=code(name))]
+        header += [ctx.column(name), f"{t['verdict']} ({code(name)})", fill(t["contract_aspects"], name=code(name))]
     rows, details = [], []
     for row in contract:
         probe_cell = code(row.probe)
@@ -90,7 +91,7 @@ def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict
         if row.path and row.path != "/v1/embeddings":
             probe_cell += f" ({code('POST ' + row.path)})"
         if row.compare_to:  # the legacy server lacks the route: its answer to another request is used
-            reference = t["compared_with"].format(probe=code(row.compare_to))
+            reference = fill(t["compared_with"], probe=code(row.compare_to))
             legacy_cell += f"; {reference}: {ctx.side_cell(row.legacy)}"
         cells = [probe_cell, legacy_cell]
         for name in ctx.candidates:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import is_measured
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_equivalence import Verdict
@@ -18,8 +19,8 @@ def _verdict(ctx: ReportContext, v: Verdict | None, kind: str = "delta") -> str:
         return MISSING
     words = ctx.terms["index"]["verdicts"]
     name = words.get(f"{v.code}_{v.direction}" if v.direction else v.code, words.get(v.code, v.code))
-    return ctx.terms["index"]["verdict_cell"].format(estimate=fmt(v.estimate, kind), low=fmt(v.low, kind),
-                                                     high=fmt(v.high, kind), verdict=name)
+    return fill(ctx.terms["index"]["verdict_cell"], estimate=fmt(v.estimate, kind), low=fmt(v.low, kind),
+                high=fmt(v.high, kind), verdict=name)
 
 
 def _row(ctx: ReportContext, cell: CellDecision, basis: str) -> list[str]:
@@ -40,7 +41,7 @@ def _table(ctx: ReportContext, decision: IndexDecision) -> str:
     rows += [[f"{fmt(c.share, 'pct')} ({words['legacy_queries']})", *_row(ctx, c, basis)[1:]] for c in legacy]
     metric = words["ndcg"] if basis == "ndcg_at_10" else words["overlap"]
     return md_table([words["share"], words["method"], words["ndcg"], words["recall"], words["overlap"],
-                     words["change"].format(metric=metric), words["hnsw_recall"]], rows,
+                     fill(words["change"], metric=metric), words["hnsw_recall"]], rows,
                     ["r", "l", "r", "r", "r", "l", "r"])
 
 
@@ -67,6 +68,9 @@ def _candidate(ctx: ReportContext, name: str, decision: IndexDecision) -> dict[s
         why = ctx.why(entry)
     return {
         "name": code(name), "code": decision.code, "why": why,
+        # the key of its message in [prose.index.decisions]: a re-embed because an index mixing both servers' vectors
+        # ranks worse has its own message (the cross check alone passed)
+        "decision": "re_embed_mixed" if decision.code == "re_embed" and decision.mixed_worse else decision.code,
         "basis": decision.basis,
         "cross": _verdict(ctx, decision.cross),
         "backward": decision.backward_compatible,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import is_measured
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_sections import CosineSpread, Instruction
@@ -30,7 +31,7 @@ def _table(ctx: ReportContext, section: Instruction) -> str:
                      cosines(row.cosine_to_reference),
                      t["readings"].get(row.reading or "", MISSING)])
     n = fmt(section.queries, "int")
-    return md_table([t["server"], t["request"], ctx.terms["label"], t["tokens"].format(n=n), t["tokenizer"],
+    return md_table([t["server"], t["request"], ctx.terms["label"], fill(t["tokens"], n=n), t["tokenizer"],
                      f"{t['cosine']} (n = {n})", t["reading"]], rows, ["l", "l", "l", "r", "r", "r", "l"])
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_ratios import latency_state, point_state
+from embedswap.report.catalogue import fill
 from embedswap.report.sections.faults import comparable, headlines
 from embedswap.report.format import code, combined_label, fmt, md_table, mib, esc
 from embedswap.report.sections.context import ReportContext
@@ -32,8 +33,8 @@ def _figure(point: LatencyPoint | ShownPoint | None, field: str) -> Any:
 def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[dict[str, str]]]:
     """The latency table, why a server has no row of numbers, and the points where every request failed."""
     t = ctx.terms
-    header = [t["target"], t["label"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=c),
-              t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["stats"]["n_col"].format(c=c),
+    header = [t["target"], t["label"], t["seq_p50"], t["seq_p99"], fill(t["conc_p50"], c=c),
+              fill(t["conc_p99"], c=c), fill(t["conc_rate"], c=c), fill(t["stats"]["n_col"], c=c),
               t["per_repeat"], t["errors"]]
     rows, why, unconfirmed = [], [], []
     for name in ctx.names:
@@ -48,7 +49,7 @@ def _table(ctx: ReportContext, c: str) -> tuple[str, list[dict[str, str]], list[
             if point_state(point) is None:
                 n = (point.requests_per_repeat or 0) * (point.repeats or 0)
                 unconfirmed.append({"name": name, "point": point_name, "errors": fmt(point.errors, "int"),
-                                    "requests": fmt(n, "int"), "text": t["all_failed"].format(n=fmt(n, "int"))})
+                                    "requests": fmt(n, "int"), "text": fill(t["all_failed"], n=fmt(n, "int"))})
     return md_table(header, rows, ["l", "l"] + ["r"] * 8), why, unconfirmed
 
 

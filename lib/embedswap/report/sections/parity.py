@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import is_measured
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_common import Reason, Section
@@ -14,7 +15,7 @@ from embedswap.summary.types_parity import MultimodalParity, Parity, ParityRow
 def _cos_cell(ctx: ReportContext, row: ParityRow, key: str) -> str:
     value = getattr(row, key)
     if value is None and row.non_finite:
-        return ctx.terms["non_finite"].format(n=fmt(row.non_finite, "int"))
+        return fill(ctx.terms["non_finite"], n=fmt(row.non_finite, "int"))
     return fmt(value, "cos")
 
 
@@ -48,7 +49,7 @@ def _rows(ctx: ReportContext, parity: Parity) -> tuple[list[list[str]], list[dic
     for row in multimodal.rows:  # parity.multimodal: a CLIP model's captions and images
         part = t["mm_image"] if row.part == "image" else t["mm_text"]
         rows.append([code(row.backend), t["kind_server"], esc(row.dtype), esc(row.device),
-                     esc(part.format(request=row.request)), fmt(row.n, "int"),
+                     esc(fill(part, request=row.request)), fmt(row.n, "int"),
                      _cos_cell(ctx, row, "cos_min"), _cos_cell(ctx, row, "cos_median"),
                      _cos_cell(ctx, row, "cos_max"), fmt(row.threshold, "raw"),
                      t["pass"] if row.passed else t["fail"]])

@@ -11,6 +11,7 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.parity_matrix import CHECK_ORDER
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_decisions import MatrixFinding
@@ -26,7 +27,7 @@ def _setting(ctx: ReportContext, code_: str | None, params: dict[str, Any], text
     """A row's setting in the report's language (its code and parameters); older summaries carry English text."""
     words = ctx.terms["parity_matrix"]["settings"]
     if code_ in words:
-        return esc(words[code_].format(**(params or {})))
+        return esc(fill(words[code_], **(params or {})))
     return esc(text)
 
 

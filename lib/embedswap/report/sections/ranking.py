@@ -8,6 +8,7 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.ranking_verdict import by_candidate
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import delta_cell, paired
@@ -78,20 +79,20 @@ def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
     d = entry.delta(kind) or MetricDeltas()
     state = t["rank_undecided"] if undecided else t["rank_same"] if verdict.unchanged else t["rank_differs"]
     changed = verdict.changed_queries
-    text = t["rank_line"].format(
-        state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), d_recall=fmt(d.recall_at_5, "delta"),
+    text = fill(
+        t["rank_line"], state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), d_recall=fmt(d.recall_at_5, "delta"),
         overlap=fmt(variant.top5_overlap, "score"), changed=MISSING if changed is None else fmt(changed, "int"),
         queries=fmt(verdict.queries, "int"))
     clauses = [paired(t, t[key], verdict.test(metric))
                for metric, key in (("ndcg_at_10", "ndcg"), ("recall_at_5", "recall"))]
     clauses = [c for c in clauses if c]
     if clauses:
-        text += t["stats"]["rank_tests"].format(tests="; ".join(clauses))
+        text += fill(t["stats"]["rank_tests"], tests="; ".join(clauses))
     text += _verdict_clause(t, verdict)
     ndcg_test = verdict.test("ndcg_at_10")
     low, high, p = (None, None, None) if ndcg_test is None else (ndcg_test.low, ndcg_test.high, ndcg_test.p_value)
-    short = t["rank_short"].format(state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), low=fmt(low, "delta"),
-                                   high=fmt(high, "delta"), p=fmt(p, "p"), overlap=fmt(variant.top5_overlap, "score"))
+    short = fill(t["rank_short"], state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), low=fmt(low, "delta"),
+                 high=fmt(high, "delta"), p=fmt(p, "p"), overlap=fmt(variant.top5_overlap, "score"))
     return text, short
 
 
@@ -100,9 +101,9 @@ def _verdict_clause(t: dict[str, Any], verdict: RankingVariant) -> str:
     found = verdict.equivalence
     if found is None:  # a summary decided before the verdicts existed
         return ""
-    text = t["rank_verdict"].format(code=code(found.code))
+    text = fill(t["rank_verdict"], code=code(found.code))
     if found.code == "inconclusive":
-        text += (t["rank_verdict_needed"].format(n=fmt(found.n_needed, "int")) if found.n_needed is not None
+        text += (fill(t["rank_verdict_needed"], n=fmt(found.n_needed, "int")) if found.n_needed is not None
                  else t["rank_verdict_no_n"])
     return text + worse_named(t, verdict.slices)
 
@@ -129,10 +130,10 @@ def ranking_finding(ctx: ReportContext, name: str, entry: CandidateRanking) -> d
     code_ = verdict.decision if verdict is not None else None
     decisions = ctx.terms["rank_decision"]
     if code_ == "shim_missing":
-        decision = decisions["shim_missing"].format(label=ctx.label(False), why=ctx.why(entry.shim) or MISSING)
+        decision = fill(decisions["shim_missing"], label=ctx.label(False), why=ctx.why(entry.shim) or MISSING)
     elif code_ == "undecided":
         n_needed = verdict.n_needed if verdict is not None else None
-        decision = (decisions["undecided"].format(n=fmt(n_needed, "int")) if n_needed is not None
+        decision = (fill(decisions["undecided"], n=fmt(n_needed, "int")) if n_needed is not None
                     else decisions["undecided_no_n"])
     else:
         decision = decisions.get(code_, MISSING)
@@ -166,7 +167,7 @@ def agreement_table(ctx: ReportContext, entries: dict[str, CandidateRanking]) ->
                          fmt(found.queries, "int")])
     if not rows:
         return None
-    header = [ctx.terms["variant"], ctx.terms["documents_of"], *[t["overlap_at"].format(k=k) for k in ks],
+    header = [ctx.terms["variant"], ctx.terms["documents_of"], *[fill(t["overlap_at"], k=k) for k in ks],
               t["rbo"], t["top1_changed"], t["queries"]]
     return md_table(header, rows, ["l", "l"] + ["r"] * (len(header) - 2))
 

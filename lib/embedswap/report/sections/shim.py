@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.analysis.common import verdict_of
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_sections import ShimRewrite, ShimRow, ShimSettings
@@ -98,7 +99,7 @@ def shim(ctx: ReportContext) -> dict[str, Any]:
         return {"table": None, "per_candidate": [], "why": [], "sources": MISSING, "state": False,
                 "label": ctx.label(False), "top_why": ctx.why(section, t["no_section"])}
     per_candidate = [_per_candidate(ctx, rows, name, section.settings(name)) for name in shimmed]
-    why = [{"name": n, "why": ctx.failure(n) or esc(t["not_probed"].format(name=n))}
+    why = [{"name": n, "why": ctx.failure(n) or esc(fill(t["not_probed"], name=n))}
            for n in ctx.candidates if n not in shimmed]
     sources = list(section.sources.values())
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, fmt
 from embedswap.summary.types_decisions import Interval, PairedTest, PointIntervals, RatioInterval
 
@@ -21,9 +22,9 @@ def interval(terms: dict[str, Any], iv: Interval | RatioInterval | None, kind: s
             return value
     elif not iv.estimable:
         if iv.near_max:
-            return t["near_max"].format(value=value)
-        return t["too_few"].format(value=value, need=fmt(iv.n_min, "int"))
-    return t["interval"].format(value=value, low=fmt(iv.low, kind), high=fmt(iv.high, kind))
+            return fill(t["near_max"], value=value)
+        return fill(t["too_few"], value=value, need=fmt(iv.n_min, "int"))
+    return fill(t["interval"], value=value, low=fmt(iv.low, kind), high=fmt(iv.high, kind))
 
 
 def point_cell(terms: dict[str, Any], intervals: PointIntervals | None, key: str, fallback: Any, kind: str) -> str:
@@ -43,11 +44,11 @@ def ratio(terms: dict[str, Any], entry: RatioInterval | None, fallback: float | 
         return fmt(entry.value, "ratio")
     verdict = t["verdicts"][entry.direction]
     if entry.direction in ("faster", "slower") and entry.repeats_overlap:
-        verdict = t["repeats_overlap"].format(verdict=verdict)
+        verdict = fill(t["repeats_overlap"], verdict=verdict)
     if entry.low is None:
-        return t["ratio_plain"].format(ratio=fmt(entry.value, "ratio"), verdict=verdict)
-    return t["ratio_cell"].format(ratio=fmt(entry.value, "ratio"), low=fmt(entry.low, "ratio"),
-                                  high=fmt(entry.high, "ratio"), verdict=verdict)
+        return fill(t["ratio_plain"], ratio=fmt(entry.value, "ratio"), verdict=verdict)
+    return fill(t["ratio_cell"], ratio=fmt(entry.value, "ratio"), low=fmt(entry.low, "ratio"),
+                high=fmt(entry.high, "ratio"), verdict=verdict)
 
 
 def n_cell(intervals: PointIntervals | None) -> str:
@@ -60,11 +61,11 @@ def paired(terms: dict[str, Any], metric: str, test: PairedTest | None) -> str |
     if test is None or test.delta is None:
         return None
     t = terms["stats"]
-    text = t["rank_test"].format(metric=metric, delta=fmt(test.delta, "delta"), low=fmt(test.low, "delta"),
-                                 high=fmt(test.high, "delta"), p=fmt(test.p_value, "p"), n=fmt(test.n, "int"),
-                                 verdict=t["rank_verdicts"][test.verdict])
+    text = fill(t["rank_test"], metric=metric, delta=fmt(test.delta, "delta"), low=fmt(test.low, "delta"),
+                high=fmt(test.high, "delta"), p=fmt(test.p_value, "p"), n=fmt(test.n, "int"),
+                verdict=t["rank_verdicts"][test.verdict])
     if test.detectable is not None:
-        text += t["rank_mde"].format(n=fmt(test.n, "int"), mde=fmt(test.detectable, "score"))
+        text += fill(t["rank_mde"], n=fmt(test.n, "int"), mde=fmt(test.detectable, "score"))
     return text
 
 

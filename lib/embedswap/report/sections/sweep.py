@@ -7,6 +7,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_points import sweep_points_of
 from embedswap.analysis.latency_ratios import latency_state, point_state
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table, mib
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import n_cell, point_cell
@@ -32,7 +33,7 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
         if info.sweep_note:
             reason = info.sweep_reason
             note = ctx.words.reason(reason.code, reason.params) if reason else info.sweep_note
-            why.append({"name": name, "why": esc(t["sweep_skipped"].format(why=note))})
+            why.append({"name": name, "why": esc(fill(t["sweep_skipped"], why=note))})
             rows.append([shown, MISSING, ctx.label(False)] + [ctx.label(False)] * 5)
             states.append(False)
             continue
@@ -75,8 +76,8 @@ def ablation(ctx: ReportContext) -> dict[str, Any]:
         return {"state": False, "label": ctx.label(False), "why": ctx.why(section), "table": None,
                 "sources": MISSING, "row_why": []}
     c = fmt(ctx.concurrency(), "raw")
-    header = [t["target"], t["lock"], t["label"], t["seq_p50"], t["seq_p99"], t["conc_p50"].format(c=c),
-              t["conc_p99"].format(c=c), t["conc_rate"].format(c=c), t["stats"]["n_col"].format(c=c), t["per_repeat"],
+    header = [t["target"], t["lock"], t["label"], t["seq_p50"], t["seq_p99"], fill(t["conc_p50"], c=c),
+              fill(t["conc_p99"], c=c), fill(t["conc_rate"], c=c), fill(t["stats"]["n_col"], c=c), t["per_repeat"],
               t["errors"], t["rss_peak"]]
     rows = []
     row_why = []

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from embedswap.analysis.common import is_measured
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.verdicts import slices_table
@@ -51,10 +52,10 @@ def _main_table(ctx: ReportContext) -> str:
         return f"{cell} ({t['length_differs']})" if ratio.differs else cell
 
     row(t["norm_ratio"], ratio_cell)
-    row(t["token_total"].format(n=fmt(n_docs, "int")), lambda n, i: fmt(i.token_total, "int"))
+    row(fill(t["token_total"], n=fmt(n_docs, "int")), lambda n, i: fmt(i.token_total, "int"))
     if vectors.tokenizer_token_total is not None:
         matches = {True: t["yes"], False: t["no"], None: MISSING}
-        row(t["tokenizer_match"].format(n=fmt(vectors.tokenizer_token_total, "int")),
+        row(fill(t["tokenizer_match"], n=fmt(vectors.tokenizer_token_total, "int")),
             lambda n, i: matches[i.token_total_matches_tokenizer])
 
     def cosine_cell(name: str, info: TargetVectors) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, fmt, md_table
 from embedswap.report.sections.stats import ratio as plain_ratio
 from embedswap.summary.types_decisions import RatioInterval
@@ -24,7 +25,7 @@ def words(terms: dict[str, Any], v: Verdict | None) -> str:
         if v.reason == "host_drift":
             return text
         if v.n_needed is not None:
-            text += t["needed"].format(n=fmt(v.n_needed, "int"))
+            text += fill(t["needed"], n=fmt(v.n_needed, "int"))
     return text
 
 
@@ -35,7 +36,7 @@ def statuses(terms: dict[str, Any], gate: ErrorGate) -> str:
     for status, count in gate.statuses.items():
         name = t["status"].get(status, status)
         if status == "429" and gate.retry_after:
-            name = t["retry_after"].format(name=name, wait=", ".join(gate.retry_after))
+            name = fill(t["retry_after"], name=name, wait=", ".join(gate.retry_after))
         parts.append(f"{name} ×{fmt(count, 'int')}")
     return ", ".join(parts) or MISSING
 
@@ -48,9 +49,9 @@ def failed(terms: dict[str, Any], point: PointVerdicts | None) -> str | None:
     for side in ("candidate", "legacy"):
         gate = point.errors.get(side)
         if gate is not None and gate.code == "failed":
-            return t["failed_cell"].format(side=t["sides"][side], statuses=statuses(terms, gate),
-                                           errors=fmt(gate.errors, "int"), requests=fmt(gate.requests, "int"),
-                                           rate=fmt(gate.estimate, "pct"), margin=fmt(gate.margin, "pct"))
+            return fill(t["failed_cell"], side=t["sides"][side], statuses=statuses(terms, gate),
+                        errors=fmt(gate.errors, "int"), requests=fmt(gate.requests, "int"),
+                        rate=fmt(gate.estimate, "pct"), margin=fmt(gate.margin, "pct"))
     return None
 
 
@@ -66,12 +67,12 @@ def drift_text(terms: dict[str, Any], drift: HostDrift | None) -> str:
         return t["drift_interleaved"]
     if drift.bound is not None and drift.bound_source is not None:
         source = t[f"drift_source_{drift.bound_source.split(':', 1)[0]}"]
-        text = t["drift_bound"].format(bound=fmt(drift.bound, "ratio"), source=source, factor=text)
+        text = fill(t["drift_bound"], bound=fmt(drift.bound, "ratio"), source=source, factor=text)
     elif drift.bound is not None:
-        text = t["drift_none"].format(factor=text)
+        text = fill(t["drift_none"], factor=text)
     if drift.legacy_calibration_ms and drift.candidate_calibration_ms:
-        text += t["drift_calibration"].format(legacy=fmt(drift.legacy_calibration_ms, "ms"),
-                                              candidate=fmt(drift.candidate_calibration_ms, "ms"))
+        text += fill(t["drift_calibration"], legacy=fmt(drift.legacy_calibration_ms, "ms"),
+                     candidate=fmt(drift.candidate_calibration_ms, "ms"))
     return text
 
 
@@ -90,16 +91,16 @@ def ratio_cell(terms: dict[str, Any], entry: RatioInterval | None, point: PointV
     if verdict.reason == "missing_interval" and entry is not None and entry.direction in ("too_few", "missing"):
         said += f" ({terms['stats']['verdicts'][entry.direction]})"  # why there is no interval to decide on
     if verdict.reason == "host_drift" and drift is not None:
-        said = t["host_drift"].format(drift=drift_text(terms, drift), margin=fmt(verdict.margin, "ratio"))
+        said = fill(t["host_drift"], drift=drift_text(terms, drift), margin=fmt(verdict.margin, "ratio"))
     # the stored 95 % interval, as the tables' headers say (the verdict itself is decided on the 1 - 2 alpha one)
     value, low, high = ((entry.value, entry.low, entry.high) if entry is not None and entry.value is not None
                         else (verdict.estimate, verdict.low, verdict.high))
     if value is None:
         return said
     if low is None or high is None:
-        return t["ratio_plain"].format(ratio=fmt(value, "ratio"), verdict=said)
-    return t["ratio_cell"].format(ratio=fmt(value, "ratio"), low=fmt(low, "ratio"), high=fmt(high, "ratio"),
-                                  verdict=said)
+        return fill(t["ratio_plain"], ratio=fmt(value, "ratio"), verdict=said)
+    return fill(t["ratio_cell"], ratio=fmt(value, "ratio"), low=fmt(low, "ratio"), high=fmt(high, "ratio"),
+                verdict=said)
 
 
 def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdicts]], kind: str = "delta"
@@ -115,17 +116,17 @@ def slices_table(terms: dict[str, Any], rows: list[tuple[str, str, SlicedVerdict
         cells = []
         for name in names:
             v = found.by_slice.get(name)
-            cells.append(MISSING if v is None else t["slice_cell"].format(
-                estimate=fmt(v.estimate, kind), low=fmt(v.low, kind), high=fmt(v.high, kind),
+            cells.append(MISSING if v is None else fill(
+                t["slice_cell"], estimate=fmt(v.estimate, kind), low=fmt(v.low, kind), high=fmt(v.high, kind),
                 n=fmt(v.n, "int"), verdict=words(terms, v)))
         worse = found.worse()
         body.append([who, what, *cells, words(terms, found.overall),
                      ", ".join(code(w) for w in worse) if worse else MISSING])
-    header = [t["who"], t["comparison"], *[t["slice"].format(name=n) for n in names], t["overall"], t["worse"]]
+    header = [t["who"], t["comparison"], *[fill(t["slice"], name=n) for n in names], t["overall"], t["worse"]]
     return t["slices_intro"] + "\n\n" + md_table(header, body, ["l", "l"] + ["r"] * len(names) + ["l", "l"])
 
 
 def worse_named(terms: dict[str, Any], sliced: dict[str, SlicedVerdicts]) -> str:
     """' It is worse in `ko`.' when a comparison's slice is worse, else ''."""
     worse = list(dict.fromkeys(w for found in sliced.values() for w in found.worse()))
-    return terms["equivalence"]["worse_named"].format(slices=", ".join(code(w) for w in worse)) if worse else ""
+    return fill(terms["equivalence"]["worse_named"], slices=", ".join(code(w) for w in worse)) if worse else ""

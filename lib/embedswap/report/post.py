@@ -19,6 +19,7 @@ from embedswap.report.josa import josa
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, parity_claim, probe_phrase,
                                           ranking_claims, restore_measured, shim_coverage, times)
 from embedswap.report.sections.faults import comparable, corrupting, headlines
+from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
 from embedswap.report.sections.status import status
@@ -282,7 +283,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "ranking": ranking_claims(ctx), "index": index_claims(ctx), "shim_cov": shim_coverage(ctx),
         "todo": [i["text"] + (ctx.terms["post"]["todo_shim"] if i["shim_done"] else "") for i in change_items(ctx)],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
-        "vectors_why": _vectors_why(ctx),
+        "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx),
     }
 
 

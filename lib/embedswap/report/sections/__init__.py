@@ -8,8 +8,8 @@ from typing import Any
 from embedswap.report.article_data import Article
 from embedswap.report.format import code, esc
 from embedswap.report.sections import (article, capacity, contract, diagnosis, gaps, index as index_section,
-                                       instruction, latency, parity, parity_matrix, ranking, shim, status, vectors,
-                                       witnesses)
+                                       instruction, latency, long_input, parity, parity_matrix, ranking, shim, status,
+                                       vectors, witnesses)
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.model import Summary
 
@@ -23,7 +23,8 @@ def build_context(summary: Summary, lang: str, figures: dict[str, bool], article
                              "diagnosis": diagnosis.diagnosis(ctx),
                              "ranking": ranking.ranking(ctx), "index": index_section.index(ctx),
                              "contract": contract.contract(ctx),
-                             "instruction": instruction.instruction(ctx), "shim": shim.shim(ctx),
+                             "instruction": instruction.instruction(ctx),
+                             "long_input": long_input.long_input(ctx), "shim": shim.shim(ctx),
                              "latency": latency.latency(ctx), "parity": parity.parity(ctx),
                              "parity_matrix": parity_matrix.parity_matrix(ctx),
                              "witnesses": witnesses.witnesses(ctx),

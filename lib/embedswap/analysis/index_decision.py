@@ -19,7 +19,7 @@ full re-embed, inner product or L2 changed), and ``advice`` what the index must 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.index import IndexConfig
 from embedswap.index.cost import reembed_cost
 from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_common import Number
 from embedswap.summary.types_decisions import Interval, PointIntervals
 from embedswap.summary.types_index import (AdapterDecision, CellDecision, CellValues, IndexCandidate, IndexDecision,
                                            ReembedCost)
@@ -46,12 +47,12 @@ def _typed(v: eq.Verdict | None) -> eq.Verdict | None:
     return None if v is None else stored(v)
 
 
-def _paired(cell: list[Any], reference: list[Any]) -> np.ndarray:
+def _paired(cell: Sequence[Number | None], reference: Sequence[Number | None]) -> np.ndarray:
     return np.asarray([c - r for c, r in zip(cell, reference, strict=True) if c is not None and r is not None],
                       dtype=np.float64)
 
 
-def _mean(values: list[Any]) -> float | None:
+def _mean(values: Sequence[Number | None]) -> float | None:
     finite = [v for v in values if v is not None]
     return float(np.mean(finite)) if finite else None
 
@@ -107,7 +108,7 @@ def _adapter(entry: IndexCandidate, config: DecisionsConfig) -> AdapterDecision 
                if len(deltas) else None)
     full_mean = _mean(full)
 
-    def retained(values: list[Any]) -> float | None:
+    def retained(values: Sequence[Number | None]) -> float | None:
         mean = _mean(values)
         return None if mean is None or not full_mean else mean / full_mean
 

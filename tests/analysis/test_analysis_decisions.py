@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import math
 
+from typing import Any
+
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from typed_summary import summary_body
 
 from embedswap.analysis import latency_ratios as lr
@@ -21,6 +23,11 @@ from embedswap.summary.types_sections import CandidateRanking, MetricDeltas, Ran
 
 # --- ranking_verdict ---------------------------------------------------------------------------------------------------
 DEFAULTS = DecisionsConfig()  # the summaries here configure no decisions block
+
+
+def _stored(model: BaseModel | None) -> dict[str, Any] | None:
+    """A decision as summary.json stores it: only the keys the analysis set."""
+    return None if model is None else model.model_dump(exclude_unset=True)
 
 def test_random_weights_from_the_model_spec_or_the_config_path() -> None:
     assert rv.random_weights(summary_body({"model": {"spec": "build:tiny-qwen3"}}))
@@ -75,24 +82,24 @@ def test_ranking_verdicts_count_changed_queries_and_decide() -> None:
     # equivalent. Four queries cannot decide the client question: "undecided".
     out = rv.ranking_verdicts(summary_body(_ranking_summary([1.0, 0.5, 0.8, 1.0], [1.0, 1.0, 1.0, 1.0])),
                               DEFAULTS)
-    assert out["meaningful"] is True
-    assert out["tolerance"] == {"top5_overlap_min": 0.95, "ndcg_margin": 0.02, "recall_margin": 0.02,
-                                "alpha": 0.05, "power": 0.8}
-    entry = out["by_candidate"]["vllm"]
-    assert entry["naive"]["unchanged"] is None and entry["naive"]["changed_queries"] == 2
-    assert entry["naive"]["equivalence"]["code"] == "inconclusive"
-    assert entry["naive"]["queries"] == 4
-    assert entry["shim"]["unchanged"] is True and entry["shim"]["changed_queries"] == 0
-    assert entry["decision"] == "undecided" and entry["n_needed"] > 4
+    assert out.meaningful is True
+    assert out.tolerance.model_dump(exclude_unset=True) == {"top5_overlap_min": 0.95, "ndcg_margin": 0.02,
+                                                             "recall_margin": 0.02, "alpha": 0.05, "power": 0.8}
+    entry = out.by_candidate["vllm"]
+    assert entry.naive.unchanged is None and entry.naive.changed_queries == 2
+    assert entry.naive.equivalence.code == "inconclusive"
+    assert entry.naive.queries == 4
+    assert entry.shim.unchanged is True and entry.shim.changed_queries == 0
+    assert entry.decision == "undecided" and entry.n_needed > 4
     # every per-query metric is equal on both sides: the paired tests see a zero difference (p = 1)
-    assert entry["naive"]["tests"]["ndcg_at_10"]["delta"] == 0.0
-    assert entry["naive"]["tests"]["ndcg_at_10"]["verdict"] == "no_difference"
+    assert entry.naive.tests["ndcg_at_10"].delta == 0.0
+    assert entry.naive.tests["ndcg_at_10"].verdict == "no_difference"
 
 
 def test_ranking_verdicts_draw_nothing_on_random_weights() -> None:
     out = rv.ranking_verdicts(summary_body(_ranking_summary([0.0, 0.0], [0.0, 0.0], spec="build:tiny-qwen3")),
                               DEFAULTS)
-    assert out["meaningful"] is False and out["by_candidate"] == {}
+    assert out.meaningful is False and out.by_candidate == {}
 
 
 def test_by_candidate_reads_an_older_summary_with_the_primary_candidate_only() -> None:
@@ -110,7 +117,7 @@ def test_by_candidate_reads_an_older_summary_with_the_primary_candidate_only() -
 def test_a_candidate_missing_from_the_ranking_has_no_shim_verdict() -> None:
     summary = _ranking_summary([1.0], [1.0])
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert rv.ranking_verdicts(summary_body(summary), DEFAULTS)["by_candidate"]["dynamo"]["decision"] == "shim_missing"
+    assert rv.ranking_verdicts(summary_body(summary), DEFAULTS).by_candidate["dynamo"].decision == "shim_missing"
 
 
 # --- latency_ratios ----------------------------------------------------------------------------------------------------
@@ -165,17 +172,17 @@ def _lock_summary(ablation: bool, lock: bool = True) -> dict:
 
 def test_lock_reading_measured_from_the_ablation() -> None:
     reading = lr.lock_reading(summary_body(_lock_summary(ablation=True)))
-    assert reading["measured"] is True
-    (variant,) = reading["variants"]
-    assert variant["variant"] == "legacy-nolock"
-    assert variant["rate_ratio"] == 3.0 and variant["p50_ratio"] == 0.5  # 60/20 docs/s, 60/120 ms
-    (share,) = variant["shares"]
-    assert share["candidate"] == "vllm" and share["case"] == "part" and math.isclose(share["share"], 0.5)  # 40/80
+    assert reading.measured is True
+    (variant,) = reading.variants
+    assert variant.variant == "legacy-nolock"
+    assert variant.rate_ratio == 3.0 and variant.p50_ratio == 0.5  # 60/20 docs/s, 60/120 ms
+    (share,) = variant.shares
+    assert share.candidate == "vllm" and share.case == "part" and math.isclose(share.share, 0.5)  # 40/80
 
 
 def test_lock_reading_falls_back_to_the_articles_estimate() -> None:
     # no ablation: the locked legacy server's concurrent/sequential p50, 120/40 = 3, unconfirmed
-    assert lr.lock_reading(summary_body(_lock_summary(ablation=False))) == {"measured": False, "factor": 3.0}
+    assert _stored(lr.lock_reading(summary_body(_lock_summary(ablation=False)))) == {"measured": False, "factor": 3.0}
     assert lr.lock_reading(summary_body(_lock_summary(ablation=False, lock=False))) is None  # no lock to speak of
 
 
@@ -183,8 +190,8 @@ def test_latency_decisions_store_no_ratio_without_per_request_data() -> None:
     """The ratio is stored once, pooled with its interval; medians of the repeats give none (the report computes
     their ratio on reading, Summary.latency_ratio)."""
     out = lr.latency_decisions(summary_body(_lock_summary(ablation=False)), DEFAULTS)
-    assert set(out) == {"ratios", "points", "lock"}
-    assert out["ratios"]["vllm"] == {"intervals": {}}
+    assert set(_stored(out)) == {"ratios", "points", "lock"}
+    assert _stored(out.ratios["vllm"]) == {"intervals": {}}
 
 
 # --- shim_outcome ------------------------------------------------------------------------------------------------------
@@ -211,16 +218,16 @@ def test_shim_outcome_closed_remaining_opened() -> None:
                                      "shim": {"measured": True, "rows": rows}}))
     out = so.shim_outcomes(summary_body(summary))
     assert list(out) == ["vllm"]
-    vllm = out["vllm"]
+    vllm = out["vllm"]  # a ShimOutcome
     # compared: 8 rows (not_through_shim has no verdict through the shim); different before: 6 (all but plain and
     # encoding_base64); different after: 5 (dimensions, encoding, large_batch, usage_count, oversized)
-    assert vllm["compared"] == 8 and vllm["differ_before"] == 6 and vllm["differ_after"] == 5
-    assert vllm["closed"] == [{"probe": "input_type_query", "before": "silent-divergence"},
-                              {"probe": "model_echo", "before": "format-difference"}]
-    assert [r["probe"] for r in vllm["remaining"]] == ["dimensions_reduced", "encoding_base64", "large_batch",
-                                                       "usage_count", "oversized"]
-    assert [r["legacy_status"] for r in vllm["remaining"]] == [None, None, 503, None, None]
-    assert vllm["opened"] == ["encoding_base64"]
+    assert vllm.compared == 8 and vllm.differ_before == 6 and vllm.differ_after == 5
+    assert [_stored(c) for c in vllm.closed] == [{"probe": "input_type_query", "before": "silent-divergence"},
+                                                 {"probe": "model_echo", "before": "format-difference"}]
+    assert [r.probe for r in vllm.remaining] == ["dimensions_reduced", "encoding_base64", "large_batch",
+                                                 "usage_count", "oversized"]
+    assert [r.legacy_status for r in vllm.remaining] == [None, None, 503, None, None]
+    assert vllm.opened == ["encoding_base64"]
 
 
 def test_no_shim_rows_no_outcome() -> None:
@@ -243,9 +250,9 @@ def test_no_paired_test_against_an_unmeasured_legacy_ranking() -> None:
                              shim=RankingRun(measured=False))
     verdict = rv._variant_verdict(entry, "naive", RankingRun(measured=False, per_query=per_query),
                                   DEFAULTS)
-    assert verdict["tests"] == {} and verdict["equivalence"] is None and verdict["unchanged"] is None
+    assert verdict.tests == {} and verdict.equivalence is None and verdict.unchanged is None
     measured = rv._variant_verdict(entry, "naive", RankingRun(measured=True, per_query=per_query), DEFAULTS)
-    assert measured["tests"] and measured["equivalence"]["code"] == "equivalent"
+    assert measured.tests and measured.equivalence.code == "equivalent"
 
 
 def _with_requests(entry: dict, latency_ms: list[float], docs: int = 8) -> dict:
@@ -263,16 +270,16 @@ def test_ratios_and_lock_variants_carry_intervals_when_requests_were_kept() -> N
     rows = summary["ablation"]["by_target"]
     rows["legacy-nolock"] = _with_requests(rows["legacy-nolock"], fast)
     out = lr.latency_decisions(summary_body(summary), DEFAULTS)
-    seq = out["ratios"]["vllm"]["intervals"]["sequential"]["p50"]
-    assert 0.2 < seq["value"] < 0.3  # p50 11 ms over 42 ms
-    lock_seq = out["lock"]["variants"][0]["intervals"]["sequential"]["p50"]
-    assert math.isclose(lock_seq["value"], seq["value"])  # the lock-free variant has the candidate's requests
+    seq = out.ratios["vllm"].intervals["sequential"].p50
+    assert 0.2 < seq.value < 0.3  # p50 11 ms over 42 ms
+    lock_seq = out.lock.variants[0].intervals["sequential"].p50
+    assert math.isclose(lock_seq.value, seq.value)  # the lock-free variant has the candidate's requests
 
 
 def test_a_candidate_without_latency_has_an_empty_ratio() -> None:
     summary = _lock_summary(ablation=False)
     summary["roles"]["candidates"] = ["vllm", "dynamo"]
-    assert lr.latency_decisions(summary_body(summary), DEFAULTS)["ratios"]["dynamo"] == {"intervals": {}}
+    assert _stored(lr.latency_decisions(summary_body(summary), DEFAULTS).ratios["dynamo"]) == {"intervals": {}}
 
 
 @pytest.mark.parametrize("rate, lock_rate, free_rate", [(None, 1.0, 1.0), (1.0, None, 1.0), (1.0, 1.0, None)])
@@ -287,7 +294,8 @@ def test_a_candidate_slower_than_the_locked_server_has_no_advantage() -> None:
 def test_the_estimate_needs_a_locked_legacy_kind_with_numbers() -> None:
     summary = _lock_summary(ablation=False)
     summary["latency"]["by_target"]["legacy"] = _latency(40.0, 100.0, 20.0)
-    assert lr.lock_estimate(summary_body(summary)) == {"measured": False, "factor": 2.5}  # 100/40: not a floor division
+    # 100/40: not a floor division
+    assert _stored(lr.lock_estimate(summary_body(summary))) == {"measured": False, "factor": 2.5}
     summary["targets"]["legacy"]["config"]["kind"] = "external"
     assert lr.lock_estimate(summary_body(summary)) is None  # another server's lock is not the article's
     summary["targets"]["legacy"]["config"]["kind"] = "legacy"
@@ -323,12 +331,12 @@ def test_the_ablation_is_read_only_with_a_locked_base_and_a_lock_free_variant(ch
     else:  # the only lock-free row is the legacy server itself
         rows.pop("legacy-nolock")
         rows["legacy"]["lock"] = False
-    assert lr.lock_reading(summary_body(summary)) == {"measured": False, "factor": 3.0}  # the estimate instead
+    assert _stored(lr.lock_reading(summary_body(summary))) == {"measured": False, "factor": 3.0}  # the estimate instead
 
 
 def test_the_estimate_reads_kinds_from_json_and_refuses_every_other_kind() -> None:
     summary = json.loads(json.dumps(_lock_summary(ablation=False)))  # "legacy" read back: equal, not identical
-    assert lr.lock_estimate(summary_body(summary)) == {"measured": False, "factor": 3.0}
+    assert _stored(lr.lock_estimate(summary_body(summary))) == {"measured": False, "factor": 3.0}
     summary["targets"]["legacy"]["config"]["kind"] = "vllm"  # sorts after "legacy"
     assert lr.lock_estimate(summary_body(summary)) is None
 
@@ -345,4 +353,4 @@ def test_a_lock_free_variant_named_before_legacy_is_read() -> None:
     summary = _lock_summary(ablation=True)
     rows = summary["ablation"]["by_target"]
     rows["free"] = rows.pop("legacy-nolock")  # "free" sorts before "legacy"
-    assert lr.lock_reading(summary_body(summary))["variants"][0]["variant"] == "free"
+    assert lr.lock_reading(summary_body(summary)).variants[0].variant == "free"

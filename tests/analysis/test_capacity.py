@@ -49,14 +49,14 @@ def _sweep(knees: list[float]) -> list[dict[str, Any]]:
 def test_capacity_is_the_interpolated_knee_with_an_interval_over_repeats_and_replicas_for_the_traffic() -> None:
     decisions = _capacity(_summary({"legacy": _sweep([5.0, 6.0, 5.5]),
                                                       "cand": _sweep([10.0, 11.0, 12.0])}))
-    legacy = decisions["servers"]["legacy"]
-    assert legacy["per_repeat"] == pytest.approx([5.0, 6.0, 5.5])
-    assert legacy["low"] < legacy["capacity"] < legacy["high"] and legacy["capacity"] == pytest.approx(5.48, abs=0.01)
-    assert legacy["met_rate"] == 4.0 and legacy["missed_rate"] == 8.0 and legacy["limit"] == "p99"
-    assert legacy["replicas"] == 6 and legacy["replicas_low"] <= 6 <= legacy["replicas_high"]
-    ratio = decisions["ratios"]["cand"]
-    assert ratio["estimate"] == pytest.approx(2.0, rel=0.05)
-    assert ratio["code"] in ("different", "non_inferior") and ratio["direction"] == "faster"
+    legacy = decisions.servers["legacy"]
+    assert legacy.per_repeat == pytest.approx([5.0, 6.0, 5.5])
+    assert legacy.low < legacy.capacity < legacy.high and legacy.capacity == pytest.approx(5.48, abs=0.01)
+    assert legacy.met_rate == 4.0 and legacy.missed_rate == 8.0 and legacy.limit == "p99"
+    assert legacy.replicas == 6 and legacy.replicas_low <= 6 <= legacy.replicas_high
+    ratio = decisions.ratios["cand"]
+    assert ratio.estimate == pytest.approx(2.0, rel=0.05)
+    assert ratio.code in ("different", "non_inferior") and ratio.direction == "faster"
 
 
 def test_a_server_that_sheds_load_is_reported_from_the_rate_where_it_starts() -> None:
@@ -64,24 +64,24 @@ def test_a_server_that_sheds_load_is_reported_from_the_rate_where_it_starts() ->
     for repeat in range(2):
         runs += [_run(2.0, repeat, 100.0), _run(4.0, repeat, 120.0, shed=10, misses=["errors"]),
                  _run(8.0, repeat, 110.0, shed=30, misses=["errors"])]
-    server = _capacity(_summary({"legacy": runs}))["servers"]["legacy"]
-    assert server["sheds_from"] == 4.0 and server["shed_share"] == pytest.approx(0.25)
-    assert server["shed_share_max"] == pytest.approx(0.75)
-    assert server["capacity"] == pytest.approx(2.0) and server["limit"] == "errors"  # no interpolation past errors
+    server = _capacity(_summary({"legacy": runs})).servers["legacy"]
+    assert server.sheds_from == 4.0 and server.shed_share == pytest.approx(0.25)
+    assert server.shed_share_max == pytest.approx(0.75)
+    assert server.capacity == pytest.approx(2.0) and server.limit == "errors"  # no interpolation past errors
 
 
 def test_wrong_vectors_are_not_capacity_and_explain_the_goodput_gap() -> None:
     runs = [_run(r, k, 50.0, wrong=40, misses=["wrong_vectors"]) for k in range(2) for r in (2.0, 4.0)]
-    server = _capacity(_summary({"legacy": runs}))["servers"]["legacy"]
-    assert server["capacity"] is None and server["censored"] == "below" and server["limit"] == "wrong_vectors"
-    assert server["goodput_gap"] == "wrong_vectors" and server["goodput_gap_share"] == 1.0
+    server = _capacity(_summary({"legacy": runs})).servers["legacy"]
+    assert server.capacity is None and server.censored == "below" and server.limit == "wrong_vectors"
+    assert server.goodput_gap == "wrong_vectors" and server.goodput_gap_share == 1.0
 
 
 def test_an_invalid_run_is_not_charged_to_the_server() -> None:
     runs = [_run(2.0, 0, 100.0), _run(4.0, 0, 9000.0, valid=False)]
-    server = _capacity(_summary({"legacy": runs}))["servers"]["legacy"]
-    assert server["invalid_rates"] == [4.0] and server["limit"] == "invalid"
-    assert server["capacity"] == 2.0 and server["points"][1]["p99_ms"] is None  # no figure from an invalid run
+    server = _capacity(_summary({"legacy": runs})).servers["legacy"]
+    assert server.invalid_rates == [4.0] and server.limit == "invalid"
+    assert server.capacity == 2.0 and server.points[1].p99_ms is None  # no figure from an invalid run
 
 
 def test_the_decisions_are_typed_in_the_summary() -> None:
@@ -103,6 +103,6 @@ def test_the_margin_is_the_typed_configs() -> None:
 def test_a_capacity_that_is_only_a_lower_bound_decides_no_ratio() -> None:
     every_rate_met = [_run(r, k, 100.0) for k in range(2) for r in (2.0, 4.0)]
     decisions = _capacity(_summary({"legacy": every_rate_met, "cand": every_rate_met}))
-    assert decisions["servers"]["legacy"]["censored"] == "above"
-    ratio = decisions["ratios"]["cand"]
-    assert ratio["code"] == "inconclusive" and ratio["reason"] == "capacity_censored" and ratio["low"] is None
+    assert decisions.servers["legacy"].censored == "above"
+    ratio = decisions.ratios["cand"]
+    assert ratio.code == "inconclusive" and ratio.reason == "capacity_censored" and ratio.low is None

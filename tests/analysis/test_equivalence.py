@@ -27,8 +27,8 @@ def test_issue_case_is_inconclusive_with_the_queries_that_would_decide_it() -> N
     assert np.mean(OVERLAP) == pytest.approx(0.96, abs=0.005)
     # the existing paired test finds no difference: today's verdict would be "unchanged"
     zeros = np.zeros(24)
-    assert paired_test(zeros, np.array(NDCG))["verdict"] == "no_difference"
-    assert paired_test(zeros, np.array(RECALL))["verdict"] == "no_difference"
+    assert paired_test(zeros, np.array(NDCG)).verdict == "no_difference"
+    assert paired_test(zeros, np.array(RECALL)).verdict == "no_difference"
 
     verdicts = {"ndcg_at_10": paired_verdict(NDCG, 0.02), "recall_at_5": paired_verdict(RECALL, 0.02),
                 "top5_overlap": overlap_verdict(OVERLAP, 0.05)}

@@ -24,7 +24,7 @@ def _verdicts(scale, trials=TRIALS, n=30, concurrency=1):
         candidate = estimate(_server(rng, scale, n=n, concurrency=concurrency), seed_for("c", str(trial)), 1000)
         r = ratio(candidate, legacy)
         for key in out:
-            out[key].append(r[key]["direction"])
+            out[key].append(getattr(r, key).direction)
     return out
 
 
@@ -55,17 +55,17 @@ def test_point_interval_covers_the_true_median() -> None:
     hits = 0
     for trial in range(100):
         est, _ = estimate(_server(rng, n=40, concurrency=4), seed_for("p", str(trial)), 1000)
-        assert est["n"] == 120 and est["p99"]["estimable"] is False and est["p90"]["estimable"] is True
-        hits += est["p50"]["low"] <= 500 <= est["p50"]["high"]
+        assert est.n == 120 and est.p99.estimable is False and est.p90.estimable is True
+        hits += est.p50.low <= 500 <= est.p50.high
     assert hits >= 90
 
 
 def test_throughput_follows_docs_over_wall_and_failures_count() -> None:
     lat = [[100.0, 100.0, 100.0, 100.0]]
     est, _ = estimate(Requests(lat, [[8, 8, 0, 8]], [0.4]), 1, 200)
-    assert est["docs_per_s"]["value"] == pytest.approx(24 / 0.4)
-    assert est["n"] == 3 and est["requests"] == 4
-    assert est["p50"]["value"] == pytest.approx(100.0)
+    assert est.docs_per_s.value == pytest.approx(24 / 0.4)
+    assert est.n == 3 and est.requests == 4
+    assert est.p50.value == pytest.approx(100.0)
 
 
 def test_interval_direction() -> None:
@@ -79,10 +79,10 @@ def test_paired_test_known_answers() -> None:
     rng = np.random.default_rng(2)
     legacy = rng.uniform(0.3, 0.9, 24)
     same = paired_test(legacy, legacy.copy())
-    assert same["verdict"] == "no_difference" and same["p_value"] == 1.0 and same["delta"] == 0.0
+    assert same.verdict == "no_difference" and same.p_value == 1.0 and same.delta == 0.0
     shifted = paired_test(legacy, legacy + 0.2 + rng.normal(0, 0.1, 24))
-    assert shifted["verdict"] == "differs" and shifted["low"] > 0 and shifted["p_value"] < 0.01
-    false_alarms = sum(paired_test(legacy, legacy + rng.normal(0, 0.1, 24), seed=i)["verdict"] == "differs"
+    assert shifted.verdict == "differs" and shifted.low > 0 and shifted.p_value < 0.01
+    false_alarms = sum(paired_test(legacy, legacy + rng.normal(0, 0.1, 24), seed=i).verdict == "differs"
                        for i in range(100))
     assert false_alarms <= 10  # nominal 5 of 100
     # 24 queries with a spread of 0.1 detect a mean shift of ~0.06 (80 % power): (2.069 + 0.858) * 0.1 / sqrt(24)
@@ -92,7 +92,7 @@ def test_paired_test_known_answers() -> None:
 def test_detectable_difference_is_detected_about_80_percent() -> None:
     rng = np.random.default_rng(4)
     shift = detectable(0.1, 24)
-    hits = sum(paired_test(np.zeros(24), shift + rng.normal(0, 0.1, 24), seed=i)["verdict"] == "differs"
+    hits = sum(paired_test(np.zeros(24), shift + rng.normal(0, 0.1, 24), seed=i).verdict == "differs"
                for i in range(100))
     assert 65 <= hits <= 95
 
@@ -156,4 +156,4 @@ def test_repeats_overlap_is_flagged() -> None:
     assert repeats_overlap([10.0], [12.0, 13.0]) is None
     rng = np.random.default_rng(8)
     slow = ratio(estimate(_server(rng, 1.3), 1, 500), estimate(_server(rng, 1.0), 2, 500))
-    assert slow["p50"]["direction"] == "slower" and slow["p50"]["repeats_overlap"] is False
+    assert slow.p50.direction == "slower" and slow.p50.repeats_overlap is False

@@ -64,19 +64,19 @@ def point(draw) -> Requests:
 def test_intervals_hold_their_value_inside_the_sample(requests: Requests, seed: int) -> None:
     figures, _ = estimate(requests, seed, resamples=200)
     ok = requests.pooled_ok()
-    assert figures["n"] == len(ok)
+    assert figures.n == len(ok)
     for key in ("p50", "p90", "p99"):
-        f = figures[key]
+        f = getattr(figures, key)
         if not len(ok):
-            assert f["value"] is None and f["estimable"] is False
+            assert f.value is None and f.estimable is False
             continue
-        assert ok.min() <= f["value"] <= ok.max()
-        if f["estimable"]:
-            assert ok.min() <= f["low"] <= f["high"] <= ok.max()
+        assert ok.min() <= f.value <= ok.max()
+        if f.estimable:
+            assert ok.min() <= f.low <= f.high <= ok.max()
         else:
-            assert f["low"] is None and f["high"] is None and (f["n"] < f["n_min"])
+            assert f.low is None and f.high is None and (f.n < f.n_min)
     if len(ok):
-        assert figures["p50"]["value"] <= figures["p90"]["value"] <= figures["p99"]["value"]
+        assert figures.p50.value <= figures.p90.value <= figures.p99.value
 
 
 @SETTINGS
@@ -87,10 +87,11 @@ def test_intervals_scale_with_the_latencies(requests: Requests, seed: int, facto
     a, _ = estimate(requests, seed, resamples=200)
     b, _ = estimate(scaled, seed, resamples=200)
     for key in ("p50", "p99"):
-        assert b[key]["value"] == pytest.approx(a[key]["value"] * factor, rel=1e-9)
-        if a[key]["estimable"]:
-            assert b[key]["low"] == pytest.approx(a[key]["low"] * factor, rel=1e-9)
-            assert b[key]["high"] == pytest.approx(a[key]["high"] * factor, rel=1e-9)
+        before, after = getattr(a, key), getattr(b, key)
+        assert after.value == pytest.approx(before.value * factor, rel=1e-9)
+        if before.estimable:
+            assert after.low == pytest.approx(before.low * factor, rel=1e-9)
+            assert after.high == pytest.approx(before.high * factor, rel=1e-9)
 
 
 ratios = st.floats(min_value=0.01, max_value=100)

@@ -40,62 +40,62 @@ def _summary(naive: tuple, shim: tuple, config: dict | None = None) -> dict:
                                                   "shim": _variant(*shim), "deltas": {}}}}}
 
 
-def _decide(naive: tuple, shim: tuple, config: dict | None = None) -> dict:
+def _decide(naive: tuple, shim: tuple, config: dict | None = None) -> RankingDecision:
     body = summary_body(_summary(naive, shim, config))
     out = rv.ranking_verdicts(body, decisions_config(body))
-    RankingDecision.model_validate(out)  # what summary.json stores
+    RankingDecision.model_validate(out.model_dump(exclude_unset=True))  # what summary.json stores reads back
     return out
 
 
 def test_the_issue_case_is_undecided_not_unchanged() -> None:
     out = _decide(ISSUE, ISSUE)
-    entry = out["by_candidate"]["vllm"]
-    shim = entry["shim"]
+    entry = out.by_candidate["vllm"]
+    shim = entry.shim
     # the paired randomization tests see no difference: the old rule called this "unchanged", decision "none"
-    assert shim["tests"]["ndcg_at_10"]["verdict"] == "no_difference"
-    assert shim["tests"]["recall_at_5"]["verdict"] == "no_difference"
-    assert shim["equivalence"]["code"] == "inconclusive" and shim["unchanged"] is None
-    assert shim["metrics"]["ndcg_at_10"]["estimate"] == pytest.approx(-0.06)
-    assert shim["metrics"]["ndcg_at_10"]["code"] == "inconclusive"
-    assert shim["metrics"]["recall_at_5"]["estimate"] == pytest.approx(-0.05)
-    assert entry["decision"] == "undecided"
+    assert shim.tests["ndcg_at_10"].verdict == "no_difference"
+    assert shim.tests["recall_at_5"].verdict == "no_difference"
+    assert shim.equivalence.code == "inconclusive" and shim.unchanged is None
+    assert shim.metrics["ndcg_at_10"].estimate == pytest.approx(-0.06)
+    assert shim.metrics["ndcg_at_10"].code == "inconclusive"
+    assert shim.metrics["recall_at_5"].estimate == pytest.approx(-0.05)
+    assert entry.decision == "undecided"
     # -0.06 lies beyond the 0.02 margin: the n that would show it (two-sided t at 0.05, 80 % power, sd 0.245) is
     # about ((1.96 + 0.84) * 0.245 / 0.06)^2 ~ 131; recall: ((2.8 * 0.153) / 0.05)^2 ~ 74; the overlap change
     # -0.042 (sd 0.083) lies inside its 0.05 margin, so non-inferiority needs ((1.645 + 0.84) * 0.083 / 0.0083)^2
     # ~ 618 queries: the slowest comparison decides how many queries the decision needs
-    metrics = shim["metrics"]
-    assert 125 <= metrics["ndcg_at_10"]["n_needed"] <= 140
-    assert 70 <= metrics["recall_at_5"]["n_needed"] <= 82
-    assert metrics["top5_overlap"]["code"] == "inconclusive"
-    assert 590 <= metrics["top5_overlap"]["n_needed"] <= 640
-    assert entry["n_needed"] == shim["equivalence"]["n_needed"] == metrics["top5_overlap"]["n_needed"] > N
-    assert out["margins"]["ndcg_at_10"] == 0.02 and out["margins"]["recall_at_k"] == 0.02
+    metrics = shim.metrics
+    assert 125 <= metrics["ndcg_at_10"].n_needed <= 140
+    assert 70 <= metrics["recall_at_5"].n_needed <= 82
+    assert metrics["top5_overlap"].code == "inconclusive"
+    assert 590 <= metrics["top5_overlap"].n_needed <= 640
+    assert entry.n_needed == shim.equivalence.n_needed == metrics["top5_overlap"].n_needed > N
+    assert out.margins["ndcg_at_10"] == 0.02 and out.margins["recall_at_k"] == 0.02
 
 
 def test_identical_rankings_are_equivalent_and_unchanged() -> None:
     # every per-query delta is exactly 0 (no variance): the interval is the value itself, inside every margin
-    entry = _decide(SAME, SAME)["by_candidate"]["vllm"]
+    entry = _decide(SAME, SAME).by_candidate["vllm"]
     for kind in ("naive", "shim"):
-        assert entry[kind]["equivalence"]["code"] == "equivalent"
-        assert entry[kind]["unchanged"] is True
-        assert set(entry[kind]["metrics"]) == {"ndcg_at_10", "recall_at_5", "top5_overlap"}
-    assert entry["decision"] == "none" and entry["n_needed"] is None
+        assert getattr(entry, kind).equivalence.code == "equivalent"
+        assert getattr(entry, kind).unchanged is True
+        assert set(getattr(entry, kind).metrics) == {"ndcg_at_10", "recall_at_5", "top5_overlap"}
+    assert entry.decision == "none" and entry.n_needed is None
 
 
 def test_clearly_worse_is_different_and_decides_as_before() -> None:
-    entry = _decide(WORSE, SAME)["by_candidate"]["vllm"]
-    assert entry["naive"]["equivalence"]["code"] == "different"
-    assert entry["naive"]["equivalence"]["direction"] == "worse"
-    assert entry["naive"]["unchanged"] is False
-    assert entry["decision"] == "client"  # address swap alone changes it, the shim brings it back
-    entry = _decide(SAME, WORSE)["by_candidate"]["vllm"]
-    assert entry["shim"]["unchanged"] is False and entry["decision"] == "reindex"
+    entry = _decide(WORSE, SAME).by_candidate["vllm"]
+    assert entry.naive.equivalence.code == "different"
+    assert entry.naive.equivalence.direction == "worse"
+    assert entry.naive.unchanged is False
+    assert entry.decision == "client"  # address swap alone changes it, the shim brings it back
+    entry = _decide(SAME, WORSE).by_candidate["vllm"]
+    assert entry.shim.unchanged is False and entry.decision == "reindex"
 
 
 def test_an_inconclusive_naive_variant_leaves_the_client_question_undecided() -> None:
-    entry = _decide(ISSUE, SAME)["by_candidate"]["vllm"]
-    assert entry["shim"]["unchanged"] is True and entry["naive"]["unchanged"] is None
-    assert entry["decision"] == "undecided" and entry["n_needed"] == entry["naive"]["equivalence"]["n_needed"]
+    entry = _decide(ISSUE, SAME).by_candidate["vllm"]
+    assert entry.shim.unchanged is True and entry.naive.unchanged is None
+    assert entry.decision == "undecided" and entry.n_needed == entry.naive.equivalence.n_needed
 
 
 def test_margins_come_from_the_experiment() -> None:
@@ -103,10 +103,10 @@ def test_margins_come_from_the_experiment() -> None:
     # [-0.103, 0.003] inside +-0.2; overlap - 1: mean -0.042, low ~ -0.071 > -0.1 -> all equivalent
     config = {"decisions": {"margins": {"ndcg_at_10": 0.2, "recall_at_k": 0.2, "top_k_overlap": 0.1}}}
     out = _decide(ISSUE, ISSUE, config)
-    assert out["margins"]["ndcg_at_10"] == 0.2 and out["margins"]["top_k_overlap"] == 0.1
-    assert out["tolerance"]["top5_overlap_min"] == pytest.approx(0.9)
-    entry = out["by_candidate"]["vllm"]
-    assert entry["shim"]["equivalence"]["code"] == "equivalent" and entry["decision"] == "none"
+    assert out.margins["ndcg_at_10"] == 0.2 and out.margins["top_k_overlap"] == 0.1
+    assert out.tolerance.top5_overlap_min == pytest.approx(0.9)
+    entry = out.by_candidate["vllm"]
+    assert entry.shim.equivalence.code == "equivalent" and entry.decision == "none"
     with pytest.raises(ValidationError):  # a margin the user wrote wrong is not silently replaced by the default
         _decide(SAME, SAME, {"decisions": {"margins": {"ndcg_at_10": -1}}})
 

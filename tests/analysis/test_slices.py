@@ -38,25 +38,25 @@ def test_one_worse_language_makes_the_candidate_not_equivalent_and_is_named() ->
     # ko unchanged on every query; en loses 0.2 nDCG@10 and recall@5 on every query (no noise: significant)
     out = _ranking(summary_body(_summary({"ko": [0.0] * N, "en": [-0.2] * N})))
     RankingDecision.model_validate(out)
-    shim = out["by_candidate"]["vllm"]["shim"]
-    sliced = shim["slices"]["ndcg_at_10"]
-    assert sliced["by_slice"]["ko"]["code"] == "equivalent"
-    assert sliced["by_slice"]["en"]["code"] == "different" and sliced["by_slice"]["en"]["direction"] == "worse"
-    assert sliced["overall"]["code"] == "different" and sliced["overall"]["slices"] == ["en"]
+    shim = out.by_candidate["vllm"].shim
+    sliced = shim.slices["ndcg_at_10"]
+    assert sliced.by_slice["ko"].code == "equivalent"
+    assert sliced.by_slice["en"].code == "different" and sliced.by_slice["en"].direction == "worse"
+    assert sliced.overall.code == "different" and sliced.overall.slices == ["en"]
     # the pooled mean (-0.1) would be "different" too; the point: the combined verdict names the language
-    assert shim["metrics"]["ndcg_at_10"]["slices"] == ["en"]
-    assert shim["equivalence"]["code"] == "different"
-    assert out["by_candidate"]["vllm"]["decision"] == "reindex"
+    assert shim.metrics["ndcg_at_10"].slices == ["en"]
+    assert shim.equivalence.code == "different"
+    assert out.by_candidate["vllm"].decision == "reindex"
 
 
 def test_a_worse_language_is_not_hidden_by_a_better_one() -> None:
     # pooled mean 0: en +0.1 on every query, ko -0.1: a pooled verdict alone would see no change on average
     out = _ranking(summary_body(_summary({"ko": [-0.1] * N, "en": [0.1] * N})))
-    shim = out["by_candidate"]["vllm"]["shim"]
-    assert shim["slices"]["ndcg_at_10"]["overall"]["code"] == "different"
-    assert shim["slices"]["ndcg_at_10"]["overall"]["direction"] == "worse"
-    assert shim["slices"]["ndcg_at_10"]["overall"]["slices"] == ["ko"]
-    assert shim["unchanged"] is False
+    shim = out.by_candidate["vllm"].shim
+    assert shim.slices["ndcg_at_10"].overall.code == "different"
+    assert shim.slices["ndcg_at_10"].overall.direction == "worse"
+    assert shim.slices["ndcg_at_10"].overall.slices == ["ko"]
+    assert shim.unchanged is False
 
 
 def test_a_noisy_difference_in_one_language_needs_to_survive_holm() -> None:
@@ -66,8 +66,8 @@ def test_a_noisy_difference_in_one_language_needs_to_survive_holm() -> None:
     noisy[0] -= 0.02
     noisy[1] += 0.02
     out = _ranking(summary_body(_summary({"ko": [0.0] * N, "en": noisy})))
-    en = out["by_candidate"]["vllm"]["shim"]["slices"]["ndcg_at_10"]["by_slice"]["en"]
-    assert en["code"] == "inconclusive" and en["reason"] == "not_significant_after_holm"
+    en = out.by_candidate["vllm"].shim.slices["ndcg_at_10"].by_slice["en"]
+    assert en.code == "inconclusive" and en.reason == "not_significant_after_holm"
 
 
 def test_document_cosine_per_language() -> None:

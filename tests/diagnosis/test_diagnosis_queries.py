@@ -56,7 +56,7 @@ def test_a_server_ignoring_input_type_is_found_missing_the_prompt(model: Path, t
     assert vllm["hypothesis"]["prompt"] is None and vllm["hypothesis"]["cos_min"] >= 0.999
     assert "Instruct: " in vllm["reasons"][0]["why"]  # the sentence names the prompt the server left out
     decisions = diagnosis_query_decisions(summary_body({"diagnosis": {"measured": True, "queries": result}}))
-    assert list(decisions) == ["vllm"] and decisions["vllm"]["step"] == "queries"
+    assert list(decisions) == ["vllm"] and decisions["vllm"].step == "queries"
 
 
 def test_no_query_diagnosis_without_queries_captures_or_a_prefix_template(model: Path, tmp_path: Path) -> None:

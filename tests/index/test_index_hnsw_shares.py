@@ -84,9 +84,9 @@ def test_ends_builds_and_searches_hnsw_only_at_shares_0_and_1(tmp_path: Path, mo
                              config, np.zeros((0, 0)))
     decision = candidate_decision(IndexCandidate.model_validate(scored), DecisionsConfig(), config,
                                   config.distance, [])
-    hnsw_cells = {c["share"] for c in decision["cells"] if c["method"] == "hnsw"}
-    assert hnsw_cells == {0.0, 1.0} and decision["hnsw_recall"] is not None
-    assert {c["share"] for c in decision["cells"] if c["method"] == "exact"} == {0.0, 0.25, 0.5, 0.75, 1.0}
+    hnsw_cells = {c.share for c in decision.cells if c.method == "hnsw"}
+    assert hnsw_cells == {0.0, 1.0} and decision.hnsw_recall is not None
+    assert {c.share for c in decision.cells if c.method == "exact"} == {0.0, 0.25, 0.5, 0.75, 1.0}
 
 
 @pytest.mark.parametrize(("limit", "mode"), [(N_DOCS, "all"), (N_DOCS - 1, "ends")])

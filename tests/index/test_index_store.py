@@ -15,7 +15,7 @@ from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.index import IndexConfig
 from embedswap.index.searches import run_searches
 from embedswap.summary.sections.index import score_candidate
-from embedswap.summary.types_index import IndexCandidate
+from embedswap.summary.types_index import IndexCandidate, IndexDecision
 
 N_DOCS, N_QUERIES, DIM = 160, 40, 24
 
@@ -37,7 +37,7 @@ def _world(seed: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _decide(tmp_path: Path, candidate_docs: np.ndarray, candidate_queries: np.ndarray,
-            config: IndexConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+            config: IndexConfig) -> tuple[IndexDecision, dict[str, Any]]:
     docs, queries, grades = _world()
     vectors = {"legacy": {"docs": docs, "queries": queries},
                "cand": {"docs": candidate_docs, "queries": candidate_queries}}
@@ -53,12 +53,12 @@ def _decide(tmp_path: Path, candidate_docs: np.ndarray, candidate_queries: np.nd
 def test_identical_vectors_keep_the_index_with_the_identity_map(tmp_path: Path) -> None:
     docs, queries, _ = _world()
     decision, scored = _decide(tmp_path, docs.copy(), queries.copy(), IndexConfig())
-    assert decision["code"] == "keep_index" and decision["cross"]["code"] == "equivalent"
-    assert decision["retention"] == pytest.approx(1.0) and decision["backward_compatible"] is True
-    assert decision["adapter"]["identity"] is True and decision["adapter"]["residual_test"] < 1e-6
-    assert decision["adapter"]["retained"] == pytest.approx(1.0)  # the identity: no improvement claimed
-    assert decision["length"] == "same" and decision["advice"] == "none"
-    assert 0.8 <= decision["hnsw_recall"] <= 1.0
+    assert decision.code == "keep_index" and decision.cross.code == "equivalent"
+    assert decision.retention == pytest.approx(1.0) and decision.backward_compatible is True
+    assert decision.adapter.identity is True and decision.adapter.residual_test < 1e-6
+    assert decision.adapter.retained == pytest.approx(1.0)  # the identity: no improvement claimed
+    assert decision.length == "same" and decision.advice == "none"
+    assert 0.8 <= decision.hnsw_recall <= 1.0
     shares = sorted({c["share"] for c in scored["cells"]})
     assert shares == [0.0, 0.25, 0.5, 0.75, 1.0]
 
@@ -69,14 +69,14 @@ def test_length_only_difference(tmp_path: Path, distance: str) -> None:
     rng = np.random.default_rng(11)
     scale = rng.uniform(0.3, 3.0, size=(N_DOCS, 1)).astype(np.float32)  # a server that does not normalise
     decision, _ = _decide(tmp_path, docs * scale, queries * 2.0, IndexConfig(distance=distance))
-    assert decision["length"] == "length_only"
+    assert decision.length == "length_only"
     if distance == "cosine":
-        assert decision["advice"] == "keep_cosine" and decision["code"] == "keep_index"
+        assert decision.advice == "keep_cosine" and decision.code == "keep_index"
     else:
-        assert decision["advice"] == "use_cosine_or_renormalise"
-        full = next(c for c in decision["cells"] if c["queries"] == "candidate" and c["share"] == 1
-                    and c["method"] == "exact")
-        assert full["overlap"]["code"] != "equivalent"  # the inner-product index ranks differently
+        assert decision.advice == "use_cosine_or_renormalise"
+        full = next(c for c in decision.cells if c.queries == "candidate" and c.share == 1
+                    and c.method == "exact")
+        assert full.overlap.code != "equivalent"  # the inner-product index ranks differently
 
 
 def test_rotated_space_loses_the_cross_search_and_the_adapter_recovers_it(tmp_path: Path) -> None:
@@ -84,15 +84,15 @@ def test_rotated_space_loses_the_cross_search_and_the_adapter_recovers_it(tmp_pa
     rotation, _ = np.linalg.qr(np.random.default_rng(5).normal(size=(DIM, DIM)))
     decision, _ = _decide(tmp_path, (docs @ rotation).astype(np.float32),
                                (queries @ rotation).astype(np.float32), IndexConfig())
-    assert decision["cross"]["code"] == "different" and decision["cross"]["direction"] == "worse"
-    assert decision["cross"]["high"] < 0  # the whole interval is a loss
-    assert decision["backward_compatible"] is False and decision["retention"] < 0.5
-    assert decision["adapter"]["identity"] is False and decision["adapter"]["residual_test"] < 1e-3
-    assert decision["adapter"]["retained"] == pytest.approx(1.0, abs=0.02)
-    assert decision["code"] == "adapter"
-    curve = sorted((c for c in decision["cells"] if c["queries"] == "candidate" and c["method"] == "exact"),
-                   key=lambda c: c["share"])
-    assert curve[0]["ndcg_at_10"] < curve[2]["ndcg_at_10"] < curve[-1]["ndcg_at_10"]  # the mixed-share curve
+    assert decision.cross.code == "different" and decision.cross.direction == "worse"
+    assert decision.cross.high < 0  # the whole interval is a loss
+    assert decision.backward_compatible is False and decision.retention < 0.5
+    assert decision.adapter.identity is False and decision.adapter.residual_test < 1e-3
+    assert decision.adapter.retained == pytest.approx(1.0, abs=0.02)
+    assert decision.code == "adapter"
+    curve = sorted((c for c in decision.cells if c.queries == "candidate" and c.method == "exact"),
+                   key=lambda c: c.share)
+    assert curve[0].ndcg_at_10 < curve[2].ndcg_at_10 < curve[-1].ndcg_at_10  # the mixed-share curve
 
 
 def test_unrelated_space_is_re_embedded(tmp_path: Path) -> None:
@@ -101,9 +101,9 @@ def test_unrelated_space_is_re_embedded(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     w = rng.normal(size=(DIM, DIM)).astype(np.float32)
     decision, _ = _decide(tmp_path, np.tanh(3 * docs @ w), np.tanh(3 * queries @ w), IndexConfig())
-    assert decision["cross"]["code"] == "different" and decision["code"] == "re_embed"
-    assert decision["adapter"]["identity"] is False
-    assert decision["adapter"]["verdict"]["code"] not in ("equivalent", "non_inferior")
+    assert decision.cross.code == "different" and decision.code == "re_embed"
+    assert decision.adapter.identity is False
+    assert decision.adapter.verdict.code not in ("equivalent", "non_inferior")
 
 
 def test_user_dsn_wrong_dsn_and_a_server_lost_mid_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.index import IndexConfig
 from embedswap.index.searches import run_searches
 from embedswap.summary.sections.index import score_candidate
-from embedswap.summary.types_index import IndexCandidate
+from embedswap.summary.types_index import IndexCandidate, IndexDecision
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -47,7 +47,7 @@ def minilm() -> dict[str, Any]:
     return out
 
 
-def _decide(minilm: dict[str, Any], mistake: str, config: IndexConfig, folder: Path) -> dict[str, Any]:
+def _decide(minilm: dict[str, Any], mistake: str, config: IndexConfig, folder: Path) -> IndexDecision:
     vectors = {"legacy": minilm["none"], "cand": minilm[mistake]}
     capture = run_searches(vectors, "legacy", ["cand"], config, folder)
     scored = score_candidate(capture["by_candidate"]["cand"],
@@ -61,21 +61,21 @@ def test_a_server_that_does_not_normalise(minilm: dict[str, Any], tmp_path: Path
     norms = np.linalg.norm(minilm["skip-normalize"]["docs"], axis=1)
     assert norms.std() > 0.01  # lengths really differ
     cosine = _decide(minilm, "skip-normalize", IndexConfig(), tmp_path / "c")
-    assert cosine["length"] == "length_only" and cosine["advice"] == "keep_cosine"
-    assert cosine["code"] == "keep_index" and cosine["cross"]["code"] == "equivalent"
+    assert cosine.length == "length_only" and cosine.advice == "keep_cosine"
+    assert cosine.code == "keep_index" and cosine.cross.code == "equivalent"
     inner = _decide(minilm, "skip-normalize", IndexConfig(distance="inner_product"), tmp_path / "i")
-    assert inner["length"] == "length_only" and inner["advice"] == "use_cosine_or_renormalise"
-    full = next(c for c in inner["cells"] if c["queries"] == "candidate" and c["share"] == 1 and c["method"] == "exact")
-    assert full["overlap"]["code"] != "equivalent"  # the inner-product index ranks the re-embedded vectors otherwise
+    assert inner.length == "length_only" and inner.advice == "use_cosine_or_renormalise"
+    full = next(c for c in inner.cells if c.queries == "candidate" and c.share == 1 and c.method == "exact")
+    assert full.overlap.code != "equivalent"  # the inner-product index ranks the re-embedded vectors otherwise
 
 
 def test_another_pooling(minilm: dict[str, Any], tmp_path: Path) -> None:
     # measured: the CLS-pooled queries on the mean-pooled index keep nDCG@10 on 24 queries (inconclusive) but
     # change most top-5 sets, and an index holding both poolings ranks far worse than either alone
     decision = _decide(minilm, "pooling-cls", IndexConfig(), tmp_path / "p")
-    assert decision["length"] == "direction" and decision["code"] in ("re_embed", "adapter")
-    cells = {c["share"]: c for c in decision["cells"] if c["queries"] == "candidate" and c["method"] == "exact"}
-    assert cells[0.0]["overlap"]["code"] == "different"  # the cross search returns other documents
-    assert cells[0.25]["ndcg"]["code"] == "different" and cells[0.25]["ndcg"]["direction"] == "worse"
-    assert cells[0.25]["ndcg_at_10"] < min(cells[0.0]["ndcg_at_10"], cells[1.0]["ndcg_at_10"])
-    assert decision["adapter"]["identity"] is False and decision["adapter"]["residual_test"] > 0.1
+    assert decision.length == "direction" and decision.code in ("re_embed", "adapter")
+    cells = {c.share: c for c in decision.cells if c.queries == "candidate" and c.method == "exact"}
+    assert cells[0.0].overlap.code == "different"  # the cross search returns other documents
+    assert cells[0.25].ndcg.code == "different" and cells[0.25].ndcg.direction == "worse"
+    assert cells[0.25].ndcg_at_10 < min(cells[0.0].ndcg_at_10, cells[1.0].ndcg_at_10)
+    assert decision.adapter.identity is False and decision.adapter.residual_test > 0.1

@@ -139,8 +139,8 @@ def test_advice_names_the_length_and_usage_aspects() -> None:
 
     hits = _hits([row("dimensions_reduced", side(200, V), side(200, [0.856, 0.0, 0.0])),
                   row("plain", side(200, V, tokens=10), side(200, V, tokens=None))])
-    assert [h["probe"] for h in hits["renormalise"]] == ["dimensions_reduced"]
-    assert [h["probe"] for h in hits["count_tokens"]] == ["plain"]
+    assert [h.probe for h in hits["renormalise"]] == ["dimensions_reduced"]
+    assert [h.probe for h in hits["count_tokens"]] == ["plain"]
     assert "plain_differs" not in hits  # usage alone no longer says the plain request answers differently
 
 
@@ -155,8 +155,8 @@ def test_advice_orders_by_index_only_for_a_candidate_that_answered_out_of_order(
     summary = {"contract": [], "roles": {"legacy": "legacy", "candidates": ["a", "b"]},
                "vectors": {"measured": True, "by_target": {"legacy": order(True), "a": order(False), "b": order(True)}}}
     changes = client_changes(summary_body(summary))
-    assert [c["rule"] for c in changes] == ["order_by_index"]
-    assert [p["candidate"] for p in changes[0]["probes"]] == ["a"]
+    assert [c.rule for c in changes] == ["order_by_index"]
+    assert [p.candidate for p in changes[0].probes] == ["a"]
     summary["vectors"]["by_target"]["a"]["index_order_ok"] = True
     assert client_changes(summary_body(summary)) == []
 

@@ -153,7 +153,7 @@ def test_a_worker_killed_mid_rate_voids_that_rate_naming_it_and_the_sweep_is_kep
     assert all(r["cosine_min"] == pytest.approx(1.0) for r in rows)  # each worker checked its vectors
     capacity = Capacity.model_validate({**{k: v for k, v in section.items() if k != "by_target"}})
     found = server_capacity(CapacityTarget.model_validate(section["by_target"]["cand"]), capacity)
-    assert found["invalid_rates"] == [8.0] and found["met_rate"] == 4.0  # the sweep is kept; 8 says nothing
+    assert found.invalid_rates == [8.0] and found.met_rate == 4.0  # the sweep is kept; 8 says nothing
 
 
 def test_a_split_run_against_an_mg1_server_sends_the_whole_schedule_from_one_start() -> None:

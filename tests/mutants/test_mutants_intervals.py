@@ -114,25 +114,25 @@ def test_estimate_by_hand() -> None:
     lat = [list(rng.uniform(90, 110, 20)), list(rng.uniform(90, 110, 20))]
     r = Requests(lat, [[4] * 20, [4] * 19 + [0]], [1.0, 2.0])
     est, reps = estimate(r, 9, resamples=300)
-    assert (est["n"], est["requests"], est["repeats"]) == (39, 40, 2)
-    p50, p90, p99, docs = est["p50"], est["p90"], est["p99"], est["docs_per_s"]
-    assert p50["estimable"] and p50["n_min"] == 6 and p50["low"] < p50["value"] < p50["high"]
-    assert 90 <= p50["low"] and p50["high"] <= 110
-    assert p90["estimable"] and p90["n_min"] == 36 and p90["near_max"] is False
-    assert p99["estimable"] is False and p99["low"] is None and p99["high"] is None and p99["n_min"] == 368
-    assert p99["near_max"] is True and p99["value"] == pytest.approx(np.percentile(r.pooled_ok(), 99))
-    assert docs["n_min"] == 1 and docs["estimable"] and docs["near_max"] is False
-    assert docs["value"] == pytest.approx(156 / 3.0) and docs["low"] < docs["value"] < docs["high"]
-    assert est["per_repeat"]["docs_per_s"] == [80.0, 38.0]  # 80 docs in 1 s, 76 in 2 s
+    assert (est.n, est.requests, est.repeats) == (39, 40, 2)
+    p50, p90, p99, docs = est.p50, est.p90, est.p99, est.docs_per_s
+    assert p50.estimable and p50.n_min == 6 and p50.low < p50.value < p50.high
+    assert 90 <= p50.low and p50.high <= 110
+    assert p90.estimable and p90.n_min == 36 and p90.near_max is False
+    assert p99.estimable is False and p99.low is None and p99.high is None and p99.n_min == 368
+    assert p99.near_max is True and p99.value == pytest.approx(np.percentile(r.pooled_ok(), 99))
+    assert docs.n_min == 1 and docs.estimable and docs.near_max is False
+    assert docs.value == pytest.approx(156 / 3.0) and docs.low < docs.value < docs.high
+    assert est.per_repeat["docs_per_s"] == [80.0, 38.0]  # 80 docs in 1 s, 76 in 2 s
     assert reps["p50"].shape == (300,)
     # nothing answered: no replicates, nothing estimable
     none, reps = estimate(Requests([[10.0]], [[0]], [1.0]), 1, 50)
-    assert reps == {} and none["n"] == 0 and none["p50"]["estimable"] is False and none["p50"]["value"] is None
+    assert reps == {} and none.n == 0 and none.p50.estimable is False and none.p50.value is None
     # five answered requests: one short of a p50 interval
     five, _ = estimate(Requests([[1.0, 2.0, 3.0, 4.0, 5.0]], [[1] * 5], [1.0]), 1, 50)
-    assert five["p50"]["estimable"] is False and five["p50"]["value"] == 3.0
+    assert five.p50.estimable is False and five.p50.value == 3.0
     six, _ = estimate(Requests([[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]], [[1] * 6], [1.0]), 1, 50)
-    assert six["p50"]["estimable"] is True
+    assert six.p50.estimable is True
 
 
 @pytest.mark.parametrize(("low", "high", "lower_is_better", "expected"), [
@@ -162,18 +162,18 @@ def _point(scale: float, n: int = 20, repeats: int = 2, seed: int = 0):
 def test_ratio_by_hand() -> None:
     slow, base = _point(2.0, seed=1), _point(1.0, seed=2)
     out = ratio(slow, base)
-    assert set(out) == {"p50", "p99", "docs_per_s"}
-    p50 = out["p50"]
-    assert p50["value"] == pytest.approx(slow[0]["p50"]["value"] / base[0]["p50"]["value"])
-    assert 1.8 < p50["low"] <= p50["value"] <= p50["high"] < 2.2
-    assert p50["direction"] == "slower" and p50["n"] == [40, 40]
-    assert p50["repeats_overlap"] is False
-    docs = out["docs_per_s"]
-    assert docs["direction"] == "slower" and 0.45 < docs["low"] < docs["high"] < 0.55  # half the throughput
-    assert out["p99"]["direction"] == "too_few" and out["p99"]["low"] is None  # 40 requests carry no p99 interval
-    assert ratio(base, slow)["p50"]["direction"] == "faster"
+    assert out.model_fields_set == {"p50", "p99", "docs_per_s"}
+    p50 = out.p50
+    assert p50.value == pytest.approx(slow[0].p50.value / base[0].p50.value)
+    assert 1.8 < p50.low <= p50.value <= p50.high < 2.2
+    assert p50.direction == "slower" and p50.n == [40, 40]
+    assert p50.repeats_overlap is False
+    docs = out.docs_per_s
+    assert docs.direction == "slower" and 0.45 < docs.low < docs.high < 0.55  # half the throughput
+    assert out.p99.direction == "too_few" and out.p99.low is None  # 40 requests carry no p99 interval
+    assert ratio(base, slow).p50.direction == "faster"
     same = ratio(_point(1.0, seed=3), _point(1.0, seed=4))
-    assert same["p50"]["direction"] == "no_difference"
+    assert same.p50.direction == "no_difference"
 
 
 def test_ratio_missing_sides() -> None:
@@ -181,23 +181,23 @@ def test_ratio_missing_sides() -> None:
     # a side is always estimate()'s output: one whose every request failed has no figure (n 0)
     empty = estimate(Requests([[10.0, 12.0]], [[0, 0]], [1.0]), SEED)
     out = ratio(empty, base)
-    assert set(out) == {"p50", "p99", "docs_per_s"}
-    assert all(out[k]["direction"] == "missing" and out[k]["value"] is None for k in out)
-    assert out["p50"]["n"] == [0, 40] and out["p50"]["repeats_overlap"] is None
-    assert ratio(base, empty)["p50"]["direction"] == "missing"  # nor as the reference
-    zero = ({**base[0], "p50": {**base[0]["p50"], "value": 0.0}}, base[1])
-    assert ratio(base, zero)["p50"]["direction"] == "missing"  # no ratio to a zero reference
-    assert ratio(zero, base)["p50"]["value"] == 0.0
-    few = ({**base[0], "p50": {**base[0]["p50"], "estimable": False}}, base[1])
-    assert ratio(few, base)["p50"]["direction"] == "too_few"
-    assert ratio(base, few)["p50"]["direction"] == "too_few"
-    assert math.isclose(ratio(base, base)["p50"]["value"], 1.0)
+    assert out.model_fields_set == {"p50", "p99", "docs_per_s"}
+    assert all(getattr(out, k).direction == "missing" and getattr(out, k).value is None for k in out.model_fields_set)
+    assert out.p50.n == [0, 40] and out.p50.repeats_overlap is None
+    assert ratio(base, empty).p50.direction == "missing"  # nor as the reference
+    zero = (base[0].model_copy(update={"p50": base[0].p50.model_copy(update={"value": 0.0})}), base[1])
+    assert ratio(base, zero).p50.direction == "missing"  # no ratio to a zero reference
+    assert ratio(zero, base).p50.value == 0.0
+    few = (base[0].model_copy(update={"p50": base[0].p50.model_copy(update={"estimable": False})}), base[1])
+    assert ratio(few, base).p50.direction == "too_few"
+    assert ratio(base, few).p50.direction == "too_few"
+    assert math.isclose(ratio(base, base).p50.value, 1.0)
 
 
 def test_a_ratio_interval_is_the_expanded_one() -> None:
     # the ratio's interval takes the small-sample expanded tail (df = n - repeats), so it is wider than the plain
     # 2.5 / 97.5 percentiles of the same replicate ratios
     slow, base = _point(1.1, n=8, repeats=3, seed=5), _point(1.0, n=8, repeats=3, seed=6)
-    out = ratio(slow, base)["p50"]
+    out = ratio(slow, base).p50
     plain = np.percentile(slow[1]["p50"] / base[1]["p50"], [2.5, 97.5])
-    assert out["low"] < plain[0] and out["high"] > plain[1]
+    assert out.low < plain[0] and out.high > plain[1]

@@ -112,7 +112,7 @@ def test_decision_and_summary_model(complete: dict[str, Any]) -> None:
     assert found["worst"]["image"] == pytest.approx(1 - 1e-3, abs=2e-4)
     failed = _summary(complete, _rows(1e-7, 1e-2), False)  # images below 0.995
     assert failed["decisions"]["parity_multimodal"]["code"] == "multimodal_failed"
-    assert multimodal_finding(typed_summary(complete))["code"] == "multimodal_not_measured"  # an old summary: not measured
+    assert multimodal_finding(typed_summary(complete)).code == "multimodal_not_measured"  # an old summary: not measured
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

@@ -317,7 +317,7 @@ def test_client_changes_follow_the_verdicts(complete: dict[str, Any]) -> None:
     keys = [c["key"] for c in client_changes(summary, "en")]
     assert keys == ["drop_dimensions", "prepend_instruction", "truncate", "decode_encoding", "review", "no_retry_5xx"]
     # decided in the analysis, language-neutral
-    assert [c["rule"] for c in change_rules(typed_summary(summary))] == keys
+    assert [c.rule for c in change_rules(typed_summary(summary))] == keys
     texts = {c["key"]: c["text"] for c in client_changes(summary, "en")}
     assert "1,024 tokens" in texts["truncate"] and "my_custom_probe" in texts["review"]
     assert [c["key"] for c in client_changes(summary, "ko")] == keys

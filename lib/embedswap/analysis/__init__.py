@@ -13,13 +13,22 @@ same codes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from embedswap.analysis import (capacity, client_changes, diagnosis, index_decision, latency_ratios, latency_shown,
                                 parity_matrix, parity_multimodal, post, ranking_verdict, shim_outcome, slices)
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
-from embedswap.summary.types_decisions import Decisions
+from embedswap.summary.types_decisions import Decisions, LatencyDecisions, RankingDecision
+from embedswap.summary.types_post import LatencyShown, PostDecision
+
+
+@dataclass(frozen=True)
+class PostParts:
+    """The two decisions an older summary lacks (``shown``, ``post``), computed from the ones it stores."""
+    shown: LatencyShown
+    post: PostDecision
 
 
 def decisions_config(summary: SummaryBody) -> DecisionsConfig:
@@ -36,35 +45,39 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
     :class:`~embedswap.summary.model.Summary` that already has decisions is read the same way (they are not
     consulted). Stored with :func:`decisions_json`."""
     config = config if config is not None else decisions_config(summary)
-    found = {"capacity": capacity.capacity_decisions(summary, config)} if summary.capacity is not None else {}
     latency = latency_ratios.latency_decisions(summary, config)
     ranking = ranking_verdict.ranking_verdicts(summary, config)
-    return Decisions.model_validate({
-        **found,
-        "client_changes": client_changes.client_changes(summary),
-        "ranking": ranking,
-        "latency": latency,
-        "shown": latency_shown.latency_shown(summary, latency["points"]),
-        "post": post.post_decision(summary, latency, ranking),
-        "shim": shim_outcome.shim_outcomes(summary),
-        "parity_matrix": parity_matrix.matrix_findings(summary),
-        "parity_multimodal": parity_multimodal.multimodal_finding(summary),
-        "diagnosis": diagnosis.diagnosis_decisions(summary),
-        "diagnosis_queries": diagnosis.diagnosis_query_decisions(summary),
-        **({"vectors": vectors} if (vectors := slices.vector_decisions(summary, config)) else {}),
-        "index": index_decision.index_decisions(summary, config, latency.get("points")),
-    })
+    decided = Decisions(
+        client_changes=client_changes.client_changes(summary),
+        ranking=ranking,
+        latency=latency,
+        shown=latency_shown.latency_shown(summary, latency.points),
+        post=post.post_decision(summary, latency, ranking),
+        shim=shim_outcome.shim_outcomes(summary),
+        parity_matrix=parity_matrix.matrix_findings(summary),
+        parity_multimodal=parity_multimodal.multimodal_finding(summary),
+        diagnosis=diagnosis.diagnosis_decisions(summary),
+        diagnosis_queries=diagnosis.diagnosis_query_decisions(summary),
+        index=index_decision.index_decisions(summary, config, latency.points),
+    )
+    # set only when there is one: summary.json has no ``capacity``/``vectors`` key otherwise
+    if summary.capacity is not None:
+        decided.capacity = capacity.capacity_decisions(summary, config)
+    if vectors := slices.vector_decisions(summary, config):
+        decided.vectors = vectors
+    return decided
 
 
-def post_decisions(summary: SummaryBody, stored: dict[str, Any]) -> dict[str, Any]:
+def post_decisions(summary: SummaryBody, stored: dict[str, Any]) -> PostParts:
     """``shown`` and ``post`` alone, from the latency and ranking decisions a summary already stores (one decided
-    before they existed), as summary.json stores them."""
-    latency, ranking = stored.get("latency") or {}, stored.get("ranking") or {}
-    return {"shown": latency_shown.latency_shown(summary, latency.get("points") or {}),
-            "post": post.post_decision(summary, latency, ranking)}
+    before they existed); ``stored`` is that summary's ``decisions`` as JSON, read here into the models."""
+    latency = LatencyDecisions.model_validate(stored.get("latency") or {})
+    ranking = RankingDecision.model_validate(stored["ranking"]) if stored.get("ranking") else None
+    return PostParts(shown=latency_shown.latency_shown(summary, latency.points),
+                     post=post.post_decision(summary, latency, ranking))
 
 
-def decisions_json(decisions: Decisions) -> dict[str, Any]:
+def decisions_json(decisions: Decisions) -> dict[str, Any]:  # the JSON boundary: summary.json's section as a dict
     """The ``decisions`` section as summary.json stores it: only the keys the analysis set (an absent optional
     key stays absent, as before the model)."""
     return decisions.model_dump(mode="python", by_alias=True, exclude_unset=True)

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
-
 import numpy as np
 
-from embedswap.stats.equivalence import ALPHA
+from embedswap.stats.equivalence import ALPHA, Verdict
 from embedswap.stats.latency_equivalence import log_ratio_interval, ratio_verdict
 from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
-from embedswap.summary.types_capacity import Capacity, CapacityTarget, OpenRun
+from embedswap.summary.types_capacity import (Capacity, CapacityDecisions, CapacityTarget, OpenRun, RatePoint,
+                                              ServerCapacity)
 
 
 def repeat_capacity(runs: list[OpenRun], slo_p99_ms: float) -> tuple[float | None, str, str | None,
@@ -57,7 +56,7 @@ def log_interval(values: list[float], alpha: float = ALPHA) -> tuple[float | Non
     return centre, float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
 
 
-def _points(target: CapacityTarget) -> list[dict[str, Any]]:
+def _points(target: CapacityTarget) -> list[RatePoint]:
     by_rate: dict[float, list[OpenRun]] = {}
     for run in target.runs:
         by_rate.setdefault(float(run.rate), []).append(run)
@@ -69,17 +68,17 @@ def _points(target: CapacityTarget) -> list[dict[str, Any]]:
         tput = [float(r.throughput) for r in valid if r.throughput is not None]
         good = [float(r.goodput) for r in valid if r.goodput is not None]
         total = sum(r.requests for r in runs)
-        out.append({"rate": rate, "repeats": len(runs), "valid": len(valid),
-                    "p99_ms": statistics.median(p99) if p99 else None, "p99_low": min(p99) if p99 else None,
-                    "p99_high": max(p99) if p99 else None, "p50_ms": statistics.median(p50) if p50 else None,
-                    "throughput": statistics.median(tput) if tput else None,
-                    "goodput": statistics.median(good) if good else None,
-                    "shed_share": sum(r.shed for r in runs) / total if total else 0.0,
-                    "meets": bool(valid) and all(not r.misses for r in valid)})
+        out.append(RatePoint(rate=rate, repeats=len(runs), valid=len(valid),
+                             p99_ms=statistics.median(p99) if p99 else None, p99_low=min(p99) if p99 else None,
+                             p99_high=max(p99) if p99 else None, p50_ms=statistics.median(p50) if p50 else None,
+                             throughput=statistics.median(tput) if tput else None,
+                             goodput=statistics.median(good) if good else None,
+                             shed_share=sum(r.shed for r in runs) / total if total else 0.0,
+                             meets=bool(valid) and all(not r.misses for r in valid)))
     return out
 
 
-def server_capacity(target: CapacityTarget, section: Capacity, alpha: float = ALPHA) -> dict[str, Any]:
+def server_capacity(target: CapacityTarget, section: Capacity, alpha: float = ALPHA) -> ServerCapacity:
     slo = float(section.slo_p99_ms or 0)
     repeats: dict[int, list[OpenRun]] = {}
     for run in target.runs:
@@ -93,32 +92,33 @@ def server_capacity(target: CapacityTarget, section: Capacity, alpha: float = AL
     limits = [f[2] for f in found if f[2]]
     met = [f[3] for f in found if f[3] is not None]
     missed = [f[4] for f in found if f[4] is not None]
-    out: dict[str, Any] = {"capacity": capacity, "low": low, "high": high, "per_repeat": per_repeat,
-                           "censored": censored, "limit": max(set(limits), key=limits.count) if limits else None,
-                           "met_rate": min(met) if met else None, "missed_rate": min(missed) if missed else None,
-                           "invalid_rates": sorted({float(r.rate) for r in target.runs if not r.valid}),
-                           "points": _points(target)}
+    points = _points(target)
+    # the figures below stay unset (absent from summary.json) when they do not apply
+    out = ServerCapacity(capacity=capacity, low=low, high=high, per_repeat=per_repeat, censored=censored,
+                         limit=max(set(limits), key=limits.count) if limits else None,
+                         met_rate=min(met) if met else None, missed_rate=min(missed) if missed else None,
+                         invalid_rates=sorted({float(r.rate) for r in target.runs if not r.valid}), points=points)
     traffic = section.traffic
     if traffic and capacity:
-        out["replicas"] = math.ceil(float(traffic) / capacity)
+        out.replicas = math.ceil(float(traffic) / capacity)
         if low and high:
-            out["replicas_low"], out["replicas_high"] = math.ceil(float(traffic) / high), math.ceil(float(traffic) / low)
-    shedding = [p for p in out["points"] if p["shed_share"] > 0]
+            out.replicas_low, out.replicas_high = math.ceil(float(traffic) / high), math.ceil(float(traffic) / low)
+    shedding = [p for p in points if p.shed_share > 0]
     if shedding:
-        out.update(sheds_from=shedding[0]["rate"], shed_share=shedding[0]["shed_share"],
-                   shed_share_max=max(p["shed_share"] for p in shedding))
+        out.sheds_from, out.shed_share = shedding[0].rate, shedding[0].shed_share
+        out.shed_share_max = max(p.shed_share for p in shedding)
     valid = [r for r in target.runs if r.valid]
     answered = sum(r.answered for r in valid)
     wrong = sum(r.wrong_vectors for r in valid)
     late = sum(r.late for r in valid)
     if answered and wrong:
-        out.update(goodput_gap="wrong_vectors", goodput_gap_share=wrong / answered)
+        out.goodput_gap, out.goodput_gap_share = "wrong_vectors", wrong / answered
     elif answered and late:
-        out.update(goodput_gap="late", goodput_gap_share=late / answered)
+        out.goodput_gap, out.goodput_gap_share = "late", late / answered
     return out
 
 
-def capacity_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any] | None:
+def capacity_decisions(summary: SummaryBody, config: DecisionsConfig) -> CapacityDecisions | None:
     """The ``decisions.capacity`` of a summary with a ``capacity`` section (None without one), against the
     experiment's typed ``decisions`` (its alpha and ``throughput_ratio`` margin)."""
     section = summary.capacity
@@ -127,17 +127,17 @@ def capacity_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[st
     alpha = config.alpha
     margin = config.margins.throughput_ratio
     servers = {name: server_capacity(t, section, alpha) for name, t in section.by_target.items() if t.measured}
-    ratios = {}
-    legacy = summary.roles.legacy
-    base = [c for c in (servers.get(legacy) or {}).get("per_repeat", []) if c]
-    bounded = (servers.get(legacy) or {}).get("censored") == "above"
+    ratios: dict[str, Verdict] = {}
+    legacy, unmeasured = summary.roles.legacy, ServerCapacity()
+    base = [c for c in servers.get(legacy, unmeasured).per_repeat if c]
+    bounded = servers.get(legacy, unmeasured).censored == "above"
     for name in summary.roles.candidates:
-        mine = [c for c in (servers.get(name) or {}).get("per_repeat", []) if c]
-        if mine and base and (bounded or (servers.get(name) or {}).get("censored") == "above"):
+        mine = [c for c in servers.get(name, unmeasured).per_repeat if c]
+        if mine and base and (bounded or servers.get(name, unmeasured).censored == "above"):
             # a server that met every rate tried has a lower bound, not a capacity: no ratio is decided from it
-            ratios[name] = {"code": "inconclusive", "direction": None, "low": None, "high": None, "margin": margin,
-                            "estimate": statistics.geometric_mean(mine) / statistics.geometric_mean(base),
-                            "n": min(len(mine), len(base)), "n_needed": None, "reason": "capacity_censored"}
+            ratios[name] = stored(Verdict(code="inconclusive", direction=None, low=None, high=None, margin=margin,
+                                          estimate=statistics.geometric_mean(mine) / statistics.geometric_mean(base),
+                                          n=min(len(mine), len(base)), n_needed=None, reason="capacity_censored"))
             continue
         if len(mine) >= 2 and len(base) >= 2:
             est, low, high, n = log_ratio_interval(mine, base, alpha)
@@ -148,5 +148,5 @@ def capacity_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[st
             verdict = ratio_verdict(est, None, None, margin, n=min(len(mine), len(base)), lower_is_better=False,
                                     alpha=alpha)
         ratios[name] = stored(verdict)
-    return {"slo_p99_ms": section.slo_p99_ms, "slo_p50_ms": section.slo_p50_ms, "traffic": section.traffic,
-            "servers": servers, "ratios": ratios}
+    return CapacityDecisions(slo_p99_ms=section.slo_p99_ms, slo_p50_ms=section.slo_p50_ms, traffic=section.traffic,
+                             servers=servers, ratios=ratios)

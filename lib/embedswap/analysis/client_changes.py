@@ -9,10 +9,10 @@ through the shim; or what remains). The report words each rule in its catalogue 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from embedswap.analysis.common import failed_status, roles, shim_rows, shimmed, verdict_of
 from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_decisions import ChangeHit, ClientChange, ShimLeft, ShimStatus
 from embedswap.summary.types_sections import ShimRow
 from embedswap.summary.types_vectors import ProbeRow
 
@@ -50,18 +50,18 @@ RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES] + [k 
                                                                               if k != ORDER_RULE]
 
 
-def _reordered(summary: SummaryBody) -> list[dict[str, str]]:
+def _reordered(summary: SummaryBody) -> list[ChangeHit]:
     by_target = summary.vectors.by_target
     _, candidates = roles(summary)
-    return [{"probe": "workload", "candidate": name, "verdict": "index-order"}
+    return [ChangeHit(probe="workload", candidate=name, verdict="index-order")
             for name in candidates if name in by_target and by_target[name].index_order_ok is False]
 
 
-def _rescaled(summary: SummaryBody) -> list[dict[str, Any]]:
+def _rescaled(summary: SummaryBody) -> list[ChangeHit]:
     """Candidates whose workload vectors differ from legacy's in length (vectors.comparisons.norm_ratio)."""
     comparisons = summary.vectors.comparisons
     _, candidates = roles(summary)
-    return [{"probe": "workload", "candidate": name, "verdict": "silent-divergence", "aspects": ["length"]}
+    return [ChangeHit(probe="workload", candidate=name, verdict="silent-divergence", aspects=["length"])
             for name in candidates
             if name in comparisons and comparisons[name].norm_ratio is not None and comparisons[name].norm_ratio.differs]
 
@@ -71,9 +71,9 @@ def _status(row: ProbeRow | ShimRow, name: str) -> int | None:
     return side.status if side is not None else None
 
 
-def _hits(contract: list[ProbeRow]) -> dict[str, list[dict[str, Any]]]:
+def _hits(contract: list[ProbeRow]) -> dict[str, list[ChangeHit]]:
     """Rule -> the (probe, candidate, verdict) entries it matched."""
-    found: dict[str, list[dict[str, Any]]] = {}
+    found: dict[str, list[ChangeHit]] = {}
     for row in contract:
         probe = row.probe
         for candidate, verdict in row.verdicts.items():
@@ -81,9 +81,9 @@ def _hits(contract: list[ProbeRow]) -> dict[str, list[dict[str, Any]]]:
             if not v:
                 continue
             status = _status(row, candidate)
-            hit: dict[str, Any] = {"probe": probe, "candidate": candidate, "verdict": v}
-            if verdict.aspects:  # what differs, for the advice's wording (plain_differs)
-                hit["aspects"] = list(verdict.aspects)
+            hit = ChangeHit(probe=probe, candidate=candidate, verdict=v)
+            if verdict.aspects:  # what differs, for the advice's wording (plain_differs); else absent
+                hit.aspects = list(verdict.aspects)
             for key, matches, verdicts in CHANGE_RULES:
                 if matches(probe):
                     # a large batch that only the legacy server failed (the candidate answered it) changes nothing
@@ -109,27 +109,28 @@ def legacy_side_status(row: ProbeRow | ShimRow, legacy: str, name: str) -> int |
     return None
 
 
-def _through_shim(summary: SummaryBody, hits: list[dict[str, Any]]) -> dict[str, Any]:
+def _through_shim(summary: SummaryBody, hits: list[ChangeHit]) -> ShimStatus:
     """What the shim did about one change: probed at all, done, and the probes still different through it."""
     rows = {r.probe: r for r in shim_rows(summary)}
     through = set(shimmed(summary))
     legacy = summary.roles.legacy
-    left, probed = [], False
+    left: list[ShimLeft] = []
+    probed = False
     for hit in hits:
-        if hit["candidate"] not in through or hit["probe"] not in rows:
+        if hit.candidate not in through or hit.probe not in rows:
             continue
-        row = rows[hit["probe"]]
-        after = verdict_of(row, "verdicts", hit["candidate"])
+        row = rows[hit.probe]
+        after = verdict_of(row, "verdicts", hit.candidate)
         if after is None:
             continue
         probed = True
         if after != "same":
-            left.append({"probe": hit["probe"], "candidate": hit["candidate"], "verdict": after,
-                         "legacy_status": legacy_side_status(row, legacy, hit["candidate"])})
-    return {"probed": probed, "done": probed and not left, "left": left}
+            left.append(ShimLeft(probe=hit.probe, candidate=hit.candidate, verdict=after,
+                                 legacy_status=legacy_side_status(row, legacy, hit.candidate)))
+    return ShimStatus(probed=probed, done=probed and not left, left=left)
 
 
-def client_changes(summary: SummaryBody) -> list[dict[str, Any]]:
+def client_changes(summary: SummaryBody) -> list[ClientChange]:
     """The client changes, in rule order (no_retry_5xx last): ``{rule, probes, params, shim}``.
 
     ``params`` holds what the sentence needs: the legacy server's truncation length (``limit_tokens``), the
@@ -144,22 +145,22 @@ def client_changes(summary: SummaryBody) -> list[dict[str, Any]]:
         found.setdefault("renormalise", []).extend(rescaled)
     legacy_tokens = {r.probe: r.legacy.prompt_tokens if r.legacy is not None else None for r in contract}
     batch = summary.workload.batch_size
-    items = []
+    items: list[ClientChange] = []
     for key in RULE_ORDER:
         hits = found.get(key)
         if not hits:
             continue
         if key == "review":  # one item per reviewed probe
-            for probe in dict.fromkeys(h["probe"] for h in hits):
-                mine = [h for h in hits if h["probe"] == probe]
-                verdicts = list(dict.fromkeys(h["verdict"] for h in mine))
-                items.append({"rule": key, "probes": mine, "params": {"probe": probe, "verdicts": verdicts},
-                              "shim": _through_shim(summary, mine)})
+            for probe in dict.fromkeys(h.probe for h in hits):
+                mine = [h for h in hits if h.probe == probe]
+                verdicts = list(dict.fromkeys(h.verdict for h in mine))
+                items.append(ClientChange(rule=key, probes=mine, params={"probe": probe, "verdicts": verdicts},
+                                          shim=_through_shim(summary, mine)))
             continue
         params = {"batch": batch, "limit_tokens": legacy_tokens.get("over_long_input") if key == "truncate" else None}
-        items.append({"rule": key, "probes": hits, "params": params, "shim": _through_shim(summary, hits)})
+        items.append(ClientChange(rule=key, probes=hits, params=params, shim=_through_shim(summary, hits)))
     reordered = _reordered(summary) + found.get(ORDER_RULE, [])
     if reordered:  # the shim re-sorts by index (client.parse_response); not probed as a separate row
-        items.append({"rule": ORDER_RULE, "probes": reordered, "params": {},
-                      "shim": _through_shim(summary, reordered)})
+        items.append(ClientChange(rule=ORDER_RULE, probes=reordered, params={},
+                                  shim=_through_shim(summary, reordered)))
     return items

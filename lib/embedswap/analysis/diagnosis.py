@@ -8,30 +8,34 @@ one it could not run on gets ``diagnosis_failed``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal
 
 from embedswap.reasons import explain
 from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_common import Finding
+from embedswap.summary.types_decisions import DiagnosisDecision
 from embedswap.summary.types_sections import DiagnosisFinding
 
 
-def _decision(finding: DiagnosisFinding | None, name: str, step: str) -> dict[str, Any] | None:
+def _decision(finding: DiagnosisFinding | None, name: str, step: Literal["vectors", "parity", "queries"]
+              ) -> DiagnosisDecision | None:
     if finding is None:
         return None
     if finding.error:
         params = {"name": name, "error": str(finding.error)[:300]}
-        reasons = [{"code": "diagnosis_failed", "params": params, "why": explain("diagnosis_failed", **params)}]
+        reasons = [Finding(code="diagnosis_failed", params=params, why=explain("diagnosis_failed", **params))]
     else:
-        reasons = [r.model_dump(exclude_unset=True) for r in finding.reasons]  # as the finding recorded them
+        # as the finding recorded them: a copy with the same keys set (its own evidence included)
+        reasons = [Finding.model_validate(r.model_dump(exclude_unset=True)) for r in finding.reasons]
     if not reasons:
         return None
-    codes = [r["code"] for r in reasons]
-    return {"code": codes[0], "codes": codes, "step": step, "reasons": reasons}
+    codes = [r.code for r in reasons]
+    return DiagnosisDecision(code=codes[0], codes=codes, step=step, reasons=reasons)
 
 
-def diagnosis_decisions(summary: SummaryBody) -> dict[str, dict[str, Any]]:
+def diagnosis_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecision]:
     """``{server: {code, codes, step, reasons}}`` for every server whose vectors differ (see the module doc)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, DiagnosisDecision] = {}
     findings = summary.diagnosis.by_target if summary.diagnosis is not None else {}
     for name, finding in findings.items():
         decided = _decision(finding, name, "vectors")
@@ -44,11 +48,11 @@ def diagnosis_decisions(summary: SummaryBody) -> dict[str, dict[str, Any]]:
     return out
 
 
-def diagnosis_query_decisions(summary: SummaryBody) -> dict[str, dict[str, Any]]:
+def diagnosis_query_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecision]:
     """``{server: {code, codes, step: "queries", reasons}}`` for every server whose query vectors differ from the
     model's with its query prompt (an ignored ``input_type`` gives ``diagnosis_prompt_missing``)."""
     queries = summary.diagnosis.queries if summary.diagnosis is not None else None
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, DiagnosisDecision] = {}
     for name, finding in (queries.by_target if queries is not None else {}).items():
         decided = _decision(finding, name, "queries")
         if decided:

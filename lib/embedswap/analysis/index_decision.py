@@ -19,7 +19,7 @@ full re-embed, inner product or L2 changed), and ``advice`` what the index must 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -29,7 +29,10 @@ from embedswap.config.decisions import DecisionsConfig
 from embedswap.config.index import IndexConfig
 from embedswap.index.cost import reembed_cost
 from embedswap.summary.model import SummaryBody
-from embedswap.summary.types_index import CellValues, IndexCandidate
+from embedswap.summary.types_common import Number
+from embedswap.summary.types_decisions import Interval, PointIntervals
+from embedswap.summary.types_index import (AdapterDecision, CellDecision, CellValues, IndexCandidate, IndexDecision,
+                                           ReembedCost)
 
 MARGIN_OF = {"ndcg_at_10": "ndcg_at_10", "recall_at_5": "recall_at_k"}
 COST_POINT = "concurrent"  # the article's operating point
@@ -40,38 +43,39 @@ def index_config(summary: SummaryBody) -> IndexConfig:
     return IndexConfig.model_validate(configured) if isinstance(configured, dict) else IndexConfig()
 
 
-def _typed(v: eq.Verdict | None) -> dict[str, Any] | None:
+def _typed(v: eq.Verdict | None) -> eq.Verdict | None:
     return None if v is None else stored(v)
 
 
-def _paired(cell: list[Any], reference: list[Any]) -> np.ndarray:
+def _paired(cell: Sequence[Number | None], reference: Sequence[Number | None]) -> np.ndarray:
     return np.asarray([c - r for c, r in zip(cell, reference, strict=True) if c is not None and r is not None],
                       dtype=np.float64)
 
 
-def _mean(values: list[Any]) -> float | None:
+def _mean(values: Sequence[Number | None]) -> float | None:
     finite = [v for v in values if v is not None]
     return float(np.mean(finite)) if finite else None
 
 
-def _cell_decision(cell: CellValues, reference: CellValues, config: DecisionsConfig) -> dict[str, Any]:
+def _cell_decision(cell: CellValues, reference: CellValues, config: DecisionsConfig) -> CellDecision:
     margins, alpha, power = config.margins, config.alpha, config.power
-    out: dict[str, Any] = {"queries": cell.queries, "share": cell.share, "method": cell.method,
-                           "ndcg_at_10": _mean(cell.ndcg_at_10), "recall_at_5": _mean(cell.recall_at_5),
-                           "top5_overlap": _mean(cell.top5_overlap),
-                           "hnsw_recall": _mean(cell.hnsw_recall) if cell.hnsw_recall else None}
-    for key, metric in (("ndcg", "ndcg_at_10"), ("recall", "recall_at_5")):
+    paired: dict[str, eq.Verdict | None] = {}
+    for metric in ("ndcg_at_10", "recall_at_5"):
         deltas = _paired(getattr(cell, metric), getattr(reference, metric))
-        out[key] = _typed(eq.paired_verdict(deltas, getattr(margins, MARGIN_OF[metric]), alpha=alpha, power=power)
-                          if len(deltas) else None)
+        paired[metric] = _typed(eq.paired_verdict(deltas, getattr(margins, MARGIN_OF[metric]), alpha=alpha,
+                                                  power=power) if len(deltas) else None)
     overlaps = [v for v in cell.top5_overlap if v is not None]
-    out["overlap"] = _typed(eq.overlap_verdict(overlaps, margins.top_k_overlap, alpha=alpha, power=power)
-                            if overlaps else None)
-    return out
+    return CellDecision(queries=cell.queries, share=cell.share, method=cell.method,
+                        ndcg_at_10=_mean(cell.ndcg_at_10), recall_at_5=_mean(cell.recall_at_5),
+                        top5_overlap=_mean(cell.top5_overlap),
+                        hnsw_recall=_mean(cell.hnsw_recall) if cell.hnsw_recall else None,
+                        ndcg=paired["ndcg_at_10"], recall=paired["recall_at_5"],
+                        overlap=_typed(eq.overlap_verdict(overlaps, margins.top_k_overlap, alpha=alpha, power=power)
+                                       if overlaps else None))
 
 
-def _harmful(verdict: dict[str, Any] | None) -> bool:
-    return verdict is not None and verdict["code"] == "different" and verdict["direction"] == "worse"
+def _harmful(verdict: eq.Verdict | None) -> bool:
+    return verdict is not None and verdict.code == "different" and verdict.direction == "worse"
 
 
 def _length(entry: IndexCandidate, config: DecisionsConfig) -> str | None:
@@ -93,7 +97,7 @@ def _length(entry: IndexCandidate, config: DecisionsConfig) -> str | None:
     return "length_only" if any(o is False for o in others) else "same"
 
 
-def _adapter(entry: IndexCandidate, config: DecisionsConfig) -> dict[str, Any] | None:
+def _adapter(entry: IndexCandidate, config: DecisionsConfig) -> AdapterDecision | None:
     adapter = entry.adapter
     if adapter is None:
         return None
@@ -104,17 +108,17 @@ def _adapter(entry: IndexCandidate, config: DecisionsConfig) -> dict[str, Any] |
                if len(deltas) else None)
     full_mean = _mean(full)
 
-    def retained(values: list[Any]) -> float | None:
+    def retained(values: Sequence[Number | None]) -> float | None:
         mean = _mean(values)
         return None if mean is None or not full_mean else mean / full_mean
 
-    return {"identity": adapter.identity, "residual_test": adapter.residual_test,
-            "residual_unmapped": adapter.residual_unmapped, "retained": retained(mapped),
-            "cross_retained": retained(cross), "verdict": _typed(verdict)}
+    return AdapterDecision(identity=adapter.identity, residual_test=adapter.residual_test,
+                           residual_unmapped=adapter.residual_unmapped, retained=retained(mapped),
+                           cross_retained=retained(cross), verdict=_typed(verdict))
 
 
-def _throughput(summary: SummaryBody, points: dict[str, Any], name: str) -> list[tuple[str, dict[str, Any],
-                                                                                         float | None]]:
+def _throughput(summary: SummaryBody, points: dict[str, dict[str, PointIntervals]], name: str
+                ) -> list[tuple[str, Interval, float | None]]:
     """(label, docs/s interval, tokens per document) at the article's point and at the sweep's best."""
     by_label = points.get(name) or {}
     latency = summary.latency.of(name)
@@ -130,39 +134,38 @@ def _throughput(summary: SummaryBody, points: dict[str, Any], name: str) -> list
 
     out = []
     if COST_POINT in by_label:
-        out.append((COST_POINT, by_label[COST_POINT]["docs_per_s"], tokens_per_doc(COST_POINT)))
-    sweep = [(label, est) for label, est in by_label.items() if re.fullmatch(r"sweep_c\d+", label)
-             and est["docs_per_s"].get("value")]
+        out.append((COST_POINT, by_label[COST_POINT].docs_per_s, tokens_per_doc(COST_POINT)))
+    sweep = [(label, est.docs_per_s.value) for label, est in by_label.items()
+             if re.fullmatch(r"sweep_c\d+", label) and est.docs_per_s.value]
     if sweep:
-        label, est = max(sweep, key=lambda item: item[1]["docs_per_s"]["value"])
-        out.append((label, est["docs_per_s"], tokens_per_doc(label)))
+        label, _ = max(sweep, key=lambda item: item[1] or 0.0)
+        out.append((label, by_label[label].docs_per_s, tokens_per_doc(label)))
     return out
 
 
-def _costs(summary: SummaryBody, points: dict[str, Any], name: str, config: IndexConfig) -> list[dict[str, Any]]:
+def _costs(summary: SummaryBody, points: dict[str, dict[str, PointIntervals]], name: str, config: IndexConfig
+           ) -> list[ReembedCost]:
     if config.corpus_size is None:
         return []
     out = []
     for label, interval, tokens in _throughput(summary, points, name):
-        cost = reembed_cost(config.corpus_size, interval.get("value"), interval.get("low"), interval.get("high"),
+        cost = reembed_cost(config.corpus_size, interval.value, interval.low, interval.high,
                             config.window_hours, workload_mean_tokens=tokens, corpus_mean_tokens=config.mean_tokens)
         if cost is not None:
-            out.append({"point": label, **cost})
+            out.append(ReembedCost(point=label, **cost))
     return out
 
 
 def candidate_decision(entry: IndexCandidate, config: DecisionsConfig, index: IndexConfig, distance: str | None,
-                       costs: list[dict[str, Any]]) -> dict[str, Any]:
+                       costs: list[ReembedCost]) -> IndexDecision:
     """The decision and its figures for one candidate's measured grid."""
     reference = {m: entry.cell("legacy", 0.0, m) for m in ("exact", "hnsw")}
     cells = [_cell_decision(c, reference[c.method], config) for c in entry.cells if reference.get(c.method)]
-    cross = next((c for c in cells if c["queries"] == "candidate" and c["share"] == 0 and c["method"] == "exact"),
-                 None)
-    full = next((c for c in cells if c["queries"] == "candidate" and c["share"] == 1 and c["method"] == "exact"),
-                None)
-    judged = cross is not None and cross["ndcg"] is not None
+    cross = next((c for c in cells if c.queries == "candidate" and c.share == 0 and c.method == "exact"), None)
+    full = next((c for c in cells if c.queries == "candidate" and c.share == 1 and c.method == "exact"), None)
+    judged = cross is not None and cross.ndcg is not None
     basis = "ndcg_at_10" if judged else "top5_overlap"
-    cross_verdict = (cross["ndcg"] if judged else cross["overlap"]) if cross else None
+    cross_verdict = (cross.ndcg if judged else cross.overlap) if cross else None
     backward = None
     if cross is not None and judged:
         x, ref = entry.cell("candidate", 0.0, "exact"), reference["exact"]
@@ -173,50 +176,52 @@ def candidate_decision(entry: IndexCandidate, config: DecisionsConfig, index: In
     retention = None
     if cross and full:
         key = "ndcg_at_10" if judged else "top5_overlap"
-        if cross[key] is not None and full[key]:
-            retention = cross[key] / full[key]
-    recalls = [c["hnsw_recall"] for c in cells if c["hnsw_recall"] is not None]
+        cross_mean, full_mean = getattr(cross, key), getattr(full, key)
+        if cross_mean is not None and full_mean:
+            retention = cross_mean / full_mean
+    recalls = [c.hnsw_recall for c in cells if c.hnsw_recall is not None]
     adapter = _adapter(entry, config)
     length = _length(entry, config)
     advice = "none"
     if length == "length_only":
         advice = "keep_cosine" if distance == "cosine" else "use_cosine_or_renormalise"
     # vectors of both origins in one index (new documents written after the swap) must not rank worse either
-    mixed_worse = [c["share"] for c in cells if c["queries"] == "candidate" and c["method"] == "exact"
-                   and 0 < c["share"] < 1 and _harmful(c["ndcg"] if judged else c["overlap"])]
+    mixed_worse = [c.share for c in cells if c.queries == "candidate" and c.method == "exact"
+                   and 0 < c.share < 1 and _harmful(c.ndcg if judged else c.overlap)]
     # new queries on the old index at least as good as old on old (judged), or the same top 5 (no judgements)
-    compatible = backward is True or (not judged and cross_verdict is not None and cross_verdict["code"] == "equivalent")
+    compatible = backward is True or (not judged and cross_verdict is not None and cross_verdict.code == "equivalent")
     if compatible and not mixed_worse:
         # the index holds, but vectors the candidate writes from now on differ in length: the advice says what to do
         code = "keep_index"
         reason = "cross_equivalent_renormalise_new" if advice == "use_cosine_or_renormalise" else "cross_equivalent"
-    elif adapter and not adapter["identity"] and adapter["verdict"] \
-            and adapter["verdict"]["code"] in ("equivalent", "non_inferior"):
+    elif adapter and not adapter.identity and adapter.verdict \
+            and adapter.verdict.code in ("equivalent", "non_inferior"):
         code, reason = "adapter", "adapter_recovers"
     else:
         code = "re_embed"
         reason = ("mixed_index_worse" if compatible else "cross_not_equivalent") if cross_verdict \
             else "cross_not_measured"
-    return {"code": code, "reason": reason, "distance": distance, "basis": basis, "cross": cross_verdict,
-            "backward_compatible": backward, "retention": retention,
-            "hnsw_recall": float(np.mean(recalls)) if recalls else None, "length": length, "advice": advice,
-            "cells": cells, "adapter": adapter, "cost": costs[0] if costs else None,
-            "cost_best": costs[1] if len(costs) > 1 else None, "mixed_worse": mixed_worse}
+    return IndexDecision(code=code, reason=reason, distance=distance, basis=basis, cross=cross_verdict,
+                         backward_compatible=backward, retention=retention,
+                         hnsw_recall=float(np.mean(recalls)) if recalls else None, length=length, advice=advice,
+                         cells=cells, adapter=adapter, cost=costs[0] if costs else None,
+                         cost_best=costs[1] if len(costs) > 1 else None, mixed_worse=mixed_worse)
 
 
 def index_decisions(summary: SummaryBody, config: DecisionsConfig,
-                    latency_points: dict[str, Any] | None = None) -> dict[str, Any]:
+                    latency_points: dict[str, dict[str, PointIntervals]] | None = None
+                    ) -> dict[str, IndexDecision]:
     """``decisions.index``: candidate -> decision against the experiment's typed ``decisions`` (empty when the index
     part was not measured at all)."""
     section = summary.index
     if section is None or not section.measured:
         return {}
     index = index_config(summary)
-    out: dict[str, Any] = {}
+    out: dict[str, IndexDecision] = {}
     for name, entry in section.by_candidate.items():
         if not entry.measured:
             code = entry.reason.code if entry.reason else ""
-            out[name] = {"code": "blocked" if code == "dimensions_differ" else "not_measured", "reason": code}
+            out[name] = IndexDecision(code="blocked" if code == "dimensions_differ" else "not_measured", reason=code)
             continue
         out[name] = candidate_decision(entry, config, index, section.distance,
                                        _costs(summary, latency_points or {}, name, index))

@@ -31,10 +31,9 @@ import math
 import warnings
 import zlib
 from collections.abc import Sequence
-from typing import Any
-
 import numpy as np
 
+from embedswap.summary.types_decisions import Interval, PointIntervals, PointRatio, RatioDirection, RatioInterval
 from embedswap.summary.types_latency import RunRequests
 
 CONFIDENCE = 0.95
@@ -170,24 +169,25 @@ def _bounds(replicates: np.ndarray, df: int) -> tuple[float, float]:
 
 
 def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES, block: int | None = None
-             ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+             ) -> tuple[PointIntervals, dict[str, np.ndarray]]:
     """Per figure ``{value, low, high, n, n_min, estimable, near_max}`` and the replicates (for ratios)."""
     reps = requests.replicates(seed, resamples, block) if requests.n_ok else {}
     values = requests.values()
     n = requests.n_ok
-    out: dict[str, Any] = {"n": n, "requests": int(sum(len(r) for r in requests.latency)),
-                           "repeats": len(requests.latency), "per_repeat": requests.per_repeat()}
+    figures: dict[str, Interval] = {}
     for key in (*QUANTILES, "docs_per_s"):
         q = QUANTILES.get(key)
         need = min_n(q / 100) if q else 1
         ok = n >= need and values[key] is not None
         low, high = _bounds(reps[key], n - len(requests.latency)) if ok else (None, None)
-        out[key] = {"value": values[key], "low": low, "high": high, "n": n, "n_min": need, "estimable": ok,
-                    "near_max": bool(q and near_max(n, q / 100))}
-    return out, reps
+        figures[key] = Interval(value=values[key], low=low, high=high, n=n, n_min=need, estimable=ok,
+                                near_max=bool(q and near_max(n, q / 100)))
+    return PointIntervals(n=n, requests=int(sum(len(r) for r in requests.latency)), repeats=len(requests.latency),
+                          per_repeat=requests.per_repeat(), p50=figures["p50"], p90=figures["p90"],
+                          p99=figures["p99"], docs_per_s=figures["docs_per_s"]), reps
 
 
-def direction(low: float | None, high: float | None, lower_is_better: bool) -> str:
+def direction(low: float | None, high: float | None, lower_is_better: bool) -> RatioDirection:
     """faster / slower / no_difference: where a ratio interval (candidate / reference) lies against 1 (covering 1
     is no difference detected). A label of the interval; the verdict against the margins is
     :mod:`embedswap.analysis.latency_verdicts`."""
@@ -207,25 +207,29 @@ def repeats_overlap(a: list[float] | None, b: list[float] | None) -> bool | None
     return max(min(a), min(b)) <= min(max(a), max(b))
 
 
-def ratio(candidate: tuple[dict[str, Any], dict[str, np.ndarray]],
-          reference: tuple[dict[str, Any], dict[str, np.ndarray]]) -> dict[str, Any]:
+def ratio(candidate: tuple[PointIntervals, dict[str, np.ndarray]],
+          reference: tuple[PointIntervals, dict[str, np.ndarray]]) -> PointRatio:
     """Candidate / reference for p50, p99 and docs/s: ``{value, low, high, n: [cand, ref], repeats_overlap,
     direction}``."""
     (cand, cand_reps), (ref, ref_reps) = candidate, reference
-    out = {}
+    out: dict[str, RatioInterval] = {}
     for key in ("p50", "p99", "docs_per_s"):
         # both sides are estimate()'s output: every figure and its per-repeat values are present
-        c, r = cand[key], ref[key]
-        value = c["value"] / r["value"] if c["value"] is not None and r["value"] else None
-        entry: dict[str, Any] = {"value": value, "low": None, "high": None, "n": [c["n"], r["n"]],
-                                 "repeats_overlap": repeats_overlap(cand["per_repeat"][key], ref["per_repeat"][key])}
+        c, r = getattr(cand, key), getattr(ref, key)
+        value = c.value / r.value if c.value is not None and r.value else None
+        low: float | None = None
+        high: float | None = None
+        direction_: RatioDirection
         if value is None:
-            entry["direction"] = "missing"
-        elif not (c["estimable"] and r["estimable"]):
-            entry["direction"] = "too_few"
+            direction_ = "missing"
+        elif not (c.estimable and r.estimable):
+            direction_ = "too_few"
         else:
-            df = min(c["n"] - cand["repeats"], r["n"] - ref["repeats"])
-            entry["low"], entry["high"] = _bounds(cand_reps[key] / ref_reps[key], df)
-            entry["direction"] = direction(entry["low"], entry["high"], LOWER_IS_BETTER[key])
-        out[key] = entry
-    return out
+            df = min(c.n - cand.repeats, r.n - ref.repeats)
+            low, high = _bounds(cand_reps[key] / ref_reps[key], df)
+            direction_ = direction(low, high, LOWER_IS_BETTER[key])
+        # statistic stays unset: summary.json never wrote it for a stored ratio
+        out[key] = RatioInterval(value=value, low=low, high=high, n=[c.n, r.n],
+                                 repeats_overlap=repeats_overlap(cand.per_repeat[key], ref.per_repeat[key]),
+                                 direction=direction_)
+    return PointRatio(p50=out["p50"], p99=out["p99"], docs_per_s=out["docs_per_s"])

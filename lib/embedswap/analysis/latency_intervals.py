@@ -11,16 +11,15 @@ kept (schema 1, or a point without ``requests``) gets no interval: ``points`` om
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from embedswap.analysis.intervals import Requests, estimate, ratio, seed_for
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_decisions import PointIntervals, PointRatio
 from embedswap.summary.types_latency import LatencyTarget
 
-Estimate = tuple[dict[str, Any], dict[str, np.ndarray]]
+Estimate = tuple[PointIntervals, dict[str, np.ndarray]]
 
 
 def target_estimates(name: str, info: LatencyTarget | None) -> dict[str, Estimate]:
@@ -41,12 +40,12 @@ def all_estimates(summary: SummaryBody) -> dict[str, dict[str, Estimate]]:
     return {name: target_estimates(name, info) for name, info in entries.items()}
 
 
-def compare(candidate: dict[str, Estimate], reference: dict[str, Estimate]) -> dict[str, Any]:
+def compare(candidate: dict[str, Estimate], reference: dict[str, Estimate]) -> dict[str, PointRatio]:
     """label -> ratio (candidate / reference) for the points both sides measured."""
     return {label: ratio(candidate[label], reference[label]) for label in candidate if label in reference}
 
 
-def points(estimates: dict[str, dict[str, Estimate]]) -> dict[str, dict[str, Any]]:
+def points(estimates: dict[str, dict[str, Estimate]]) -> dict[str, dict[str, PointIntervals]]:
     """The stored part: intervals without replicates."""
     return {name: {label: est[0] for label, est in by_label.items()} for name, by_label in estimates.items()
             if by_label}

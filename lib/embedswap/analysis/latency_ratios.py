@@ -9,16 +9,16 @@ server's concurrent/sequential p50 factor), unconfirmed.
 
 from __future__ import annotations
 
-from typing import Any
-
 from embedswap.analysis import latency_intervals
+from embedswap.analysis.latency_intervals import Estimate
 from embedswap.analysis.common import is_measured, roles
 from embedswap.captures import PAIRED_LEGACY
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_verdicts import candidate_verdicts
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody, TargetSettings
-from embedswap.summary.types_decisions import PointRatio
+from embedswap.summary.types_decisions import (LatencyDecisions, LatencyRatio, LockReading, LockShare, LockVariant,
+                                               PointRatio)
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 
 
@@ -43,7 +43,7 @@ def _value(entry: LatencyTarget | None, run: str, key: str) -> float | None:
     return getattr(point, key) if point is not None else None
 
 
-def _intervals(estimates: dict[str, Any], name: str, reference: str) -> dict[str, Any]:
+def _intervals(estimates: dict[str, dict[str, Estimate]], name: str, reference: str) -> dict[str, PointRatio]:
     """Per point, ``name`` / ``reference`` with its interval (estimates are keyed by target name)."""
     return latency_intervals.compare(estimates.get(name) or {}, estimates.get(reference) or {})
 
@@ -62,7 +62,7 @@ def _share(rate: float | None, lock_rate: float | None, free_rate: float | None)
 
 
 def lock_measured(summary: SummaryBody, base: LatencyTarget, variants: list[tuple[str, LatencyTarget]],
-                  estimates: dict[str, Any] | None = None) -> dict[str, Any]:
+                  estimates: dict[str, dict[str, Estimate]] | None = None) -> LockReading:
     """The lock ablation's reading: per lock-free variant, its ratios (with intervals: lock-free / locked, per
     point) and each candidate's recovered share."""
     estimates = estimates if estimates is not None else latency_intervals.all_estimates(summary)
@@ -72,7 +72,7 @@ def lock_measured(summary: SummaryBody, base: LatencyTarget, variants: list[tupl
     def shown(name: str, entry: LatencyTarget | None, field: str, key: str) -> float | None:
         # the figure the report shows (decisions.shown): pooled over the repeats when per-request data exists
         pooled = (estimates.get(name) or {}).get("concurrent")
-        return pooled[0][key]["value"] if pooled is not None else _value(entry, "concurrent", field)
+        return getattr(pooled[0], key).value if pooled is not None else _value(entry, "concurrent", field)
 
     lock_rate, lock_p50 = (shown(legacy_name, base, "docs_per_s", "docs_per_s"),
                            shown(legacy_name, base, "p50_ms", "p50"))
@@ -83,14 +83,15 @@ def lock_measured(summary: SummaryBody, base: LatencyTarget, variants: list[tupl
         for candidate in roles(summary)[1]:
             rate = shown(candidate, by_target.get(candidate), "docs_per_s", "docs_per_s")
             case, share = _share(rate, lock_rate, free_rate)
-            shares.append({"candidate": candidate, "case": case, "share": share})
-        out.append({"variant": name, "rate_ratio": _divide(free_rate, lock_rate),
-                    "p50_ratio": _divide(shown(name, row, "p50_ms", "p50"), lock_p50), "shares": shares,
-                    "intervals": _intervals(estimates, name, legacy_name)})
-    return {"measured": True, "variants": out}
+            shares.append(LockShare(candidate=candidate, case=case, share=share))
+        out.append(LockVariant(variant=name, rate_ratio=_divide(free_rate, lock_rate),
+                               p50_ratio=_divide(shown(name, row, "p50_ms", "p50"), lock_p50), shares=shares,
+                               intervals=_intervals(estimates, name, legacy_name)))
+    return LockReading(measured=True, variants=out)  # factor unset: the estimate's, not stored with a measurement
 
 
-def lock_estimate(summary: SummaryBody, estimates: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def lock_estimate(summary: SummaryBody, estimates: dict[str, dict[str, Estimate]] | None = None
+                  ) -> LockReading | None:
     """The article's estimate (unconfirmed): the locked legacy server's concurrent / sequential p50, pooled over
     the repeats when both points have per-request data (the figures the latency table shows), else their medians."""
     legacy_name = roles(summary)[0]
@@ -102,13 +103,14 @@ def lock_estimate(summary: SummaryBody, estimates: dict[str, Any] | None = None)
     seq, conc = _value(legacy, "sequential", "p50_ms"), _value(legacy, "concurrent", "p50_ms")
     pooled = (estimates or {}).get(legacy_name) or {}
     if "sequential" in pooled and "concurrent" in pooled:
-        seq, conc = (pooled[run][0]["p50"]["value"] for run in ("sequential", "concurrent"))
+        seq, conc = (pooled[run][0].p50.value for run in ("sequential", "concurrent"))
     if not seq or conc is None:
         return None
-    return {"measured": False, "factor": conc / seq}
+    return LockReading(measured=False, factor=conc / seq)  # variants unset: none measured
 
 
-def lock_reading(summary: SummaryBody, estimates: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def lock_reading(summary: SummaryBody, estimates: dict[str, dict[str, Estimate]] | None = None
+                 ) -> LockReading | None:
     """Measured when the ablation has the locked legacy server and a lock-free variant with numbers, else the
     estimate, else None (no lock to speak of)."""
     legacy_name = roles(summary)[0]
@@ -136,7 +138,7 @@ def aba_drift(legacy: LatencyTarget | None, summary: SummaryBody) -> dict[str, f
 
 
 def aba_intervals(legacy: LatencyTarget | None, summary: SummaryBody, legacy_name: str,
-                  estimates: dict[str, Any]) -> dict[str, tuple[float, float]]:
+                  estimates: dict[str, dict[str, Estimate]]) -> dict[str, tuple[float, float]]:
     """The 95 % bootstrap interval of each A-B-A ratio (second legacy measurement over its first) that both
     measurements' per-request data allow, keyed as :func:`aba_drift`."""
     restore = summary.restore
@@ -147,13 +149,13 @@ def aba_intervals(legacy: LatencyTarget | None, summary: SummaryBody, legacy_nam
     out: dict[str, tuple[float, float]] = {}
     for run, entry in latency_intervals.compare(second, estimates.get(legacy_name) or {}).items():
         for figure in ("p50", "docs_per_s"):
-            low, high = entry[figure]["low"], entry[figure]["high"]
+            low, high = getattr(entry, figure).low, getattr(entry, figure).high
             if run in ("sequential", "concurrent") and low is not None and high is not None:
                 out[f"{run}:{figure}"] = (low, high)
     return out
 
 
-def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any]:
+def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> LatencyDecisions:
     """``{ratios: {candidate: {..., intervals: {label: ...}, verdicts: {run: ...}, verdict, drift}}, points:
     {target: {label: ...}}, lock: {...} | None}`` (intervals: :mod:`embedswap.analysis.latency_intervals`; verdicts
     against the margins, the error gate and the host drift: :mod:`embedswap.analysis.latency_verdicts`)."""
@@ -161,7 +163,7 @@ def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str
     by_target = summary.latency.by_target
     legacy = by_target.get(legacy_name)
     estimates = latency_intervals.all_estimates(summary)
-    ratios = {}
+    ratios: dict[str, LatencyRatio] = {}
     aba, aba_ci = aba_drift(legacy, summary), aba_intervals(legacy, summary, legacy_name, estimates)
     for name in candidates:
         paired = summary.latency.paired_legacy.get(name)  # sequencing.interleave: legacy alternating with it
@@ -170,8 +172,7 @@ def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str
             intervals = latency_intervals.compare(estimates.get(name) or {}, reference)
         else:
             intervals = _intervals(estimates, name, legacy_name)
-        typed = {run: PointRatio.model_validate(entry) for run, entry in intervals.items()}
-        ratios[name] = {"intervals": intervals,
-                        **candidate_verdicts(legacy_name, paired or legacy, name, by_target.get(name), typed,
-                                             config, aba, aba_ci, interleaved=paired is not None)}
-    return {"ratios": ratios, "points": latency_intervals.points(estimates), "lock": lock_reading(summary, estimates)}
+        ratios[name] = candidate_verdicts(legacy_name, paired or legacy, name, by_target.get(name), intervals, config,
+                                          aba, aba_ci, interleaved=paired is not None)
+    return LatencyDecisions(ratios=ratios, points=latency_intervals.points(estimates),
+                            lock=lock_reading(summary, estimates))

@@ -7,12 +7,12 @@ summary without per-request data (schema 1) keeps the median of the per-repeat f
 
 from __future__ import annotations
 
-from typing import Any
-
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_ratios import point_state
 from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_decisions import PointIntervals
 from embedswap.summary.types_latency import LatencyTarget
+from embedswap.summary.types_post import LatencyShown, ShownPoint
 
 FIELDS = (("p50_ms", "p50"), ("p99_ms", "p99"), ("docs_per_s", "docs_per_s"))
 
@@ -24,26 +24,23 @@ def _targets(summary: SummaryBody) -> dict[str, LatencyTarget]:
     return out
 
 
-def latency_shown(summary: SummaryBody, points: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def latency_shown(summary: SummaryBody, points: dict[str, dict[str, PointIntervals]]) -> LatencyShown:
     """``{statistic, by_target: {server: {run: {p50_ms, p99_ms, docs_per_s}}}}`` (no ratios: they are stored once,
-    with their intervals, in ``decisions.latency.ratios``); ``points`` is
-    ``decisions.latency.points`` as :func:`embedswap.analysis.latency_ratios.latency_decisions` returns it."""
+    with their intervals, in ``decisions.latency.ratios``); ``points`` is ``decisions.latency.points``."""
     targets = _targets(summary)
     measured = [(name, run, point) for name, info in targets.items()
                 for run, _, point in latency_points_of(info) if point_state(point) is True]
     pooled = bool(measured) and all(run in points.get(name, {}) for name, run, _ in measured)
-    by_target: dict[str, dict[str, Any]] = {}
+    by_target: dict[str, dict[str, ShownPoint]] = {}
     for name, run, point in measured:
         if pooled:
             entry = points[name][run]
-            figures = {field: _value(entry, key) for field, key in FIELDS}
+            figures = {field: _value(getattr(entry, key).value) for field, key in FIELDS}
         else:
             figures = {field: getattr(point, field) for field, _ in FIELDS}
-        by_target.setdefault(name, {})[run] = figures
-    return {"statistic": "pooled" if pooled else "median_of_repeats", "by_target": by_target}
+        by_target.setdefault(name, {})[run] = ShownPoint(**figures)
+    return LatencyShown(statistic="pooled" if pooled else "median_of_repeats", by_target=by_target)
 
 
-def _value(entry: Any, key: str) -> float | None:
-    interval = entry[key] if isinstance(entry, dict) else getattr(entry, key)
-    value = interval["value"] if isinstance(interval, dict) else interval.value
+def _value(value: float | None) -> float | None:
     return None if value is None else float(value)

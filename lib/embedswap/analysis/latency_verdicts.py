@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any
 
 from embedswap.stats import equivalence as eq
 from embedswap.analysis.host_drift import host_drift, with_drift
@@ -29,8 +28,8 @@ from embedswap.stats.latency_equivalence import error_gate, ratio_verdict
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.stored_verdicts import stored, stored_gate
 from embedswap.config.decisions import DecisionsConfig
-from embedswap.summary.types_decisions import PointRatio, RatioInterval
-from embedswap.summary.types_equivalence import HostDrift
+from embedswap.summary.types_decisions import LatencyRatio, PointRatio, RatioInterval
+from embedswap.summary.types_equivalence import HostDrift, PointVerdicts
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 
 # figure -> (its margin in decisions.margins, lower is better)
@@ -80,14 +79,13 @@ def decided(ratio: RatioInterval, margin: float, config: DecisionsConfig, widen:
 
 def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, entry: PointRatio,
                    drift: HostDrift | None, config: DecisionsConfig
-                   ) -> tuple[dict[str, Any], dict[str, eq.Verdict]]:
-    """(stored ``{errors: {candidate, legacy}, p50, p99, docs_per_s, verdict}``, the figures' verdicts) of one
+                   ) -> tuple[PointVerdicts, dict[str, eq.Verdict]]:
+    """(the stored ``{errors: {candidate, legacy}, p50, p99, docs_per_s, verdict}``, the figures' verdicts) of one
     point."""
     gates = {"candidate": gate(candidate, config), "legacy": gate(legacy, config)}
     failed = next((side for side in ("candidate", "legacy") if gates[side] is not None
                    and gates[side].code == "failed"), None)
     deciding = gates[failed] if failed else gates["candidate"]
-    out: dict[str, Any] = {"errors": {k: stored_gate(v) for k, v in gates.items() if v is not None}}
     figures: dict[str, eq.Verdict] = {}
     for key, (margin_name, lower_is_better) in FIGURES.items():
         ratio = getattr(entry, key)
@@ -98,30 +96,33 @@ def point_verdicts(legacy: LatencyPoint | None, candidate: LatencyPoint | None, 
         if failed == "legacy":
             v = v.but(reason="legacy_error_rate_above_margin")
         figures[key] = with_drift(v, drift, margin, decide if failed is None else None)
-        out[key] = stored(figures[key])
     deciding_figures = {k: v for k, v in figures.items() if v.reason != "missing_interval"} or figures
-    out["verdict"] = stored(eq.combine(deciding_figures))
-    return out, figures
+    point = PointVerdicts(errors={k: stored_gate(v) for k, v in gates.items() if v is not None},
+                          p50=stored(figures["p50"]), p99=stored(figures["p99"]),
+                          docs_per_s=stored(figures["docs_per_s"]), verdict=stored(eq.combine(deciding_figures)))
+    return point, figures
 
 
 def candidate_verdicts(legacy_name: str, legacy: LatencyTarget | None, name: str, candidate: LatencyTarget | None,
                        intervals: dict[str, PointRatio], config: DecisionsConfig,
                        aba: dict[str, float] | None = None,
                        aba_intervals: dict[str, tuple[float, float]] | None = None,
-                       interleaved: bool = False) -> dict[str, Any]:
-    """``{verdicts: {run: ...}, verdict: headline, drift}`` of one candidate (stored form); ``legacy``: the
-    reference its ratios divide by (``interleaved``: the legacy runs alternating with its own)."""
+                       interleaved: bool = False) -> LatencyRatio:
+    """One candidate's ``intervals`` with their ``verdicts: {run: ...}``, the headline ``verdict`` and the
+    ``drift``; ``legacy``: the reference its ratios divide by (``interleaved``: the legacy runs alternating with
+    its own)."""
     drift = host_drift(legacy_name, legacy, name, candidate, aba, aba_intervals, interleaved=interleaved)
-    verdicts: dict[str, Any] = {}
+    verdicts: dict[str, PointVerdicts] = {}
     headline: dict[str, eq.Verdict] = {}
     for run, entry in intervals.items():
         stored_point, figures = point_verdicts(point_of(legacy, run), point_of(candidate, run), entry, drift, config)
         verdicts[run] = stored_point
         if run in HEADLINE_RUNS:
             headline.update({f"{run}:{k}": v for k, v in figures.items() if v.reason != "missing_interval"})
-    out: dict[str, Any] = {}  # nothing to decide (no interval paired): no keys, as before the verdicts
-    if verdicts:
-        out.update(verdicts=verdicts, verdict=stored(eq.combine(headline)) if headline else None)
+    out = LatencyRatio(intervals=intervals)
+    if verdicts:  # nothing to decide (no interval paired): the keys stay unset, as before the verdicts
+        out.verdicts = verdicts
+        out.verdict = stored(eq.combine(headline)) if headline else None
     if drift is not None:
-        out["drift"] = drift.model_dump()
+        out.drift = HostDrift.model_validate(drift.model_dump())  # every field set, as summary.json stores it
     return out

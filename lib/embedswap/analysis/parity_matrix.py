@@ -4,17 +4,16 @@ reads the same figures."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_decisions import MatrixFinding
 
 CHECK_ORDER = ("long_context", "batch_invariance", "tensor_parallel", "cold_start")
 
 
-def matrix_findings(summary: SummaryBody) -> list[dict[str, Any]]:
+def matrix_findings(summary: SummaryBody) -> list[MatrixFinding]:
     matrix = summary.parity.matrix
     rows = matrix.rows if matrix is not None else []
-    out = []
+    out: list[MatrixFinding] = []
     for check in CHECK_ORDER:
         mine = [r for r in rows if r.check == check]
         if not mine:
@@ -30,15 +29,15 @@ def matrix_findings(summary: SummaryBody) -> list[dict[str, Any]]:
                     same = [r for r in cosine if r.backend == backend and r.setting.startswith(dtype + " ")]
                     if same and all(r.figures.get("bit_identical") for r in same):
                         invariant.append(f"{backend} {dtype}")
-        out.append({
-            "check": check, "rows": len(mine), "measured": len(measured),
-            "failed": sum(1 for r in measured if r.passed is False),
-            "not_run": len(mine) - len(measured),
-            "worst_drift": None if worst is None else max(0.0, 1.0 - float(worst.cos_min)),
-            "worst_backend": None if worst is None else worst.backend,
-            "worst_setting": None if worst is None else worst.setting,
-            "worst_setting_code": None if worst is None else worst.setting_code,
-            "worst_setting_params": {} if worst is None else dict(worst.setting_params),
-            "invariant": invariant,
-        })
+        out.append(MatrixFinding(
+            check=check, rows=len(mine), measured=len(measured),
+            failed=sum(1 for r in measured if r.passed is False),
+            not_run=len(mine) - len(measured),
+            worst_drift=None if worst is None else max(0.0, 1.0 - float(worst.cos_min)),
+            worst_backend=None if worst is None else worst.backend,
+            worst_setting=None if worst is None else worst.setting,
+            worst_setting_code=None if worst is None else worst.setting_code,
+            worst_setting_params={} if worst is None else dict(worst.setting_params),
+            invariant=invariant,
+        ))
     return out

@@ -16,6 +16,9 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured, roles, shim_rows
 from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_decisions import LatencyDecisions, PointIntervals, RankingDecision
+from embedswap.summary.types_post import (CandidateConclusion, CandidateGroup, PostDecision, ProbeAnswer, Separator,
+                                          VersionRow)
 from embedswap.summary.types_vectors import ProbeRow
 
 ARTICLE = "data/article_000.json"  # the article the report follows (embedswap/data)
@@ -41,7 +44,7 @@ def _error_kind(status: int | None) -> str:
     return "client" if status >= 400 else "ok"
 
 
-def _answers(summary: SummaryBody, legacy: str, name: str) -> list[dict[str, Any]]:
+def _answers(summary: SummaryBody, legacy: str, name: str) -> list[ProbeAnswer]:
     rows = summary.contract if isinstance(summary.contract, list) else []
     shim = {r.probe: r for r in shim_rows(summary)}
     out = []
@@ -59,35 +62,36 @@ def _answers(summary: SummaryBody, legacy: str, name: str) -> list[dict[str, Any
             outcome = "differs"
         through = shim.get(row.probe)
         after = through.verdicts.get(name) if through is not None else None
-        out.append({"probe": row.probe, "status": status, "verdict": v, "outcome": outcome,
-                    "shim_verdict": after.verdict if after is not None else None,
-                    "_legacy": base, "_cosine": verdict.cosine if verdict is not None else None})
+        out.append(ProbeAnswer(probe=row.probe, status=status, verdict=v, outcome=outcome,
+                               shim_verdict=after.verdict if after is not None else None))
     return out
 
 
-def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: dict[str, Any]) -> dict[str, Any]:
+def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: RankingDecision | None
+                ) -> CandidateConclusion:
     answers = _answers(summary, legacy, name)
     lists: dict[str, list[str]] = {k: [] for k in ("silent", "refused", "accepted", "retry", "shape",
                                                    "legacy_failed", "shim_left")}
     for a in answers:
-        if a["outcome"] == "legacy_failed":
-            lists["legacy_failed"].append(a["probe"])
-        if a["outcome"] != "differs":
+        if a.outcome == "legacy_failed":
+            lists["legacy_failed"].append(a.probe)
+        if a.outcome != "differs":
             continue
-        v, kind = a["verdict"], _error_kind(a["status"])
+        v, kind = a.verdict, _error_kind(a.status)
         if v == "nondeterministic":  # neither refused nor accepted: the server's faults headline names it
             continue
         key = ("silent" if v == "silent-divergence" else "shape" if v in ("format-difference", "metadata-difference")
                else "retry" if kind == "server" else "refused" if kind == "client" else "accepted")
-        lists[key].append(a["probe"])
-        if a["shim_verdict"] not in (None, "same"):
-            lists["shim_left"].append(a["probe"])
+        lists[key].append(a.probe)
+        if a.shim_verdict not in (None, "same"):
+            lists["shim_left"].append(a.probe)
     comparison = summary.vectors.comparison(name)
     cosine = comparison.cosine.min if is_measured(comparison) and comparison.cosine is not None else None
     threshold = summary.parity.threshold("text") or DEFAULT_THRESHOLD
-    compared = sum(a["outcome"] in ("same", "differs") for a in answers)
-    differ = sum(a["outcome"] == "differs" for a in answers)
-    reindex = (ranking.get("by_candidate", {}).get(name) or {}).get("decision") == "reindex"
+    compared = sum(a.outcome in ("same", "differs") for a in answers)
+    differ = sum(a.outcome == "differs" for a in answers)
+    decided = ranking.of(name) if ranking is not None else None
+    reindex = decided is not None and decided.decision == "reindex"
     if not compared and cosine is None:
         code = "not_measured"
     elif not _vectors_pass(summary, name, cosine, threshold) or reindex:
@@ -96,10 +100,8 @@ def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: dict[str,
         code = "drop_in"
     else:
         code = "client_changes"
-    return {"name": name, "code": code, "compared": compared, "differ": differ,
-            **lists,
-            "cosine_min": cosine, "threshold": threshold,
-            "answers": [{k: v for k, v in a.items() if not k.startswith("_")} for a in answers]}
+    return CandidateConclusion(name=name, code=code, compared=compared, differ=differ, **lists, cosine_min=cosine,
+                               threshold=threshold, answers=answers)
 
 
 def _vectors_pass(summary: SummaryBody, name: str, cosine: float | None, threshold: float) -> bool:
@@ -136,36 +138,36 @@ def _is_dynamo(summary: SummaryBody, name: str) -> bool:
 
 
 def _separators(summary: SummaryBody, legacy: str, members: list[str],
-                points: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+                points: dict[str, dict[str, PointIntervals]]) -> list[Separator]:
+    out: list[Separator] = []
     first = members[0]
     for other in members[1:]:
-        a = {x["probe"]: x for x in _answers(summary, legacy, first)}
-        b = {x["probe"]: x for x in _answers(summary, legacy, other)}
-        probes = [p for p in a if p in b and {_error_kind(a[p]["status"]), _error_kind(b[p]["status"])}
+        a = {x.probe: x for x in _answers(summary, legacy, first)}
+        b = {x.probe: x for x in _answers(summary, legacy, other)}
+        probes = [p for p in a if p in b and {_error_kind(a[p].status), _error_kind(b[p].status)}
                   == {"client", "server"}]
         if probes:
-            client = first if _error_kind(a[probes[0]]["status"]) == "client" else other
+            client = first if _error_kind(a[probes[0]].status) == "client" else other
             server = other if client == first else first
             origin = server if _is_dynamo(summary, server) and _engine(summary, client)[0] == "vllm" else None
-            out.append({"kind": "error_class", "probes": probes, "client_error": client, "server_error": server,
-                        "origin": origin})
-        others = [p for p in a if p in b and p not in probes and a[p]["verdict"] != b[p]["verdict"]]
+            out.append(Separator(kind="error_class", probes=probes, client_error=client, server_error=server,
+                                 origin=origin))
+        others = [p for p in a if p in b and p not in probes and a[p].verdict != b[p].verdict]
         if others:
-            out.append({"kind": "answers", "probes": others, "client_error": first, "server_error": other})
-    rates, bounds = {}, {}
+            out.append(Separator(kind="answers", probes=others, client_error=first, server_error=other))
+    rates: dict[str, float | None] = {}
+    bounds: dict[str, tuple[float, float]] = {}
     for name in members:
         entry = points.get(name, {}).get("concurrent")
-        interval = entry["docs_per_s"] if isinstance(entry, dict) else getattr(entry, "docs_per_s", None)
+        interval = entry.docs_per_s if entry is not None else None
         if interval is None:
             point = summary.latency.of(name)
             conc = point.concurrent if point is not None and is_measured(point) else None
             rates[name] = conc.docs_per_s if conc is not None else None
             continue
-        data = interval if isinstance(interval, dict) else interval.model_dump()
-        rates[name] = data["value"]
-        if data["low"] is not None and data["high"] is not None:
-            bounds[name] = (data["low"], data["high"])
+        rates[name] = interval.value
+        if interval.low is not None and interval.high is not None:
+            bounds[name] = (interval.low, interval.high)
     if any(v is not None for v in rates.values()):
         faster = slower = None
         if len(members) == 2 and all(m in bounds for m in members):
@@ -174,12 +176,12 @@ def _separators(summary: SummaryBody, legacy: str, members: list[str],
                 faster, slower = x, y
             elif bounds[y][0] > bounds[x][1]:
                 faster, slower = y, x
-        out.append({"kind": "throughput", "rates": rates, "faster": faster, "slower": slower})
+        out.append(Separator(kind="throughput", rates=rates, faster=faster, slower=slower))
     return out
 
 
 def _groups(summary: SummaryBody, legacy: str, candidates: list[str],
-            points: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+            points: dict[str, dict[str, PointIntervals]]) -> list[CandidateGroup]:
     keyed: dict[Any, list[str]] = {}
     basis: dict[Any, str] = {}
     for name in candidates:
@@ -190,13 +192,13 @@ def _groups(summary: SummaryBody, legacy: str, candidates: list[str],
     out = []
     for key, members in keyed.items():
         if len(members) == 1:
-            out.append({"members": members, "basis": "alone"})
+            out.append(CandidateGroup(members=members, basis="alone"))
             continue
         unknown = []
         if any(_is_dynamo(summary, m) for m in members):
             unknown.append("several_workers")
-        out.append({"members": members, "basis": basis[key],
-                    "separators": _separators(summary, legacy, members, points), "unknown": unknown})
+        out.append(CandidateGroup(members=members, basis=basis[key],
+                                  separators=_separators(summary, legacy, members, points), unknown=unknown))
     return out
 
 
@@ -206,7 +208,7 @@ def _article_versions() -> dict[str, str]:
     return {"dynamo": str(env["dynamo"]), "vllm": str(env["vllm"])}
 
 
-def _versions(summary: SummaryBody, names: list[str]) -> list[dict[str, Any]]:
+def _versions(summary: SummaryBody, names: list[str]) -> list[VersionRow]:
     article = _article_versions()
     patterns = {"dynamo": re.compile(r"(?:ai-)?dynamo[ =]+v?([0-9][\w.]*)", re.IGNORECASE),
                 "vllm": re.compile(r"\bvllm[ =]+v?([0-9][\w.]*)", re.IGNORECASE)}
@@ -226,8 +228,8 @@ def _versions(summary: SummaryBody, names: list[str]) -> list[dict[str, Any]]:
                 server = name
         if not present:
             continue
-        out.append({"component": component, "article": article[component], "run": found, "server": server,
-                    "same": None if found is None else found == article[component]})
+        out.append(VersionRow(component=component, article=article[component], run=found, server=server,
+                              same=None if found is None else found == article[component]))
     return out
 
 
@@ -250,12 +252,12 @@ def _not_measured(summary: SummaryBody, candidates: list[str]) -> list[str]:
     return out
 
 
-def post_decision(summary: SummaryBody, latency: dict[str, Any], ranking: dict[str, Any]) -> dict[str, Any]:
+def post_decision(summary: SummaryBody, latency: LatencyDecisions, ranking: RankingDecision | None) -> PostDecision:
     """``decisions.post``; ``latency`` and ``ranking`` are the latency and ranking decisions as
-    :func:`embedswap.analysis.decide` computes them (the intervals separate members; a re-index decides)."""
+    :func:`embedswap.analysis.decide` computes them (the intervals separate members; a re-index decides; None: no
+    ranking decision stored)."""
     legacy, candidates = roles(summary)
-    points = latency.get("points") or {}
-    return {"conclusions": [_conclusion(summary, legacy, n, ranking) for n in candidates],
-            "groups": _groups(summary, legacy, candidates, points),
-            "versions": _versions(summary, [legacy, *candidates]),
-            "not_measured": _not_measured(summary, candidates)}
+    return PostDecision(conclusions=[_conclusion(summary, legacy, n, ranking) for n in candidates],
+                        groups=_groups(summary, legacy, candidates, latency.points),
+                        versions=_versions(summary, [legacy, *candidates]),
+                        not_measured=_not_measured(summary, candidates))

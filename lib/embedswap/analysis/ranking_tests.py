@@ -18,10 +18,9 @@ per-query differences ``variant - legacy`` over the judged queries get:
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import numpy as np
 
+from embedswap.summary.types_decisions import PairedTest
 from embedswap.summary.types_sections import RankingRun
 
 ALPHA = 0.05
@@ -50,15 +49,15 @@ def detectable(sd: float, n: int, alpha: float = ALPHA, power: float = POWER) ->
     return float((stats.t.ppf(1 - alpha / 2, n - 1) + stats.t.ppf(power, n - 1)) * sd / math.sqrt(n))
 
 
-def paired_test(reference: np.ndarray, other: np.ndarray, seed: int = SEED) -> dict[str, Any]:
+def paired_test(reference: np.ndarray, other: np.ndarray, seed: int = SEED) -> PairedTest:
     """``{delta, low, high, p_value, n, verdict, detectable, sd}`` for ``other - reference`` per query."""
     from scipy import stats
 
     diff = other - reference
     n = len(diff)
     if n == 0:
-        return {"delta": None, "low": None, "high": None, "p_value": None, "n": 0, "verdict": "missing",
-                "detectable": None, "sd": None}
+        return PairedTest(delta=None, low=None, high=None, p_value=None, n=0, verdict="missing", detectable=None,
+                          sd=None)
     delta = float(diff.mean())
     sd = float(diff.std(ddof=1)) if n > 1 else 0.0
     if n < 2 or np.allclose(diff, diff[0]):
@@ -77,13 +76,13 @@ def paired_test(reference: np.ndarray, other: np.ndarray, seed: int = SEED) -> d
             boot = stats.bootstrap((diff,), np.mean, confidence_level=0.95, method="percentile", n_resamples=5000,
                                    random_state=np.random.default_rng(seed))
             low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
-    return {"delta": delta, "low": low, "high": high, "p_value": p, "n": n,
-            "verdict": "differs" if p < ALPHA else "no_difference", "detectable": detectable(sd, n), "sd": sd}
+    return PairedTest(delta=delta, low=low, high=high, p_value=p, n=n,
+                      verdict="differs" if p < ALPHA else "no_difference", detectable=detectable(sd, n), sd=sd)
 
 
-def variant_tests(legacy: RankingRun | None, variant: RankingRun | None) -> dict[str, Any]:
+def variant_tests(legacy: RankingRun | None, variant: RankingRun | None) -> dict[str, PairedTest]:
     """metric -> paired test of one variant against legacy (empty when either side has no per-query values)."""
-    out = {}
+    out: dict[str, PairedTest] = {}
     for metric in METRICS:
         reference, other = paired_values(legacy, variant, metric)
         if len(reference):

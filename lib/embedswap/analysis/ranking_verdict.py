@@ -16,8 +16,6 @@ random-weight model (:data:`RANDOM_WEIGHT_SPECS`) the ranking is noise and no de
 
 from __future__ import annotations
 
-from typing import Any
-
 from embedswap.stats import equivalence as eq
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.ranking_tests import paired_values, variant_tests
@@ -25,6 +23,7 @@ from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
 from embedswap.analysis.slices import ranking_slices, stored_slices
 from embedswap.analysis.stored_verdicts import stored
+from embedswap.summary.types_decisions import RankingCandidate, RankingDecision, RankingTolerance, RankingVariant
 from embedswap.summary.types_sections import CandidateRanking, RankingRun
 
 # Model specs whose weights are random (embedswap.zoo.qwen3): their vectors carry no meaning, so ranking is noise.
@@ -70,11 +69,6 @@ def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None,
     return eq.combine(verdicts), verdicts
 
 
-def _typed(v: eq.Verdict) -> dict[str, Any]:
-    """The stored part of a verdict: the fields the summary model names (one list of them, the model's)."""
-    return stored(v)
-
-
 def unchanged_from(verdict: eq.Verdict | None) -> bool | None:
     """True when acceptable (equivalent / non-inferior), False when different, None when inconclusive or absent."""
     if verdict is None or verdict.code == "inconclusive":
@@ -97,7 +91,7 @@ def by_candidate(summary: SummaryBody) -> dict[str, CandidateRanking]:
 
 
 def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingRun | None,
-                     config: DecisionsConfig) -> dict[str, Any]:
+                     config: DecisionsConfig) -> RankingVariant:
     variant = getattr(entry, kind) if entry is not None else RankingRun(measured=False)
     measured = is_measured(variant) and is_measured(legacy)
     tests = variant_tests(legacy, variant) if measured else {}
@@ -105,11 +99,13 @@ def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingR
     slices = ranking_slices(legacy, variant, config) if measured else {}
     per_query = variant.per_query
     changed = sum(1 for q in per_query.values() if q.top5_overlap is not None and q.top5_overlap < 1)
-    return {"unchanged": unchanged_from(combined), "changed_queries": changed if per_query else None,
-            "queries": len(per_query) or variant.queries, "tests": tests,
-            "equivalence": _typed(combined) if combined is not None else None,
-            "metrics": {k: _typed(v) for k, v in metrics.items()},
-            **({"slices": {k: stored_slices(v) for k, v in slices.items()}} if slices else {})}
+    found = RankingVariant(unchanged=unchanged_from(combined), changed_queries=changed if per_query else None,
+                           queries=len(per_query) or variant.queries, tests=tests,
+                           equivalence=stored(combined) if combined is not None else None,
+                           metrics={k: stored(v) for k, v in metrics.items()})
+    if slices:  # left unset without two languages: summary.json has no ``slices`` key then
+        found.slices = {k: stored_slices(v) for k, v in slices.items()}
+    return found
 
 
 def decision(naive: str | None, shim: str | None) -> str:
@@ -128,24 +124,25 @@ def decision(naive: str | None, shim: str | None) -> str:
     return "none" if naive in ("equivalent", "non_inferior") else "client"
 
 
-def _needed(naive: dict[str, Any], shim: dict[str, Any]) -> int | None:
+def _needed(naive: RankingVariant, shim: RankingVariant) -> int | None:
     """The queries that would decide the inconclusive variants (the larger; None when one has no practical n)."""
-    found = [v["equivalence"]["n_needed"] for v in (naive, shim)
-             if v["equivalence"] is not None and v["equivalence"]["code"] == "inconclusive"]
+    found = [v.equivalence.n_needed for v in (naive, shim)
+             if v.equivalence is not None and v.equivalence.code == "inconclusive"]
     return None if not found or any(n is None for n in found) else max(found)
 
 
-def ranking_verdicts(summary: SummaryBody, config: DecisionsConfig) -> dict[str, Any]:
+def ranking_verdicts(summary: SummaryBody, config: DecisionsConfig) -> RankingDecision:
     """``{meaningful, tolerance, margins, by_candidate: {name: {naive, shim, decision, n_needed}}}`` against the
     experiment's typed ``decisions``; no verdict on random weights."""
     meaningful = not random_weights(summary)
     margins = config.margins
-    out: dict[str, Any] = {"meaningful": meaningful,
-                           "tolerance": {"top5_overlap_min": 1 - margins.top_k_overlap,
-                                         "ndcg_margin": margins.ndcg_at_10, "recall_margin": margins.recall_at_k,
-                                         "alpha": config.alpha, "power": config.power},
-                           "margins": margins.model_dump(),
-                           "by_candidate": {}}
+    candidates: dict[str, RankingCandidate] = {}
+    out = RankingDecision(meaningful=meaningful,
+                          tolerance=RankingTolerance(top5_overlap_min=1 - margins.top_k_overlap,
+                                                     ndcg_margin=margins.ndcg_at_10,
+                                                     recall_margin=margins.recall_at_k, alpha=config.alpha,
+                                                     power=config.power),
+                          margins=margins.model_dump(), by_candidate=candidates)
     if not meaningful or not is_measured(summary.ranking):
         return out
     entries = by_candidate(summary)
@@ -154,7 +151,8 @@ def ranking_verdicts(summary: SummaryBody, config: DecisionsConfig) -> dict[str,
         entry = entries.get(name)
         naive = _variant_verdict(entry, "naive", legacy, config)
         shim = _variant_verdict(entry, "shim", legacy, config)
-        code = decision(*((v["equivalence"] or {}).get("code") for v in (naive, shim)))
-        out["by_candidate"][name] = {"naive": naive, "shim": shim, "decision": code,
-                                     "n_needed": _needed(naive, shim) if code == "undecided" else None}
+        code = decision(*(v.equivalence.code if v.equivalence is not None else None for v in (naive, shim)))
+        candidates[name] = RankingCandidate(naive=naive, shim=shim, decision=code,
+                                            n_needed=_needed(naive, shim) if code == "undecided" else None)
+    out.by_candidate = candidates
     return out

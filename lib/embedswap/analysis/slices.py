@@ -13,13 +13,15 @@ nothing).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Literal
 
 import numpy as np
 
 from embedswap.stats import equivalence as eq
 from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
+from embedswap.summary.model import SummaryBody
+from embedswap.summary.types_equivalence import SlicedVerdicts
 from embedswap.summary.types_sections import RankingRun
 from embedswap.summary.types_vectors import Comparison
 
@@ -74,13 +76,14 @@ def _in_total(found: tuple[eq.Verdict, dict[str, eq.Verdict]], sizes: dict[str, 
     return overall.but(n_needed=n_needed), by_slice
 
 
-def stored_slices(found: tuple[eq.Verdict, dict[str, eq.Verdict]], kind: str = "lang") -> dict[str, Any]:
-    """The stored form (validates as :class:`~embedswap.summary.types_equivalence.SlicedVerdicts`)."""
+def stored_slices(found: tuple[eq.Verdict, dict[str, eq.Verdict]],
+                  kind: Literal["lang", "tag"] = "lang") -> SlicedVerdicts:
+    """The overall verdict and each slice's, as summary.json stores them."""
     overall, by_slice = found
-    return {"overall": stored(overall), "by_slice": {k: stored(v) for k, v in by_slice.items()}, "kind": kind}
+    return SlicedVerdicts(overall=stored(overall), by_slice={k: stored(v) for k, v in by_slice.items()}, kind=kind)
 
 
-def cosine_slices(comparison: Comparison | None, config: DecisionsConfig) -> dict[str, Any] | None:
+def cosine_slices(comparison: Comparison | None, config: DecisionsConfig) -> SlicedVerdicts | None:
     """One candidate's per-document cosine to legacy, per document language, against ``margins.cosine`` (the
     change is ``cosine - 1``: only harmful; a non-finite vector counts as cosine 0). With one language: the
     pooled verdict as the only slice. None without per-document cosines."""
@@ -97,12 +100,12 @@ def cosine_slices(comparison: Comparison | None, config: DecisionsConfig) -> dic
     return stored_slices(eq.sliced_verdict(decided, better_is_harmless=True, alpha=alpha, power=power))
 
 
-def vector_decisions(summary: Any, config: DecisionsConfig) -> dict[str, Any]:
+def vector_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, SlicedVerdicts]:
     """candidate -> its per-language cosine verdict (``decisions.vectors``) against the experiment's typed
     ``decisions``; empty when no per-document cosine."""
     from embedswap.analysis.common import is_measured, roles
 
-    out = {}
+    out: dict[str, SlicedVerdicts] = {}
     for name in roles(summary)[1]:
         comparison = summary.vectors.comparison(name)
         found = cosine_slices(comparison, config) if is_measured(comparison) else None

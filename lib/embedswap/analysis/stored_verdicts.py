@@ -1,22 +1,26 @@
-"""A verdict (:class:`embedswap.stats.equivalence.Verdict`, the one model) as summary.json stores it, and a latency
-point's error gate: the verdict with its statuses, request counts and Retry-After values."""
+"""A verdict (:class:`embedswap.stats.equivalence.Verdict`, the one model) as summary.json reads it back, and a
+latency point's error gate: the verdict with its statuses, request counts and Retry-After values."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
 from embedswap.stats.equivalence import Verdict
 from embedswap.summary.types_equivalence import ErrorGate
 
-
-def stored(v: Verdict) -> dict[str, Any]:
-    """The stored part of a verdict: what :meth:`Verdict.model_dump` writes."""
-    return v.model_dump()
+StoredModel = TypeVar("StoredModel", bound=Verdict)
 
 
-def stored_gate(v: Verdict) -> dict[str, Any]:
-    """An error gate's stored part (validates as :class:`ErrorGate`)."""
-    return typed_gate(v).model_dump()
+def stored(v: StoredModel) -> StoredModel:
+    """``v`` as summary.json reads it back: every stored field set, the working (p-values, ``params``) at its
+    defaults. A verdict with some fields unset would write them after ``slices`` (its serializer appends the unset
+    ones), so the decisions hold this copy, whose keys keep the model's order."""
+    return type(v).model_validate(v.model_dump())
+
+
+def stored_gate(v: Verdict) -> ErrorGate:
+    """An error gate as summary.json reads it back (see :func:`stored`)."""
+    return stored(typed_gate(v))
 
 
 def typed_gate(v: Verdict) -> ErrorGate:

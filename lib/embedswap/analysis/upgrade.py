@@ -30,7 +30,7 @@ SCHEMA_VERSION = 2
 LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction", "diagnosis")
 
 
-def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
+def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of any version in, current JSON out
     """A copy of ``summary`` at the current schema version (a current one is returned as an equal copy)."""
     if not isinstance(summary, dict):
         raise SummaryError("summary.json does not hold a JSON object")
@@ -45,10 +45,12 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:
     attach_reasons(out)
     if version < SCHEMA_VERSION or not isinstance(out.get("decisions"), dict):
         out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
-    elif not {"shown", "post"} <= set(out["decisions"]):  # decided before the post's decisions existed
-        out["decisions"] = {**out["decisions"], **post_decisions(
-            validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])}
+    # before the post's decisions are drawn from them: they read the stored latency decisions as the model does
     _one_latency_ratio(out["decisions"])
+    if not {"shown", "post"} <= set(out["decisions"]):  # decided before the post's decisions existed
+        parts = post_decisions(validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])
+        out["decisions"] = {**out["decisions"], "shown": parts.shown.model_dump(mode="python", exclude_unset=True),
+                            "post": parts.post.model_dump(mode="python", exclude_unset=True)}
     out["schema_version"] = SCHEMA_VERSION
     return out
 

@@ -87,6 +87,8 @@ def test_an_encoder_model_is_never_served_from_a_prefix_cache(long_run: dict[str
         assert side is not None and side.repeats is not None and side.repeats.differing == 0, side
         assert side.prefix_cache is not None and side.prefix_cache.hit_tokens == 0, side
     assert twice.side("legacy").prefix_cache is None  # the kit's legacy server has no such counters
+    row = next(line for line in long_run["report"].splitlines() if line.startswith("| ") and "twice" in line)
+    assert row.count("no prefix cache asked") == 2, row  # both vLLM cells say it; the legacy one has nothing
 
 
 def test_the_report_says_what_each_server_did(long_run: dict[str, Any]) -> None:

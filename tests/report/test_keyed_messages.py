@@ -12,6 +12,7 @@ import pytest
 from embedswap.report.catalogue import LANGUAGES, CatalogueError, catalogue, environment
 from embedswap.summary.types_decisions import LockShare, RankingCandidate, RatioDirection
 from embedswap.summary.types_index import IndexDecision, StoreInfo
+from embedswap.summary.types_long_input import LongInputCode
 from embedswap.summary.types_parity import MatrixRow
 from embedswap.summary.types_post import CandidateCode, CandidateGroup, LatencyShown
 from embedswap.summary.types_vectors import ProbeVerdict
@@ -68,6 +69,7 @@ def test_every_stored_code_has_its_table_word(lang: str) -> None:
     assert set(terms["rank_decision"]) >= _codes(RankingCandidate, "decision")
     assert set(terms["stats"]["verdicts"]) >= set(get_args(RatioDirection))
     assert set(terms["verdicts"]) >= set(get_args(ProbeVerdict))
+    assert set(terms["long_input"]["handling"]) >= set(get_args(LongInputCode))
 
 
 def test_every_keyed_table_is_named_by_a_skeleton_or_a_message() -> None:

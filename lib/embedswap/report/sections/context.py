@@ -151,6 +151,11 @@ class ReportContext:
         norm = side.norm
         if isinstance(norm, float) and abs(norm - 1.0) > 1e-3:  # not unit length: say so where cosine cannot
             parts.append(f"‖v‖ {fmt(norm, 'norm')}")
+        cache = side.prefix_cache
+        if cache is not None:  # an alike repeat is evidence only where the cache served it
+            parts.append(fill(self.terms["prefix_cache_cell"], hit=fmt(cache.hit_tokens, "int"),
+                              queried=fmt(cache.query_tokens, "int")) if cache.query_tokens
+                         else self.terms["prefix_cache_off"])
         return ", ".join(parts)
 
     def verdict_cell(self, verdict: ProbeReading | None) -> str:

@@ -28,9 +28,13 @@ class ModelLimits:
     sentence_transformers: int | None
 
     @property
+    def stated(self) -> list[int]:
+        """Every limit stated, ascending, each once."""
+        return sorted({v for v in (self.positions, self.tokenizer, self.sentence_transformers) if v})
+
+    @property
     def tokens(self) -> int | None:
-        stated = [v for v in (self.positions, self.tokenizer, self.sentence_transformers) if v]
-        return min(stated) if stated else None
+        return self.stated[0] if self.stated else None
 
     def record(self) -> dict[str, Any]:
         return {"positions": self.positions, "tokenizer": self.tokenizer,

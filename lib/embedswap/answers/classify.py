@@ -17,16 +17,15 @@ import numpy as np
 from embedswap.answers.repeats import representative, spread
 from embedswap.answers.request_checks import REQUEST_ASPECTS, check_answer, check_broken
 from embedswap.reasons import explain, reason
+from embedswap.stats.vectors import pair_cosine
 
 VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference", "metadata-difference",
             "not-applicable", "empty-200", "nondeterministic"]
 
 def cosine(a: Any, b: Any) -> float:
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        return float("nan")
-    denominator = np.linalg.norm(a) * np.linalg.norm(b)
-    return float(a @ b / denominator) if denominator else float("nan")
+    """:func:`~embedswap.stats.vectors.pair_cosine`, NaN where there is none (the verdict rules compare with NaN)."""
+    value = pair_cosine(a, b)
+    return float("nan") if value is None else value
 
 
 @dataclass

@@ -18,9 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from embedswap.config.sections import ContractConfig, ProbeSpec
+from embedswap.stats.vectors import pair_cosine
 from embedswap.wire.answer_faults import fault_kind
 
 # what a repeat keeps of its answer (the first vector is what the probe verdicts compare)
@@ -61,14 +60,6 @@ def repeat_answer(record: dict[str, Any], vector: Any) -> dict[str, Any]:
     return {**{k: record.get(k) for k in REPEAT_KEYS if k != "vector"}, "vector": vector}
 
 
-def _cosine(a: Any, b: Any) -> float | None:
-    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if x.shape != y.shape or not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
-        return None
-    denominator = float(np.linalg.norm(x) * np.linalg.norm(y))
-    return float(x @ y / denominator) if denominator else None
-
-
 def spread(record: dict[str, Any], same_threshold: float) -> Spread | None:
     """How the probe's answers (``record`` and its ``repeats``) agree; None for a probe sent once."""
     repeats = record.get("repeats")
@@ -87,10 +78,10 @@ def spread(record: dict[str, Any], same_threshold: float) -> Spread | None:
         if shape != common:
             differing += 1
         elif reference is not None and answer.get("vector") is not None:
-            cos = _cosine(reference, answer["vector"])
+            cos = pair_cosine(reference, answer["vector"])
             differing += cos is None or cos < same_threshold
     vectors = [a.get("vector") for a in answers if a.get("vector") is not None]
-    pairs = [_cosine(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1:]]
+    pairs = [pair_cosine(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1:]]
     values = [c for c in pairs if c is not None]
     return Spread(sent=len(answers), differing=differing, cosine_min=min(values) if values else None,
                   kinds=dict(kinds), majority=answers[first])

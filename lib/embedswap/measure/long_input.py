@@ -52,8 +52,7 @@ def long_document(workload: Workload, tokens_wanted: int, count: Any) -> str:
 
 def stated_limits(model_path: str) -> list[int]:
     """Every token limit the model's files state (positions, tokenizer, sentence-transformers), ascending."""
-    limits = model_limits(model_path)
-    return sorted({v for v in (limits.positions, limits.tokenizer, limits.sentence_transformers) if v})
+    return model_limits(model_path).stated
 
 
 def hypothesis_inputs(ids: list[int], limit: int) -> dict[str, list[list[int]]]:

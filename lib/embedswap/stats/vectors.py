@@ -15,6 +15,17 @@ UNIT_NORM_TOLERANCE = 1e-3
 ROW_CHUNK = 8192  # rows read at a time: a memory-mapped 100k x 384 stack is paged in chunk by chunk
 
 
+def pair_cosine(a: Any, b: Any) -> float | None:
+    """The cosine of two vectors in float64; None where there is none: two lengths, a zero vector, a non-finite
+    value."""
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        return None
+    denominator = float(np.linalg.norm(x) * np.linalg.norm(y))
+    value = float(x @ y / denominator) if denominator else None
+    return value if value is not None and np.isfinite(value) else None
+
+
 def rowwise_cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine of row i of ``a`` with row i of ``b``, computed in float64, ``ROW_CHUNK`` rows at a time (memory-mapped
     captures are paged in chunk by chunk).

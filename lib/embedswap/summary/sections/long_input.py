@@ -19,11 +19,7 @@ from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.long_input import CAPTURE
 from embedswap.reasons import not_measured
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float | None:
-    scale = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(a @ b / scale) if scale > 0 else None
+from embedswap.stats.vectors import pair_cosine
 
 
 def _vectors(answer: dict[str, Any] | None, count: int) -> np.ndarray | None:
@@ -38,14 +34,14 @@ def hypotheses(evidence: dict[str, Any], answer: np.ndarray) -> list[dict[str, A
     found = []
     for limit, asked in sorted(evidence.get("hypotheses", {}).items(), key=lambda kv: int(kv[0])):
         heads = [v for key in ("head", "head_plain") if (v := _vectors(asked.get(key), 1)) is not None]
-        cosines = [c for v in heads if (c := _cosine(answer, v[0])) is not None]
+        cosines = [c for v in heads if (c := pair_cosine(answer, v[0])) is not None]
         found.append({"name": "truncated", "limit": int(limit), "cosine": max(cosines) if cosines else None,
                       "pieces": 1, "pieces_as": (asked.get("head") or {}).get("as")})
         weights = np.asarray(asked.get("piece_tokens") or [], dtype=np.float64)
         pieces = _vectors(asked.get("pieces"), len(weights))
         average = None if pieces is None or not weights.sum() else weights @ pieces / weights.sum()
         found.append({"name": "chunk_average", "limit": int(limit), "pieces": len(weights),
-                      "cosine": None if average is None else _cosine(answer, average),
+                      "cosine": None if average is None else pair_cosine(answer, average),
                       "pieces_as": (asked.get("pieces") or {}).get("as")})
     return found
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from embedswap.config.sections import ProbeSpec
+from embedswap.shim.text import load_tokenizer
 
 if TYPE_CHECKING:  # types of probe_context's arguments only
     from embedswap.config.experiment import Experiment
@@ -172,10 +173,7 @@ def describe_body(body: dict[str, Any] | None, raw: bytes) -> dict[str, Any]:
 
 
 def _token_ids(model_path: str, text: str) -> list[int]:
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    return list(tokenizer(text, truncation=True, max_length=64)["input_ids"])
+    return list(load_tokenizer(model_path)(text, truncation=True, max_length=64)["input_ids"])
 
 
 WINDOW_TOKENS = 512
@@ -184,9 +182,7 @@ WINDOW_TOKENS = 512
 def window_text(model_path: str, texts: list[str], token_limit: int | None) -> str:
     """The documents' words in order, as many as fit the model's limit (at most :data:`WINDOW_TOKENS`, 8 tokens
     spare for a server's own special tokens), counted by the model's tokenizer."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer = load_tokenizer(model_path)
     budget = min(token_limit or WINDOW_TOKENS, WINDOW_TOKENS) - 8
     words = " ".join(texts).split()
     low, high = 1, len(words)  # the most words whose count fits: counts grow with words, so a bisection finds it

@@ -26,6 +26,7 @@ from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.workload import Workload
 from embedswap.model_limits import model_limits
+from embedswap.shim.text import load_tokenizer
 from embedswap.wire.client import EmbeddingClient, EmbeddingResponse
 
 CAPTURE = "long_input.json"
@@ -79,9 +80,7 @@ def _ask(client: EmbeddingClient, tokenizer: Any, inputs: list[list[int]]) -> di
 
 def long_input_evidence(client: EmbeddingClient, workload: Workload, model_path: str) -> dict[str, Any]:
     """The long document's answer and, for every stated limit below its length, the hypotheses' answers."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    tokenizer = load_tokenizer(model_path)
     limits = stated_limits(model_path)
     if not limits:
         return {"document_tokens": None, "limits": [], "answer": None, "hypotheses": {},

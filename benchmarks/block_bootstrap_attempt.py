@@ -41,11 +41,11 @@ def main() -> None:
                         for d, side in zip(data, (name, legacy_name))]
                 got[label] = ratio(ests[0], ests[1])
             for figure in ("p50", "docs_per_s"):
-                b, p = got["block"][figure], got["plain"][figure]
-                if None in (b["low"], b["high"], p["low"], p["high"]):
+                b, p = getattr(got["block"], figure), getattr(got["plain"], figure)
+                if None in (b.low, b.high, p.low, p.high):
                     continue
-                wb, wp = b["high"] / b["low"], p["high"] / p["low"]
-                print(f"| {name} | {run} | {figure} | {b['value']:.3f} | {wb:.3f} | {wp:.3f} | "
+                wb, wp = b.high / b.low, p.high / p.low
+                print(f"| {name} | {run} | {figure} | {b.value:.3f} | {wb:.3f} | {wp:.3f} | "
                       f"{(wb - 1) / (wp - 1):.2f} |")
 
 

@@ -124,8 +124,8 @@ def latency(runs: int, boot_runs: int) -> None:
                     lat = [rng.lognormal(np.log(20 * f), 0.30, n // 3) for _ in range(3)]
                     req = intervals.Requests(lat, [np.ones(n // 3)] * 3, [float(x.sum()) / 1000 for x in lat])
                     sides.append(intervals.estimate(req, seed=i, resamples=1000))
-                p50 = intervals.ratio(sides[0], sides[1])["p50"]
-                verdicts.append(ratio_verdict(p50["value"], p50["low"], p50["high"], 1.10, n=n, confidence=0.95))
+                p50 = intervals.ratio(sides[0], sides[1]).p50
+                verdicts.append(ratio_verdict(p50.value, p50.low, p50.high, 1.10, n=n, confidence=0.95))
             print(row(name, n, verdicts, " intervals.py p50 bootstrap |"))
 
 

@@ -123,8 +123,8 @@ def width(candidate: dict[str, Any], legacy: dict[str, Any], block: int | None) 
     for name, entry in (("cand", candidate), ("legacy", legacy)):
         requests = Requests.of(LatencyTarget.model_validate(entry).sequential.requests)
         ests.append(estimate(requests, seed_for(name, "sequential"), block=block))
-    got = ratio(ests[0], ests[1])["p50"]
-    return got["high"] / got["low"]
+    got = ratio(ests[0], ests[1]).p50
+    return got.high / got.low
 
 
 def interleaved(service_ms: float, factor: float, seed: int, experiment: Any,

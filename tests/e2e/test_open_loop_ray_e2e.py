@@ -23,7 +23,7 @@ from embedswap.config.experiment import parse_experiment
 from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.workload import Document, Workload
 from embedswap.summary.sections.capacity import capacity_section
-from embedswap.summary.types_capacity import Capacity, CapacityTarget
+from embedswap.summary.types_capacity import Capacity, CapacityTarget, ServerCapacity
 from fakeservers import unit_vector
 from mg1server import mg1_process
 from ports import free_ports
@@ -75,7 +75,7 @@ def _ray_processes() -> list[str]:
     return found
 
 
-def _capacity(experiment: object, attempt: Attempt, name: str) -> dict:
+def _capacity(experiment: object, attempt: Attempt, name: str) -> ServerCapacity:
     section = capacity_section(experiment, attempt)  # type: ignore[arg-type]
     assert section is not None
     head = Capacity.model_validate({k: v for k, v in section.items() if k != "by_target"})
@@ -98,9 +98,9 @@ def test_two_ray_workers_find_the_capacity_one_process_finds(tmp_path: Path) -> 
     meta = attempt.read_json("ray/open_loop_runs.json")
     assert all(run["workers"] == 2 and run["lost_workers"] == {} for run in meta["runs"])
     one, two = _capacity(single, attempt, "single"), _capacity(split, attempt, "ray")
-    assert one["censored"] == "none" and two["censored"] == "none", (one, two)
-    assert None not in (one["low"], one["high"], two["low"], two["high"]), (one, two)
+    assert one.censored == "none" and two.censored == "none", (one, two)
+    assert None not in (one.low, one.high, two.low, two.high), (one, two)
     # overlap, not one point inside the other's interval: Ray's raylet and two worker processes share the 2 cores
     # with the server, so on a loaded host the split sender reads a lower capacity (measured 2026-12-04: single
     # 19.0-24.2/s per repeat, Ray 13.2-19.7/s)
-    assert one["low"] <= two["high"] and two["low"] <= one["high"], (one["per_repeat"], two["per_repeat"])
+    assert one.low <= two.high and two.low <= one.high, (one.per_repeat, two.per_repeat)

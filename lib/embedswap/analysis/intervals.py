@@ -170,7 +170,8 @@ def _bounds(replicates: np.ndarray, df: int) -> tuple[float, float]:
 
 def estimate(requests: Requests, seed: int, resamples: int = RESAMPLES, block: int | None = None
              ) -> tuple[PointIntervals, dict[str, np.ndarray]]:
-    """Per figure ``{value, low, high, n, n_min, estimable, near_max}`` and the replicates (for ratios)."""
+    """Per figure its :class:`Interval` (value, low, high, n, n_min, estimable, near_max), and the replicates
+    (for ratios)."""
     reps = requests.replicates(seed, resamples, block) if requests.n_ok else {}
     values = requests.values()
     n = requests.n_ok
@@ -209,8 +210,8 @@ def repeats_overlap(a: list[float] | None, b: list[float] | None) -> bool | None
 
 def ratio(candidate: tuple[PointIntervals, dict[str, np.ndarray]],
           reference: tuple[PointIntervals, dict[str, np.ndarray]]) -> PointRatio:
-    """Candidate / reference for p50, p99 and docs/s: ``{value, low, high, n: [cand, ref], repeats_overlap,
-    direction}``."""
+    """Candidate / reference for p50, p99 and docs/s, each a :class:`RatioInterval` (value, low, high, n as [cand,
+    ref], repeats_overlap, direction)."""
     (cand, cand_reps), (ref, ref_reps) = candidate, reference
     out: dict[str, RatioInterval] = {}
     for key in ("p50", "p99", "docs_per_s"):

@@ -90,8 +90,8 @@ def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict
         legacy_cell = ctx.side_cell(row.side(ctx.legacy))
         if row.path and row.path != "/v1/embeddings":
             probe_cell += f" ({code('POST ' + row.path)})"
-        if row.compare_to:  # the legacy server lacks the route: its answer to another request is used
-            reference = fill(t["compared_with"], probe=code(row.compare_to))
+        if row.baseline():  # the legacy server lacks the route: its answer to another request is used
+            reference = fill(t["compared_with"], probe=code(row.baseline()))
             legacy_cell += f"; {reference}: {ctx.side_cell(row.legacy)}"
         cells = [probe_cell, legacy_cell]
         for name in ctx.candidates:

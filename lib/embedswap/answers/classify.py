@@ -76,7 +76,10 @@ def _status_verdict(ls: int, cs: int) -> Classified:
         if other == 200 or 400 <= other < 500:
             return _verdict("retry-hazard", "detail_retry_hazard", side=side,
                             status=cs if side == "candidate" else ls, other=other)
-        return _verdict("loud-failure", "detail_both_server_errors", legacy=ls, candidate=cs)
+        # both fail the request with a server error (or no answer): the client meets it already, the swap changes
+        # nothing; a note about both servers (issue 54), where a 500 against a 502 is still the same class
+        both = all(s == 0 or s >= 500 for s in (ls, cs))
+        return _verdict("same" if both else "loud-failure", "detail_both_server_errors", legacy=ls, candidate=cs)
     if ls == 200 or cs == 200:
         failing = "candidate" if cs != 200 else "legacy"
         return _verdict("loud-failure", "detail_rejected", side=failing, status=cs if failing == "candidate" else ls)

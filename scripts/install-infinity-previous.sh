@@ -7,19 +7,19 @@
 # A few seconds (one 97 kB wheel) instead of a second copy of torch.
 # The stamp is both locks' sha256: a changed pin on either side rebuilds it.
 set -euo pipefail
-V=${1:?usage: install-infinity-previous.sh VENV_DIR [INFINITY_VENV]}
-BASE=${2:-.venvs/infinity}
 here=$(cd "$(dirname "$0")/.." && pwd)
+V=${1:?usage: install-infinity-previous.sh VENV_DIR [INFINITY_VENV]}
+BASE=${2:-$here/.venvs/infinity}
 PY=${PYTHON:-python3.11}
 stamp="$V/.installed"
 want=$(cd "$here" && sha256sum requirements/infinity-previous.lock requirements/infinity.lock)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "previous-infinity environment $V is up to date"; exit 0
 fi
-test -x "$BASE/bin/python" || { echo "install-infinity-previous.sh: $BASE is missing: run \`make infinity\` first" >&2; exit 1; }
 [ -e "$V" ] && echo "previous-infinity environment $V: a lock changed, rebuilding it"
 rm -rf "$V"
 "$PY" -m venv --without-pip "$V"
+test -x "$BASE/bin/python" || { echo "install-infinity-previous.sh: $BASE is missing: run \`make infinity\` first" >&2; exit 1; }
 site=$("$V/bin/python" -c "import sysconfig; print(sysconfig.get_path('purelib'))")
 base_site=$("$BASE/bin/python" -c "import sysconfig; print(sysconfig.get_path('purelib'))")
 "$BASE/bin/python" -m pip install -q --require-hashes --no-deps --target "$site" \

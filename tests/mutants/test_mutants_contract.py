@@ -32,8 +32,9 @@ V = [1.0, 0.0, 0.0]
     (400, 500, "retry-hazard", "candidate answered 500 where the other side answered 400"),
     (499, 500, "retry-hazard", "candidate answered 500 where the other side answered 499"),
     (500, 422, "retry-hazard", "legacy answered 500 where the other side answered 422"),
-    (500, 500, "loud-failure", "both failed with server errors (500 vs 500)"),
-    (502, 0, "loud-failure", "both failed with server errors (502 vs 0)"),
+    # both fail alike: the client meets it already, not a difference (issue 54)
+    (500, 500, "same", "both failed with server errors (500 vs 500)"),
+    (502, 0, "same", "both failed with server errors (502 vs 0)"),
     (500, 302, "loud-failure", "both failed with server errors (500 vs 302)"),  # a redirect is not a 4xx
     (500, 399, "loud-failure", "both failed with server errors (500 vs 399)"),
     (500, 400, "retry-hazard", "legacy answered 500 where the other side answered 400"),
@@ -52,7 +53,8 @@ def test_each_status_pair_is_blamed_on_the_right_side(ls: int, cs: int, verdict:
 
 
 def test_a_server_error_on_both_sides_is_not_a_retry_hazard_even_at_the_5xx_boundary() -> None:
-    assert classify(side(500), side(599)).verdict == "loud-failure"
+    assert classify(side(500), side(599)).verdict == "same"  # both server errors: the same answer (issue 54)
+    assert classify(side(200), side(599)).verdict == "retry-hazard"  # 599 is still a server error
     assert classify(side(499), side(498)).verdict == "same"  # both 4xx: nothing to retry
 
 

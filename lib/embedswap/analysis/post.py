@@ -18,7 +18,7 @@ from embedswap.analysis.common import is_measured, roles, shim_rows
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import LatencyDecisions, PointIntervals, RankingDecision
 from embedswap.summary.types_post import (CandidateConclusion, CandidateGroup, PostDecision, ProbeAnswer, Separator,
-                                          VersionRow)
+                                          VectorsCode, VersionRow)
 from embedswap.summary.types_vectors import ProbeRow
 
 ARTICLE = "data/article_000.json"  # the article the report follows (embedswap/data)
@@ -92,26 +92,44 @@ def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: RankingDe
     differ = sum(a.outcome == "differs" for a in answers)
     decided = ranking.of(name) if ranking is not None else None
     reindex = decided is not None and decided.decision == "reindex"
+    vectors = vectors_verdict(summary, legacy, name, cosine, threshold)
     if not compared and cosine is None:
         code = "not_measured"
-    elif not _vectors_pass(summary, name, cosine, threshold) or reindex:
+    elif vectors == "differ" or reindex:
         code = "not_swappable"
     elif differ == 0:
         code = "drop_in"
     else:
         code = "client_changes"
     return CandidateConclusion(name=name, code=code, compared=compared, differ=differ, **lists, cosine_min=cosine,
-                               threshold=threshold, answers=answers)
+                               threshold=threshold, vectors=vectors, answers=answers)
 
 
-def _vectors_pass(summary: SummaryBody, name: str, cosine: float | None, threshold: float) -> bool:
-    """The parity gate's verdict on the server when step 05 ran (against the fp32 reference, as the article's
-    0.999 is meant), else its lowest cosine to the legacy server against the same threshold."""
+def _gate(summary: SummaryBody, name: str) -> bool | None:
+    """The parity gate's verdict on one server (step 05, against the fp32 reference); None where it has none."""
     row = next((r for r in summary.parity.rows if getattr(r, "backend", None) == name), None)
     passed = getattr(row, "passed", None) if row is not None else None
-    if isinstance(passed, bool):
-        return passed
-    return cosine is None or cosine >= threshold
+    return passed if isinstance(passed, bool) else None
+
+
+def vectors_verdict(summary: SummaryBody, legacy: str, name: str, cosine: float | None,
+                    threshold: float) -> VectorsCode:
+    """Whether the candidate's document vectors differ from the legacy server's: the one verdict the conclusion,
+    the post's vectors sentence and its heading read. Byte-identical vectors (equal sha256) are the same. Where
+    step 05 gated both servers against the fp32 reference (the article's 0.999 is meant so), both passing is the
+    same and only the candidate failing differs; otherwise (a gate both fail, or no gate) the lowest per-document
+    cosine to the legacy server against the threshold decides: a departure both share is not a difference."""
+    mine, theirs = _vectors_key(summary, name), _vectors_key(summary, legacy)
+    if mine is not None and mine[0] == "sha256" and mine == theirs:
+        return "same"
+    gate, legacy_gate = _gate(summary, name), _gate(summary, legacy)
+    if gate is True and legacy_gate is True:
+        return "same"
+    if gate is False and legacy_gate is True:
+        return "differ"
+    if cosine is None:
+        return "not_measured" if gate is None else ("differ" if gate is False and legacy_gate is None else "same")
+    return "same" if cosine >= threshold else "differ"
 
 
 def _vectors_key(summary: SummaryBody, name: str) -> tuple[str, Any] | None:
@@ -125,11 +143,21 @@ def _vectors_key(summary: SummaryBody, name: str) -> tuple[str, Any] | None:
     return "cosine", tuple((d.doc_id, None if d.cosine is None else round(float(d.cosine), 6)) for d in comparison.per_document)
 
 
+def _software(summary: SummaryBody, name: str) -> str:
+    """What a server says of its software: its version routes' and naming headers' parts (``server: vllm``), not
+    the model names it serves or echoes (a model may be called anything)."""
+    target = summary.target(name)
+    said = target.said if target is not None else {}
+    return " ".join(value for part, value in said.items() if part.startswith(("/", "header ")))
+
+
 def _engine(summary: SummaryBody, name: str) -> tuple[str, str]:
+    """A server's kind and the text that names its engine: its name, its version and what it says of its
+    software."""
     target = summary.target(name)
     kind = (target.config.kind or target.kind or "") if target is not None else ""
     version = (target.version or "") if target is not None else ""
-    return kind, f"{name} {version}".lower()
+    return kind, f"{name} {version} {_software(summary, name)}".lower()
 
 
 def _is_dynamo(summary: SummaryBody, name: str) -> bool:
@@ -208,6 +236,9 @@ def _article_versions() -> dict[str, str]:
     return {"dynamo": str(env["dynamo"]), "vllm": str(env["vllm"])}
 
 
+_BARE_VERSION = re.compile(r"\s*v?([0-9][\w.+-]*)\s*")
+
+
 def _versions(summary: SummaryBody, names: list[str]) -> list[VersionRow]:
     article = _article_versions()
     patterns = {"dynamo": re.compile(r"(?:ai-)?dynamo[ =]+v?([0-9][\w.]*)", re.IGNORECASE),
@@ -218,10 +249,15 @@ def _versions(summary: SummaryBody, names: list[str]) -> list[VersionRow]:
         for name in names:
             target = summary.target(name)
             version = (target.version or "") if target is not None else ""
-            kind = _engine(summary, name)[0]
-            is_it = _is_dynamo(summary, name) if component == "dynamo" else kind == "vllm" or "vllm" in version
+            kind, text = _engine(summary, name)
+            dynamo = _is_dynamo(summary, name)
+            is_it = dynamo if component == "dynamo" else kind == "vllm" or "vllm" in text
             present = present or is_it
             match = pattern.search(version)
+            if match is None and is_it and target is not None and target.version_source == "server":
+                # the server's own bare version (vLLM's /version: {"version": "0.32.0"}) is that of the engine
+                # that answers: the Dynamo frontend where it is one, else vLLM itself
+                match = _BARE_VERSION.fullmatch(version) if dynamo == (component == "dynamo") else None
             if match and found is None:
                 found, server = match.group(1), name
             elif is_it and server is None:

@@ -30,6 +30,7 @@ import yaml
 from embedswap.config import load_experiment
 from embedswap.measure.contract import CATALOGUE
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
+from embedswap.shim.settings import ShimConfig
 from embedswap.targets.base import ManagedProcess, server_env
 from realkit import EMBEDSWAP, REPO, make_experiment, wait_no_processes
 from ports import free_ports
@@ -117,9 +118,8 @@ def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         guard = root / f"guard-{LEGACY}.json"
         made = subprocess.run([EMBEDSWAP, "guard", "init", str(folder), "--target", LEGACY, "--out", str(guard)],
                               capture_output=True, text=True, env=OFFLINE, timeout=300)
-        checks = {}
-        if made.returncode == 0:
-            checks = {name: _guard_check(guard, f"http://127.0.0.1:{port}") for name, port in ports.items()}
+        # the newer server only: `tests/e2e/test_guard_e2e.py` shows a guard passing the server it was made from
+        check = _guard_check(guard, f"http://127.0.0.1:{ports[CANDIDATE]}") if made.returncode == 0 else None
         guard_s = time.monotonic() - began - ready_s - run_s
     finally:
         for server, _, _ in servers.values():
@@ -133,24 +133,28 @@ def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     assert report.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     assert made.returncode == 0, made.stdout + made.stderr
     print(f"both Infinity releases ready in {ready_s:.1f} s; embedswap run 01-03 took {run_s:.1f} s; "
-          f"guard init and two checks {guard_s:.1f} s")
+          f"guard init and check {guard_s:.1f} s")
     yield {"summary": json.loads(summary_path.read_text()), "report": report.read_text(encoding="utf-8"),
            "post": (root / "reports" / folder.name / "post.en.md").read_text(encoding="utf-8"),
-           "attempt": attempts[0], "checks": checks}
+           "attempt": attempts[0], "check": check}
 
 
 def test_each_server_states_its_own_version(upgrade: dict[str, Any]) -> None:
-    """What each server says about itself names its release: Infinity states it in its OpenAPI document only."""
-    targets = upgrade["summary"]["targets"]
+    """What each server says about itself names its release (Infinity states it in its OpenAPI document only), and
+    the setup names both versions as the servers state them."""
+    targets, post, report = upgrade["summary"]["targets"], upgrade["post"], upgrade["report"]
     for name, version in VERSIONS.items():
-        identity = targets[name]["identity"]
-        assert identity["routes"]["/openapi.json"]["version"] == version, identity
-        assert identity["served_models"] == ["minilm"] and identity["status"] == 200
+        target = targets[name]
+        assert target["identity"]["routes"]["/openapi.json"]["version"] == version, target["identity"]
+        assert (target["version"], target["version_source"]) == (version, "server"), target
+        assert target["statement"] == f"/openapi.json {version}"
     # everything else they say about themselves is the same (the model list, the echoed model, the headers)
     said = {name: {k: v for k, v in targets[name]["identity"].items() if k != "routes"} for name in VERSIONS}
     assert said[LEGACY] == said[CANDIDATE]
-    # TODO(issue 54 item 4): once the report's setup section shows what each server states about itself, assert
-    # that it names both versions (report.en.md), not only summary.targets.<name>.identity
+    for role, name in (("Legacy server", LEGACY), ("Candidate", CANDIDATE)):
+        line = f"{role} `{name}`: {VERSIONS[name]}, as the server states it (`/openapi.json {VERSIONS[name]}`)"
+        assert line in post, [ln for ln in post.splitlines() if name in ln]
+    assert all(f"Version: {v}, as the server states it" in report for v in VERSIONS.values())
 
 
 def test_the_vectors_are_byte_identical(upgrade: dict[str, Any]) -> None:
@@ -177,17 +181,17 @@ def test_the_conclusion_is_drop_in(upgrade: dict[str, Any]) -> None:
     assert conclusion["differ"] == 0 and conclusion["compared"] > 0
 
 
-def test_the_shim_changes_nothing(upgrade: dict[str, Any]) -> None:
+def test_the_shim_is_a_pass_through_that_opens_nothing(upgrade: dict[str, Any]) -> None:
     shim = upgrade["summary"]["shim"]
-    config = shim["config"][CANDIDATE]
-    changes = {k: v for k, v in config.items() if v not in (None, False, [], {}, "")}
-    assert not changes, config
+    config = ShimConfig.from_dict(shim["config"][CANDIDATE])
+    assert config.rewrites() == [], shim["config"][CANDIDATE]
+    outcome = upgrade["summary"]["decisions"]["shim"][CANDIDATE]
+    assert outcome["differ_before"] == outcome["differ_after"] == 0 and outcome["opened"] == [], outcome
+    assert {row["verdicts"][CANDIDATE]["verdict"] for row in shim["rows"]} <= {"same", "not-applicable"}
 
 
-def test_the_guard_passes_the_old_release_and_names_the_version_change_of_the_new(upgrade: dict[str, Any]) -> None:
-    code, same = upgrade["checks"][LEGACY]
-    assert code == 0, same["summary"]  # the guard against the server it was made from: nothing moved
-    code, result = upgrade["checks"][CANDIDATE]
+def test_the_guard_of_the_old_release_names_the_version_change_of_the_new(upgrade: dict[str, Any]) -> None:
+    code, result = upgrade["check"]
     print(result["summary"])
     aspects = {a["name"]: a for a in result["aspects"]}
     for name in VECTOR_ASPECTS:  # the answers and the vectors did not move

@@ -285,6 +285,21 @@ class ShimConfig:
         return cls(**settings, reasons={**reasons, **extra_reasons}, reason_codes=codes)
 
 
+CLIENT_PREFIXED_QUERIES = "query_vectors_client_prefixed.npy"  # the prompt put in the text by the client
+SERVER_INSTRUCTION_QUERIES = "query_vectors_server_instruction.npy"  # `input_type` sent for the server to apply
+
+
+def shim_query_file(config: dict[str, Any] | None) -> str:
+    """The query capture that holds what a client behind the shim sends: the client-prefixed queries where the
+    shim puts the prompt in the text (its default), the server-instruction ones where the shim derived for this
+    candidate passes ``input_type`` through (the candidate applies the prompt as the legacy server does). Ranking
+    and the index once always read the client-prefixed file, so a server compared with itself 'changed' its ranking
+    (issue 54: vLLM A/A)."""
+    if config is not None and config.get("prepend_query_instruction") is False:
+        return SERVER_INSTRUCTION_QUERIES
+    return CLIENT_PREFIXED_QUERIES
+
+
 UNIT_TOLERANCE = 1e-3  # as contract.NORM_TOLERANCE: float32 answers of a unit vector are within ~1e-6 of 1
 
 

@@ -19,6 +19,7 @@ from embedswap.index.searches import (
 )
 from embedswap.reasons import not_measured
 from embedswap.redact import redact
+from embedswap.summary.sections.ranking import shim_queries
 from embedswap.summary.model import Summary
 from embedswap.analysis.upgrade import as_summary
 
@@ -57,7 +58,8 @@ def capture_index(ctx: Any) -> dict[str, Any]:
                             path=f"{experiment.legacy}/{LEGACY_QUERY_FILE}")
     vectors = {experiment.legacy: legacy}
     for name in experiment.candidates:
-        got = _vectors(attempt, name, QUERY_FILES[config.queries]) or _vectors(attempt, name, LEGACY_QUERY_FILE)
+        got = _vectors(attempt, name, query_file(attempt, name, config.queries)) \
+            or _vectors(attempt, name, LEGACY_QUERY_FILE)
         if got is not None:
             vectors[name] = got
     candidates = [n for n in experiment.candidates if n in vectors]
@@ -75,10 +77,20 @@ def capture_index(ctx: Any) -> dict[str, Any]:
         # the data folder is rebuilt from the captures on every run: not kept
         shutil.rmtree(folder, ignore_errors=True)
     if result.get("measured"):
-        result["queries"] = {"legacy": LEGACY_QUERY_FILE, "candidate": QUERY_FILES[config.queries]}
+        result["queries"] = {"legacy": LEGACY_QUERY_FILE,
+                             "candidate": query_file(attempt, experiment.primary_candidate, config.queries),
+                             "by_candidate": {n: query_file(attempt, n, config.queries) for n in candidates}}
         result["query_rows"] = rows.tolist()
     attempt.write_json(CAPTURE, result)  # a failure too: the summary states it as the reason
     return result
+
+
+def query_file(attempt: Any, name: str, queries: str) -> str:
+    """A candidate's query capture for the index: ``naive`` as sent bare; ``shim`` what its derived shim sends
+    (the server-instruction queries where the shim passes ``input_type`` through)."""
+    if queries == "naive":
+        return QUERY_FILES["naive"]
+    return shim_queries(attempt, name)
 
 
 def _store_failed(capture: dict[str, Any]) -> bool:

@@ -10,6 +10,7 @@ import numpy as np
 from embedswap.ranking.metrics import GAIN, evaluate, overlap_with
 from embedswap.ranking.agreement import agreement
 from embedswap.reasons import not_measured
+from embedswap.shim.settings import shim_query_file
 
 # Which query capture each variant reads (written by embedswap.measure.capture.capture_queries).
 QUERY_FILES = {
@@ -18,6 +19,12 @@ QUERY_FILES = {
     "shim": "query_vectors_client_prefixed.npy",
 }
 METRICS = ("ndcg_at_10", "recall_at_5", "top5_overlap")
+
+
+def shim_queries(attempt: Any, name: str) -> str:
+    """The query capture of a candidate behind its derived shim (``shim.settings.shim_query_file``)."""
+    path = f"{name}/shim_config.json"
+    return shim_query_file(attempt.read_json(path) if attempt.has(path) else None)
 
 
 
@@ -96,7 +103,7 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
     for name in experiment.candidates:
         stack = _doc_stack(attempt, name)
         naive = _variant(attempt, name, QUERY_FILES["naive"], workload, stack, legacy)
-        shim = _variant(attempt, name, QUERY_FILES["shim"], workload, stack, legacy)
+        shim = _variant(attempt, name, shim_queries(attempt, name), workload, stack, legacy)
         by_candidate[name] = {
             "measured": bool(naive["measured"] or shim["measured"]),
             "naive": naive,

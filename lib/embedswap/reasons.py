@@ -150,6 +150,7 @@ REASONS: dict[str, str] = {
     "shim_dimensions_ignored": "the server ignored `dimensions: {asked}` (answered {dim} values); the shim cuts + "
                                "renormalises the vectors itself",
     "shim_dimensions_honoured": "the server honours `dimensions`; passed through",
+    "shim_dimensions_alike": "the server answers `dimensions` as the legacy server does; passed through",
     "shim_dimensions_not_probed": "not probed; the shim emulates `dimensions` (safe default)",
     "shim_query_applied": "the server applies the query prompt itself ({findings}); passed through",
     "shim_query_prepended": "{findings}: the shim drops input_type/instruction and puts the query prompt in the text",
@@ -163,6 +164,8 @@ REASONS: dict[str, str] = {
                                 "tokens (the configured limit (the error did not state one)) with the model's "
                                 "tokenizer",
     "shim_truncate_not_needed": "the server accepted an over-long input (it truncates itself)",
+    "shim_truncate_alike": "the server answered {status} to an over-long input, as the legacy server did; passed "
+                           "through",
     "shim_truncate_not_probed": "not probed; truncating to the configured limit ({limit})",
     "shim_model_override": "the server answered {status} to an unknown `model` (the legacy server ignored it); the "
                            "shim always sends '{name}'",
@@ -171,6 +174,7 @@ REASONS: dict[str, str] = {
     "shim_reject_empty": "the legacy server rejected an empty string ({status}) where the server embeds it; the shim "
                          "rejects it with 400",
     "shim_force_float": "the server answers base64 when asked; the shim asks for floats",
+    "shim_encoding_alike": "the server answers `encoding_format` as the legacy server does; passed through",
     "shim_renormalise": "the server's vectors are not unit length ({probes}) where the legacy server's are; the shim "
                         "re-normalises every vector (L2)",
     # what the shim did to one request (its `rewrites`)

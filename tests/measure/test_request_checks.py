@@ -63,17 +63,21 @@ def test_the_echoed_model_is_kept_and_compared_with_the_model_asked_for() -> Non
     assert verdict.verdict == "metadata-difference"
     assert verdict.aspects == ["model_asked"]
     assert "'text-embedding-minilm-hosted' where 'minilm' was asked for" in verdict.detail
-    # also when the legacy server echoes the same wrong name: checked against the request, not against legacy
-    assert classify(answer(model="other"), answer(model="other")).aspects == ["model_asked"]
+    # the legacy server echoes the same wrong name: a note about both servers, never a difference (issue 54)
+    both = classify(answer(model="other"), answer(model="other"))
+    assert (both.verdict, both.aspects, both.shared) == ("same", [], ["model_asked"])
 
 
 def test_the_encoding_is_checked_against_the_requested_encoding_format() -> None:
     sent = {"model": "minilm", "input": ["a document"], "encoding_format": "base64"}
-    # both ignore base64: compared with legacy alone this was "same"
-    verdict = classify(answer(sent=sent), answer(sent=sent))
+    # the candidate ignores base64 where the legacy server honours it: a difference of the candidate's
+    verdict = classify(answer(sent=sent, encoding="base64"), answer(sent=sent))
     assert verdict.verdict == "format-difference"
     assert verdict.aspects == ["encoding_asked"]
     assert "`encoding_format` base64 asked, float answered" in verdict.detail
+    # both ignore it: what the legacy server does too is a note about both, not a difference (issue 54)
+    both = classify(answer(sent=sent), answer(sent=sent))
+    assert (both.verdict, both.aspects, both.shared) == ("same", [], ["encoding_asked"])
     # honoured: the base64 answer differs from legacy's floats only in form (the old rule, unchanged)
     honoured = classify(answer(sent=sent), answer(sent=sent, encoding="base64"))
     assert honoured.verdict == "format-difference" and honoured.aspects == ["encoding"]

@@ -32,8 +32,9 @@ V = [1.0, 0.0, 0.0]
     (400, 500, "retry-hazard", "candidate answered 500 where the other side answered 400"),
     (499, 500, "retry-hazard", "candidate answered 500 where the other side answered 499"),
     (500, 422, "retry-hazard", "legacy answered 500 where the other side answered 422"),
-    (500, 500, "loud-failure", "both failed with server errors (500 vs 500)"),
-    (502, 0, "loud-failure", "both failed with server errors (502 vs 0)"),
+    # both fail alike: the client meets it already, not a difference (issue 54)
+    (500, 500, "same", "both failed with server errors (500 vs 500)"),
+    (502, 0, "same", "both failed with server errors (502 vs 0)"),
     (500, 302, "loud-failure", "both failed with server errors (500 vs 302)"),  # a redirect is not a 4xx
     (500, 399, "loud-failure", "both failed with server errors (500 vs 399)"),
     (500, 400, "retry-hazard", "legacy answered 500 where the other side answered 400"),

@@ -120,15 +120,17 @@ def test_the_front_matter_names_every_candidate_and_prints_the_body_numbers(lang
 
 
 def _with_v2_row() -> Summary:
-    """The complete fixture with a /v2/embed row the legacy server lacks: every server answered 404 to the route,
-    and the verdict compared the candidates with the legacy server's answer to the query-type probe."""
+    """The complete fixture with a /v2/embed row the legacy server lacks (404) and the candidates serve (200): only
+    then is a verdict read against the legacy server's answer to the query-type probe (issue 54)."""
     data = json.loads((FIXTURES / "summary_complete.json").read_text(encoding="utf-8"))
     rows = {r["probe"]: r for r in data["contract"]}
-    row = json.loads(json.dumps(rows["unknown_model"]))
+    row = json.loads(json.dumps(rows["input_type_query"]))
     baseline = rows["input_type_query"]["by_target"]["legacy"]
-    refused = dict(row["by_target"]["vllm"], error="Not Found")
+    refused = dict(row["by_target"]["vllm"], status=404, error="Not Found", dim=None, n_vectors=None)
     row.update(probe="v2_embed_query", path="/v2/embed", compare_to="input_type_query", legacy=baseline,
-               candidate=refused, by_target={"legacy": refused, "vllm": refused, "dynamo": refused})
+               by_target={**row["by_target"], "legacy": refused})
+    for verdict in row["verdicts"].values():
+        verdict["baseline"] = "input_type_query"
     data["contract"].append(row)
     return read_summary(data)
 

@@ -486,13 +486,14 @@ def test_shim_probes_close_the_contract_gaps(tmp_path, engine) -> None:
     v2 = contract["v2_embed_query"]
     assert v2["path"] == "/v2/embed" and v2["compare_to"] == "input_type_query"
     assert v2["by_target"]["legacy"]["status"] == 404  # the legacy server has no such route ...
-    assert v2["legacy"]["status"] == 200  # ... so its answer to input_type_query is the reference
-    if engine == "vllm":
+    if engine == "vllm":  # ... and the candidate serves it: its answer to input_type_query is the reference
+        assert v2["legacy"]["status"] == 200 and v2["verdicts"]["cand"]["baseline"] == "input_type_query"
         assert v2["by_target"]["cand"]["status"] == 200
         assert v2["verdict"] == "silent-divergence" and v2["cosine"] < 0.9, v2["detail"]
         assert v2["by_target"]["cand"]["prompt_tokens"] > v2["legacy"]["prompt_tokens"]  # the chat turn's tokens
-    else:
-        assert v2["verdict"] == "loud-failure"
+    else:  # ... nor does the candidate: both refuse the same request alike (issue 54)
+        assert v2["legacy"]["status"] == 404 and "baseline" not in v2["verdicts"]["cand"]
+        assert v2["verdict"] == "same", v2["detail"]
     config = section["config"]["cand"]
     assert config["max_input_tokens"] == LIMIT
     assert config["non_retryable_statuses"] == ([500] if engine == "dynamo" else [])

@@ -18,7 +18,7 @@ from embedswap.analysis.common import is_measured, roles, shim_rows
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import LatencyDecisions, PointIntervals, RankingDecision
 from embedswap.summary.types_post import (CandidateConclusion, CandidateGroup, PostDecision, ProbeAnswer, Separator,
-                                          VersionRow)
+                                          VectorsCode, VersionRow)
 from embedswap.summary.types_vectors import ProbeRow
 
 ARTICLE = "data/article_000.json"  # the article the report follows (embedswap/data)
@@ -92,26 +92,44 @@ def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: RankingDe
     differ = sum(a.outcome == "differs" for a in answers)
     decided = ranking.of(name) if ranking is not None else None
     reindex = decided is not None and decided.decision == "reindex"
+    vectors = vectors_verdict(summary, legacy, name, cosine, threshold)
     if not compared and cosine is None:
         code = "not_measured"
-    elif not _vectors_pass(summary, name, cosine, threshold) or reindex:
+    elif vectors == "differ" or reindex:
         code = "not_swappable"
     elif differ == 0:
         code = "drop_in"
     else:
         code = "client_changes"
     return CandidateConclusion(name=name, code=code, compared=compared, differ=differ, **lists, cosine_min=cosine,
-                               threshold=threshold, answers=answers)
+                               threshold=threshold, vectors=vectors, answers=answers)
 
 
-def _vectors_pass(summary: SummaryBody, name: str, cosine: float | None, threshold: float) -> bool:
-    """The parity gate's verdict on the server when step 05 ran (against the fp32 reference, as the article's
-    0.999 is meant), else its lowest cosine to the legacy server against the same threshold."""
+def _gate(summary: SummaryBody, name: str) -> bool | None:
+    """The parity gate's verdict on one server (step 05, against the fp32 reference); None where it has none."""
     row = next((r for r in summary.parity.rows if getattr(r, "backend", None) == name), None)
     passed = getattr(row, "passed", None) if row is not None else None
-    if isinstance(passed, bool):
-        return passed
-    return cosine is None or cosine >= threshold
+    return passed if isinstance(passed, bool) else None
+
+
+def vectors_verdict(summary: SummaryBody, legacy: str, name: str, cosine: float | None,
+                    threshold: float) -> VectorsCode:
+    """Whether the candidate's document vectors differ from the legacy server's: the one verdict the conclusion,
+    the post's vectors sentence and its heading read. Byte-identical vectors (equal sha256) are the same. Where
+    step 05 gated both servers against the fp32 reference (the article's 0.999 is meant so), both passing is the
+    same and only the candidate failing differs; otherwise (a gate both fail, or no gate) the lowest per-document
+    cosine to the legacy server against the threshold decides: a departure both share is not a difference."""
+    mine, theirs = _vectors_key(summary, name), _vectors_key(summary, legacy)
+    if mine is not None and mine[0] == "sha256" and mine == theirs:
+        return "same"
+    gate, legacy_gate = _gate(summary, name), _gate(summary, legacy)
+    if gate is True and legacy_gate is True:
+        return "same"
+    if gate is False and legacy_gate is True:
+        return "differ"
+    if cosine is None:
+        return "not_measured" if gate is None else ("differ" if gate is False and legacy_gate is None else "same")
+    return "same" if cosine >= threshold else "differ"
 
 
 def _vectors_key(summary: SummaryBody, name: str) -> tuple[str, Any] | None:

@@ -10,6 +10,9 @@ Version 2 files decided before the latency ratio was stored once also carry its 
 (``decisions.latency.ratios.<c>.seq_p50``/``conc_docs_per_s``/``conc_p50``/``complete``, the median of the repeats,
 and ``decisions.shown.ratios``) and call the interval's label ``verdict``: the copies are dropped (the pooled ratio
 under ``intervals`` is the one value) and the label is renamed ``direction``.
+
+Contract rows from before each verdict named the legacy answer it was read against (no ``conformance``) were read
+against ``compare_to`` whenever a probe named one; their verdicts get that ``baseline``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
         if not isinstance(out.get(key), dict):
             out[key] = not_measured("section_absent")
     attach_reasons(out)
+    _probe_baselines(out)
     if version < SCHEMA_VERSION or not isinstance(out.get("decisions"), dict):
         out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
     # before the post's decisions are drawn from them: they read the stored latency decisions as the model does
@@ -53,6 +57,19 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
                             "post": parts.post.model_dump(mode="python", exclude_unset=True)}
     out["schema_version"] = SCHEMA_VERSION
     return out
+
+
+def _probe_baselines(summary: dict[str, Any]) -> None:
+    """Contract rows written before each verdict named its baseline (rows without ``conformance``), in place: a
+    row with ``compare_to`` was then always read against the legacy server's answer to that probe, so its verdicts
+    say so (the report shows that reference beside them, as it did)."""
+    rows = summary.get("contract")
+    for row in rows if isinstance(rows, list) else []:
+        if not isinstance(row, dict) or "conformance" in row or not row.get("compare_to"):
+            continue
+        for verdict in (row.get("verdicts") or {}).values():
+            if isinstance(verdict, dict) and verdict.get("verdict") is not None:
+                verdict.setdefault("baseline", row["compare_to"])
 
 
 # the copies of the latency ratio older version-2 decisions stored beside the pooled one

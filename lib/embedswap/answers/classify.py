@@ -37,12 +37,17 @@ class Classified:
     cosine: float | None = None
     aspects: list[str] = field(default_factory=list)  # what differs: dimension, direction, length, usage...
     reason: dict[str, Any] | None = None  # the detail as a reason code (embedswap.reasons), worded per language
+    # departures from the request both servers share (encoding_asked, model_asked, ...): a note about both, never a
+    # difference (DESIGN "A comparison has two sides")
+    shared: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
         """The verdict as the summary stores it (``detail_reason`` beside the English ``detail``)."""
         out = {"verdict": self.verdict, "detail": self.detail, "cosine": self.cosine, "aspects": self.aspects}
         if self.reason is not None:
             out["detail_reason"] = self.reason
+        if self.shared:
+            out["shared"] = self.shared
         return out
 
 
@@ -71,7 +76,10 @@ def _status_verdict(ls: int, cs: int) -> Classified:
         if other == 200 or 400 <= other < 500:
             return _verdict("retry-hazard", "detail_retry_hazard", side=side,
                             status=cs if side == "candidate" else ls, other=other)
-        return _verdict("loud-failure", "detail_both_server_errors", legacy=ls, candidate=cs)
+        # both fail the request with a server error (or no answer): the client meets it already, the swap changes
+        # nothing; a note about both servers (issue 54), where a 500 against a 502 is still the same class
+        both = all(s == 0 or s >= 500 for s in (ls, cs))
+        return _verdict("same" if both else "loud-failure", "detail_both_server_errors", legacy=ls, candidate=cs)
     if ls == 200 or cs == 200:
         failing = "candidate" if cs != 200 else "legacy"
         return _verdict("loud-failure", "detail_rejected", side=failing, status=cs if failing == "candidate" else ls)
@@ -141,9 +149,10 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector
     (and optionally model, index_order_ok, tokenizer_tokens). The verdict is the worst aspect's: a vector
     difference (direction, length, dimension, count, order) is silent-divergence; usage or model alone is
-    metadata-difference; an encoding alone is format-difference. ``against_request`` also checks the candidate's
-    answer against its own request (``measure.request_checks``); a 200 without embeddings is ``empty-200``. The
-    shim's answers are not (it answers as the legacy server would, on purpose)."""
+    metadata-difference; an encoding alone is format-difference. ``against_request`` also checks both answers
+    against their own request (``measure.request_checks``): a departure counts only where the candidate departs
+    and the legacy server did not (a 200 without embeddings is then ``empty-200``); one both show is listed in
+    ``shared``. The shim's answers are not checked (it answers as the legacy server would, on purpose)."""
     if legacy.get("not_applicable") or candidate.get("not_applicable"):
         side = legacy if legacy.get("not_applicable") else candidate
         return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
@@ -152,21 +161,53 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     if intermittent is not None:  # identical requests answered otherwise: no comparison says anything systematic
         return intermittent
     legacy, candidate = representative(legacy, same_threshold), representative(candidate, same_threshold)
+    found = _classify(legacy, candidate, same_threshold, against_request)
+    if against_request:
+        found.shared = shared_departures(legacy, candidate)
+    return found
+
+
+def departures(record: dict[str, Any]) -> list[str]:
+    """The aspects in which one server's answer departs from its own request (``request_checks``): a conformance
+    note about that server, whichever side it is."""
+    broken = check_broken(record)
+    if broken is not None:
+        return [broken[0]]
+    return list(dict.fromkeys(aspect for aspect, _ in check_answer(record)))
+
+
+def shared_departures(legacy: dict[str, Any], candidate: dict[str, Any]) -> list[str]:
+    """The departures from the request both servers show: what the legacy server does too is never a difference."""
+    theirs = set(departures(legacy))
+    return [aspect for aspect in departures(candidate) if aspect in theirs]
+
+
+def _classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float,
+              against_request: bool) -> Classified:
+    """The verdict on two representative answers; a departure from the request counts only where the legacy
+    server's answer to the same request does not depart the same way."""
+    legacy_broken = check_broken(legacy) if against_request else None
     broken = check_broken(candidate) if against_request else None
-    if broken is not None:  # a 200 without embeddings: no status-based client notices, whatever legacy did
+    if broken is not None and not (legacy_broken is not None and legacy_broken[0] == broken[0]):
+        # a 200 without embeddings where the legacy server's answer had them: no status-based client notices
         aspect, why = broken
         return _verdict("empty-200", "detail_empty_200", None, [aspect], problem=why,
                         legacy=legacy.get("status"))
     ls, cs = legacy["status"], candidate["status"]
-    if against_request and check_broken(legacy) is not None:  # legacy's 200 carried nothing: the swap cures it
+    if broken is not None:  # both 200s carried nothing, the same way: the swap changes nothing a client sees
+        return _verdict("same", "detail_equivalent", None)
+    if legacy_broken is not None:  # legacy's 200 carried nothing: the swap cures it
         return _verdict("loud-failure", "detail_legacy_empty_200", status=cs)
     if ls != 200 or cs != 200:
         return _status_verdict(ls, cs)
     differences, aspects, cos = _vector_differences(legacy, candidate, same_threshold)
     candidate_metadata: list[tuple[str, dict[str, Any]]] = []
     formats: list[tuple[str, dict[str, Any]]] = []
-    # the candidate's answer against its own request
+    # the candidate's answer against its own request, where the legacy server's answer kept that promise
+    theirs = {aspect for aspect, _ in check_answer(legacy)} if against_request else set()
     for aspect, why in check_answer(candidate) if against_request else []:
+        if aspect in theirs:
+            continue  # both depart the same way: a note about both (Classified.shared), not a difference
         if aspect == "count_asked":
             differences.append(why)
             aspects.append(aspect)
@@ -194,7 +235,7 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         # vectors match: billing and token budgets break, search does not
         return _verdict("metadata-difference", "detail_metadata", cos, aspects,
                         differences=metadata + [why for _, why in formats])
-    if formats:  # the legacy server may ignore the request too; the candidate's answer is checked on its own
+    if formats:  # the candidate breaks a promise about the encoding that the legacy server kept
         return _verdict("format-difference", "detail_format_asked", cos, aspects,
                         differences=[why for _, why in formats])
     if legacy.get("encoding") != candidate.get("encoding"):

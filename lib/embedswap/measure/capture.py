@@ -18,7 +18,7 @@ from tqdm import tqdm  # text bars: they show both in JupyterLab and in the pape
 from embedswap.captures import ArrayStream, Attempt
 from embedswap.wire.client import EmbeddingClient, EmbeddingResponse
 from embedswap.config.experiment import Experiment
-from embedswap.measure.contract import build_request, probe_context, describe_body, select_probes
+from embedswap.measure.contract import build_request, run_context, describe_body, select_probes
 from embedswap.targets import build_target
 from embedswap.wire.api_shapes import shaped_request
 from embedswap.measure.tokens import probe_token_counter, query_with_instruction
@@ -156,8 +156,7 @@ def _combined(answers: list[dict[str, Any]]) -> dict[str, Any]:
 def capture_probes(client: EmbeddingClient, experiment: Experiment, workload: Workload, attempt: Attempt,
                    prefix: str, model_path: str) -> None:
     limit = token_limit(model_path)  # the model's own, from its configuration
-    ctx = probe_context(experiment, workload, client.embed([workload.documents[0].text]), model_path,
-                        token_limit=limit)
+    ctx = run_context(experiment, workload, client.embed([workload.documents[0].text]), model_path)
     count = probe_token_counter(experiment, model_path)
     count_whole = probe_token_counter(experiment, model_path, whole=True)
     records = []

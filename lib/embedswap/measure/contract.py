@@ -195,7 +195,9 @@ def window_text(model_path: str, texts: list[str], token_limit: int | None) -> s
 
 def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingResponse, model_path: str,
                   fallback_dim: int = 0, token_limit: int | None = None) -> ProbeContext:
-    """What the probe catalogue's placeholders are filled with; the native size comes from the plain answer."""
+    """What the probe catalogue's placeholders are filled with; the native size comes from the plain answer.
+    The direct probes and the shim's re-probes both build theirs with :func:`run_context`, so that a re-probe sends
+    the direct probe's exact request."""
     return ProbeContext(
         doc=workload.documents[0].text,
         docs8=[d.text for d in workload.documents[:8]],
@@ -207,3 +209,14 @@ def probe_context(experiment: Experiment, workload: Workload, plain: EmbeddingRe
         token_limit=token_limit,
         window=window_text(model_path, [d.text for d in workload.documents[:16]], token_limit),
     )
+
+
+def run_context(experiment: Experiment, workload: Workload, plain: EmbeddingResponse, model_path: str,
+                fallback_dim: int = 0) -> ProbeContext:
+    """The one probe context of a run: :func:`probe_context` at the model's own token limit (its configuration).
+    The shim's re-probes once built theirs without the limit and sent a 502-token window where the direct probe
+    had sent 248 tokens, and read the answers' difference as one the shim opened (issue 54)."""
+    from embedswap.model_limits import token_limit
+
+    return probe_context(experiment, workload, plain, model_path, fallback_dim=fallback_dim,
+                         token_limit=token_limit(model_path))

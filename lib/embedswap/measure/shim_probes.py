@@ -8,7 +8,7 @@ from tqdm import tqdm  # text bars: they show both in JupyterLab and in the pape
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
-from embedswap.measure.contract import probe_context, DEFAULT_PROBE_PATH, build_request, describe_body, select_probes
+from embedswap.measure.contract import run_context, DEFAULT_PROBE_PATH, build_request, describe_body, select_probes
 from embedswap.model_limits import token_limit
 from embedswap.measure.tokens import probe_token_counter
 from embedswap.measure.workload import Workload
@@ -82,8 +82,9 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
     attempt.write_json(f"{prefix}/shim_config.json", config.to_dict())
     with EmbeddingShim(client_base_url, config, experiment.model.served_name, headers=headers,
                        verify_tls=verify_tls, embeddings_path=embeddings_path) as shim:
-        ctx = probe_context(experiment, workload, shim.embed([workload.documents[0].text]), model_path,
-                            fallback_dim=config.native_dim or 0)
+        # the direct probes' context (same token limit, same window): a re-probe sends the direct probe's request
+        ctx = run_context(experiment, workload, shim.embed([workload.documents[0].text]), model_path,
+                          fallback_dim=config.native_dim or 0)
         records = []
         count = probe_token_counter(experiment, model_path)
         count_whole = probe_token_counter(experiment, model_path, whole=True)

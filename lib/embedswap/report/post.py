@@ -87,12 +87,12 @@ def _contract(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
         entry = by_article.get(probe)
         source = next(r for r in rows if r.probe == probe)
         row = [esc(ctx.words.probes.get(probe, probe)) + (
-            " (" + fill(p["compared_with"], probe=probe_phrase(ctx, source.compare_to)) + ")"
-            if source.compare_to else "")]
+            " (" + fill(p["compared_with"], probe=probe_phrase(ctx, source.baseline())) + ")"
+            if source.baseline() else "")]
         if article is not None:
             row += [entry.legacy.in_lang(ctx.lang), entry.candidate.in_lang(ctx.lang)] if entry else ["—", "—"]
         # a route the legacy server lacks: its answer to the baseline probe is what the verdict compared
-        row.append(ctx.side_cell(source.legacy) if source.compare_to else _status_cell(ctx, [ctx.legacy], probe))
+        row.append(ctx.side_cell(source.legacy) if source.baseline() else _status_cell(ctx, [ctx.legacy], probe))
         row += [_status_cell(ctx, g.members, probe) for g in post.groups]
         row.append(_verdict_word(ctx, post.conclusions, probe, shim=False))
         if shimmed:
@@ -265,8 +265,11 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "title": title, "st": st, "env": st["env"], "experiment": summary.experiment,
         "legacy": code(ctx.legacy), "legacy_name": ctx.legacy, "names": ctx.names, "groups": groups,
         "default_title": ctx.terms["post"]["default_title"],
+        # the vectors' stored verdict per candidate (decisions.post.conclusions[].vectors), never the conclusion's
+        # code: a candidate can be not swappable for its ranking while its vectors are byte-identical
         "vectors_state": ("none" if not vectors_measured else "differ" if any(
-            g["code"] == "not_swappable" for g in groups) else "unreliable" if corrupting(ctx) else "same"),
+            c.vectors == "differ" or (c.vectors is None and c.code == "not_swappable")  # older summaries
+            for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
         "faults": headlines(ctx),
         "contract_state": ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
                            "same" if all(g["differ"] == "0" for g in groups) else "differs"),

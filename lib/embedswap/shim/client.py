@@ -219,7 +219,8 @@ class EmbeddingShim:
         answer = parse_response(response, elapsed)
         info["upstream_encoding"] = answer.encoding
         if answer.ok and answer.vectors is not None:
-            answer.encoding = "float"  # decoded: the caller gets numbers
+            if self.config.force_float:  # asked for floats in the caller's stead: the caller gets numbers
+                answer.encoding = "float"  # (a pass-through shim keeps the server's encoding, as a bare client)
             if plan.dimensions is not None:
                 dim = len(answer.vectors[0]) if answer.vectors else 0
                 if plan.dimensions > dim:

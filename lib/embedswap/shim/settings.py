@@ -86,6 +86,17 @@ class ShimConfig:
         self.non_retryable_statuses = frozenset(self.non_retryable_statuses)
         self.drop_fields = tuple(self.drop_fields)
 
+    def rewrites(self) -> list[str]:
+        """The settings under which the shim changes a request or an answer (empty: a pass-through, what a shim
+        derived from two servers that answer alike must be)."""
+        changes = {"strip_dimensions": self.strip_dimensions, "prepend_query_instruction":
+                   self.prepend_query_instruction, "max_input_tokens": self.max_input_tokens is not None,
+                   "model_override": self.model_override is not None, "drop_fields": bool(self.drop_fields),
+                   "force_float": self.force_float, "renormalise": self.renormalise,
+                   "reject_empty_strings": self.reject_empty_strings,
+                   "non_retryable_statuses": bool(self.non_retryable_statuses)}
+        return [name for name, on in changes.items() if on]
+
     def should_retry(self, status: int) -> bool:
         return status in self.retry_statuses and status not in self.non_retryable_statuses
 
@@ -138,6 +149,13 @@ class ShimConfig:
             record = candidate.get(name)
             return None if record is None else record.get("status")
 
+        def answered_alike(name: str) -> bool:
+            """The legacy server answered this probe as the candidate did (the shim leaves such requests alone:
+            it changes a request only where the two servers differ); False without legacy captures."""
+            if legacy is None or name not in legacy or name not in candidate:
+                return False
+            return classify(legacy[name], candidate[name], same_threshold).verdict in ("same", "not-applicable")
+
         # native dimension: from any successful document answer
         for name in ("plain", "encoding_float", "batch8_member", "unicode_mixed", "input_type_query"):
             record = candidate.get(name)
@@ -146,10 +164,15 @@ class ShimConfig:
                 break
 
         # dimensions
-        rejected = {n: status(n) for n in ("dimensions_native", "dimensions_reduced") if status(n) not in (None, 200)}
+        rejected = {n: status(n) for n in ("dimensions_native", "dimensions_reduced")
+                    if status(n) not in (None, 200) and not answered_alike(n)}
         reduced = candidate.get("dimensions_reduced")
         asked = ((reduced or {}).get("sent") or {}).get("dimensions")
-        if rejected:
+        if not rejected and all(answered_alike(n) for n in ("dimensions_native", "dimensions_reduced")
+                                if n in candidate):
+            settings["strip_dimensions"] = False  # the legacy server answers `dimensions` as the candidate does
+            because("strip_dimensions", "shim_dimensions_alike")
+        elif rejected:
             settings["strip_dimensions"] = True
             because("strip_dimensions", "shim_dimensions_rejected",
                     answers=", ".join(f"{n}: {s}" for n, s in rejected.items()))
@@ -168,7 +191,7 @@ class ShimConfig:
             record = candidate.get(name)
             if record is None:
                 continue
-            if record.get("status") != 200:
+            if record.get("status") != 200 and not answered_alike(name):
                 query_findings.append((name, "rejected",
                                        reason("shim_finding_rejected", probe=name, status=record.get("status"))))
             elif legacy is not None and name in legacy:
@@ -188,7 +211,9 @@ class ShimConfig:
 
         # over-long input
         over_long = candidate.get("over_long_input")
-        if over_long is not None and over_long.get("status") not in (None, 200):
+        if over_long is not None and over_long.get("status") not in (None, 200) and answered_alike("over_long_input"):
+            because("max_input_tokens", "shim_truncate_alike", status=over_long.get("status"))
+        elif over_long is not None and over_long.get("status") not in (None, 200):
             match = _LIMIT_PATTERN.search(over_long.get("error") or "")
             if match:
                 settings["max_input_tokens"] = int(match.group(1))
@@ -205,7 +230,8 @@ class ShimConfig:
 
         # model name
         unknown = candidate.get("unknown_model")
-        if unknown is not None and unknown.get("status") not in (None, 200) and served_name:
+        if (unknown is not None and unknown.get("status") not in (None, 200) and served_name
+                and not answered_alike("unknown_model")):
             settings["model_override"] = served_name
             because("model_override", "shim_model_override", status=unknown.get("status"), name=served_name)
 
@@ -216,6 +242,8 @@ class ShimConfig:
             if s < 500:
                 continue
             legacy_status = (legacy or {}).get(name, {}).get("status")
+            if legacy_status == s:  # the legacy server answers it with the same status: the client knows it already
+                continue
             client_error = name in CLIENT_ERROR_PROBES or (legacy_status is not None and 200 <= legacy_status < 500)
             if client_error:
                 disguised.setdefault(int(s), []).append(name)
@@ -235,7 +263,11 @@ class ShimConfig:
 
         # encoding
         base64_probe = candidate.get("encoding_base64")
-        if base64_probe is not None and base64_probe.get("encoding") == "base64":
+        encodings = [n for n in ("encoding_base64", "encoding_float") if n in candidate]
+        if legacy is not None and encodings and all(answered_alike(n) for n in encodings):
+            settings["force_float"] = False  # both answer the asked encodings alike: the request goes as it is
+            because("force_float", "shim_encoding_alike")
+        elif base64_probe is not None and base64_probe.get("encoding") == "base64":
             because("force_float", "shim_force_float")
 
         because("usage", "shim_usage_server")  # said in the report: the shim counts nothing itself

@@ -68,6 +68,7 @@ class CandidateGroup(Strict):
 
 
 CandidateCode = Literal["drop_in", "client_changes", "not_swappable", "not_measured"]
+VectorsCode = Literal["same", "differ", "not_measured"]
 
 
 class CandidateConclusion(Strict):
@@ -85,6 +86,9 @@ class CandidateConclusion(Strict):
     shim_left: list[str] = []  # still different through the shim (legacy failures aside)
     cosine_min: float | None = None
     threshold: float | None = None
+    # the vectors' verdict against the legacy server's (analysis.post.vectors_verdict): what every sentence about
+    # the vectors reads (None: a summary from before it)
+    vectors: VectorsCode | None = None
     answers: list[ProbeAnswer] = []
 
 

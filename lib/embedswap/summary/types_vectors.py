@@ -139,6 +139,11 @@ class ProbeReading(Strict):
     cosine: Number | None = None
     aspects: list[str] = []  # what differs (contract.ASPECTS)
     detail_reason: Reason | None = None
+    # departures from the request both servers show (request_checks aspects): a note about both, not a difference
+    shared: list[str] = []
+    # the legacy answer it was read against: None = the legacy server's answer to the same request; a probe name =
+    # its answer to that probe (the legacy server does not serve this probe's route and the candidate does)
+    baseline: str | None = None
 
 
 class ProbeRow(Strict):
@@ -158,6 +163,13 @@ class ProbeRow(Strict):
     cosine: Number | None = None
     aspects: list[str] = []
     detail_reason: Reason | None = None
+    # per server, the legacy one included: how its answer departs from its own request (request_checks aspects)
+    conformance: dict[str, list[str]] = {}
+
+    def baseline(self) -> str | None:
+        """The probe whose legacy answer some candidate's verdict was read against instead of the legacy server's
+        answer to this request (it lacks the route, the candidate serves it); None: the same request throughout."""
+        return next((v.baseline for v in self.verdicts.values() if v.baseline), None)
 
     def side(self, name: str | None) -> ProbeSide | None:
         """One server's answer to this probe (None: it did not answer, or no name)."""

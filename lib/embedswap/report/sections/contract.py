@@ -90,8 +90,8 @@ def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict
         legacy_cell = ctx.side_cell(row.side(ctx.legacy))
         if row.path and row.path != "/v1/embeddings":
             probe_cell += f" ({code('POST ' + row.path)})"
-        if row.compare_to:  # the legacy server lacks the route: its answer to another request is used
-            reference = fill(t["compared_with"], probe=code(row.compare_to))
+        if row.baseline():  # the legacy server lacks the route: its answer to another request is used
+            reference = fill(t["compared_with"], probe=code(row.baseline()))
             legacy_cell += f"; {reference}: {ctx.side_cell(row.legacy)}"
         cells = [probe_cell, legacy_cell]
         for name in ctx.candidates:
@@ -130,6 +130,23 @@ def _counts(ctx: ReportContext, contract: list[ProbeRow]) -> list[dict[str, Any]
     return counts
 
 
+def conformance(ctx: ReportContext, contract: list[ProbeRow]) -> list[dict[str, Any]]:
+    """Per probe, how servers depart from the API they claim (``ProbeRow.conformance``): the second question,
+    apart from the comparison. A departure every server shows is said once of all (``both``): never a difference."""
+    words = ctx.terms["aspects"]
+    out = []
+    for row in contract:
+        by_aspect: dict[str, list[str]] = {}
+        for name in ctx.names:
+            for aspect in row.conformance.get(name, []):
+                by_aspect.setdefault(aspect, []).append(name)
+        for aspect, names in by_aspect.items():
+            out.append({"probe": row.probe, "aspect": words.get(aspect, esc(aspect)),
+                        "all": len(names) == len(ctx.names) and len(names) > 1,
+                        "servers": ", ".join(code(n) for n in names)})
+    return out
+
+
 def contract(ctx: ReportContext) -> dict[str, Any]:
     """The contract section: the table, the differences, the verdict counts and the client changes."""
     contract = ctx.summary.contract
@@ -139,7 +156,7 @@ def contract(ctx: ReportContext) -> dict[str, Any]:
     if not isinstance(contract, list):
         return {"state": False, "label": ctx.label(False), "why": ctx.why(contract), "legend": legend,
                 "table": None, "details": [], "changes": [], "changes_done": "0", "changes_probed": False,
-                "counts": [], "answers_label": ctx.label(False),
+                "counts": [], "answers_label": ctx.label(False), "conformance": [],
                 "verdicts_label": ctx.label(False), "sources": MISSING}
     table, details = _table(ctx, contract)
     not_compared = [r.probe for r in contract if any(not v.verdict for v in r.verdicts.values())]
@@ -151,6 +168,6 @@ def contract(ctx: ReportContext) -> dict[str, Any]:
         "details": details, "changes": changes, "counts": _counts(ctx, contract),
         "changes_done": fmt(sum(1 for c in changes if c["shim_done"]), "int"),
         "changes_probed": any(c["shim"] is not None for c in changes),
-        "not_compared": not_compared,
+        "not_compared": not_compared, "conformance": conformance(ctx, contract),
         "sources": ctx.refs_for([f"captures/{n}/probes.jsonl" for n in ctx.names]),
     }

@@ -9,8 +9,8 @@ import numpy as np
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import DEFAULT_PROBE_PATH
-from embedswap.answers.classify import classify
-from embedswap.answers.repeats import spread
+from embedswap.answers.classify import classify, departures
+from embedswap.answers.repeats import representative, spread
 from embedswap.reasons import not_measured
 
 
@@ -31,6 +31,24 @@ def _probe_side(record: dict[str, Any] | None, threshold: float) -> dict[str, An
             **({"prefix_cache": record["prefix_cache"]} if record.get("prefix_cache") else {})}
 
 
+ROUTE_NOT_SERVED = (404, 405)  # the legacy server has no such route (405: the path exists for another method)
+
+
+def baseline(same_request: dict[str, Any] | None, candidate: dict[str, Any] | None, compare_to: str | None,
+             fallback: dict[str, Any] | None) -> tuple[str | None, dict[str, Any] | None]:
+    """(name of the probe whose legacy answer it is, that answer) a candidate's answer is read against.
+
+    The legacy server's answer to the same request, always, but in one case: the probe names another probe
+    (``compare_to``), the legacy server does not serve this route at all (404/405, or it was not sent there) *and*
+    the candidate does (200); then the legacy server's answer to the named probe is the reference (the row says
+    so). Two servers that both lack the route answer alike, whatever the other probe got."""
+    served = candidate is not None and candidate.get("status") == 200
+    lacks = same_request is None or same_request.get("status") in ROUTE_NOT_SERVED
+    if compare_to and fallback is not None and served and lacks:
+        return compare_to, fallback
+    return None, same_request
+
+
 def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str, Any]] | dict[str, Any]:
     probes: dict[str, dict[str, dict[str, Any]]] = {}
     order: list[str] = []
@@ -49,28 +67,34 @@ def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str,
     rows = []
     for probe in order:
         answers = probes[probe]
-        legacy = answers.get(experiment.legacy)
         first = next(iter(answers.values()))
         compare_to = first.get("compare_to")
-        if compare_to:  # a route the legacy server lacks: its answer to the named probe is the reference
-            legacy = probes.get(compare_to, {}).get(experiment.legacy)
+        same_request = answers.get(experiment.legacy)
+        fallback = probes.get(compare_to, {}).get(experiment.legacy) if compare_to else None
+        baselines = {name: baseline(same_request, answers.get(name), compare_to, fallback)
+                     for name in experiment.candidates}
+        primary_base = baselines.get(experiment.primary_candidate, (None, None))
         row: dict[str, Any] = {
             "probe": probe,
             "description": descriptions[probe][0],
             "sent": descriptions[probe][1],
             "path": first.get("path", DEFAULT_PROBE_PATH),
             "compare_to": compare_to,
-            "legacy": _probe_side(legacy, threshold),
+            "legacy": _probe_side(primary_base[1] if primary_base[1] is not None else same_request, threshold),
             "candidate": _probe_side(answers.get(experiment.primary_candidate), threshold),
             "by_target": {n: _probe_side(answers.get(n), threshold) for n in experiment.target_order()},
+            "conformance": {n: departures(representative(r, threshold)) for n, r in answers.items()
+                            if not r.get("not_applicable") and departures(representative(r, threshold))},
             "verdicts": {},
         }
         for name in experiment.candidates:
             candidate = answers.get(name)
+            against, legacy = baselines[name]
             if legacy is None or candidate is None:
                 row["verdicts"][name] = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
             else:
-                row["verdicts"][name] = classify(legacy, candidate, threshold).record()
+                row["verdicts"][name] = {**classify(legacy, candidate, threshold).record(),
+                                         **({"baseline": against} if against else {})}
         primary = row["verdicts"][experiment.primary_candidate]
         row.update(verdict=primary["verdict"], detail=primary["detail"], cosine=primary["cosine"],
                    aspects=primary.get("aspects", []),

@@ -28,10 +28,11 @@ def _side(record: dict[str, Any] | None) -> dict[str, Any]:
     return {"measured": True, **{k: record.get(k) for k in _SIDE_KEYS}}
 
 
-def _verdict(legacy: dict[str, Any] | None, other: dict[str, Any] | None, threshold: float) -> dict[str, Any]:
+def _verdict(legacy: dict[str, Any] | None, other: dict[str, Any] | None, threshold: float,
+             against_request: bool = False) -> dict[str, Any]:
     if legacy is None or other is None:
         return {"verdict": None, "detail": "not measured on both servers", "cosine": None}
-    return classify(legacy, other, threshold, against_request=False).record()
+    return classify(legacy, other, threshold, against_request=against_request).record()
 
 
 def _records(attempt: Attempt, relative: str) -> dict[str, dict[str, Any]]:
@@ -83,7 +84,8 @@ def shim_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
         for name in experiment.candidates:
             through = shimmed[name].get(probe)
             row["verdicts"][name] = _verdict(base, through, threshold)
-            row["naive_verdicts"][name] = _verdict(base, naive[name].get(probe), threshold)
+            # the bare candidate read as the contract section reads it (its departures that legacy shares aside)
+            row["naive_verdicts"][name] = _verdict(base, naive[name].get(probe), threshold, against_request=True)
             info = (through or {}).get("shim") or {}
             row["shim"][name] = {"rewrites": info.get("rewrites"), "attempts": info.get("attempts"),
                                  "local": info.get("local"), "sent_upstream": info.get("sent_upstream")}

@@ -19,7 +19,9 @@ from typing import Any
 
 # a probe answered alike by both sides
 SAME_VERDICTS = ("same", "not-applicable")
-# ShimConfig (embedswap.shim.settings) fields that rewrite a request or an answer, and their pass-through values
+# ShimConfig (embedswap.shim.settings) fields that rewrite a request or an answer (or its retries), and their
+# pass-through values: kept here rather than read from ShimConfig.rewrites(), so the check does not rest on the code
+# it checks
 PASS_THROUGH: dict[str, Any] = {
     "strip_dimensions": False,  # `dimensions` dropped and emulated (slice + renormalise)
     "prepend_query_instruction": False,  # `input_type`/`instruction` dropped, the prompt put in the text
@@ -29,6 +31,7 @@ PASS_THROUGH: dict[str, Any] = {
     "force_float": False,  # `encoding_format` replaced by "float"
     "renormalise": False,  # answers L2-renormalised
     "reject_empty_strings": False,  # "" answered 400 by the shim itself
+    "non_retryable_statuses": [],  # statuses never retried (learned as disguised client errors)
 }
 # a vector of the same server for the same text: the same float32 values
 SAME_COSINE = 1 - 1e-6

@@ -9,7 +9,7 @@ from typing import Any
 from realkit import JsonHandler
 from ports import free_ports
 from embedswap.wire.client import EmbeddingClient
-from embedswap.measure.identity import identity_changes, server_identity
+from embedswap.measure.identity import StatedVersion, identity_changes, server_identity, stated_version
 
 
 class Talkative(JsonHandler):
@@ -70,3 +70,32 @@ def test_identity_changes_name_each_part_and_skip_what_an_unanswered_request_can
     refused = {"served_models": ["m"], "model": None, "headers": {}, "routes": then["routes"], "status": 503}
     assert identity_changes(then, refused) == []  # the answer's parts are not compared when there was no answer
     assert identity_changes(then, {**refused, "served_models": ["m2"]}) == ["served models: ['m'] -> ['m2']"]
+
+
+def test_the_stated_version_is_read_where_each_server_states_it() -> None:
+    vllm = {"served_models": ["m"], "headers": {"server": "uvicorn"}, "routes": {"/version": {"version": "0.32.0"}},
+            "status": 200}
+    found = stated_version(vllm)
+    assert (found.version, found.where, found.said) == ("0.32.0", "/version", "/version 0.32.0")
+    assert found.parts == {"served models": "m", "header server": "uvicorn", "/version version": "0.32.0"}
+    tei = {"routes": {"/info": {"model_id": "m", "version": "1.5.0", "sha": "abc"}}, "status": 200}
+    assert stated_version(tei).said == "/info 1.5.0"
+    llamacpp = {"headers": {"server": "llama.cpp"},
+                "routes": {"/props": {"build_info": "b6000-1a2b", "total_slots": 4}}}
+    assert stated_version(llamacpp).said == "/props build_info b6000-1a2b"
+    named = stated_version({"headers": {"server": "llama.cpp"}, "routes": {}, "status": 200})
+    assert (named.version, named.where) == ("llama.cpp", "header server")
+    assert stated_version({"headers": {"x-server-version": "llama.cpp b6000"}}).version == "llama.cpp b6000"
+
+
+def test_a_server_without_a_version_says_what_else_it_says_or_nothing() -> None:
+    quiet = stated_version({"headers": {"server": "uvicorn"}, "model": "m", "system_fingerprint": "fp_abc",
+                            "status": 200})
+    assert quiet.version is None and quiet.said == "system_fingerprint fp_abc"  # a web server's name is no engine's
+    generic = stated_version({"headers": {"server": "uvicorn"}, "status": 200})
+    assert generic.version is None and generic.said is None and generic.parts == {"header server": "uvicorn"}
+    # an unanswered embeddings request: only the routes and the model list, as the guard reads it
+    refused = stated_version({"served_models": ["m"], "headers": {"server": "llama.cpp"}, "status": 503})
+    assert (refused.version, refused.said) == (None, "served models m")
+    assert stated_version(None) == stated_version({}) == StatedVersion()
+    assert stated_version({"routes": {"/version": {"version": None}}}) == StatedVersion()

@@ -10,6 +10,7 @@ from typing import Any, get_args, get_type_hints
 import pytest
 
 from embedswap.report.catalogue import LANGUAGES, CatalogueError, catalogue, environment
+from embedswap.summary.model import Target
 from embedswap.summary.types_decisions import LockShare, RankingCandidate, RatioDirection
 from embedswap.summary.types_index import IndexDecision, StoreInfo
 from embedswap.summary.types_long_input import LongInputCode
@@ -38,6 +39,8 @@ KEYED: dict[str, set[str]] = {
     "post.identical_vectors": _codes(CandidateGroup, "basis") - {"alone"},  # said only of a group of two or more
     "post.statistics": _codes(LatencyShown, "statistic"),
     "post.throughput_undecided": _codes(LatencyShown, "statistic"),
+    # where a server's version came from, and report/sections/status.py's states where it has none
+    "common.versions": _codes(Target, "version_source") | {"said", "silent", "unconfirmed", "not_measured"},
     # the states report/post.py derives for the post's sections
     "post.vectors_conclusions": {"same", "differ", "unreliable", "none"},
     "post.vectors_headings": {"same", "differ", "unreliable", "none"},

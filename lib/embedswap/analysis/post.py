@@ -143,11 +143,21 @@ def _vectors_key(summary: SummaryBody, name: str) -> tuple[str, Any] | None:
     return "cosine", tuple((d.doc_id, None if d.cosine is None else round(float(d.cosine), 6)) for d in comparison.per_document)
 
 
+def _software(summary: SummaryBody, name: str) -> str:
+    """What a server says of its software: its version routes' and naming headers' parts (``server: vllm``), not
+    the model names it serves or echoes (a model may be called anything)."""
+    target = summary.target(name)
+    said = target.said if target is not None else {}
+    return " ".join(value for part, value in said.items() if part.startswith(("/", "header ")))
+
+
 def _engine(summary: SummaryBody, name: str) -> tuple[str, str]:
+    """A server's kind and the text that names its engine: its name, its version and what it says of its
+    software."""
     target = summary.target(name)
     kind = (target.config.kind or target.kind or "") if target is not None else ""
     version = (target.version or "") if target is not None else ""
-    return kind, f"{name} {version}".lower()
+    return kind, f"{name} {version} {_software(summary, name)}".lower()
 
 
 def _is_dynamo(summary: SummaryBody, name: str) -> bool:
@@ -226,6 +236,9 @@ def _article_versions() -> dict[str, str]:
     return {"dynamo": str(env["dynamo"]), "vllm": str(env["vllm"])}
 
 
+_BARE_VERSION = re.compile(r"\s*v?([0-9][\w.+-]*)\s*")
+
+
 def _versions(summary: SummaryBody, names: list[str]) -> list[VersionRow]:
     article = _article_versions()
     patterns = {"dynamo": re.compile(r"(?:ai-)?dynamo[ =]+v?([0-9][\w.]*)", re.IGNORECASE),
@@ -236,10 +249,15 @@ def _versions(summary: SummaryBody, names: list[str]) -> list[VersionRow]:
         for name in names:
             target = summary.target(name)
             version = (target.version or "") if target is not None else ""
-            kind = _engine(summary, name)[0]
-            is_it = _is_dynamo(summary, name) if component == "dynamo" else kind == "vllm" or "vllm" in version
+            kind, text = _engine(summary, name)
+            dynamo = _is_dynamo(summary, name)
+            is_it = dynamo if component == "dynamo" else kind == "vllm" or "vllm" in text
             present = present or is_it
             match = pattern.search(version)
+            if match is None and is_it and target is not None and target.version_source == "server":
+                # the server's own bare version (vLLM's /version: {"version": "0.32.0"}) is that of the engine
+                # that answers: the Dynamo frontend where it is one, else vLLM itself
+                match = _BARE_VERSION.fullmatch(version) if dynamo == (component == "dynamo") else None
             if match and found is None:
                 found, server = match.group(1), name
             elif is_it and server is None:

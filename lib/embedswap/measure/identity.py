@@ -10,6 +10,8 @@ answer these differently (vLLM ``/version``, TEI ``/info``, llama.cpp ``/props``
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -109,3 +111,71 @@ def identity_changes(recorded: dict[str, Any], now: dict[str, Any]) -> list[str]
     then, current = identity_parts(recorded, answered), identity_parts(now, answered)
     return [f"{field}: {value} -> {current.get(field, 'not said')}"
             for field, value in then.items() if current.get(field) != value]
+
+
+# where a server states its version, most telling first: a version key of a version route (vLLM ``/version``, TEI
+# ``/info``), a build key (llama.cpp ``/props`` ``build_info``), a header naming a version, then a header naming the
+# software (``server: llama.cpp``); generic web servers say nothing about the engine behind them
+_GENERIC_SERVERS = ("uvicorn", "hypercorn", "gunicorn", "nginx", "envoy", "istio-envoy", "apache", "caddy",
+                    "werkzeug", "basehttp", "cloudflare", "openresty", "granian", "daphne", "axum", "hyper")
+# what a naming header's value looks like when it is a version or a build, not a name alone
+_VERSIONISH = re.compile(r"\d+(?:\.\d+)+|\bb\d{3,}\b|\bv\d+\b")
+
+
+@dataclass(frozen=True)
+class StatedVersion:
+    """What a server states about its version, read from its recorded identity as the guard reads it
+    (:func:`identity_parts`).
+
+    ``version``: the version it states (``0.32.0``, ``b6000-abc``, ``llama.cpp``), None where it states none.
+    ``where``: the part it came from (``/version``, ``/props build_info``, ``header server``).
+    ``said``: a short description of what it said about itself (``/version 0.32.0``), its version where it stated
+    one, else its most telling other part (a fingerprint, a served model); None where it said nothing at all.
+    ``parts``: every naming part, as text (the guard's fields)."""
+    version: str | None = None
+    where: str | None = None
+    said: str | None = None
+    parts: dict[str, str] = field(default_factory=dict)
+
+
+def _text(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _where(part: str) -> str:
+    """A part's short place: the route alone where its key is ``version`` (``/version``), else the part's name."""
+    route, _, key = part.partition(" ")
+    return route if route.startswith("/") and key == "version" else part
+
+
+def _version_part(parts: dict[str, str]) -> str | None:
+    """The part that states the version, most telling first (see ``_GENERIC_SERVERS``' comment)."""
+    routes = [p for p in parts if p.startswith("/")]
+    headers = [p for p in parts if p.startswith("header ")]
+    ranked = ([p for p in routes if p.endswith(" version")], [p for p in routes if "version" in p.split(" ", 1)[-1]],
+              [p for p in routes if " " not in p], [p for p in routes if "build" in p],
+              [p for p in headers if "version" in p or "build" in p or "revision" in p],
+              [p for p in headers if _VERSIONISH.search(parts[p])],
+              [p for p in headers if p in ("header server", "header x-powered-by", "header powered-by")
+               and not parts[p].lower().startswith(_GENERIC_SERVERS)])
+    return next((group[0] for group in ranked if group), None)
+
+
+def stated_version(identity: dict[str, Any] | None) -> StatedVersion:
+    """The version a server states about itself in a recorded identity (:func:`server_identity`'s dict); an
+    identity whose embeddings request was not answered is read as the guard reads it (routes and models only)."""
+    if not identity:
+        return StatedVersion()
+    found = identity_parts(identity, answered=identity.get("status") in (None, 200))
+    parts = {name: _text(value)[:TEXT_LIMIT] for name, value in found.items()
+             if value is not None and _text(value).strip()}
+    part = _version_part(parts)
+    if part is not None:
+        where = _where(part)
+        return StatedVersion(version=parts[part], where=where, said=f"{where} {parts[part]}", parts=parts)
+    # no version: the part that tells most about what is served (a fingerprint before an echoed model name)
+    order = ("system_fingerprint", *(p for p in parts if p.startswith("/")),
+             *(p for p in parts if p.startswith("header ") and not parts[p].lower().startswith(_GENERIC_SERVERS)),
+             "model", "served models")
+    other = next((p for p in order if p in parts), None)
+    return StatedVersion(said=f"{other} {parts[other]}" if other else None, parts=parts)

@@ -44,6 +44,7 @@ from embedswap.summary.model import Summary, SummaryBody, validate_body
 from embedswap.summary.types_decisions import Decisions
 from embedswap.reasons import attach_reasons
 from embedswap.analysis.upgrade import SCHEMA_VERSION
+from embedswap.measure.identity import stated_version
 from embedswap.measure.workload import Workload, sample_record, stratified_sample
 
 
@@ -64,8 +65,22 @@ def targets_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
     for name in experiment.target_order():
         config = experiment.targets[name].model_dump()
         info = attempt.read_json(f"{name}/target.json") if attempt.has(f"{name}/target.json") else None
-        out[name] = {"config": config, "measured": info is not None and not info.get("error"), **(info or {})}
+        entry = {"config": config, "measured": info is not None and not info.get("error"), **(info or {})}
+        out[name] = {**entry, **version_fields(entry)}
     return out
+
+
+def version_fields(target: dict[str, Any]) -> dict[str, Any]:
+    """A target's shown version and its source: the kit's launcher's where it found one, else what the server
+    states about itself (an external server, which the kit did not start, says it on its version routes), and what
+    it said (the guard's parts), so that "unconfirmed" is left only to a server that says nothing."""
+    stated = stated_version(target.get("identity"))
+    said = {"said": stated.parts, "statement": stated.said}
+    if target.get("version"):
+        return {"version_source": "kit", **said}
+    if stated.version is not None:
+        return {"version": stated.version, "version_source": "server", **said}
+    return {"version": None, "version_source": None, **said}
 
 
 def environment() -> dict[str, Any]:

@@ -30,6 +30,23 @@ def _kind(info: Target | None) -> str:
     return info.config.kind or info.kind or MISSING
 
 
+def stated(info: Target | None) -> dict[str, Any]:
+    """A server's version as the setup words it: ``code`` picks the sentence (``common.versions``): ``kit`` (its
+    launcher found it), ``server`` (the server states it about itself), ``said`` (no version, but the server says
+    something else about itself), ``silent`` (asked, it says nothing), ``unconfirmed`` (not asked: a summary from
+    before identities were recorded), ``not_measured``."""
+    measured = _measured(info)
+    version = info.version if info is not None else None
+    statement = info.statement if info is not None else None
+    if version:  # a summary from before version_source: its version could only be the kit's
+        code_ = (info.version_source if info is not None else None) or "kit"
+    else:
+        asked = info is not None and info.identity is not None  # older summaries never asked the server
+        code_ = ("not_measured" if not measured else "said" if statement else "silent" if asked
+                 else "unconfirmed")
+    return {"code": code_, "version": esc(version) if version else None, "statement": statement}
+
+
 def status(ctx: ReportContext) -> dict[str, Any]:
     """The opening status line: every section's label combined, the host, the engines and the model."""
     summary = ctx.summary
@@ -43,7 +60,8 @@ def status(ctx: ReportContext) -> dict[str, Any]:
         measured = _measured(info)
         version = info.version if info is not None else None
         engines.append({"name": name, "role": ctx.role_of(name), "kind": _kind(info),
-                        "version": version or ctx.label(None if measured else False)})
+                        "version": esc(version) if version else ctx.label(None if measured else False),
+                        "stated": stated(info)})
     model = summary.model
     return {
         "overall": combined_label(states, ctx.lang),
@@ -79,7 +97,7 @@ def _launches(ctx: ReportContext) -> list[dict[str, Any]]:
             if commands else None,
             "url": config.url, "note": esc(config.note) if config.note else None,
             "error": ctx.failure(name),
-            "lock": config.lock, "dtype": config.dtype,
+            "lock": config.lock, "dtype": config.dtype, "stated": stated(info),
         })
     return launches
 

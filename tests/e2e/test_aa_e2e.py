@@ -11,74 +11,35 @@ captures with one probe's baseline changed back to the old rule, and the checker
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from aa_check import aa_failures, change_probe, copy_experiment, read_posts, rebuild
+from aa_check import AA_LANGUAGES, aa_experiment, aa_failures, change_probe, copy_experiment, rebuild, run_aa
 from embedswap.config import load_experiment
 from embedswap.config.targets import LegacyTarget
 from embedswap.measure.contract import CATALOGUE
 from embedswap.models import resolve_model_path
 from embedswap.targets.legacy import LegacyServerTarget
 from ports import free_ports
-from realkit import EMBEDSWAP, make_experiment, wait_no_processes
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.e2e, pytest.mark.quiet_host, pytest.mark.timeout(1200)]  # decides latency verdicts: run alone
 
 LEGACY, CANDIDATE = "old", "same"
-LANGUAGES = ["ko", "en", "ja", "zh"]  # every language's post is checked
+LANGUAGES = AA_LANGUAGES  # every language's post is checked
 PROBES = [entry["name"] for entry in CATALOGUE]
-RUN_TIMEOUT_S = 900
-LATENCY = {"repeats": 6, "sequential_requests": 3, "concurrent_requests": 8, "concurrency": 4}
 
 
 @pytest.fixture(scope="module")
-def aa_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def aa_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("aa")
     (port,) = free_ports(1)
-    external = {"kind": "external", "url": f"http://127.0.0.1:{port}", "startup_timeout_s": 180}
-    folder = make_experiment(root, "aa", external, {CANDIDATE: dict(external)}, probes=PROBES)
-    path = folder / "experiment.yaml"
-    config = yaml.safe_load(path.read_text())
-    config["targets"] = {LEGACY: config["targets"].pop("legacy"), **config["targets"]}
-    config["legacy"] = LEGACY
-    config["report"]["languages"] = LANGUAGES
-    # one server answers for both: latency in alternating blocks, so the host's load reaches both sides alike (in
-    # phases, 6 requests a side, a shared 2-core host made the same server 1.36x "slower"); short blocks, many
-    config["sequencing"].update(stop_legacy_before_candidates=False, interleave=True)
-    config["latency"].update(LATENCY)
-    path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
+    folder = aa_experiment(root, f"http://127.0.0.1:{port}", PROBES, LEGACY, CANDIDATE, LANGUAGES)
     experiment = load_experiment(folder)
     # the kit's own command for its legacy server (python -m embedswap.legacy_server ...), started once
     server = LegacyServerTarget("aa-legacy", LegacyTarget(kind="legacy", port=port, startup_timeout_s=180),
                                 experiment.model, resolve_model_path(experiment.model.path), root / "logs")
-    started = time.monotonic()
-    server.start()
-    try:
-        ready_s = time.monotonic() - started
-        began = time.monotonic()
-        run = subprocess.run([EMBEDSWAP, "run", str(folder)], capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                             env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        run_s = time.monotonic() - began
-    finally:
-        server.stop()
-    assert wait_no_processes([port]) == []
-    print(f"A/A: legacy server ready in {ready_s:.1f} s; embedswap run (all steps) took {run_s:.1f} s")
-    attempt = next((folder / "attempts").iterdir())
-    summary_path = attempt / "summary.json"
-    assert summary_path.exists(), run.stdout[-3000:] + run.stderr[-3000:]
-    reports = root / "reports" / folder.name
-    yield {"root": root, "folder": folder, "attempt": attempt, "run": run, "run_s": run_s,
-           "summary": json.loads(summary_path.read_text()), "posts": read_posts(reports, LANGUAGES)}
+    return run_aa(folder, server, [port])
 
 
 def test_aa_run_completes(aa_run: dict[str, Any]) -> None:
@@ -89,7 +50,7 @@ def test_aa_run_completes(aa_run: dict[str, Any]) -> None:
 
 
 def test_aa_says_nothing_differs(aa_run: dict[str, Any]) -> None:
-    failures = aa_failures(aa_run["summary"], aa_run["posts"], LEGACY, CANDIDATE,
+    failures = aa_failures(aa_run["summary"], aa_run["posts"], LEGACY, CANDIDATE, languages=LANGUAGES,
                            captures=aa_run["attempt"] / "captures")
     assert failures == [], "\n".join(failures)
 

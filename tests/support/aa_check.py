@@ -247,3 +247,61 @@ def rebuild(folder: Path, attempt: str, languages: list[str]) -> tuple[dict[str,
     render_report(folder, attempt)
     summary = json.loads(step.attempt.summary_path.read_text())
     return summary, read_posts(report_dir(folder), languages)
+
+
+# --- an A/A experiment: one running server named as both targets ---------------------------------------------------
+AA_LANGUAGES = ["ko", "en", "ja", "zh"]
+# one server answers for both sides: latency in alternating blocks, so the host's load reaches both alike (in phases,
+# 6 requests a side, a shared 2-core host made the same server 1.36x "slower"); short blocks, many of them
+AA_LATENCY = {"repeats": 6, "sequential_requests": 3, "concurrent_requests": 8, "concurrency": 4}
+
+
+def aa_experiment(root: Path, url: str, probes: list[str], legacy: str = "old", candidate: str = "same",
+                  languages: list[str] | None = None, **target: Any) -> Path:
+    """An experiment under ``root/experiments`` whose legacy target and candidate are both ``kind: external`` at
+    ``url`` (``target``: more fields of both, e.g. routes), every step on, the report in ``languages``."""
+    import yaml
+    from realkit import make_experiment
+
+    external = {"kind": "external", "url": url, "startup_timeout_s": 180, **target}
+    folder = make_experiment(root, "aa", external, {candidate: dict(external)}, probes=probes)
+    path = folder / "experiment.yaml"
+    config = yaml.safe_load(path.read_text())
+    config["targets"] = {legacy: config["targets"].pop("legacy"), **config["targets"]}
+    config["legacy"] = legacy
+    config["report"]["languages"] = list(languages or AA_LANGUAGES)
+    config["sequencing"].update(stop_legacy_before_candidates=False, interleave=True)
+    config["latency"].update(AA_LATENCY)
+    path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
+    return folder
+
+
+def run_aa(folder: Path, server: Any, ports: list[int], timeout_s: float = 900) -> dict[str, Any]:
+    """Start ``server`` (an ``embedswap.targets`` Target) once, run ``embedswap run FOLDER`` (every step) against
+    it, stop it: the attempt, the run, its seconds, summary.json and the posts."""
+    import os
+    import subprocess
+    import time
+
+    from embedswap.config import load_experiment
+    from embedswap.paths import report_dir
+    from realkit import EMBEDSWAP, wait_no_processes
+
+    started = time.monotonic()
+    server.start()
+    try:
+        ready_s = time.monotonic() - started
+        began = time.monotonic()
+        run = subprocess.run([EMBEDSWAP, "run", str(folder)], capture_output=True, text=True, timeout=timeout_s,
+                             env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        run_s = time.monotonic() - began
+    finally:
+        server.stop()
+    assert wait_no_processes(ports) == []
+    print(f"A/A {server.kind}: server ready in {ready_s:.1f} s; embedswap run (all steps) took {run_s:.1f} s")
+    attempt = next((folder / "attempts").iterdir())
+    assert attempt.joinpath("summary.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    languages = list(load_experiment(folder).report.languages)
+    return {"folder": folder, "attempt": attempt, "run": run, "run_s": run_s, "languages": languages,
+            "summary": json.loads(attempt.joinpath("summary.json").read_text()),
+            "posts": read_posts(report_dir(folder), languages)}

@@ -6,6 +6,7 @@ PY ?= python3.11
 KIT := .venvs/kit
 ENGINE_VENV := .venvs/engine
 INFINITY_VENV := .venvs/infinity
+INFINITY_PREVIOUS_VENV := .venvs/infinity-previous
 LLAMACPP_VENV := .venvs/llamacpp
 ENGINE ?= cpu
 DEMO_SLUG ?= minilm-cpu
@@ -14,7 +15,7 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: browser demo demo-full demo-qwen3 demo-multimodal test test-llamacpp test-fast mutation lab kit engine infinity llamacpp kernel lock clean-venvs FORCE
+.PHONY: browser demo demo-full demo-qwen3 demo-multimodal test test-llamacpp test-fast mutation lab kit engine infinity infinity-previous llamacpp kernel lock clean-venvs FORCE
 
 # the kit's environment exactly as requirements/kit.lock pins it (hashes checked); the stamp is the lock's and
 # pyproject.toml's sha256, so a pin change rebuilds it (the script does nothing when they did not change)
@@ -34,6 +35,11 @@ endif
 infinity:
 	PYTHON=$(PY) bash scripts/install-infinity.sh $(INFINITY_VENV)
 
+# the release before it (0.0.77, requirements/infinity-previous.lock), layered over .venvs/infinity: the legacy side
+# of the engine-upgrade pair (tests/e2e/test_upgrade_pair_e2e.py, issue 54; docs/upgrade-pair.md); ~10 s
+infinity-previous: infinity
+	PYTHON=$(PY) bash scripts/install-infinity-previous.sh $(INFINITY_PREVIOUS_VENV) $(INFINITY_VENV)
+
 # llama.cpp's server (llama-cpp-python[server], compiled from its sdist: about 10 minutes the first time), run by the
 # e2e tests as a target of kind llamacpp; its sdist's converter turns the model into GGUF (issue 46)
 llamacpp:
@@ -50,6 +56,7 @@ lock:
 	$(UV_COMPILE) requirements/engine-cpu-nodeps.txt --no-deps -o requirements/engine-cpu-nodeps.lock
 	$(UV_COMPILE) requirements/infinity.txt --find-links /opt/wheels -c requirements/kit-constraints.txt \
 	  --no-emit-package torch -o requirements/infinity.lock
+	$(UV_COMPILE) requirements/infinity-previous.txt --no-deps -o requirements/infinity-previous.lock
 	$(UV_COMPILE) requirements/mutation.txt -c requirements/kit.lock -o requirements/mutation.lock
 	$(UV_COMPILE) requirements/llamacpp.txt -o requirements/llamacpp.lock
 
@@ -96,8 +103,9 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # which decide latency verdicts and so run last, one at a time, on a host no other test loads. All three run even
 # when one fails, and make fails if any did.
 E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python \
+  EMBEDSWAP_INFINITY_PREVIOUS_PYTHON=$(CURDIR)/$(INFINITY_PREVIOUS_VENV)/bin/python \
   EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
-test: kit engine infinity llamacpp kernel browser
+test: kit engine infinity infinity-previous llamacpp kernel browser
 	@unit=0; $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 || unit=$$?; \
 	e2e=0; $(E2E_PYTEST) -m "e2e and not quiet_host" -n $(TEST_WORKERS) --dist loadfile --durations=40 || e2e=$$?; \
 	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 || quiet=$$?; \

@@ -72,6 +72,52 @@ def test_identity_changes_name_each_part_and_skip_what_an_unanswered_request_can
     assert identity_changes(then, {**refused, "served_models": ["m2"]}) == ["served models: ['m'] -> ['m2']"]
 
 
+class FastApiServer(JsonHandler):
+    """Says its version only in its OpenAPI document's info, as Infinity does (issue 54's upgrade pair)."""
+    title = "♾️ Infinity - Embedding Inference Server"
+    version = "0.0.78"
+
+    def do_GET(self) -> None:
+        if self.path == "/models":
+            self.answer(200, {"data": [{"id": "minilm"}]})
+        elif self.path == "/openapi.json":
+            self.answer(200, {"openapi": "3.1.0", "info": {"title": self.title, "version": self.version,
+                                                          "description": "long " * 200}, "paths": {}})
+        else:
+            self.answer(404, {"detail": "Not Found"})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.answer(200, {"data": [{"index": 0, "embedding": [1.0, 0.0]}], "model": "minilm"})
+
+
+class DefaultFastApi(FastApiServer):
+    title, version = "FastAPI", "0.1.0"  # FastAPI's defaults (vLLM's server): they say nothing about the server
+
+
+def _identity_of(handler: type[JsonHandler], **client: Any) -> dict[str, Any]:
+    (port,) = free_ports(1)
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with EmbeddingClient(f"http://127.0.0.1:{port}", "minilm", timeout_s=5, models_path="/models",
+                             **client) as c:
+            return server_identity(c, "hello")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_openapi_documents_title_and_version_are_what_a_fastapi_server_says() -> None:
+    found = _identity_of(FastApiServer)
+    assert found["routes"] == {"/openapi.json": {"title": FastApiServer.title, "version": "0.0.78"}}
+    assert _identity_of(DefaultFastApi)["routes"] == {}
+    older = {**found, "routes": {"/openapi.json": {"title": FastApiServer.title, "version": "0.0.77"}}}
+    assert identity_changes(older, found) == ["/openapi.json version: 0.0.77 -> 0.0.78"]  # the title is not a part
+    stated = stated_version(found)
+    assert (stated.version, stated.where, stated.said) == ("0.0.78", "/openapi.json", "/openapi.json 0.0.78")
+
+
 def test_the_stated_version_is_read_where_each_server_states_it() -> None:
     vllm = {"served_models": ["m"], "headers": {"server": "uvicorn"}, "routes": {"/version": {"version": "0.32.0"}},
             "status": 200}

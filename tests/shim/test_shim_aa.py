@@ -89,3 +89,13 @@ def test_a_shared_departure_becomes_a_difference_when_only_the_candidate_shows_i
     base = {"status": 200, "dim": 2, "n_vectors": 1, "vector": [1.0, 0.0], "sent": sent, "model": "minilm"}
     assert classify({**base, "encoding": "float"}, {**base, "encoding": "float"}).verdict == "same"
     assert classify({**base, "encoding": "base64"}, {**base, "encoding": "float"}).verdict == "format-difference"
+
+
+def test_repeats_that_vary_on_both_sides_are_a_note_about_both() -> None:
+    """A server that answers identical requests otherwise among themselves, compared with itself: not a finding
+    about the candidate (its representatives agree); on the candidate alone it is ``nondeterministic``."""
+    steady = {"status": 200, "dim": 2, "n_vectors": 1, "vector": [1.0, 0.0], "sent": {"input": ["a"]}}
+    varying = {**steady, "repeats": [{**steady, "vector": [0.0, 1.0]}, {**steady}]}
+    both = classify(varying, varying)
+    assert (both.verdict, both.shared) == ("same", ["repeats"])
+    assert classify({**steady, "repeats": [steady, steady]}, varying).verdict == "nondeterministic"

@@ -17,7 +17,11 @@ CASES = {
     "engine": ("scripts/install-engine-cpu.sh", ["requirements/engine-cpu.lock", "requirements/engine-cpu-nodeps.lock"],
                ".embedswap-engine-installed"),
     "infinity": ("scripts/install-infinity.sh", ["requirements/infinity.lock"], ".installed"),
+    # layered over .venvs/infinity: either lock changing rebuilds it (issue 54's upgrade pair)
+    "infinity-previous": ("scripts/install-infinity-previous.sh",
+                          ["requirements/infinity-previous.lock", "requirements/infinity.lock"], ".installed"),
 }
+VENV_ARGS = {"infinity-previous": ["--without-pip"]}  # a venv without pip: the Infinity environment's pip installs
 
 
 def _layout(tmp_path: Path, case: str) -> tuple[Path, Path, Path]:
@@ -69,7 +73,7 @@ def test_one_changed_pin_rebuilds_the_environment_from_scratch(tmp_path: Path, c
     assert lock.read_text() != before
     result = _run(repo, case, venv, python)
     assert "changed, rebuilding it" in result.stdout, result.stdout + result.stderr
-    assert (tmp_path / "python-called").read_text().split() == ["-m", "venv", str(venv)]
+    assert (tmp_path / "python-called").read_text().split() == ["-m", "venv", *VENV_ARGS.get(case, []), str(venv)]
     assert result.returncode != 0 and not (venv / "kept").exists()  # the stand-in python failed: no stamp written
     assert not (venv / CASES[case][2]).exists()
 
@@ -106,7 +110,7 @@ def test_the_locks_hold_every_declared_dependency() -> None:
                        if not line.startswith(" ")])
     assert declared - kit_lock == set(), "run `make lock`"
     for source, lock in [("engine-cpu.txt", "engine-cpu.lock"), ("engine-cpu-nodeps.txt", "engine-cpu-nodeps.lock"),
-                         ("infinity.txt", "infinity.lock"),
+                         ("infinity.txt", "infinity.lock"), ("infinity-previous.txt", "infinity-previous.lock"),
                          ("mutation.txt", "mutation.lock")]:
         wanted = _names((REPO / "requirements" / source).read_text().splitlines())
         locked = _names([line for line in (REPO / "requirements" / lock).read_text().splitlines()

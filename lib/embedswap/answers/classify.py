@@ -160,10 +160,15 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     intermittent = _intermittent(legacy, candidate, same_threshold)
     if intermittent is not None:  # identical requests answered otherwise: no comparison says anything systematic
         return intermittent
-    legacy, candidate = representative(legacy, same_threshold), representative(candidate, same_threshold)
+    legacy_record, candidate_record = legacy, candidate
+    both_vary = all(found is not None and found.differing for found in (spread(legacy_record, same_threshold),
+                                                                        spread(candidate_record, same_threshold)))
+    legacy, candidate = representative(legacy_record, same_threshold), representative(candidate_record, same_threshold)
     found = _classify(legacy, candidate, same_threshold, against_request)
     if against_request:
         found.shared = shared_departures(legacy, candidate)
+    if both_vary:  # both answer identical requests otherwise among themselves: a note about both
+        found.shared.append("repeats")
     return found
 
 
@@ -245,9 +250,13 @@ def _classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold:
 
 
 def _intermittent(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float) -> Classified | None:
-    """``nondeterministic`` where one side's repeats of the probe differ among themselves (candidate first)."""
-    for side, record in (("candidate", candidate), ("legacy", legacy)):
-        found = spread(record, same_threshold)
+    """``nondeterministic`` where one side's repeats of the probe differ among themselves (candidate first); where
+    both sides' do, it is a note about both (the representatives are compared instead)."""
+    spreads = {side: spread(record, same_threshold) for side, record in (("candidate", candidate),
+                                                                           ("legacy", legacy))}
+    if all(found is not None and found.differing for found in spreads.values()):
+        return None
+    for side, found in spreads.items():
         if found is None or not found.differing:
             continue
         kinds = ", ".join(f"{kind} {count}" for kind, count in found.kinds.items()) or "none"

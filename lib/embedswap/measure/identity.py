@@ -4,7 +4,8 @@ answer. A server whose identity changes under the same name (an image re-pulled,
 finding of its own; two runs can only be told apart on it if each recorded it.
 
 Every question is asked once, with a short timeout, and a route that does not exist is simply absent: servers
-answer these differently (vLLM ``/version``, TEI ``/info``, llama.cpp ``/props``), and none is required.
+answer these differently (vLLM ``/version``, TEI ``/info``, llama.cpp ``/props``, Infinity only the ``info`` of its
+OpenAPI document ``/openapi.json``), and none is required.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from embedswap.wire.api_shapes import request_body
 from embedswap.wire.client import EmbeddingClient
 
 VERSION_ROUTES = ("/version", "/info", "/props")
+# a FastAPI server states its title and version in its OpenAPI document (Infinity says its version nowhere else);
+# only the document's ``info`` is kept, and not FastAPI's defaults, which say nothing about the server
+OPENAPI_ROUTE = "/openapi.json"
+OPENAPI_DEFAULTS = {"title": "FastAPI", "version": "0.1.0"}
 # headers that name the software, its version or its build (lower case; matched as substrings)
 HEADER_WORDS = ("server", "version", "fingerprint", "revision", "build", "powered-by")
 TEXT_LIMIT = 400
@@ -44,6 +49,20 @@ def _route(client: EmbeddingClient, path: str) -> Any:
         return {k: (v if isinstance(v, (int, float, bool)) or v is None else str(v)[:TEXT_LIMIT])
                 for k, v in list(body.items())[:40]}
     return str(body)[:TEXT_LIMIT]
+
+
+def _openapi_info(client: EmbeddingClient) -> dict[str, str] | None:
+    """The title and version the server's OpenAPI document states, or None where it has none (or only FastAPI's
+    defaults)."""
+    try:
+        response = client.raw("GET", OPENAPI_ROUTE, timeout_s=TIMEOUT_S)
+        info = response.json().get("info") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    said = {k: str(info[k])[:TEXT_LIMIT] for k in ("title", "version") if info.get(k) is not None}
+    return None if not said or said.items() <= OPENAPI_DEFAULTS.items() else said
 
 
 def server_identity(client: EmbeddingClient, text: str, get_routes: bool = True) -> dict[str, Any]:
@@ -73,6 +92,9 @@ def server_identity(client: EmbeddingClient, text: str, get_routes: bool = True)
         found = _route(client, path)
         if found is not None:
             out["routes"][path] = found
+    stated = _openapi_info(client) if get_routes else None
+    if stated is not None:
+        out["routes"][OPENAPI_ROUTE] = stated
     return out
 
 

@@ -4,9 +4,10 @@
 each, naming the probe, the section or the language where it does: the conclusion ``drop_in`` (stored, and worded
 as such in every language's post: the contract and vectors sentences are the catalogue's ``same`` ones), every
 contract probe ``same`` or not applicable, the shim a pass-through with nothing opened, the vectors the same (every
-per-document cosine 1, equal sha256), the index kept, no latency verdict ``different`` or ``failed``. An empty list is
-an A/A that passes. Reads summary.json as stored (a dict) and the posts' markdown; used by tests/e2e/test_aa_e2e.py
-(and meant for the A/A runs of the other server kinds).
+per-document cosine 1, equal sha256), the search ranking unchanged, the index kept, no latency verdict
+``different`` or ``failed``. An empty list is an A/A that passes. Reads summary.json as stored (a dict) and the
+posts' markdown; used by tests/e2e/test_aa_e2e.py and test_aa_vllm_e2e.py (``aa_experiment`` and ``run_aa`` set up
+and run such an experiment for any server kind).
 """
 
 from __future__ import annotations
@@ -187,6 +188,14 @@ def _index_failures(summary: dict[str, Any], candidate: str) -> list[str]:
     return []
 
 
+def _ranking_failures(summary: dict[str, Any], candidate: str) -> list[str]:
+    decided = ((summary.get("decisions", {}).get("ranking") or {}).get("by_candidate") or {}).get(candidate)
+    if decided is None or decided.get("decision") == "none":
+        return []
+    changed = {variant: (decided.get(variant) or {}).get("changed_queries") for variant in ("naive", "shim")}
+    return [f"ranking: `{candidate}` is {decided.get('decision')!r}, not 'none' (queries ranked otherwise: {changed})"]
+
+
 def _latency_failures(summary: dict[str, Any], candidate: str) -> list[str]:
     ratio = ((summary.get("decisions", {}).get("latency") or {}).get("ratios") or {}).get(candidate)
     if ratio is None:
@@ -209,7 +218,8 @@ def aa_failures(summary: dict[str, Any], posts: dict[str, str], legacy: str, can
     ``captures``: the attempt's captures folder, whose ``<candidate>/shim_config.json`` is checked too."""
     return [*_conclusion_failures(summary, candidate), *_post_failures(posts, languages),
             *_contract_failures(summary, candidate), *_shim_failures(summary, candidate, captures),
-            *_vector_failures(summary, legacy, candidate), *_index_failures(summary, candidate),
+            *_vector_failures(summary, legacy, candidate), *_ranking_failures(summary, candidate),
+            *_index_failures(summary, candidate),
             *_latency_failures(summary, candidate)]
 
 

@@ -157,3 +157,18 @@ def test_repeats_overlap_is_flagged() -> None:
     rng = np.random.default_rng(8)
     slow = ratio(estimate(_server(rng, 1.3), 1, 500), estimate(_server(rng, 1.0), 2, 500))
     assert slow.p50.direction == "slower" and slow.p50.repeats_overlap is False
+
+
+def test_interleaved_blocks_widen_a_ratio_the_host_moved_between_blocks() -> None:
+    """The kit's legacy server against itself with another job on the second core (issue 54): whole blocks read
+    ~185 or ~350 ms. The request-level interval alone called it 1.17x slower; the blocks' interval covers 1."""
+    from embedswap.analysis.intervals import block_interval
+
+    same = [356.9, 193.0, 354.2, 348.6, 347.5, 199.5]
+    beside = [367.0, 189.0, 181.0, 354.0, 208.0, 362.0]
+    low, high = block_interval(same, beside)
+    assert low < 1 < high and high > 1.5
+    steady = block_interval([101.0, 99.0, 100.5, 100.2], [100.0, 100.0, 100.1, 99.8])
+    assert steady is not None and 0.98 < steady[0] < 1 < steady[1] < 1.02  # a quiet host stays narrow
+    assert block_interval([100.0], [100.0]) is None  # one block: nothing to say about blocks
+    assert block_interval([100.0, 0.0], [100.0, 100.0]) is None

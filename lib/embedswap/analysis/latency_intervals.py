@@ -40,9 +40,12 @@ def all_estimates(summary: SummaryBody) -> dict[str, dict[str, Estimate]]:
     return {name: target_estimates(name, info) for name, info in entries.items()}
 
 
-def compare(candidate: dict[str, Estimate], reference: dict[str, Estimate]) -> dict[str, PointRatio]:
-    """label -> ratio (candidate / reference) for the points both sides measured."""
-    return {label: ratio(candidate[label], reference[label]) for label in candidate if label in reference}
+def compare(candidate: dict[str, Estimate], reference: dict[str, Estimate],
+            paired: bool = False) -> dict[str, PointRatio]:
+    """label -> ratio (candidate / reference) for the points both sides measured (``paired``: in alternating
+    blocks, :func:`embedswap.analysis.intervals.ratio`)."""
+    return {label: ratio(candidate[label], reference[label], paired=paired) for label in candidate
+            if label in reference}
 
 
 def points(estimates: dict[str, dict[str, Estimate]]) -> dict[str, dict[str, PointIntervals]]:

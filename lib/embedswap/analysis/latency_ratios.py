@@ -169,7 +169,7 @@ def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> LatencyD
         paired = summary.latency.paired_legacy.get(name)  # sequencing.interleave: legacy alternating with it
         if paired is not None:
             reference = latency_intervals.target_estimates(f"{name}/{PAIRED_LEGACY}", paired)
-            intervals = latency_intervals.compare(estimates.get(name) or {}, reference)
+            intervals = latency_intervals.compare(estimates.get(name) or {}, reference, paired=True)
         else:
             intervals = _intervals(estimates, name, legacy_name)
         ratios[name] = candidate_verdicts(legacy_name, paired or legacy, name, by_target.get(name), intervals, config,

@@ -150,6 +150,8 @@ class RatioInterval(Strict):
     repeats_overlap: bool | None = None
     direction: RatioDirection
     statistic: Literal["pooled", "median_of_repeats"] = "pooled"
+    # interleaved runs: the 95 % interval of the per-block ratios, which low/high cover (analysis.intervals)
+    blocks: list[float] | None = None
 
 
 class PointRatio(Strict):

@@ -9,6 +9,7 @@ each part's rate is judged against ``decisions.margins.transport_rate`` with the
 
 from __future__ import annotations
 
+from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.stats.latency_equivalence import error_gate
 from embedswap.summary.model import SummaryBody
@@ -38,7 +39,7 @@ def part_decision(part: PartFaults, config: DecisionsConfig, legacy: PartFaults 
         legacy_rate = round(sum(_transport(legacy).values()) / legacy.answers, 4)
     return PartFaultDecision(answers=part.answers, unusable=part.unusable, transport=errors,
                              corrupt=part.unusable - errors, by_kind=part.by_kind,
-                             verdict=verdict.model_validate(verdict.model_dump()), legacy_rate=legacy_rate)
+                             verdict=stored(verdict), legacy_rate=legacy_rate)
 
 
 def fault_decisions(summary: SummaryBody, config: DecisionsConfig) -> FaultDecisions | None:

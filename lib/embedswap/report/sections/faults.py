@@ -14,11 +14,14 @@ from typing import Any
 from embedswap.report.catalogue import fill
 from embedswap.report.format import code, fmt, md_table
 from embedswap.report.sections.context import ReportContext
-from embedswap.summary.types_faults import FaultEvent, TargetFaultDecision, TargetFaults
+from embedswap.summary.types_faults import FaultEvent, TargetFaults
 
 
 def corrupting(ctx: ReportContext) -> set[str]:
     """The servers whose 200s were corrupt at least once (none for a summary from before the section)."""
+    judged = ctx.decisions.faults if ctx.decisions is not None else None
+    if judged is not None:
+        return set(judged.corrupting())
     faults = ctx.summary.faults
     return set(faults.corrupting()) if faults is not None else set()
 
@@ -32,13 +35,9 @@ def comparable(ctx: ReportContext) -> list[str]:
     return [name for name in ctx.candidates if name not in broken]
 
 
-def _decision(ctx: ReportContext, name: str, entry: TargetFaults) -> TargetFaultDecision | None:
-    judged = ctx.decisions.faults if ctx.decisions is not None else None
-    return judged.of(name) if judged is not None else None
-
-
 def _code(ctx: ReportContext, name: str, entry: TargetFaults) -> str:
-    decided = _decision(ctx, name, entry)
+    judged = ctx.decisions.faults if ctx.decisions is not None else None
+    decided = judged.of(name) if judged is not None else None
     if decided is not None:
         return decided.code
     return "corrupting" if name in corrupting(ctx) else "transport_within_margin" if entry.unusable else "none"

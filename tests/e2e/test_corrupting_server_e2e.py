@@ -54,6 +54,11 @@ def test_a_corrupting_server_is_told_apart(tmp_path: Path) -> None:
     for rule, kind in KIND_OF_RULE.items():  # each kind seen, never more often than it was injected
         assert 1 <= candidate["by_kind"].get(kind, 0) <= schedule.count(rule), (kind, candidate, schedule.done)
     assert "other" not in candidate["by_kind"]
+    # issue 56: corruption is a finding at any count; the transport faults beside it are judged per part by rate
+    judged = summary["decisions"]["faults"]["by_target"]
+    assert judged["candidate"]["code"] == "corrupting" and judged["candidate"]["corrupt"].get("wrong_length", 0) >= 1
+    assert judged["legacy"]["code"] == "none"
+    assert all(part["verdict"]["n"] == part["answers"] for part in judged["candidate"]["parts"].values())
     latency = summary["latency"]["by_target"]["candidate"]
     classes = {k: v for p in ("sequential", "concurrent") for k, v in (latency[p].get("error_classes") or {}).items()}
     assert classes and "other" not in classes
@@ -76,3 +81,5 @@ def test_a_corrupting_server_is_told_apart(tmp_path: Path) -> None:
     assert f"`candidate`: {candidate['unusable']} of {candidate['answers']} answers ({share}) could not be used" \
         in report
     assert "- `candidate`: sequential p50 went from" not in report
+    assert any(line.startswith("| `candidate` |") and "corrupts answers (a finding at any count)" in line
+               for line in report.splitlines())  # the faults table, per server and part

@@ -164,6 +164,16 @@ def test_contract_probes_and_the_quiet_divergence(demo: dict) -> None:
         "vllm": ("same", None), "dynamo": ("same", None)}
 
 
+def test_no_server_is_called_corrupting(demo: dict) -> None:
+    """Issue 56: a dropped connection (the demo once lost one of three sends of ``v2_embed_query`` to Dynamo) is a
+    transport fault judged by rate, never corruption; none of the demo's servers corrupts an answer."""
+    judged = demo["summary"]["decisions"]["faults"]["by_target"]
+    assert {name: d["code"] for name, d in judged.items() if d["code"] in ("corrupting", "transport_above_margin")} \
+        == {}, judged
+    for event in demo["summary"]["faults"]["by_target"].get("dynamo", {}).get("events", []):
+        assert event["kind"] in ("connection", "stale_connection", "timeout", "cut_body"), event
+
+
 def test_instruction_three_ways(demo: dict) -> None:
     section = demo["summary"]["instruction"]
     assert section["measured"] is True and section["chat_template"] is False

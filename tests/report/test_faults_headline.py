@@ -78,16 +78,20 @@ def test_the_section_counts_every_capture_by_kind(tmp_path: Path) -> None:
          "repeats": [ok, {"status": 200, "error": "non-finite values (NaN/inf) in vectors", "dim": 384}]},
         {"probe": "dimensions_reduced", "sent": {"input": ["a"], "dimensions": 256}, "status": 200, "error": None,
          "dim": 256},  # asked for: not another length
-        {"probe": "empty_list", "sent": {"input": []}, "status": 400, "error": "empty"},  # refused: not counted
+        # refused: an answer the transport delivered (counted, since issue 56, in the rate's denominator), never
+        # unusable
+        {"probe": "empty_list", "sent": {"input": []}, "status": 400, "error": "empty"},
         {"probe": "v2_embed_query", "status": None, "not_applicable": True}])
     attempt.write_jsonl("legacy/workload_requests.jsonl", [ok])
     section = faults_section(load_experiment(folder), attempt)
     vllm = section["by_target"]["vllm"]
-    assert vllm["answers"] == 3 + 4 + 4 and vllm["unusable"] == 6
+    assert vllm["answers"] == 3 + 4 + 5 and vllm["unusable"] == 6
     assert vllm["by_kind"] == {"wrong_length": 2, "cut_body": 1, "status": 1, "timeout": 1, "non_finite": 1}
     assert vllm["by_part"] == {"workload": 1, "latency": 3, "probes": 2} and vllm["corrupting"] is True
-    assert section["by_target"]["legacy"] == {"answers": 1, "unusable": 0, "share": 0.0, "by_kind": {},
-                                              "corrupting": False, "by_part": {}}
+    assert vllm["parts"]["probes"] == {"answers": 5, "unusable": 2, "by_kind": {"wrong_length": 1, "non_finite": 1}}
+    assert section["by_target"]["legacy"] == {
+        "answers": 1, "unusable": 0, "share": 0.0, "by_kind": {}, "corrupting": False, "by_part": {},
+        "parts": {"workload": {"answers": 1, "unusable": 0, "by_kind": {}}}}
 
 
 def test_an_intermittent_probe_is_not_called_refused(complete: dict[str, Any]) -> None:
@@ -104,3 +108,61 @@ def test_an_intermittent_probe_is_not_called_refused(complete: dict[str, Any]) -
     after = render_post(upgrade_summary(summary), "en")
     refused = next(line for line in after.splitlines() if "Refused or answered with an error" in line)
     assert "an over-long input" not in refused and "an unknown model name" in refused
+
+
+def test_a_dropped_and_a_retried_request_are_kept_as_events(tmp_path: Path) -> None:
+    """Dynamo on the demo: one of three sends of a probe to a route it does not serve got no answer; a workload
+    request on a stale keep-alive connection was sent once more and answered (counted once, by that answer)."""
+    folder = write_experiment(tmp_path / "exp", {
+        "name": "t", "date": "2026-12-03", "workload": {"documents": "d.jsonl"},
+        "targets": {"legacy": {"kind": "legacy", "port": 18801}, "dynamo": {"kind": "vllm", "port": 18802}},
+        "candidates": ["dynamo"]}, [{"id": "d0", "lang": "en", "text": "a"}])
+    attempt = new_attempt(folder)
+    ok = {"status": 200, "error": None, "dim": 384}
+    dropped = "RemoteProtocolError: Server disconnected without sending a response."
+    attempt.write_jsonl("dynamo/workload_requests.jsonl", [
+        ok, {**ok, "stale_retry": {"status": 0, "error": f"stale keep-alive connection: {dropped}", "latency_ms": 1}}])
+    attempt.write_jsonl("dynamo/probes.jsonl", [
+        {"probe": "v2_embed_query", "path": "/v2/embed", "sent": {"texts": ["a"]}, "status": 404, "error": "nf",
+         "repeats": [{"status": 404, "error": "nf"}, {"status": 0, "error": dropped}]}])
+    dynamo = faults_section(load_experiment(folder), attempt)["by_target"]["dynamo"]
+    assert dynamo["answers"] == 5 and dynamo["by_kind"] == {"connection": 1} and dynamo["corrupting"] is False
+    assert dynamo["events"] == [
+        {"part": "workload", "kind": "stale_connection", "count": 1, "retried": [200]},
+        {"part": "probes", "kind": "connection", "count": 1, "sends": 3, "probe": "v2_embed_query",
+         "path": "/v2/embed", "retried": [], "others": [404]}]
+
+
+DROPPED = {"answers": 262, "unusable": 1, "share": 0.0038, "corrupting": True, "by_part": {"probes": 1},
+           "by_kind": {"connection": 1},
+           "parts": {"workload": {"answers": 180, "unusable": 0, "by_kind": {}},
+                     "probes": {"answers": 82, "unusable": 1, "by_kind": {"connection": 1}}},
+           "events": [{"part": "probes", "kind": "connection", "count": 1, "sends": 3, "probe": "v2_embed_query",
+                       "path": "/v2/embed", "others": [404]}]}
+
+
+def test_a_dropped_connection_is_stated_and_the_comparisons_stay(complete_upgraded: dict[str, Any]) -> None:
+    """The demo's Dynamo (issue 56): one of three sends to a route it does not serve got no answer. It is named
+    with its probe and kind; its vectors and latency are still compared (``corrupting`` as an older kit wrote it
+    is not read: the kinds decide)."""
+    summary = with_faults(complete_upgraded, dynamo=DROPPED,
+                          legacy={"answers": 262, "unusable": 0, "share": 0, "by_kind": {}})
+    post = render_post(summary, "en")
+    assert ("`dynamo` answered 1 of 262 requests (0.4%) with an answer that could not be used (no answer 1). They "
+            "are transport faults, not above the 5.0% margin") in post
+    assert ("1 of 3 sends of the probe `v2_embed_query` (`/v2/embed`) got no answer; its other sends were answered "
+            "404.") in post
+    assert "corrupts" not in post and "`dynamo` against the legacy server" in post
+    report = render_markdown(summary, "en")
+    assert "no ratio is given" not in report and "- `dynamo`: sequential p50" in report[report.index("## 5. Latency"):]
+    row = next(line for line in report.splitlines() if line.startswith("| `dynamo` | probes |"))
+    assert "| 82 | no answer 1 | 1.2% [0.1%, 5.7%] |" in row and "not shown above the margin" in row, row
+
+
+def test_the_faults_table_calls_the_corrupting_proxy_so(complete_upgraded: dict[str, Any]) -> None:
+    proxy = {**CORRUPTING, "parts": {"latency": {"answers": 90, "unusable": 13, "by_kind": CORRUPTING["by_kind"]}}}
+    report = render_markdown(with_faults(complete_upgraded, vllm=proxy), "en")
+    row = next(line for line in report.splitlines() if line.startswith("| `vllm` | latency |"))
+    assert "wrong length 9" in row and "corrupts answers (a finding at any count)" in row
+    for lang in ("ko", "ja", "zh"):
+        assert "`vllm`" in render_markdown(with_faults(complete_upgraded, vllm=proxy), lang)

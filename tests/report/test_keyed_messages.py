@@ -12,6 +12,7 @@ import pytest
 from embedswap.report.catalogue import LANGUAGES, CatalogueError, catalogue, environment
 from embedswap.summary.model import Target
 from embedswap.summary.types_decisions import LockShare, RankingCandidate, RatioDirection
+from embedswap.summary.types_faults import TargetFaultDecision
 from embedswap.summary.types_index import IndexDecision, StoreInfo
 from embedswap.summary.types_long_input import LongInputCode
 from embedswap.summary.types_parity import MatrixRow
@@ -35,6 +36,7 @@ KEYED: dict[str, set[str]] = {
     "parity_matrix.points": _codes(MatrixRow, "check"),
     "parity_matrix.findings": _codes(MatrixRow, "check"),
     "post.closings": set(get_args(CandidateCode)),
+    "post.fault_codes": _codes(TargetFaultDecision, "code"),
     "post.index_decisions": _codes(IndexDecision, "code"),
     "post.identical_vectors": _codes(CandidateGroup, "basis") - {"alone"},  # said only of a group of two or more
     "post.statistics": _codes(LatencyShown, "statistic"),

@@ -7,7 +7,7 @@ latency ratios with their intervals, their verdicts against the margins (error g
 of the concurrent gap (:mod:`.latency_ratios`, :mod:`.latency_verdicts`, :mod:`.host_drift`, :mod:`.intervals`,
 :mod:`.latency_intervals`), what the client
 shim closed or left open (:mod:`.shim_outcome`), what article 003's parity matrix found (:mod:`.parity_matrix`), the multimodal part (:mod:`.parity_multimodal`)
-and why a server's vectors differ (:mod:`.diagnosis`). The report only formats what is stored; a user's CI reads the
+why a server's vectors differ (:mod:`.diagnosis`) and its unusable answers judged by kind and rate (:mod:`.faults`). The report only formats what is stored; a user's CI reads the
 same codes.
 """
 
@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from embedswap.analysis import (capacity, client_changes, diagnosis, index_decision, latency_ratios, latency_shown,
-                                parity_matrix, parity_multimodal, post, ranking_verdict, shim_outcome, slices)
+from embedswap.analysis import (capacity, client_changes, diagnosis, faults, index_decision, latency_ratios,
+                                latency_shown, parity_matrix, parity_multimodal, post, ranking_verdict, shim_outcome,
+                                slices)
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions, LatencyDecisions, RankingDecision
@@ -65,6 +66,8 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
         decided.capacity = capacity.capacity_decisions(summary, config)
     if vectors := slices.vector_decisions(summary, config):
         decided.vectors = vectors
+    if (judged := faults.fault_decisions(summary, config)) is not None:
+        decided.faults = judged
     return decided
 
 

@@ -22,7 +22,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from embedswap.analysis import decide, decisions_json, post_decisions
+from embedswap.analysis import decide, decisions_config, decisions_json, post_decisions
+from embedswap.analysis.faults import fault_decisions
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
 
@@ -55,6 +56,11 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
         parts = post_decisions(validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])
         out["decisions"] = {**out["decisions"], "shown": parts.shown.model_dump(mode="python", exclude_unset=True),
                             "post": parts.post.model_dump(mode="python", exclude_unset=True)}
+    if isinstance(out.get("faults"), dict) and "faults" not in out["decisions"]:  # decided before issue 56
+        body = validate_body({**out, "schema_version": SCHEMA_VERSION})
+        judged = fault_decisions(body, decisions_config(body))
+        if judged is not None:
+            out["decisions"] = {**out["decisions"], "faults": judged.model_dump(mode="python")}
     out["schema_version"] = SCHEMA_VERSION
     return out
 

@@ -24,7 +24,7 @@ from embedswap.wire.answer_faults import fault_kind
 
 # what a repeat keeps of its answer (the first vector is what the probe verdicts compare)
 REPEAT_KEYS = ("status", "error", "dim", "n_vectors", "prompt_tokens", "encoding", "model", "indices", "index_order_ok",
-               "vector")
+               "stale_retry", "vector")
 
 
 @dataclass

@@ -46,6 +46,11 @@ class Margins(_Strict):
       throughput counterpart of the p50 margin.
     - ``error_rate`` = 0.01: at most 1 % of requests may fail (any non-2xx, timeout or connection error) before a
       point is ``failed``; a server that sheds load with 429s does not get latency figures from its survivors.
+    - ``transport_rate`` = 0.05: per part of a run (workload, queries, latency, probes), at most 5 % of requests
+      may get no whole answer (refused, reset, dropped, timed out, cut off) before the server is judged by it;
+      a client retries such a request, so one in twenty costs a retry, not an answer. A part is a few dozen
+      requests, so one dropped connection in it stays below this margin. Silent corruption (a 200 with wrong
+      vectors) has no margin: one is a finding.
     """
 
     ndcg_at_10: float = Field(0.02, gt=0, le=1)
@@ -56,6 +61,7 @@ class Margins(_Strict):
     latency_p99_ratio: float = Field(1.25, gt=1)
     throughput_ratio: float = Field(1.10, gt=1)
     error_rate: float = Field(0.01, ge=0, lt=1)
+    transport_rate: float = Field(0.05, ge=0, lt=1)
 
 
 class DecisionsConfig(_Strict):

@@ -33,7 +33,7 @@ import httpx
 import numpy as np
 from yarl import URL
 
-from embedswap.wire.answer_faults import NO_DATA, fault_kind, other_length, usual_dim
+from embedswap.wire.answer_faults import NO_DATA, fault_kind, other_length, stale, usual_dim
 from embedswap.wire.client import EmbeddingResponse, parse_response
 
 PERCENTILE_METHOD = "linear"  # numpy's default; stated in the report so figures can be reproduced
@@ -175,6 +175,16 @@ class Answer:
     content_type: str
 
 
+class StaleConnection(aiohttp.ServerDisconnectedError):
+    """No answer on a kept-alive connection the server had closed: an error of its own kind, never retried in a
+    timed request."""
+
+
+async def _reused(session: Any, ctx: Any, params: Any) -> None:
+    if isinstance(ctx.trace_request_ctx, dict):  # requests sent outside post_answer carry none
+        ctx.trace_request_ctx["reused"] = True
+
+
 class Client:
     """POST a pre-encoded body to ``<base_url>/v1/embeddings``; use as ``async with Client(spec, n) as client``."""
 
@@ -193,8 +203,10 @@ class Client:
         if self.url.scheme == "https" and self.spec.verify_tls:
             tls = ssl.create_default_context()
         connector = aiohttp.TCPConnector(limit=self.connections, keepalive_timeout=KEEPALIVE_S, ssl=tls)
+        reuse = aiohttp.TraceConfig()  # tells a stale keep-alive connection from a server that never answers
+        reuse.on_connection_reuseconn.append(_reused)
         self.session = aiohttp.ClientSession(
-            connector=connector, timeout=aiohttp.ClientTimeout(total=self.spec.timeout_s),
+            connector=connector, timeout=aiohttp.ClientTimeout(total=self.spec.timeout_s), trace_configs=[reuse],
             skip_auto_headers=("Accept-Encoding",),  # an uncompressed answer, as every other client here gets
         )
         return self
@@ -211,9 +223,16 @@ class Client:
     async def post_answer(self, body: bytes) -> tuple[int, bytes, str, str | None]:
         """One exchange: (status, the answer's bytes in full, its content type, its Retry-After header or None)."""
         assert self.session is not None, "use the client as `async with`"
-        async with self.session.post(self.url, data=body, headers=self.headers) as response:
-            return (response.status, await response.read(), response.headers.get("Content-Type", ""),
-                    response.headers.get("Retry-After"))
+        trace: dict[str, bool] = {"reused": False}
+        try:
+            async with self.session.post(self.url, data=body, headers=self.headers,
+                                         trace_request_ctx=trace) as response:
+                return (response.status, await response.read(), response.headers.get("Content-Type", ""),
+                        response.headers.get("Retry-After"))
+        except aiohttp.ServerDisconnectedError as exc:
+            if trace["reused"]:
+                raise StaleConnection(exc.message) from exc
+            raise
 
 
 async def _fetch(client: Client, body: bytes) -> tuple[int, Answer | None, str | None]:
@@ -228,6 +247,8 @@ async def _fetch_answer(client: Client, body: bytes) -> tuple[int, Answer | None
         status, content, content_type, retry_after = await client.post_answer(body)
     except TimeoutError:  # aiohttp's total timeout (asyncio.TimeoutError is TimeoutError)
         return 0, None, f"TimeoutError: no complete answer within {client.spec.timeout_s:g} s", None
+    except StaleConnection as exc:
+        return 0, None, stale(f"ServerDisconnectedError: {exc}"), None
     except aiohttp.ClientError as exc:
         return 0, None, f"{type(exc).__name__}: {exc}"[:300], None
     if status != 200:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from embedswap.summary.types_capacity import CapacityDecisions
 from embedswap.summary.types_common import Finding, Strict
+from embedswap.summary.types_faults import FaultDecisions
 from embedswap.summary.types_equivalence import (Verdict, HostDrift, PointVerdicts, SlicedVerdicts)
 from embedswap.summary.types_index import IndexDecision
 from embedswap.summary.types_post import LatencyShown, PostDecision
@@ -287,6 +288,7 @@ class Decisions(Strict):
     index: dict[str, IndexDecision] = {}  # keep the index or re-embed it, per candidate (analysis.index_decision)
     shown: LatencyShown = LatencyShown()  # the one latency statistic every part of the report shows
     post: PostDecision = PostDecision()  # the post's conclusions
+    faults: FaultDecisions | None = None  # unusable answers judged by kind and rate (absent: no faults section)
 
     def shim_of(self, name: str) -> ShimOutcome | None:
         """What the shim closed, left and opened for one candidate (None: not probed through the shim)."""

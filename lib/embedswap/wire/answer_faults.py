@@ -13,10 +13,15 @@ Kinds (most specific first; an answer with two faults counts once, under the fir
 - ``bad_index``: ``data[].index`` not a permutation of 0..n-1 (duplicated or missing positions);
 - ``wrong_count``: another number of vectors than inputs sent;
 - ``malformed``: a 200 whose body is not an embeddings answer (not JSON, no ``data``);
-- ``cut_body``: the connection closed before the whole body arrived;
+- ``cut_body``: a status line arrived, then the connection closed before the whole body did;
 - ``timeout``: no complete answer within the client's timeout;
-- ``connection``: no answer at all (refused, reset before the status);
+- ``stale_connection``: no answer on a kept-alive connection the server had closed (the clients write
+  :data:`STALE` before the error; the probe/workload client sends such a request once more, as most clients do);
+- ``connection``: no answer at all (refused, reset or closed before a status line);
 - ``status``: a status other than 200 (``429`` and ``5xx`` are named apart where latency counts refusals).
+
+The first five are corruption (:data:`CORRUPT`): the server said 200 and the answer is wrong, a finding at any
+count. The rest are transport faults (:data:`TRANSPORT`), which a client sees and retries: judged by their rate.
 """
 
 from __future__ import annotations
@@ -32,18 +37,23 @@ NON_FINITE = "non-finite values (NaN/inf) in vectors"
 BAD_INDEX = "data[].index is not a permutation"
 MALFORMED = "malformed 200 response"
 NO_DATA = "200 without data"
+# written before the error of a request that got no answer on a reused keep-alive connection
+STALE = "stale keep-alive connection"
 
-KINDS = ("wrong_length", "non_finite", "bad_index", "wrong_count", "malformed", "cut_body", "timeout", "connection",
-         "status")
-# the kinds of an answer that came back broken (the rest are refusals and silences)
-CORRUPT = frozenset({"wrong_length", "non_finite", "bad_index", "wrong_count", "malformed", "cut_body"})
+KINDS = ("wrong_length", "non_finite", "bad_index", "wrong_count", "malformed", "cut_body", "timeout",
+         "stale_connection", "connection", "status")
+# a 200 whose content is wrong: it would reach an index unnoticed (malformed: unnoticed by a lenient parser)
+CORRUPT = frozenset({"wrong_length", "non_finite", "bad_index", "wrong_count", "malformed"})
+# what a client sees fail (and may retry): judged by its rate, not by one occurrence
+TRANSPORT = frozenset(KINDS) - CORRUPT
 
 _TIMEOUT = ("TimeoutError", "ServerTimeoutError", "ReadTimeout", "ConnectTimeout", "WriteTimeout", "PoolTimeout",
             "TimeoutException")
-# the exceptions of aiohttp and httpx (and h11 underneath) when a body stops before its Content-Length or last chunk
-_CUT = ("ClientPayloadError", "ContentLengthError", "TransferEncodingError", "RemoteProtocolError",
-        "ServerDisconnectedError", "IncompleteRead", "peer closed connection without sending complete message body",
-        "Response payload is not completed")
+# the texts of aiohttp and httpx (h11 underneath) when a body stops before its Content-Length or last chunk: a
+# status line had arrived. h11's "Server disconnected without sending a response." and aiohttp's
+# ServerDisconnectedError come before any status line: ``connection``, as in captures of older kits
+_CUT = ("ClientPayloadError", "ContentLengthError", "TransferEncodingError", "IncompleteRead",
+        "peer closed connection without sending complete message body", "Response payload is not completed")
 
 
 def fault_kind(status: int | None, error: str | None) -> str | None:
@@ -69,7 +79,14 @@ def fault_kind(status: int | None, error: str | None) -> str | None:
         return "timeout"
     if any(name in text for name in _CUT):
         return "cut_body"
+    if text.startswith(STALE):
+        return "stale_connection"
     return "connection"
+
+
+def stale(error: str) -> str:
+    """The error of a request that got no answer on a kept-alive connection the server had closed."""
+    return f"{STALE}: {error}"
 
 
 def other_length(dim: int, usual: int) -> str:

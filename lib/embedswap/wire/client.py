@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from embedswap.wire.answer_faults import BAD_INDEX, LENGTHS, MALFORMED, NON_FINITE
+from embedswap.wire.answer_faults import BAD_INDEX, LENGTHS, MALFORMED, NON_FINITE, STALE, stale
 from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, NotApplicable, request_body
 from embedswap.redact import register_headers, register_secret
 
@@ -41,6 +41,8 @@ class EmbeddingResponse:
     model: str | None = None
     shape: str = "openai"  # openai (data[].embedding), cohere (embeddings.float), tei ([[...]]), ollama (embeddings)
     extra: dict[str, Any] = field(default_factory=dict)
+    # the first try of a request sent again after a stale keep-alive connection (status, error, latency_ms)
+    stale_retry: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -68,6 +70,8 @@ class EmbeddingResponse:
         }
         if self.shape != "openai":
             out["shape"] = self.shape
+        if self.stale_retry is not None:
+            out["stale_retry"] = self.stale_retry
         if include_vectors:
             out["vectors"] = self.vectors
         return out
@@ -197,6 +201,14 @@ def validate_vectors(vectors: list[list[float]]) -> list[str]:
     return problems
 
 
+def _no_status_line(exc: httpx.HTTPError) -> bool:
+    """The server closed or reset the connection before any status line (h11: "Server disconnected without
+    sending a response."); a body cut after the status line says "peer closed connection without sending
+    complete message body"."""
+    return (isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError))
+            and "complete message body" not in str(exc))
+
+
 def auth_headers(api_key_env: str | None, headers: dict[str, str] | None = None) -> dict[str, str]:
     """Headers for a target; the API key is read from the named environment variable, never from a file. Every
     value of ``headers`` (a target's ``headers:``, which may carry a key of its own) is registered as a secret."""
@@ -253,13 +265,33 @@ class EmbeddingClient:
 
     def post_raw(self, content: bytes, content_type: str = "application/json",
                  path: str | None = None) -> EmbeddingResponse:
+        """One embeddings request; one that got no answer on a kept-alive connection the server had closed is
+        sent once more (embeddings are idempotent; the OpenAI SDK and most clients do the same), and the answer
+        keeps the first try in ``stale_retry``. Latency runs do not come here (measure.load: no silent retry)."""
+        answer = self._post_once(content, content_type, path)
+        if answer.status == 0 and (answer.error or "").startswith(STALE):
+            again = self._post_once(content, content_type, path)
+            again.stale_retry = {"status": 0, "error": answer.error, "latency_ms": round(answer.latency_ms, 3)}
+            return again
+        return answer
+
+    def _post_once(self, content: bytes, content_type: str, path: str | None) -> EmbeddingResponse:
+        connected: list[str] = []  # httpcore's trace names a new connection; none means a pooled one was reused
+
+        def trace(name: str, info: dict[str, Any]) -> None:
+            if name.startswith(("connection.connect_tcp", "connection.connect_unix_socket")):
+                connected.append(name)
+
         started = time.perf_counter()
         try:
             response = self._http.post(path or self.embeddings_path, content=content,
-                                       headers={"Content-Type": content_type})
+                                       headers={"Content-Type": content_type}, extensions={"trace": trace})
         except httpx.HTTPError as exc:
             elapsed = (time.perf_counter() - started) * 1000
-            return EmbeddingResponse(status=0, latency_ms=elapsed, error=f"{type(exc).__name__}: {exc}"[:300])
+            error = f"{type(exc).__name__}: {exc}"[:300]
+            if not connected and _no_status_line(exc):
+                error = stale(error)
+            return EmbeddingResponse(status=0, latency_ms=elapsed, error=error)
         elapsed = (time.perf_counter() - started) * 1000
         return parse_response(response, elapsed)
 

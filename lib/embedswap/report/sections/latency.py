@@ -9,7 +9,7 @@ from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_ratios import latency_state, point_state
 from embedswap.report.catalogue import fill
-from embedswap.report.sections.faults import comparable, headlines
+from embedswap.report.sections.faults import comparable, headlines, table as faults_table
 from embedswap.report.format import code, combined_label, fmt, md_table, mib, esc
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import ratio as ratio_text
@@ -160,7 +160,9 @@ def latency(ctx: ReportContext) -> dict[str, Any]:
         "state": states, "label": combined_label(states, ctx.lang),
         "table": table, "sweep": sweep_part, "sweep_table": sweep_part["table"], "why": why,
         "unconfirmed": unconfirmed, "ratios": [_ratio(ctx, name) for name in comparable(ctx)], "lock": lock_part,
-        "faults": headlines(ctx),
+        "faults": headlines(ctx), "faults_table": faults_table(ctx),
+        "faults_margin": (f"{fmt(ctx.decisions.faults.margin * 100, 's')}%" if ctx.decisions is not None
+                          and ctx.decisions.faults is not None else None),
         "ratio_table": ratio_table(ctx),
         "lock_note": lock_part if lock_part and not lock_part["measured"] else None,
         "concurrency": c, "ablation": ablation_part, "memory": memory,

@@ -1,25 +1,36 @@
-"""summary.json's ``faults`` section: per server, its unusable answers by kind (measure.answer_faults).
+"""summary.json's ``faults`` section: per server and part, its answers and the unusable ones by kind
+(wire.answer_faults), and the transport events a reader needs in words.
 
 Counted over the requests that are well-formed by construction: the workload's batches, the queries, the latency
-runs, and the probes' answers where the answer itself failed (a 200 that cannot be used, a cut or missing answer);
-a probe's 4xx or 5xx to a request built to be refused is the probe's verdict, not a fault of the server's answers.
+runs, and the probes. A probe's 4xx or 5xx to a request built to be refused is the probe's verdict, not a fault:
+it counts as an answer (the transport delivered it) and never as unusable. A request sent once more after a stale
+keep-alive connection (``stale_retry`` on its record) counts once, by its second answer, which is what a client
+sees; the first try is kept as an event. The decision on these figures is ``decisions.faults``
+(analysis.faults).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
-from embedswap.wire.answer_faults import CORRUPT, count_kinds, other_length, usual_dim
+from embedswap.wire.answer_faults import CORRUPT, TRANSPORT, count_kinds, fault_kind, other_length, usual_dim
 
 PARTS = {"workload": ("workload_requests.jsonl",), "queries": ("query_requests.jsonl",),
          "latency": ("latency_requests.jsonl", "latency_sweep_requests.jsonl"), "probes": ("probes.jsonl",)}
+EVENTS_KEPT = 20  # a server that drops many requests is told by its rates; the first events name what happened
+
+
+def _answers(record: dict[str, Any]) -> list[dict[str, Any]]:
+    return [record, *(record.get("repeats") or [])]
 
 
 def _records(attempt: Attempt, name: str, part: str, usual: int | None = None) -> list[dict[str, Any]]:
-    """The answers of one capture; a probe's one-vector answer of another length than ``usual`` (the length of
-    the server's workload answers) is marked as such, unless the probe asked for ``dimensions``."""
+    """The answers of one capture; a probe's refusal counts as a usable answer, and a one-vector answer of another
+    length than ``usual`` (the server's workload answers) is marked as such, unless the probe asked for
+    ``dimensions``."""
     out: list[dict[str, Any]] = []
     for file in PARTS[part]:
         if not attempt.has(f"{name}/{file}"):
@@ -31,9 +42,10 @@ def _records(attempt: Attempt, name: str, part: str, usual: int | None = None) -
             if record.get("not_applicable"):
                 continue
             asked = isinstance(record.get("sent"), dict) and "dimensions" in record["sent"]
-            for answer in [record, *(record.get("repeats") or [])]:
-                if answer.get("status") not in (200, 0):
-                    continue  # a refusal of a request built to be refused: the probe's verdict
+            for answer in _answers(record):
+                if answer.get("status") not in (200, 0, None):
+                    out.append({"status": 200, "error": None})  # a refusal arrived: the probe's verdict
+                    continue
                 dim = answer.get("dim")
                 if (usual is not None and not asked and answer.get("status") == 200 and not answer.get("error")
                         and isinstance(dim, int) and dim != usual):
@@ -42,25 +54,56 @@ def _records(attempt: Attempt, name: str, part: str, usual: int | None = None) -
     return out
 
 
+def _events(attempt: Attempt, name: str) -> list[dict[str, Any]]:
+    """What a reader needs in words: per probe, its sends that got no whole answer (and what the others got); per
+    other part, the requests sent once more after a stale keep-alive connection."""
+    out: list[dict[str, Any]] = []
+    for part, files in PARTS.items():
+        stale: list[int] = []
+        for file in files:
+            if not attempt.has(f"{name}/{file}"):
+                continue
+            for record in attempt.read_jsonl(f"{name}/{file}"):
+                answers = _answers(record)
+                if part != "probes" or record.get("not_applicable"):
+                    stale += [a.get("status") or 0 for a in answers if a.get("stale_retry")]
+                    continue
+                lost = Counter(k for a in answers for k in [
+                    *(["stale_connection"] if a.get("stale_retry") else []),
+                    *([fault_kind(a.get("status"), a.get("error"))] if not a.get("status") else [])]
+                    if k in TRANSPORT)
+                for kind, count in lost.items():
+                    out.append({"part": part, "kind": kind, "count": count, "sends": len(answers),
+                                "probe": record.get("probe"), "path": record.get("sent_path") or record.get("path"),
+                                "retried": [a.get("status") or 0 for a in answers if a.get("stale_retry")],
+                                "others": sorted({a.get("status") or 0 for a in answers
+                                                  if a.get("status") and not a.get("stale_retry")})})
+        if stale:
+            out.append({"part": part, "kind": "stale_connection", "count": len(stale), "retried": sorted(set(stale))})
+    return out[:EVENTS_KEPT]
+
+
 def target_faults(attempt: Attempt, name: str) -> dict[str, Any] | None:
     """One server's figures, or None where nothing of it was captured."""
-    answers = 0
-    by_kind: dict[str, int] = {}
-    by_part: dict[str, int] = {}
+    by_kind: Counter[str] = Counter()
+    parts: dict[str, dict[str, Any]] = {}
     usual = usual_dim(r.get("dim") for r in _records(attempt, name, "workload") if not r.get("error"))
     for part in PARTS:
         total, kinds = count_kinds(_records(attempt, name, part, usual))
-        answers += total
-        for kind, count in kinds.items():
-            by_kind[kind] = by_kind.get(kind, 0) + count
-        if kinds:
-            by_part[part] = sum(kinds.values())
+        if total:
+            parts[part] = {"answers": total, "unusable": sum(kinds.values()), "by_kind": kinds}
+        by_kind.update(kinds)
+    answers = sum(p["answers"] for p in parts.values())
     if not answers:
         return None
     unusable = sum(by_kind.values())
+    events = _events(attempt, name)
     return {"answers": answers, "unusable": unusable, "share": round(unusable / answers, 4),
             "by_kind": dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
-            "corrupting": any(kind in CORRUPT for kind in by_kind), "by_part": by_part}
+            # silent corruption: a finding at any count (transport faults are judged by rate: decisions.faults)
+            "corrupting": any(kind in CORRUPT for kind in by_kind),
+            "by_part": {p: v["unusable"] for p, v in parts.items() if v["unusable"]}, "parts": parts,
+            **({"events": events} if events else {})}
 
 
 def faults_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:

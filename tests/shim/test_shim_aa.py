@@ -26,6 +26,15 @@ from test_shim import DATA, MODEL, SERVED, FakeServer, _serve
 PROBES = [entry["name"] for entry in CATALOGUE if entry["name"] != "large_batch"]
 
 
+@pytest.fixture(autouse=True)
+def no_registered_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets another test of this worker registered (a 4-letter key "wrong") would be redacted from the captures
+    written here ("wrong_type" -> "[redacted]_type"): this file starts from none."""
+    from embedswap import redact
+
+    monkeypatch.setattr(redact, "_registered", set())
+
+
 def _aa(tmp_path: Path, kind: str) -> tuple[list[dict], dict, dict, list[dict], list[dict]]:
     """Two fakes of one kind as legacy and candidate: (contract rows, shim section, shim config, direct candidate
     probe records, shim probe records)."""

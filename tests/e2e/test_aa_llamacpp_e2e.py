@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from aa_check import AA_LANGUAGES, aa_experiment, aa_failures, run_aa
+from aa_check import aa_experiment, run_aa, run_failures
 from embedswap.config import load_experiment
 from embedswap.config.targets import LlamaCppTarget
 from embedswap.measure.contract import CATALOGUE
@@ -45,12 +45,7 @@ def aa_llamacpp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_llamacpp_against_itself_says_nothing_differs(aa_llamacpp: dict[str, Any]) -> None:
-    run = aa_llamacpp["run"]
-    steps = aa_llamacpp["summary"]["steps"]
     # the parity gate against the fp32 reference fails for llama.cpp's tokenizer on Korean (test_llamacpp_e2e.py):
-    # the step says so; it is the same server on both sides, a note about both, not a difference (aa_failures)
-    assert all(step["status"] == "complete" or (name == "parity" and step.get("detail") == "gate failed")
-               for name, step in steps.items()), (steps, run.stderr[-3000:])
-    failures = aa_failures(aa_llamacpp["summary"], aa_llamacpp["posts"], LEGACY, CANDIDATE, languages=AA_LANGUAGES,
-                           captures=aa_llamacpp["attempt"] / "captures")
+    # the step says so; the same server on both sides: a note about both, not a difference
+    failures = run_failures(aa_llamacpp, LEGACY, CANDIDATE, gate_may_fail=True)
     assert failures == [], "\n".join(failures)

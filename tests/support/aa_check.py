@@ -315,3 +315,17 @@ def run_aa(folder: Path, server: Any, ports: list[int], timeout_s: float = 900) 
     return {"folder": folder, "attempt": attempt, "run": run, "run_s": run_s, "languages": languages,
             "summary": json.loads(attempt.joinpath("summary.json").read_text()),
             "posts": read_posts(report_dir(folder), languages)}
+
+
+def run_failures(result: dict[str, Any], legacy: str = "old", candidate: str = "same",
+                 gate_may_fail: bool = False) -> list[str]:
+    """:func:`aa_failures` of a :func:`run_aa` result, after its steps: each ``complete`` (``gate_may_fail``: the
+    parity step may have failed its gate, which the same server fails on both sides: a note, not a difference)."""
+    steps = result["summary"]["steps"]
+    out = [f"step {name}: {step.get('status')} ({step.get('detail') or step.get('problems')})"
+           for name, step in steps.items() if step.get("status") != "complete"
+           and not (gate_may_fail and name == "parity" and step.get("detail") == "gate failed")]
+    if out:
+        out.append(result["run"].stderr[-3000:])
+    return out + aa_failures(result["summary"], result["posts"], legacy, candidate, languages=result["languages"],
+                             captures=result["attempt"] / "captures")

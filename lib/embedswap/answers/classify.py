@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from embedswap.answers.repeats import representative, spread
+from embedswap.answers.repeats import Spread, representative, spread
 from embedswap.answers.request_checks import REQUEST_ASPECTS, check_answer, check_broken
 from embedswap.reasons import explain, reason
 from embedswap.stats.vectors import pair_cosine
@@ -157,13 +157,12 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         side = legacy if legacy.get("not_applicable") else candidate
         return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
                         field=side.get("not_applicable_field") or "?")
-    intermittent = _intermittent(legacy, candidate, same_threshold)
+    spreads = {"candidate": spread(candidate, same_threshold), "legacy": spread(legacy, same_threshold)}
+    both_vary = all(found is not None and found.differing for found in spreads.values())
+    intermittent = None if both_vary else _intermittent(spreads)
     if intermittent is not None:  # identical requests answered otherwise: no comparison says anything systematic
         return intermittent
-    legacy_record, candidate_record = legacy, candidate
-    both_vary = all(found is not None and found.differing for found in (spread(legacy_record, same_threshold),
-                                                                        spread(candidate_record, same_threshold)))
-    legacy, candidate = representative(legacy_record, same_threshold), representative(candidate_record, same_threshold)
+    legacy, candidate = representative(legacy, same_threshold), representative(candidate, same_threshold)
     found = _classify(legacy, candidate, same_threshold, against_request)
     if against_request:
         found.shared = shared_departures(legacy, candidate)
@@ -249,13 +248,9 @@ def _classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold:
     return _verdict("same", "detail_equivalent", cos)
 
 
-def _intermittent(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float) -> Classified | None:
-    """``nondeterministic`` where one side's repeats of the probe differ among themselves (candidate first); where
-    both sides' do, it is a note about both (the representatives are compared instead)."""
-    spreads = {side: spread(record, same_threshold) for side, record in (("candidate", candidate),
-                                                                           ("legacy", legacy))}
-    if all(found is not None and found.differing for found in spreads.values()):
-        return None
+def _intermittent(spreads: dict[str, Spread | None]) -> Classified | None:
+    """``nondeterministic`` where one side's repeats of the probe differ among themselves (``spreads`` by side,
+    candidate first; the caller leaves out the case where both sides' do: a note about both)."""
     for side, found in spreads.items():
         if found is None or not found.differing:
             continue

@@ -83,8 +83,8 @@ def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str,
             "legacy": _probe_side(primary_base[1] if primary_base[1] is not None else same_request, threshold),
             "candidate": _probe_side(answers.get(experiment.primary_candidate), threshold),
             "by_target": {n: _probe_side(answers.get(n), threshold) for n in experiment.target_order()},
-            "conformance": {n: departures(representative(r, threshold)) for n, r in answers.items()
-                            if not r.get("not_applicable") and departures(representative(r, threshold))},
+            "conformance": {n: found for n, r in answers.items()
+                            if not r.get("not_applicable") and (found := departures(representative(r, threshold)))},
             "verdicts": {},
         }
         for name in experiment.candidates:

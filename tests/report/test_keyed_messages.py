@@ -40,7 +40,6 @@ KEYED: dict[str, set[str]] = {
     "post.index_decisions": _codes(IndexDecision, "code"),
     "post.identical_vectors": _codes(CandidateGroup, "basis") - {"alone"},  # said only of a group of two or more
     "post.statistics": _codes(LatencyShown, "statistic"),
-    "post.throughput_undecided": _codes(LatencyShown, "statistic"),
     # where a server's version came from, and report/sections/status.py's states where it has none
     "common.versions": _codes(Target, "version_source") | {"said", "silent", "unconfirmed", "not_measured"},
     # the states report/post.py derives for the post's sections

@@ -27,7 +27,8 @@ def _load(name: str) -> Summary:
 
 def _latency(summary: Summary, code: str, direction: str | None, reason: str = "") -> Summary:
     out = summary.model_copy(deep=True)
-    for ratio in out.decisions.latency.ratios.values():
+    latency = out.decisions.latency
+    for ratio in [*latency.ratios.values(), *(p.ratio for p in latency.pairs)]:
         def verdict(old: Verdict | None) -> Verdict:
             base = old or Verdict(code="inconclusive")
             return base.model_copy(update={"code": code, "direction": direction, "reason": reason, "margin": 1.1,
@@ -45,6 +46,8 @@ def _ranking(summary: Summary, code: str, direction: str | None) -> Summary:
     for c in out.decisions.ranking.by_candidate.values():
         c.naive.equivalence = Verdict(code=code, direction=direction, estimate=0.194, low=0.112,
                                                  high=0.288, margin=0.05)
+        # the metrics the post prints beside the combined verdict say the same
+        c.naive.metrics = {k: v.but(code=code, direction=direction) for k, v in c.naive.metrics.items()}
     return out
 
 

@@ -23,15 +23,16 @@ WORDS: dict[str, dict[str, frozenset[str]]] = {
 }
 
 def stated_directions(summary: Summary) -> set[str]:
-    """The directions the stored verdicts the post reads have (latency, ranking, a separator's throughput)."""
+    """The directions the stored verdicts the post reads have (latency, pairs of candidates, ranking)."""
     d = summary.decisions
     out: set[str] = set()
-    for ratio in d.latency.ratios.values():
+    for ratio in [*d.latency.ratios.values(), *(p.ratio for p in d.latency.pairs)]:
         verdicts = [ratio.verdict] + [getattr(p, f) for p in ratio.verdicts.values() for f in ("p50", "docs_per_s")]
         out |= {v.direction for v in verdicts if v is not None and v.direction
                 and v.code in ("different", "non_inferior")}
     for c in d.ranking.by_candidate.values():
-        out |= {v.direction for v in (c.naive.equivalence, c.shim.equivalence) if v is not None and v.direction
+        shown = [c.naive.equivalence, c.shim.equivalence, *c.naive.metrics.values(), *c.shim.metrics.values()]
+        out |= {v.direction for v in shown if v is not None and v.direction
                 and v.code in ("different", "non_inferior")}
     if any(s.faster for g in d.post.groups for s in g.separators):
         out.add("faster")

@@ -54,6 +54,9 @@ def allowed(summary: Summary) -> set[str]:
             out.add(fmt(entry.value if entry is not None else None, "ratio").rstrip("×"))
     for c in summary.decisions.post.conclusions:
         out |= {fmt(c.cosine_min, "cos4"), fmt(c.cosine_min, "cos"), fmt(c.threshold, "raw")}
+    for pair in summary.decisions.latency.pairs:  # the pair's ratios, the one over the other
+        for point in pair.ratio.intervals.values():
+            out |= {f"{x:.2f}" for f in ("p50", "docs_per_s") for x in (getattr(point, f).value,) if x is not None}
     for group in summary.decisions.post.groups:
         for s in group.separators:
             out |= {fmt(v, "rate") for v in s.rates.values()}
@@ -69,7 +72,7 @@ def _verdict_numbers(summary: Summary) -> set[str]:
     margins, the host drift, the ranking deltas, the index, parity and the start times."""
     d = summary.decisions
     out: set[str] = set()
-    for ratio in d.latency.ratios.values():
+    for ratio in [*d.latency.ratios.values(), *(p.ratio for p in d.latency.pairs)]:
         verdicts = [ratio.verdict] + [getattr(p, f) for p in ratio.verdicts.values() for f in ("p50", "p99",
                                                                                                "docs_per_s")]
         for v in verdicts:
@@ -81,7 +84,7 @@ def _verdict_numbers(summary: Summary) -> set[str]:
         if ratio.drift is not None and ratio.drift.factor is not None:
             out.add(f"{ratio.drift.factor:.2f}")
     for c in d.ranking.by_candidate.values():
-        for v in (c.naive.equivalence, c.shim.equivalence):
+        for v in (c.naive.equivalence, c.shim.equivalence, *c.naive.metrics.values(), *c.shim.metrics.values()):
             if v is not None:
                 out |= {fmt(x, "delta").lstrip("+-") for x in (v.estimate, v.low, v.high, v.margin) if x is not None}
     for row in summary.instruction.rows:

@@ -18,7 +18,7 @@ from embedswap.analysis.latency_verdicts import candidate_verdicts
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody, TargetSettings
 from embedswap.summary.types_decisions import (LatencyDecisions, LatencyRatio, LockReading, LockShare, LockVariant,
-                                               PointRatio)
+                                               PairRatio, PointRatio)
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 
 
@@ -174,5 +174,29 @@ def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> LatencyD
             intervals = _intervals(estimates, name, legacy_name)
         ratios[name] = candidate_verdicts(legacy_name, paired or legacy, name, by_target.get(name), intervals, config,
                                           aba, aba_ci, interleaved=paired is not None)
-    return LatencyDecisions(ratios=ratios, points=latency_intervals.points(estimates),
-                            lock=lock_reading(summary, estimates))
+    out = LatencyDecisions(ratios=ratios, points=latency_intervals.points(estimates),
+                           lock=lock_reading(summary, estimates))
+    if pairs := candidate_pairs(summary, candidates, estimates, config, aba, aba_ci):
+        out.pairs = pairs  # set only with two candidates or more: summary.json has no ``pairs`` key otherwise
+    return out
+
+
+def candidate_pairs(summary: SummaryBody, candidates: list[str], estimates: dict[str, dict[str, Estimate]],
+                    config: DecisionsConfig, aba: dict[str, float], aba_ci: dict[str, tuple[float, float]]
+                    ) -> list[PairRatio]:
+    """Every two candidates with per-request latency, the later over the earlier, decided exactly as a candidate
+    over the legacy server (:func:`candidate_verdicts`): the same margins, the same error gate, and the host drift
+    between their two phases. A candidate measured interleaved with the legacy server is left out: its own phase
+    has no drift gauge against another candidate's."""
+    by_target = summary.latency.by_target
+    usable = [n for n in candidates if estimates.get(n) and n not in summary.latency.paired_legacy]
+    out = []
+    for i, first in enumerate(usable):
+        for second in usable[i + 1:]:
+            intervals = _intervals(estimates, second, first)
+            if not intervals:
+                continue
+            ratio = candidate_verdicts(first, by_target.get(first), second, by_target.get(second), intervals, config,
+                                       aba, aba_ci)
+            out.append(PairRatio(first=first, second=second, ratio=ratio))
+    return out

@@ -60,10 +60,14 @@ def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None,
     if overlaps:  # a summary without per-query overlaps is decided on the metrics alone
         verdicts["top5_overlap"] = eq.overlap_verdict(overlaps, margins.top_k_overlap, alpha=alpha, power=power)
     # per language (analysis.slices): with two languages or more, a metric's verdict is the Holm-corrected
-    # one across its languages, which is never equivalent when one language is worse
+    # one across its languages, which is never equivalent when one language is worse. Its figure stays the
+    # pooled one (one stored value per metric): the sliced overall's estimate is its first deciding language's,
+    # which a reader would print under the metric's name (the English slice's +0.108 as "nDCG@10 change" where
+    # the pooled change is +0.194); the languages that decided it stay named in ``slices``.
     for metric, (overall, _) in ranking_slices(legacy, variant, config).items():
         if metric in verdicts:
-            verdicts[metric] = overall
+            pooled = verdicts[metric]
+            verdicts[metric] = overall.but(estimate=pooled.estimate, low=pooled.low, high=pooled.high, n=pooled.n)
     if not verdicts:
         return None, {}
     return eq.combine(verdicts), verdicts

@@ -16,8 +16,8 @@ from embedswap.report.catalogue import LANGUAGES, environment, fill
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.josa import josa
-from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, parity_claim, probe_phrase,
-                                          ranking_claims, restore_measured, shim_coverage, times)
+from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, pair_claims, parity_claim,
+                                          probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
 from embedswap.report.sections.faults import comparable, corrupting, headlines
 from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
@@ -142,7 +142,7 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     claims = latency_claims(ctx)
     heads = [r.headline for r in claims]
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
-            "statistic": shown.statistic, "ratios": ratios, "claims": claims,
+            "statistic": shown.statistic, "ratios": ratios, "claims": claims, "pairs": pair_claims(ctx),
             "p99_notes": list(dict.fromkeys(r.p99_note for r in claims if r.p99_note)),
             "heading": ("faster" if heads and all(h.direction == "faster" for h in heads) else
                         "slower" if heads and all(h.direction == "slower" for h in heads) else
@@ -166,8 +166,51 @@ def _join(ctx: ReportContext, names: list[str]) -> str:
 
 
 def _probes(ctx: ReportContext, probes: list[str]) -> str:
-    """Probes in running prose: each probe's short phrase in the language, never its identifier."""
-    return ctx.terms["post"]["list_sep"].join(probe_phrase(ctx, p) for p in probes)
+    """Probes in running prose: each probe's short phrase in the language, never its identifier, in the contract's
+    order (two candidates that answered the same probes alike then read alike)."""
+    rows = ctx.summary.contract if isinstance(ctx.summary.contract, list) else []
+    order = {r.probe: i for i, r in enumerate(rows)}
+    ordered = sorted(dict.fromkeys(probes), key=lambda p: order.get(p, len(order)))
+    return ctx.terms["post"]["list_sep"].join(probe_phrase(ctx, p) for p in ordered)
+
+
+def _merged(ctx: ReportContext, items: list[Any], key: Any, name: str = "label") -> list[Any]:
+    """Items (dicts or models) whose ``key(item)`` is equal said once, their names joined: candidates with
+    identical findings share one sentence; different ones keep their own."""
+    out: list[Any] = []
+    seen: dict[Any, Any] = {}
+    sep = ctx.terms["post"]["list_sep"]
+    for item in items:
+        k = key(item)
+        first = seen.get(k)
+        if first is None:
+            copy = dict(item) if isinstance(item, dict) else item.model_copy()
+            seen[k] = copy
+            out.append(copy)
+        elif isinstance(first, dict):
+            first[name] += sep + item[name]
+        else:
+            setattr(first, name, getattr(first, name) + sep + getattr(item, name))
+    return out
+
+
+_GROUP_ALIKE = ("code", "compared", "differ", "silent", "refused", "accepted", "shape", "legacy_failed", "shim_left")
+
+
+def _group_key(g: dict[str, Any], extra: tuple[str, ...] = ()) -> Any:
+    """What a contract paragraph or a closing says, without whom: groups with separators stay apart."""
+    if g["separators"] or g["dynamo_pair"]:
+        return id(g)
+    ranking = g["ranking"]
+    return (tuple(g[k] for k in _GROUP_ALIKE + extra),
+            None if ranking is None else (ranking.naive.same_finding(), ranking.changed, ranking.queries,
+                                          ranking.query_cosine,
+                                          ranking.naive_ndcg.same_finding() if ranking.naive_ndcg else None))
+
+
+def _ranking_key(k: Any) -> Any:
+    return (k.naive.same_finding(), k.shim.same_finding(), k.changed, k.queries, k.shim_changed,
+            k.naive_ndcg.same_finding() if k.naive_ndcg else None, k.shim_ndcg.same_finding() if k.shim_ndcg else None)
 
 
 def _separator(ctx: ReportContext, s: Separator) -> dict[str, Any]:
@@ -283,7 +326,11 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "figure_cosine": "cosine_by_language" if vectors_measured and figures.get("cosine_by_language") else None,
         "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
-        "ranking": ranking_claims(ctx), "index": index_claims(ctx), "shim_cov": shim_coverage(ctx),
+        "ranking": _merged(ctx, ranking_claims(ctx), _ranking_key, "name"),
+        "index": _merged(ctx, index_claims(ctx), lambda i: i.model_dump(exclude={"name"}).__repr__(), "name"),
+        "shim_cov": _merged(ctx, shim_coverage(ctx), lambda c: c.model_dump(exclude={"name"}).__repr__(), "name"),
+        "contract_groups": _merged(ctx, groups, _group_key),
+        "closing_groups": _merged(ctx, groups, lambda g: _group_key(g, ("retry",))),
         "todo": [i["text"] + (ctx.terms["post"]["todo_shim"] if i["shim_done"] else "") for i in change_items(ctx)],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
         "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx),

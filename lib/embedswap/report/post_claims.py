@@ -15,34 +15,18 @@ from pydantic import BaseModel
 
 from embedswap.analysis.common import is_measured
 from embedswap.report.catalogue import fill
+from embedswap.report.claim import Claim, claim, times
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.faults import comparable
-from embedswap.summary.types_decisions import Verdict, LatencyRatio, RankingVariant, RatioInterval
+from embedswap.summary.types_decisions import LatencyRatio, RankingVariant
 
 Figure = Literal["p50", "p99", "docs_per_s"]
-# the reasons an inconclusive verdict can carry that the post words apart (others: the catalogue's "other")
-WORDED_REASONS = ("host_drift", "missing_interval", "interval_crosses_margin", "too_few", "no_requests",
-                  "not_significant_after_holm", "nothing_compared")
-
-
-class Claim(BaseModel):
-    """One verdict as the post words it: ``code`` picks the sentence, ``direction`` is the only direction the
-    sentence may state; the figures arrive formatted."""
-    code: Literal["equivalent", "non_inferior", "different", "inconclusive", "failed", "not_measured"]
-    direction: Literal["worse", "better", "slower", "faster"] | None = None
-    reason: str = ""  # the catalogue's words for the reason of an inconclusive verdict
-    n_needed: str | None = None
-    value: str = "—"
-    low: str | None = None
-    high: str | None = None
-    margin: str | None = None
-    statuses: str = ""
-    words: str = ""  # the whole claim in the language (value, interval, verdict), from [terms.post.claim]
 
 
 class LatencyClaims(BaseModel):
     name: str
+    names: list[str] = []  # the servers it is about (one candidate; two for a pair of candidates)
     headline: Claim
     seq_p50: Claim
     conc_rate: Claim
@@ -54,9 +38,14 @@ class LatencyClaims(BaseModel):
 
 
 class RankingClaims(BaseModel):
+    """One candidate's ranking: each variant's combined verdict, labelled by the metric that decided it (its
+    figure is that metric's), and nDCG@10's own where another metric decided (``naive_ndcg``/``shim_ndcg``, None
+    where nDCG@10 decided or was not tested)."""
     name: str
     naive: Claim
     shim: Claim
+    naive_ndcg: Claim | None = None
+    shim_ndcg: Claim | None = None
     changed: str  # top-5 changed for this many queries ...
     queries: str  # ... of this many
     query_cosine: str | None  # the address swap's query vectors against the legacy server's (median)
@@ -74,10 +63,13 @@ class IndexClaim(BaseModel):
 
 
 class ShimCoverage(BaseModel):
+    """``decisions.shim`` of one candidate as the post counts it: closed, opened and remaining, never recounted."""
     name: str
     closed: str
     differ: str
-    left: str
+    left: str  # still different through the shim, the legacy server's own failures apart
+    opened: str  # different only through the shim
+    legacy_failed: str  # still different only because the legacy server failed them
 
 
 class EngineCost(BaseModel):
@@ -102,59 +94,29 @@ def probe_phrase(ctx: ReportContext, probe: str) -> str:
     return ctx.terms["post"]["probe_words"].get(probe) or ctx.words.probes.get(probe, probe)
 
 
-def times(ctx: ReportContext, value: float | None) -> str:
-    """A ratio in the language's words (2.85× in English, 2.85배 in Korean)."""
-    return fmt(None, "raw") if value is None else fill(ctx.terms["post"]["times"], x=f"{value:.2f}")
-
-
 def latency_ratio(ctx: ReportContext, name: str) -> LatencyRatio | None:
     """The one place the post reads a candidate's latency ratio and its verdicts from."""
     return ctx.decisions.latency.ratios.get(name)
 
 
-def _reason(ctx: ReportContext, v: Verdict, ratio: LatencyRatio | None = None) -> str:
-    words = ctx.terms["post"]["reasons"]
-    key = v.reason if v.reason in WORDED_REASONS else "other"
-    drift = ratio.drift.factor if ratio is not None and ratio.drift is not None else None
-    return fill(words[key], drift=times(ctx, drift), margin=times(ctx, v.margin) if v.margin else "—")
-
-
-def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None = None,
-          value: float | None = None, kind: str = "ratio", ratio: LatencyRatio | None = None) -> Claim:
-    """One stored verdict worded for the post: the value shown (``value``, else the verdict's estimate) with the
-    ratio's interval where one exists."""
-    if v is None:
-        empty = Claim(code="not_measured", value=times(ctx, value) if kind == "ratio" else fmt(value, kind))
-        return empty.model_copy(update={"words": words(ctx, empty)})
-    low = interval.low if interval is not None else v.low
-    high = interval.high if interval is not None else v.high
-    statuses = getattr(v, "statuses", {}) or {}
-    def show(x: float | None) -> str:
-        return times(ctx, x) if kind == "ratio" else fmt(x, kind)
-
-    out = Claim(code=v.code, direction=v.direction if v.code in ("different", "non_inferior") else None,
-                 reason=_reason(ctx, v, ratio) if v.code == "inconclusive" else "",
-                 n_needed=fmt(v.n_needed, "int") if v.n_needed else None,
-                 value=show(value if value is not None else v.estimate),
-                 low=show(low) if low is not None else None, high=show(high) if high is not None else None,
-                 margin=(show(v.margin) if kind == "ratio" else fmt(v.margin, "score")) if v.margin is not None else None,
-                 statuses=", ".join(f"{k} × {n}" for k, n in statuses.items()))
-    return out.model_copy(update={"words": words(ctx, out)})
-
-
-def words(ctx: ReportContext, c: Claim) -> str:
-    """The claim's sentence part: the catalogue's message of its code and direction, nothing else."""
-    t = ctx.terms["post"]["claim"]
-    key = f"{c.code}_{c.direction}" if c.direction else c.code
-    interval = fill(t["interval"], low=c.low, high=c.high) if c.low is not None and c.high is not None else ""
-    needed = fill(t["needed"], n=c.n_needed) if c.n_needed else ""
-    return fill(t[key], value=c.value, interval=interval, reason=c.reason, needed=needed, margin=c.margin or "—",
-                statuses=c.statuses)
-
-
 def _shown(ctx: ReportContext, name: str | None, run: str, field: str) -> float | None:
     point = ctx.decisions.shown.at(name, run)
     return getattr(point, field) if point is not None else None
+
+
+def _latency_claims(ctx: ReportContext, ratio: LatencyRatio, subjects: list[str], source: str) -> dict[str, Claim]:
+    """The headline, sequential p50 and concurrent docs/s claims of one stored ratio (``source``: its path)."""
+    def one(run: str, figure: str, metric: str) -> Claim:
+        verdicts, interval = ratio.verdicts_at(run), ratio.figure(run, figure)  # type: ignore[arg-type]
+        if interval is None and len(subjects) == 1:  # a summary without per-request data: its value-only ratio
+            interval = ctx.summary.latency_ratio(subjects[0], run, figure)  # type: ignore[arg-type]
+        return claim(ctx, getattr(verdicts, figure) if verdicts else None, interval,
+                     interval.value if interval is not None else None, ratio=ratio, metric=metric, subjects=subjects,
+                     source=f"{source}.verdicts.{run}.{figure}")
+
+    return {"headline": claim(ctx, ratio.verdict, ratio=ratio, metric="latency", subjects=subjects,
+                              source=f"{source}.verdict"),
+            "seq_p50": one("sequential", "p50", "seq_p50"), "conc_rate": one("concurrent", "docs_per_s", "conc_rate")}
 
 
 def latency_claims(ctx: ReportContext) -> list[LatencyClaims]:
@@ -163,22 +125,34 @@ def latency_claims(ctx: ReportContext) -> list[LatencyClaims]:
         ratio = latency_ratio(ctx, name)
         if ratio is None:
             continue
-        # the one stored value per figure (Summary.latency_ratio), as every other reader prints it
-        seq_value, rate_value = (ctx.summary.latency_ratio(name, run, figure) for run, figure in (
-            ("sequential", "p50"), ("concurrent", "docs_per_s")))
-        seq, conc = ratio.verdicts_at("sequential"), ratio.verdicts_at("concurrent")
-        seq_i, conc_i = ratio.at("sequential"), ratio.at("concurrent")
+        # the one stored value per figure (decisions.latency.ratios, what Summary.latency_ratio reads)
         out.append(LatencyClaims(
-            name=code(name), headline=claim(ctx, ratio.verdict, ratio=ratio),
-            seq_p50=claim(ctx, seq.p50 if seq else None, seq_i.p50 if seq_i else None,
-                          seq_value.value if seq_value else None, ratio=ratio),
-            conc_rate=claim(ctx, conc.docs_per_s if conc else None, conc_i.docs_per_s if conc_i else None,
-                            rate_value.value if rate_value else None, ratio=ratio),
+            name=code(name), names=[name],
+            **_latency_claims(ctx, ratio, [name], f"decisions.latency.ratios.{name}"),
             seq_from=fmt(_shown(ctx, ctx.legacy, "sequential", "p50_ms"), "ms"),
             seq_to=fmt(_shown(ctx, name, "sequential", "p50_ms"), "ms"),
             rate_from=fmt(_shown(ctx, ctx.legacy, "concurrent", "docs_per_s"), "rate"),
             rate_to=fmt(_shown(ctx, name, "concurrent", "docs_per_s"), "rate"),
             p99_note=_p99_note(ctx, name, ratio)))
+    return out
+
+
+def pair_claims(ctx: ReportContext) -> list[LatencyClaims]:
+    """Two candidates compared with each other: only where ``decisions.latency.pairs`` stores their verdict
+    (the same margins and host drift as against the legacy server); ``name`` is the second over the first."""
+    usable = set(comparable(ctx))
+    out = []
+    for i, pair in enumerate(ctx.decisions.latency.pairs):
+        if not {pair.first, pair.second} <= usable:
+            continue
+        subjects = [pair.second, pair.first]
+        out.append(LatencyClaims(
+            name=code(pair.second), names=subjects,
+            **_latency_claims(ctx, pair.ratio, subjects, f"decisions.latency.pairs.{i}.ratio"),
+            seq_from=fmt(_shown(ctx, pair.first, "sequential", "p50_ms"), "ms"),
+            seq_to=fmt(_shown(ctx, pair.second, "sequential", "p50_ms"), "ms"),
+            rate_from=fmt(_shown(ctx, pair.first, "concurrent", "docs_per_s"), "rate"),
+            rate_to=fmt(_shown(ctx, pair.second, "concurrent", "docs_per_s"), "rate")))
     return out
 
 
@@ -202,8 +176,20 @@ def _query_cosine(ctx: ReportContext, name: str) -> float | None:
     return spread.median if spread is not None else None
 
 
-def _variant_claim(ctx: ReportContext, v: RankingVariant) -> Claim:
-    return claim(ctx, v.equivalence, kind="delta")
+def _variant_claims(ctx: ReportContext, name: str, kind: str, v: RankingVariant) -> tuple[Claim, Claim | None]:
+    """(the variant's combined verdict, nDCG@10's own where another metric decided the combined one). The combined
+    verdict's figure is that of the metric that decided it (``slices``' first), so it is labelled by that metric."""
+    source = f"decisions.ranking.by_candidate.{name}.{kind}"
+    combined = v.equivalence
+    metric = combined.slices[0] if combined is not None and combined.slices else "ndcg_at_10"
+    variant = "address_swap" if kind == "naive" else "shim"
+    first = claim(ctx, combined, kind="delta", metric=metric, subjects=[name], variant=variant,
+                  source=f"{source}.equivalence")
+    ndcg = v.metrics.get("ndcg_at_10")
+    if metric == "ndcg_at_10" or ndcg is None:
+        return first, None
+    return first, claim(ctx, ndcg, kind="delta", metric="ndcg_at_10", subjects=[name], variant=variant,
+                        source=f"{source}.metrics.ndcg_at_10")
 
 
 def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
@@ -215,7 +201,9 @@ def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
         if c is None:
             continue
         cosine = _query_cosine(ctx, name)
-        out.append(RankingClaims(name=code(name), naive=_variant_claim(ctx, c.naive), shim=_variant_claim(ctx, c.shim),
+        naive, naive_ndcg = _variant_claims(ctx, name, "naive", c.naive)
+        shim, shim_ndcg = _variant_claims(ctx, name, "shim", c.shim)
+        out.append(RankingClaims(name=code(name), naive=naive, shim=shim, naive_ndcg=naive_ndcg, shim_ndcg=shim_ndcg,
                                  changed=fmt(c.naive.changed_queries, "int"), queries=fmt(c.naive.queries, "int"),
                                  query_cosine=fmt(cosine, "cos4") if cosine is not None else None,
                                  shim_changed=fmt(c.shim.changed_queries, "int")))
@@ -239,15 +227,20 @@ def index_claims(ctx: ReportContext) -> list[IndexClaim]:
 
 
 def shim_coverage(ctx: ReportContext) -> list[ShimCoverage]:
+    """Per candidate probed through the shim with a difference before or after it, the counts of
+    ``decisions.shim`` as stored: the closed list, the opened list, and the rest of the remaining ones."""
+    sep = ctx.terms["post"]["list_sep"]
     out = []
     for name in ctx.candidates:
         s = ctx.decisions.shim.get(name)
-        if s is None or not s.differ_before:
+        if s is None or not (s.differ_before or s.opened):
             continue
-        out.append(ShimCoverage(name=code(name), closed=fmt(s.differ_before - s.differ_after, "int"),
-                                differ=fmt(s.differ_before, "int"),
-                                left=ctx.terms["post"]["list_sep"].join(probe_phrase(ctx, r.probe)
-                                                                       for r in s.remaining)))
+        rest = [r for r in s.remaining if r.probe not in s.opened]
+        out.append(ShimCoverage(name=code(name), closed=fmt(len(s.closed), "int"), differ=fmt(s.differ_before, "int"),
+                                left=sep.join(probe_phrase(ctx, r.probe) for r in rest if r.legacy_status is None),
+                                opened=sep.join(probe_phrase(ctx, p) for p in s.opened),
+                                legacy_failed=sep.join(probe_phrase(ctx, r.probe) for r in rest
+                                                       if r.legacy_status is not None)))
     return out
 
 

@@ -210,10 +210,24 @@ class LockReading(Strict):
     variants: list[LockVariant] = []
 
 
+class PairRatio(Strict):
+    """One candidate over another (``second`` / ``first``), decided as a candidate over the legacy server is: the
+    pooled ratios with their intervals, the verdicts against the same margins, and the host drift between the two
+    candidates' phases. The only latency comparison between candidates a reader may state."""
+    first: str
+    second: str
+    ratio: LatencyRatio
+
+
 class LatencyDecisions(Strict):
     ratios: dict[str, LatencyRatio] = {}
     points: dict[str, dict[str, PointIntervals]] = {}
     lock: LockReading | None = None
+    pairs: list[PairRatio] = []  # every two candidates measured in their own phases (absent: fewer than two)
+
+    def pair(self, a: str, b: str) -> PairRatio | None:
+        """The stored comparison of two candidates, in either order (None: none stored)."""
+        return next((p for p in self.pairs if {p.first, p.second} == {a, b}), None)
 
     def ratio(self, name: str) -> LatencyRatio | None:
         """One candidate's latency ratios to the legacy server (None: not computed)."""

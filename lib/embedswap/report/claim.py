@@ -1,0 +1,160 @@
+"""One claim of the post: a stored verdict with what it is about (the metric, the servers, the variant), where its
+figure is stored in summary.json, and its words in the language.
+
+A claim is built from ``Summary`` only (:func:`claim`); its label comes from its metric key
+(``[terms.equivalence.comparisons]`` of the catalogue), never from the sentence around it, so a number cannot be
+printed under another metric's name (the top-5 overlap's -0.657 once stood after "nDCG@10 change"). While
+:func:`tracing` is active (the claims checker, tests/support/post_claims_check.py) every claim's words are wrapped
+in private-use marks that name the claim, so the checker can map each printed figure back to the claim it came
+from; outside it the words are plain text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Literal
+
+from pydantic import BaseModel
+
+from embedswap.report.catalogue import fill
+from embedswap.report.format import fmt
+from embedswap.report.sections.context import ReportContext
+from embedswap.summary.types_decisions import LatencyRatio, RatioInterval, Verdict
+
+# the reasons an inconclusive verdict can carry that the post words apart (others: the catalogue's "other")
+WORDED_REASONS = ("host_drift", "missing_interval", "interval_crosses_margin", "too_few", "no_requests",
+                  "not_significant_after_holm", "nothing_compared")
+# private-use characters around a traced claim's words: OPEN, the claim's index, SEP, the words, CLOSE
+OPEN, SEP, CLOSE = "\ue000", "\ue001", "\ue002"
+_TRACE: ContextVar[list[Claim] | None] = ContextVar("embedswap_claim_trace", default=None)
+
+
+class Claim(BaseModel):
+    """One verdict as the post words it: ``code`` picks the sentence, ``direction`` is the only direction the
+    sentence may state; the figures arrive formatted. ``metric`` (a key of ``[terms.equivalence.comparisons]``),
+    ``subjects`` (the servers it is about: one candidate against the legacy server, or two candidates for a
+    pair), ``variant`` (``address_swap``, ``shim`` or empty) and ``source`` (the dotted path of the stored verdict
+    in summary.json) say what it is about; ``figure`` is the stored value that ``value`` formats."""
+    code: Literal["equivalent", "non_inferior", "different", "inconclusive", "failed", "not_measured"]
+    direction: Literal["worse", "better", "slower", "faster"] | None = None
+    reason: str = ""  # the catalogue's words for the reason of an inconclusive verdict
+    n_needed: str | None = None
+    value: str = "—"
+    low: str | None = None
+    high: str | None = None
+    margin: str | None = None
+    statuses: str = ""
+    drift: str | None = None  # the host drift bound the interval was widened by (None: not widened)
+    metric: str = ""
+    label: str = ""
+    subjects: list[str] = []
+    variant: str = ""
+    source: str = ""
+    figure: float | None = None
+    text: str = ""  # the whole claim in the language (value, interval, verdict), from [terms.post.claim]
+
+    @property
+    def words(self) -> str:
+        """What a template prints: ``text``, marked with this claim while :func:`tracing` (a claim is registered
+        as it is printed, with what it then says)."""
+        trace = _TRACE.get()
+        if trace is None:
+            return self.text
+        trace.append(self)
+        return f"{OPEN}{len(trace) - 1}{SEP}{self.text}{CLOSE}"
+
+    def key(self) -> tuple[tuple[str, ...], str, str]:
+        """What the claim is about: two claims with one key must not say two things."""
+        return tuple(sorted(self.subjects)), self.metric, self.variant
+
+    def same_finding(self) -> tuple[object, ...]:
+        """What it says, without whom it is about: equal for two candidates with identical findings."""
+        return (self.code, self.direction, self.value, self.low, self.high, self.margin, self.reason,
+                self.n_needed, self.statuses, self.metric, self.variant)
+
+
+def label(ctx: ReportContext, metric: str) -> str:
+    """The metric's name in the language (``[terms.equivalence.comparisons]``)."""
+    found = ctx.terms["equivalence"]["comparisons"].get(metric)
+    return fill(found, c=fmt(ctx.concurrency(), "raw")) if found else ""
+
+
+def times(ctx: ReportContext, value: float | None) -> str:
+    """A ratio in the language's words (2.85× in English, 2.85배 in Korean)."""
+    return fmt(None, "raw") if value is None else fill(ctx.terms["post"]["times"], x=f"{value:.2f}")
+
+
+def _reason(ctx: ReportContext, v: Verdict, ratio: LatencyRatio | None = None) -> str:
+    words = ctx.terms["post"]["reasons"]
+    key = v.reason if v.reason in WORDED_REASONS else "other"
+    drift = ratio.drift.factor if ratio is not None and ratio.drift is not None else None
+    return fill(words[key], drift=times(ctx, drift), margin=times(ctx, v.margin) if v.margin else "—")
+
+
+def _drift(ctx: ReportContext, v: Verdict, ratio: LatencyRatio | None) -> str | None:
+    """The drift bound a decided latency verdict was widened by, where it was (the verdict rests on it)."""
+    bound = ratio.drift.bound if ratio is not None and ratio.drift is not None else None
+    if bound is None or round(bound, 2) <= 1 or v.code in ("inconclusive", "failed", "not_measured"):
+        return None  # a bound that prints as 1.00× widened nothing a reader could see
+    return times(ctx, bound)
+
+
+def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None = None,
+          value: float | None = None, kind: str = "ratio", ratio: LatencyRatio | None = None, *, metric: str = "",
+          subjects: list[str] | None = None, variant: str = "", source: str = "") -> Claim:
+    """One stored verdict worded for the post: the value shown (``value``, else the verdict's estimate) with the
+    ratio's interval where one exists."""
+    about = {"metric": metric, "label": label(ctx, metric), "subjects": subjects or [], "variant": variant,
+             "source": source}
+    if v is None:
+        empty = Claim(code="not_measured", value=times(ctx, value) if kind == "ratio" else fmt(value, kind),
+                      figure=value, **about)
+        return empty.model_copy(update={"text": words(ctx, empty)})
+    low = interval.low if interval is not None else v.low
+    high = interval.high if interval is not None else v.high
+    statuses = getattr(v, "statuses", {}) or {}
+    shown = value if value is not None else v.estimate
+
+    def show(x: float | None) -> str:
+        return times(ctx, x) if kind == "ratio" else fmt(x, kind)
+
+    out = Claim(code=v.code, direction=v.direction if v.code in ("different", "non_inferior") else None,
+                reason=_reason(ctx, v, ratio) if v.code == "inconclusive" else "",
+                n_needed=fmt(v.n_needed, "int") if v.n_needed else None, value=show(shown),
+                low=show(low) if low is not None else None, high=show(high) if high is not None else None,
+                margin=(show(v.margin) if kind == "ratio" else fmt(v.margin, "score")) if v.margin is not None else None,
+                statuses=", ".join(f"{k} × {n}" for k, n in statuses.items()), drift=_drift(ctx, v, ratio),
+                figure=shown, **about)
+    return out.model_copy(update={"text": words(ctx, out)})
+
+
+def words(ctx: ReportContext, c: Claim) -> str:
+    """The claim's sentence part: the catalogue's message of its code and direction, nothing else."""
+    t = ctx.terms["post"]["claim"]
+    key = f"{c.code}_{c.direction}" if c.direction else c.code
+    interval = fill(t["interval"], low=c.low, high=c.high) if c.low is not None and c.high is not None else ""
+    needed = fill(t["needed"], n=c.n_needed) if c.n_needed else ""
+    text = fill(t[key], value=c.value, interval=interval, reason=c.reason, needed=needed, margin=c.margin or "—",
+                statuses=c.statuses)
+    if c.drift:
+        text += fill(t["drift"], drift=c.drift)
+    return text
+
+
+@contextmanager
+def tracing() -> Iterator[list[Claim]]:
+    """Within it, every claim printed is kept in the list yielded and its words are marked with its index."""
+    token = _TRACE.set([])
+    try:
+        found = _TRACE.get()
+        assert found is not None
+        yield found
+    finally:
+        _TRACE.reset(token)
+
+
+def plain(text: str) -> str:
+    """A traced text without its marks (what the post prints)."""
+    return re.sub(f"{OPEN}\\d+{SEP}|{CLOSE}", "", text)

@@ -18,7 +18,7 @@ from post_claims_check import overclaims, stated_directions
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
-INCONCLUSIVE = {"en": "inconclusive", "ko": "판정 불가", "ja": "判定不能", "zh": "无法判定"}
+INCONCLUSIVE = {"en": "inconclusive", "ko": "판정할 수 없", "ja": "判定不能", "zh": "无法判定"}
 
 
 def _load(name: str) -> Summary:

@@ -34,8 +34,6 @@ def stated_directions(summary: Summary) -> set[str]:
         shown = [c.naive.equivalence, c.shim.equivalence, *c.naive.metrics.values(), *c.shim.metrics.values()]
         out |= {v.direction for v in shown if v is not None and v.direction
                 and v.code in ("different", "non_inferior")}
-    if any(s.faster for g in d.post.groups for s in g.separators):
-        out.add("faster")
     return out
 
 

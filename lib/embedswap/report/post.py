@@ -216,8 +216,7 @@ def _ranking_key(k: Any) -> Any:
 def _separator(ctx: ReportContext, s: Separator) -> dict[str, Any]:
     return {"kind": s.kind, "probes": _probes(ctx, s.probes), "client": code(s.client_error or ""),
             "server": code(s.server_error or ""), "origin": code(s.origin) if s.origin else None,
-            "rates": [{"name": code(n), "rate": fmt(v, "rate")} for n, v in s.rates.items()],
-            "faster": code(s.faster) if s.faster else None, "slower": code(s.slower) if s.slower else None}
+            "rates": [{"name": code(n), "rate": fmt(v, "rate")} for n, v in s.rates.items()]}
 
 
 def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
@@ -302,6 +301,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
             same["label"] += ctx.terms["post"]["list_sep"] + g["label"]
             same["each"] = True
     retry = any(g["retry"] for g in groups)
+    changes = change_items(ctx)
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
                             "unconfirmed": ctx.label(None)},
@@ -331,7 +331,8 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "shim_cov": _merged(ctx, shim_coverage(ctx), lambda c: c.model_dump(exclude={"name"}).__repr__(), "name"),
         "contract_groups": _merged(ctx, groups, _group_key),
         "closing_groups": _merged(ctx, groups, lambda g: _group_key(g, ("retry",))),
-        "todo": [i["text"] + (ctx.terms["post"]["todo_shim"] if i["shim_done"] else "") for i in change_items(ctx)],
+        "todo": [i["text"] for i in changes if not i["shim_done"]],
+        "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
         "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx),
     }

@@ -47,13 +47,15 @@ class Separator(Strict):
     ``error_class``: on ``probes`` the ``client_error`` server answered 4xx and the ``server_error`` one 5xx;
     ``origin`` names the server whose front adds the 5xx when that is known (a Dynamo graph over the same vLLM
     engine), else None. ``answers``: other probes the two answered differently (``client_error`` is then the first
-    member, ``server_error`` the other). ``throughput``: concurrent docs/s of each member and whether their intervals overlap."""
+    member, ``server_error`` the other). ``throughput``: concurrent docs/s of each member (the figures; their verdict is the pair's)."""
     kind: Literal["error_class", "answers", "throughput"]
     probes: list[str] = []
     client_error: str | None = None
     server_error: str | None = None
     origin: str | None = None
-    faster: str | None = None  # throughput: the server whose interval lies above the other's (None: they overlap)
+    # set only by kits before the pair verdicts (two within-run intervals that did not overlap); no reader states
+    # them: decisions.latency.pairs decides which of two candidates is faster
+    faster: str | None = None
     slower: str | None = None
     rates: dict[str, float | None] = {}
 

@@ -12,6 +12,7 @@ import pytest
 
 from embedswap.report import figures
 from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.figure_words import figure_stem
 from embedswap.report.markdown import render_markdown
 from typed_summary import decisions_of
 
@@ -61,11 +62,12 @@ def test_the_capacity_section_states_capacity_replicas_shedding_and_the_goodput_
     assert decided["servers"]["dynamo"]["goodput_gap"] == "wrong_vectors"
     assert decided["servers"]["dynamo"]["invalid_rates"] == [16.0]
     assert decided["servers"]["legacy"]["replicas"] == 6
-    assert "figures/capacity_curve.png" in text
+    link = f"figures/{figure_stem('capacity_curve', lang)}.png"  # the figure drawn in the report's language
+    assert link in text
     assert "429" in text and "`dynamo`" in text
     capacity = f"{decided['servers']['vllm']['capacity']:,.1f}"
     assert capacity in text
-    assert "{" not in text.split("capacity_curve.png")[0][-4000:]  # every placeholder filled
+    assert "{" not in text.split(link)[0][-4000:]  # every placeholder filled
 
 
 def test_a_summary_without_the_sweep_has_no_capacity_section() -> None:

@@ -13,6 +13,7 @@ from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.figure_words import figure_stem
 from embedswap.report.markdown import render_markdown
 from capacity_summary import FIXTURE, summary_with_capacity
+from typed_summary import decisions_of
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

@@ -153,8 +153,9 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
 
     Writes into ``embedswap.paths.report_dir(experiment_dir)``: report.<lang>.md / .html for each language of
     experiment.yaml's ``report.languages``, report.md / report.html (copies of the first language), figures/*.png
-    (each figure in each language) and report.json (headline numbers + the summary's path). Reads no capture; when the report folder sits in a
-    ``reports/`` folder, the index there is refreshed too. Returns every written file by its name in the folder.
+    (each figure in each language) and report.json (headline numbers + the summary's path). Reads no capture;
+    when the report folder sits in a ``reports/`` folder, the index there is refreshed too. Returns every written
+    file by its name in the folder.
     """
     experiment_dir = Path(experiment_dir).resolve()
     chosen = open_attempt(experiment_dir, attempt)

@@ -148,5 +148,6 @@ def in_language(figure: str) -> Callable[[Callable[..., Figure | None]], Callabl
             words = FigureWords(lang, figure)
             with words.drawing():
                 return draw(summary, words)
+        del drawn.__wrapped__  # help() and signature() in a notebook show (summary, lang), what a caller passes
         return drawn
     return wrap

@@ -18,6 +18,7 @@ from index_summary import summary_with_index
 from matplotlib import font_manager
 from matplotlib.figure import Figure
 
+from embedswap.doctor import figure_fonts_check
 from embedswap.report import figure_words, figures
 from embedswap.report.catalogue import LANGUAGES, catalogue, fill
 from embedswap.report.figure_words import FigureWords, figure_stem
@@ -188,12 +189,14 @@ def test_english_figures_keep_their_words_and_file_names(complete: dict[str, Any
 
 def test_without_the_font_package_a_figure_keeps_the_english_words(monkeypatch: pytest.MonkeyPatch,
                                                                    complete: dict[str, Any]) -> None:
-    monkeypatch.setattr(figure_words, "_variable_font", lambda lang: None)
+    monkeypatch.setattr(figure_words, "variable_font", lambda lang: None)
     figure_words.cjk_font.cache_clear()
     try:
         words = FigureWords("ko", "cosine_by_language")
         assert words.lang == "en" and words.rc == {} and words("xlabel") == "document language"
         fig = figures.cosine_by_language(complete, "ko")
         assert _drawn(fig) == []  # English words in the default font: nothing missing
+        fonts = figure_fonts_check()  # and `embedswap doctor` says so, with the command that installs them
+        assert not fonts.ok and not fonts.required and "justmytype-intl-cjk" in fonts.fix
     finally:
         figure_words.cjk_font.cache_clear()

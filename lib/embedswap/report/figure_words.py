@@ -50,7 +50,8 @@ def figure_stem(name: str, lang: str) -> str:
     return name if lang == "en" else f"{name}.{lang}"
 
 
-def _variable_font(lang: str) -> Path | None:
+def variable_font(lang: str) -> Path | None:
+    """The kit's variable font file for ``lang`` (ko, ja, zh), or None when its package is not installed."""
     folder, stem, _ = CJK_FONTS[lang]
     try:
         path = resources.files(FONT_PACKAGE).joinpath(f"fonts/ofl/{folder}/{stem}[wght].ttf")
@@ -62,7 +63,7 @@ def _variable_font(lang: str) -> Path | None:
 @functools.cache
 def cjk_font(lang: str) -> str | None:
     """The family name of ``lang``'s font, registered with matplotlib; None when the kit's font package is missing."""
-    source = _variable_font(lang)
+    source = variable_font(lang)
     if source is None:
         return None
     _, stem, family = CJK_FONTS[lang]

@@ -27,7 +27,6 @@ from matplotlib import MatplotlibDeprecationWarning  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 
-
 def _show_figures_in_notebooks() -> None:
     """These figures are built without pyplot, so IPython has no PNG formatter for them unless one is registered:
     without it a notebook shows only '<Figure size ...>'."""

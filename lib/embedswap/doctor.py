@@ -62,6 +62,7 @@ def checks() -> list[Check]:
                            "embedswap engine install [--cpu|--gpu]  (or: embedswap engine use PYTHON)",
                            required=False))
     found.append(llamacpp_check())
+    found.append(figure_fonts_check())
     found.append(Check("kernel", True, f"steps run in {sys.executable}; no registered kernel is needed"))
     argv0 = registered_interpreter()
     found.append(Check(f"JupyterLab kernel '{KERNEL_NAME}'", argv0 is not None,
@@ -72,6 +73,18 @@ def checks() -> list[Check]:
                        browser or "not found (only the browser check of the report tests needs it)",
                        "sudo apt-get install chromium  (or: make browser)", required=False))
     return found
+
+
+def figure_fonts_check() -> Check:
+    """The fonts the ko/ja/zh figures are drawn in; without them those figures keep the English words."""
+    from embedswap.report.figure_words import CJK_FONTS, FONT_PACKAGE, variable_font
+
+    have = [family for lang, (_, _, family) in CJK_FONTS.items() if variable_font(lang) is not None]
+    package = FONT_PACKAGE.replace("_", "-")
+    return Check("figure fonts", len(have) == len(CJK_FONTS),
+                 f"{', '.join(have)} ({package} {_version(package)})" if have else
+                 f"{package} not installed: the ko/ja/zh figures are drawn with the English words",
+                 f"{sys.executable} -m pip install {package}==0.1.0", required=False)
 
 
 def llamacpp_check() -> Check:

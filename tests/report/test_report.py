@@ -150,6 +150,18 @@ def test_render_report_both_languages_identical_numbers(tmp_path: Path, complete
     index = (tmp_path / "reports" / "index.md").read_text(encoding="utf-8")
     assert "2026-11-30-synthetic" in index and "0.999242" in index and "| 36.8 |" in index  # as the body shows it
 
+    # each language's pages show the figures drawn in it: the English files keep their names, the others have
+    # their language in theirs; every page links only files that were written, and embeds its own
+    for lang, suffix in (("ko", ".ko"), ("en", "")):
+        for kind in ("report", "post"):
+            links = set(re.findall(r"\]\((figures/[^)]+)\)", (out / f"{kind}.{lang}.md").read_text(encoding="utf-8")))
+            assert links and all(link.endswith(f"{suffix}.png") and link in written for link in links), links
+        assert (out / f"figures/cosine_by_language{suffix}.png").read_bytes()[:4] == b"\x89PNG"
+    english, korean = ((out / f"figures/cosine_by_language{s}.png").read_bytes() for s in ("", ".ko"))
+    assert english != korean
+    ko_html, en_html = ((out / f"report.{lang}.html").read_text(encoding="utf-8") for lang in ("ko", "en"))
+    assert re.findall(r'src="data:[^"]+"', ko_html)[0] != re.findall(r'src="data:[^"]+"', en_html)[0]
+
 
 def _placeholders(text: str) -> list[str]:
     return sorted(re.findall(r"\{\{\s*([a-z_0-9]+)\s*\}\}", text))

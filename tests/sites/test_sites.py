@@ -149,7 +149,7 @@ def test_hugo_site_shows_the_post(experiment: Path, tmp_path: Path, serve: Any) 
     assert main(["publish", str(experiment), "--to", "hugo", "--into", str(site)]) == 0
     bundle = site / "content" / "posts" / "synthetic"
     assert sorted(p.name for p in bundle.glob("index.*.md")) == ["index.en.md", "index.ko.md"]
-    assert len(list((bundle / "figures").glob("*.png"))) == FIGURES
+    assert len(list((bundle / "figures").glob("*.png"))) == FIGURES * len(LANGS)  # each drawn in each language
     generator("hugo", "--buildDrafts", "--quiet", "-d", "public", cwd=site)
     base = serve(site / "public")
     for lang in LANGS:
@@ -179,7 +179,7 @@ def test_jekyll_layout(experiment: Path, tmp_path: Path) -> None:
     written = publish(experiment, "jekyll", tmp_path)
     names = sorted(str(p.relative_to(tmp_path)) for p in written)
     assert "_posts/2026-11-30-synthetic.md" in names and "_posts/2026-11-30-synthetic-en.md" in names
-    assert len([n for n in names if n.startswith("assets/synthetic/") and n.endswith(".png")]) == FIGURES
+    assert len([n for n in names if n.startswith("assets/synthetic/") and n.endswith(".png")]) == FIGURES * len(LANGS)
     front, body = split((tmp_path / "_posts" / "2026-11-30-synthetic-en.md").read_text(encoding="utf-8"))
     assert front["permalink"] == "/en/posts/synthetic/" and front["published"] is False
     assert "(/posts/synthetic/)" in body  # the Korean version

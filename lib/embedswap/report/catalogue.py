@@ -15,10 +15,11 @@ with ``keep_index = '...'``, ``re_embed = '...'``) and the skeleton names the ta
 ``index.decisions.<code>``, served by :class:`_MessageLoader`, so the message still sees the variables of its place
 (loop variables included); a code without a message is an error naming the missing key.
 
-Words used inside tables and lists (``[terms]``, ``[labels]``) and reason codes (``[reasons]``) are filled from Python
-by :func:`fill`. Every message uses one placeholder syntax, Jinja's ``{{ name }}``, whether it is spliced into the
-skeleton or filled from Python, so a translator learns one form (tests/report/test_catalogue_syntax.py). TOML literal
-strings keep every byte (spaces, newlines), and Python reads TOML with the standard library (``tomllib``).
+Words used inside tables and lists (``[terms]``, ``[labels]``), reason codes (``[reasons]``) and the figures' titles,
+axes and legends (``[figures]``) are filled from Python by :func:`fill`. Every message uses one placeholder syntax,
+Jinja's ``{{ name }}``, whether it is spliced into the skeleton or filled from Python, so a translator learns one
+form (tests/report/test_catalogue_syntax.py). TOML literal strings keep every byte (spaces, newlines), and Python
+reads TOML with the standard library (``tomllib``).
 
 Every catalogue has the same keys (tests/report/test_report.py); a missing key is an error naming it, never an English
 fallback, so no English sentence reaches a ko/ja/zh report.
@@ -60,6 +61,7 @@ class Catalogue:
     prose: dict[str, dict[str, Any]]  # a value is a message, or a table of messages keyed by code
     reasons: dict[str, str]
     probes: dict[str, str]
+    figures: dict[str, dict[str, Any]]  # the figures' titles, axes and legends, by figure (report/figure_words.py)
 
     def label(self, measured: bool | None) -> str:
         """실측 / 미실측 / 미확인: True measured, False not measured, None unconfirmed (ran, no value)."""
@@ -140,7 +142,8 @@ def catalogue(lang: str) -> Catalogue:
     text = resources.files("embedswap.report").joinpath(f"catalogue/{lang}.toml").read_text(encoding="utf-8")
     data = _merged(tomllib.loads(text))
     return Catalogue(lang=lang, labels=data["labels"], terms=data["terms"], prose=data.get("prose", {}),
-                     reasons=data.get("reasons", {}), probes=data.get("probes", {}))
+                     reasons=data.get("reasons", {}), probes=data.get("probes", {}),
+                     figures=data.get("figures", {}))
 
 
 def _merged(table: dict[str, Any]) -> dict[str, Any]:

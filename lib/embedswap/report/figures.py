@@ -1,10 +1,11 @@
 """Figures of the report, drawn from summary.json only.
 
-Each function takes the typed summary (or summary.json as a dict, read as the report reads it) and returns a matplotlib ``Figure``, or ``None`` when the data it needs was
-not measured. Figures are built with the object-oriented API (``matplotlib.figure.Figure``), not pyplot, so
-nothing is shown or kept open: a notebook displays the returned figure once, a script saves it with
-``fig.savefig``. Text on the figures is ASCII only (target names, language codes), so one figure serves every
-report language and needs no CJK font.
+Each function takes the typed summary (or summary.json as a dict, read as the report reads it) and a report language
+(``lang``, default "en") and returns a matplotlib ``Figure``, or ``None`` when the data it needs was not measured.
+Figures are built with the object-oriented API (``matplotlib.figure.Figure``), not pyplot, so nothing is shown or
+kept open: a notebook displays the returned figure once, a script saves it with ``fig.savefig``. Titles, axis labels
+and legends are the language's catalogue words (``[figures.<name>]``), drawn in a font that has them
+(:mod:`embedswap.report.figure_words`); the report writes one file per language.
 """
 
 from __future__ import annotations
@@ -24,9 +25,6 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib import MatplotlibDeprecationWarning  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-
-STYLE = "whitegrid"
-PALETTE = "colorblind"
 
 
 def _show_figures_in_notebooks() -> None:
@@ -53,6 +51,7 @@ from embedswap.summary.model import Summary  # noqa: E402
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget  # noqa: E402
 from embedswap.summary.types_post import ShownPoint  # noqa: E402
 from embedswap.analysis.upgrade import read_summary  # noqa: E402
+from embedswap.report.figure_words import PALETTE, FigureWords, in_language  # noqa: E402
 from embedswap.report.figures_index import index_shares  # noqa: E402
 
 
@@ -66,15 +65,9 @@ def _fixed_point(entry: LatencyTarget | None, run: str) -> LatencyPoint | None:
     return getattr(entry, run) if entry is not None and run in FIXED_POINTS else None
 
 
-def _figure(width: float, height: float, ncols: int = 1) -> tuple[Figure, list[Any]]:
-    with sns.axes_style(STYLE):
-        fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
-        axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
-    return fig, axes
-
-
 # --- vectors ---------------------------------------------------------------------------------------------------
-def cosine_by_language(summary: Summary | dict[str, Any]) -> Figure | None:
+@in_language("cosine_by_language")
+def cosine_by_language(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
     """Per-document cosine of each candidate against the legacy server, by language (box + points)."""
     summary = _typed(summary)
     rows = []
@@ -88,7 +81,7 @@ def cosine_by_language(summary: Summary | dict[str, Any]) -> Figure | None:
         return None
     frame = pd.DataFrame(rows)
     order = sorted(frame["lang"].unique())
-    fig, (ax,) = _figure(7.5, 4.0)
+    fig, (ax,) = words.figure_with_axes(7.5, 4.0)
     with warnings.catch_warnings():  # seaborn 0.13 passes matplotlib's deprecated `vert` to bxp
         warnings.simplefilter("ignore", MatplotlibDeprecationWarning)
         sns.boxplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
@@ -97,11 +90,11 @@ def cosine_by_language(summary: Summary | dict[str, Any]) -> Figure | None:
                   dodge=True, size=4, jitter=0.15, legend=False)
     threshold = summary.parity.threshold("text")
     if threshold is not None:
-        ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1, label=f"parity threshold {threshold}")
-    legacy = summary.roles.legacy
-    ax.set_title(f"Per-document cosine vs '{legacy}' (first repeat), by language")
-    ax.set_xlabel("document language")
-    ax.set_ylabel("cosine")
+        ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1,
+                   label=words("threshold", threshold=threshold))
+    ax.set_title(words("title", legacy=summary.roles.legacy))
+    ax.set_xlabel(words("xlabel"))
+    ax.set_ylabel(words("ylabel"))
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.legend(loc="lower left", fontsize="small")
     return fig
@@ -173,7 +166,8 @@ def _spread_marks(ax: Any, summary: Summary, frame: pd.DataFrame, targets: list[
             ax.scatter([x] * len(per_repeat), per_repeat, s=9, color="black", zorder=3)
 
 
-def latency_points(summary: Summary | dict[str, Any]) -> Figure | None:
+@in_language("latency_points")
+def latency_points(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
     """p50 and p99 latency (ms) and throughput (docs/s) per target at the article's operating points (grouped
     bars; the concurrency sweep has its own figure, :func:`latency_sweep`)."""
     summary = _typed(summary)
@@ -186,13 +180,13 @@ def latency_points(summary: Summary | dict[str, Any]) -> Figure | None:
                                                                                     frame["concurrency"])])
     order = list(dict.fromkeys(frame.sort_values("_order")["point"]))
     targets = list(dict.fromkeys(frame["target"]))
-    fig, axes = _figure(4.2 * 3, 4.0, ncols=3)
-    panels = [("p50_ms", "p50 latency (ms)"), ("p99_ms", "p99 latency (ms)"), ("docs_per_s", "throughput (docs/s)")]
-    for ax, (column, title) in zip(axes, panels):
+    fig, axes = words.figure_with_axes(4.2 * 3, 4.0, ncols=3)
+    for ax, column in zip(axes, ("p50_ms", "p99_ms", "docs_per_s")):
+        title = words(f"titles.{column}")
         data = frame.dropna(subset=[column])
         if data.empty:
             ax.set_axis_off()
-            ax.set_title(f"{title}: no data")
+            ax.set_title(words("no_data", title=title))
             continue
         sns.barplot(data=data, x="point", y=column, hue="target", order=order, hue_order=targets, ax=ax,
                     palette=PALETTE)
@@ -200,10 +194,13 @@ def latency_points(summary: Summary | dict[str, Any]) -> Figure | None:
             ax.bar_label(container, fmt="%.1f", fontsize=7, padding=1)
         _spread_marks(ax, summary, frame, targets, order, column)
         ax.set_title(title)
-        ax.set_xlabel("point · line: 95 % interval · dots: repeats", fontsize=8)
-        ax.set_ylabel(column.replace("_", " "))
-        if ax is not axes[0] and ax.get_legend() is not None:
-            ax.get_legend().remove()
+        ax.set_xlabel(words("xlabel"), fontsize=8)
+        ax.set_ylabel(words(f"ylabels.{column}"))
+        if ax.get_legend() is not None:  # seaborn titles the legend with the column's name ("target")
+            if ax is axes[0]:
+                ax.get_legend().set_title(words("legend"))
+            else:
+                ax.get_legend().remove()
     return fig
 
 
@@ -219,7 +216,8 @@ def _bands(left: Any, right: Any, summary: Summary, name: str, data: pd.DataFram
                             alpha=0.18, linewidth=0)
 
 
-def latency_sweep(summary: Summary | dict[str, Any]) -> Figure | None:
+@in_language("latency_sweep")
+def latency_sweep(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
     """The concurrency sweep: p50 (solid) and p99 (dashed) latency, and throughput, against concurrency, one line
     per target (the lock ablation's variants included)."""
     summary = _typed(summary)
@@ -230,7 +228,7 @@ def latency_sweep(summary: Summary | dict[str, Any]) -> Figure | None:
     targets = list(dict.fromkeys(frame["target"]))  # summary order: legacy, candidates, then ablation variants
     frame = frame.sort_values("concurrency", kind="stable")
     colours = dict(zip(targets, sns.color_palette(PALETTE, len(targets))))
-    fig, (left, right) = _figure(12.0, 4.2, ncols=2)
+    fig, (left, right) = words.figure_with_axes(12.0, 4.2, ncols=2)
     for name in targets:
         data = frame[frame["target"] == name]
         colour = colours[name]
@@ -238,7 +236,7 @@ def latency_sweep(summary: Summary | dict[str, Any]) -> Figure | None:
             points = data.dropna(subset=[column])
             if not points.empty:
                 left.plot(points["concurrency"], points[column], linestyle=style, marker=marker, color=colour,
-                          label=f"{name} {column[:3]}")
+                          label=words("line", name=name, figure=column[:3]))
         points = data.dropna(subset=["docs_per_s"])
         if not points.empty:
             right.plot(points["concurrency"], points["docs_per_s"], linestyle="-", marker="o", color=colour,
@@ -249,19 +247,20 @@ def latency_sweep(summary: Summary | dict[str, Any]) -> Figure | None:
         ax.set_xscale("log", base=2)
         ax.set_xticks(levels)
         ax.set_xticklabels([str(c) for c in levels])
-        ax.set_xlabel("concurrency (closed loop, requests of one batch)")
-    left.set_title("latency vs concurrency (p50 solid, p99 dashed; band: p50 95 % interval)")
-    left.set_ylabel("ms")
+        ax.set_xlabel(words("xlabel"))
+    left.set_title(words("left_title"))
+    left.set_ylabel(words("left_ylabel"))
     left.legend(loc="upper left", fontsize="small")
-    right.set_title("throughput vs concurrency (band: 95 % interval)")
-    right.set_ylabel("docs/s")
+    right.set_title(words("right_title"))
+    right.set_ylabel(words("right_ylabel"))
     right.set_ylim(bottom=0)
     right.legend(loc="lower right", fontsize="small")
     return fig
 
 
 # --- parity ----------------------------------------------------------------------------------------------------
-def parity_backends(summary: Summary | dict[str, Any]) -> Figure | None:
+@in_language("parity_backends")
+def parity_backends(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
     """cos_min and cos_median of every backend against the golden reference, with the gate threshold."""
     summary = _typed(summary)
     rows = []
@@ -271,28 +270,30 @@ def parity_backends(summary: Summary | dict[str, Any]) -> Figure | None:
         for metric in ("cos_min", "cos_median"):
             value = getattr(row, metric)
             if value is not None:
-                rows.append({"backend": label, "metric": metric, "cosine": float(value)})
+                rows.append({"backend": label, "metric": words(f"metrics.{metric}"), "cosine": float(value)})
         thresholds.add(float(row.threshold))
     if not rows:
         return None
     frame = pd.DataFrame(rows)
-    fig, (ax,) = _figure(max(5.0, 1.6 * frame["backend"].nunique() + 2), 4.0)
+    fig, (ax,) = words.figure_with_axes(max(5.0, 1.6 * frame["backend"].nunique() + 2), 4.0)
     sns.pointplot(data=frame, x="backend", y="cosine", hue="metric", ax=ax, palette=PALETTE, linestyle="none",
                   markers=["v", "o"], dodge=0.3)
     for threshold in sorted(thresholds):
-        ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1, label=f"threshold {threshold}")
+        ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1,
+                   label=words("threshold", threshold=threshold))
     low = min([*frame["cosine"], *thresholds])
     ax.set_ylim(low - max(1e-4, (1 - low) * 0.25), 1 + max(1e-5, (1 - low) * 0.05))
     ax.ticklabel_format(axis="y", useOffset=False)
-    ax.set_title("Parity against the fp32 reference (gate: cos_min >= threshold)")
-    ax.set_xlabel("backend")
-    ax.set_ylabel("cosine to reference")
+    ax.set_title(words("title"))
+    ax.set_xlabel(words("xlabel"))
+    ax.set_ylabel(words("ylabel"))
     ax.legend(loc="lower left", fontsize="small")
     return fig
 
 
 # --- capacity --------------------------------------------------------------------------------------------------
-def capacity_curve(summary: Summary | dict[str, Any]) -> Figure | None:
+@in_language("capacity_curve")
+def capacity_curve(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
     """The open-loop sweep: p99 from the scheduled send against the offered rate (median of the repeats, bars: their
     min..max), the p99 target, and each server's capacity (dotted line, band: its interval over repeats); right,
     throughput and goodput against the offered rate."""
@@ -301,7 +302,7 @@ def capacity_curve(summary: Summary | dict[str, Any]) -> Figure | None:
     if summary.capacity is None or decided is None or not decided.servers:
         return None
     colours = dict(zip(decided.servers, sns.color_palette(PALETTE, len(decided.servers))))
-    fig, (left, right) = _figure(12.0, 4.2, ncols=2)
+    fig, (left, right) = words.figure_with_axes(12.0, 4.2, ncols=2)
     for name, server in decided.servers.items():
         colour = colours[name]
         points = [p for p in server.points if p.p99_ms is not None]
@@ -310,11 +311,11 @@ def capacity_curve(summary: Summary | dict[str, Any]) -> Figure | None:
             p99 = [float(p.p99_ms) for p in points]
             bars = [[v - float(p.p99_low) for v, p in zip(p99, points)],
                     [float(p.p99_high) - v for v, p in zip(p99, points)]]
-            left.errorbar(rates, p99, yerr=bars, marker="o", color=colour, capsize=3, label=f"{name} p99")
+            left.errorbar(rates, p99, yerr=bars, marker="o", color=colour, capsize=3, label=words("p99", name=name))
         if server.capacity is not None:
             left.axvline(float(server.capacity), color=colour, linestyle=":", linewidth=1.2,
-                         label=f"{name} capacity {'>= ' if server.censored == 'above' else ''}"
-                               f"{float(server.capacity):.1f}/s")
+                         label=words("capacity_above" if server.censored == "above" else "capacity", name=name,
+                                     capacity=f"{float(server.capacity):.1f}"))
             if server.low is not None and server.high is not None:  # clipped to the rates tried: two repeats
                 tried = [float(p.rate) for p in server.points] or [float(server.capacity)]  # give wide intervals
                 left.axvspan(max(float(server.low), min(tried) / 2), min(float(server.high), max(tried) * 2),
@@ -322,23 +323,23 @@ def capacity_curve(summary: Summary | dict[str, Any]) -> Figure | None:
         for key, style in (("throughput", "-"), ("goodput", "--")):
             rows = [(float(p.rate), float(getattr(p, key))) for p in server.points if getattr(p, key) is not None]
             if rows:
-                right.plot(*zip(*rows), linestyle=style, marker="o", color=colour, label=f"{name} {key}")
+                right.plot(*zip(*rows), linestyle=style, marker="o", color=colour, label=words(key, name=name))
         invalid = [float(r) for r in server.invalid_rates]
         if invalid:
             left.plot(invalid, [decided.slo_p99_ms or 0] * len(invalid), "x", color=colour,
-                      label=f"{name} invalid (client lag)")
+                      label=words("invalid", name=name))
     if decided.slo_p99_ms is not None:
         left.axhline(float(decided.slo_p99_ms), color="crimson", linestyle="--", linewidth=1,
-                     label=f"p99 target {float(decided.slo_p99_ms):g} ms")
+                     label=words("slo", slo=f"{float(decided.slo_p99_ms):g}"))
     for ax in (left, right):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("offered rate (requests/s, open loop)")
+        ax.set_xlabel(words("xlabel"))
     left.set_yscale("log")
-    left.set_ylabel("p99 from scheduled send (ms)")
-    left.set_title("p99 vs offered rate (bars: min..max over repeats)")
+    left.set_ylabel(words("left_ylabel"))
+    left.set_title(words("left_title"))
     left.legend(loc="upper left", fontsize="x-small")
-    right.set_ylabel("requests/s")
-    right.set_title("throughput (solid) and correctness-gated goodput (dashed)")
+    right.set_ylabel(words("right_ylabel"))
+    right.set_title(words("right_title"))
     right.legend(loc="upper left", fontsize="x-small")
     return fig
 

@@ -149,7 +149,7 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
                         "inconclusive" if heads and all(h.code == "inconclusive" for h in heads) else "plain"),
             "all_faster": bool(ratios) and all(r["faster"] for r in ratios),
             "all_slower": bool(ratios) and all(r < 1 for r in rates),
-            "figure": "latency_points" if measured and ctx.figures.get("latency_points") else None}
+            "figure": ctx.figure("latency_points") if measured else None}
 
 
 def _value(entry: RatioInterval | None) -> float | None:
@@ -323,7 +323,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "dynamo": any(v.component == "dynamo" for v in post.versions),
         "not_measured": [ctx.terms["post"]["not_measured"][c] for c in post.not_measured],
         "article": article, "full_report": FULL_REPORT.format(lang=lang),
-        "figure_cosine": "cosine_by_language" if vectors_measured and figures.get("cosine_by_language") else None,
+        "figure_cosine": ctx.figure("cosine_by_language") if vectors_measured else None,
         "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
         "ranking": _merged(ctx, ranking_claims(ctx), _ranking_key, "name"),

@@ -1,5 +1,6 @@
 """Files of a report: post.<lang>.md/.html (the blog draft), report.<lang>.md/.html (the full report it links),
-figures/*.png, report.json, and the index of all reports."""
+figures/*.png (one file per figure and language: <name>.png in English, <name>.<lang>.png otherwise), report.json,
+and the index of all reports."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from embedswap.config.experiment import load_experiment
 from embedswap.paths import report_dir
 from embedswap.report import figures as figures_mod
 from embedswap.report.errors import ReportError
+from embedswap.report.figure_words import figure_stem
 from embedswap.report.files import write_file
 from embedswap.report.format import code, esc, fmt, label, md_table
 from embedswap.report.front_matter import dump, front_matter, slug_of
@@ -41,13 +43,14 @@ def _png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def draw_figures(summary: Summary) -> dict[str, bytes]:
-    """PNG bytes of every figure that has data (a figure whose data was not measured is left out)."""
+def draw_figures(summary: Summary, lang: str = "en") -> dict[str, bytes]:
+    """PNG bytes of every figure that has data, drawn with the words of ``lang``, by file stem
+    (``figures/<stem>.png``: figure_words.figure_stem); a figure whose data was not measured is left out."""
     out = {}
     for name, function in figures_mod.FIGURES.items():
-        fig = function(summary)
+        fig = function(summary, lang)
         if fig is not None:
-            out[name] = _png(fig)
+            out[figure_stem(name, lang)] = _png(fig)
     return out
 
 
@@ -98,14 +101,17 @@ def _report_config(experiment_dir: Path) -> ReportConfig:
         return ReportConfig()  # an old experiment.yaml that no longer validates still gets its report
 
 
-def _write_figures(summary: Summary, figure_dir: Path, written: dict[str, Path]) -> dict[str, bytes]:
-    images = draw_figures(summary)
-    for name in figures_mod.FIGURES:
-        path = figure_dir / f"{name}.png"
-        if name in images:
-            written[f"figures/{name}.png"] = write_file(path, images[name])
-        elif path.exists():
-            path.unlink()  # a figure of an earlier render whose data is no longer measured
+def _write_figures(summary: Summary, figure_dir: Path, written: dict[str, Path],
+                   languages: list[str]) -> dict[str, dict[str, bytes]]:
+    """Every figure once per report language (its titles, axes and legends are the language's words)."""
+    images = {lang: draw_figures(summary, lang) for lang in languages}
+    for drawn in images.values():
+        for stem, data in drawn.items():
+            written[f"figures/{stem}.png"] = write_file(figure_dir / f"{stem}.png", data)
+    for path in figure_dir.glob("*.png"):
+        # a figure of an earlier render whose data is no longer measured, or of a language no longer listed
+        if path.name.split(".")[0] in figures_mod.FIGURES and f"figures/{path.name}" not in written:
+            path.unlink()
     return images
 
 
@@ -117,7 +123,7 @@ class Page:
     attempt_dir: Path
     title: str | None
     article: Any
-    images: dict[str, bytes]
+    images: dict[str, dict[str, bytes]]  # by language, then by file stem
     languages: list[str]
     footer: str
     where: Any
@@ -137,7 +143,7 @@ def _write_language(summary: Summary, lang: str, out: Path, page: Page, head: He
         title = page_title(body, page.fallback)
         front = front_matter(summary, lang, title, head, config.publish)
         written[f"{kind}.{lang}.md"] = write_file(out / f"{kind}.{lang}.md", dump(front) + body)
-        html = markdown_to_html(html_body, lang, title, page.images, page.languages, footer=page.footer)
+        html = markdown_to_html(html_body, lang, title, page.images[lang], page.languages, footer=page.footer)
         written[f"{kind}.{lang}.html"] = write_file(out / f"{kind}.{lang}.html", scrub(html, page.where))
     return written
 
@@ -147,8 +153,9 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
 
     Writes into ``embedswap.paths.report_dir(experiment_dir)``: report.<lang>.md / .html for each language of
     experiment.yaml's ``report.languages``, report.md / report.html (copies of the first language), figures/*.png
-    and report.json (headline numbers + the summary's path). Reads no capture; when the report folder sits in a
-    ``reports/`` folder, the index there is refreshed too. Returns every written file by its name in the folder.
+    (each figure in each language) and report.json (headline numbers + the summary's path). Reads no capture;
+    when the report folder sits in a ``reports/`` folder, the index there is refreshed too. Returns every written
+    file by its name in the folder.
     """
     experiment_dir = Path(experiment_dir).resolve()
     chosen = open_attempt(experiment_dir, attempt)
@@ -166,8 +173,9 @@ def render_report(experiment_dir: Path, attempt: str = "") -> dict[str, Path]:
     out = report_dir(experiment_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-    images = _write_figures(summary, out / "figures", written)
-    drawn = {name: name in images for name in figures_mod.FIGURES}
+    images = _write_figures(summary, out / "figures", written, languages)
+    # which figures have data does not depend on the language
+    drawn = {name: figure_stem(name, languages[0]) in images[languages[0]] for name in figures_mod.FIGURES}
     written.update(export_notebooks(chosen.path, out, where))
     article = load_article()
     fallback = f"embedswap report {summary.experiment.folder}"

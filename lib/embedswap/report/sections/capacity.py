@@ -130,6 +130,6 @@ def capacity(ctx: ReportContext) -> dict[str, Any]:
         "points": md_table([t["server"], t["rate"], t["valid"], t["p50"], t["p99"], t["throughput"], t["goodput"],
                             t["shed_share"], t["meets"]], points, ["l"] + ["r"] * 8) if points else None,
         "notes": notes, "ratios": ratios,
-        "figure": "capacity_curve" if ctx.figures.get("capacity_curve") else None,
+        "figure": ctx.figure("capacity_curve"),
         "sources": ctx.refs_for([], always=sources),
     }

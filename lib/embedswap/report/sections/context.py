@@ -18,6 +18,7 @@ from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
 from embedswap.measure.contract import CATALOGUE
 from embedswap.report.article_data import Article
 from embedswap.report.catalogue import catalogue, fill
+from embedswap.report.figure_words import figure_stem
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib
 from embedswap.reasons import REASON_KEYS
 from embedswap.summary.model import Summary
@@ -60,6 +61,11 @@ class ReportContext:
 
     def label(self, state: bool | None) -> str:
         return label(state, self.lang)
+
+    def figure(self, name: str) -> str | None:
+        """The file of figure ``name`` in this language, ``figures/<stem>.png`` (each language has its own: the
+        words on it are the language's), or None when it was not drawn."""
+        return figure_stem(name, self.lang) if self.figures.get(name) else None
 
     def why(self, entry: BaseModel | None, default: str = "", key: str = "why") -> str:
         """The reason a part was not measured (``key="detail"``: why a verdict was given; ``key="sweep_note"``: why

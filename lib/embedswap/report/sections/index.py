@@ -116,5 +116,5 @@ def index(ctx: ReportContext) -> dict[str, Any]:
         "seed": section.seed, "queries": section.queries,
         "sources": ctx.refs_for(["captures/index/searches.json"]),
         "candidates": [_candidate(ctx, name, decision) for name, decision in ctx.decisions.index.items()],
-        "figure": "index_shares" if ctx.figures.get("index_shares") else None,
+        "figure": ctx.figure("index_shares"),
     }

@@ -166,6 +166,6 @@ def latency(ctx: ReportContext) -> dict[str, Any]:
         "ratio_table": ratio_table(ctx),
         "lock_note": lock_part if lock_part and not lock_part["measured"] else None,
         "concurrency": c, "ablation": ablation_part, "memory": memory,
-        "figure": "latency_points" if ctx.figures.get("latency_points") else None,
+        "figure": ctx.figure("latency_points"),
         "sources": ctx.refs_for([f"captures/{n}/latency_stats.json" for n in ctx.names], always=sources),
     }

@@ -133,7 +133,7 @@ def parity(ctx: ReportContext) -> dict[str, Any]:
                        if multimodal is not None and multimodal.threshold is not None else None,
                        "why": ctx.why(multimodal) if multimodal is not None and multimodal.why else ctx.why(parity),
                        "finding": _multimodal_finding(ctx, multimodal)},
-        "figure": "parity_backends" if ctx.figures.get("parity_backends") else None,
+        "figure": ctx.figure("parity_backends"),
         "sources": ctx.refs_for(["captures/parity/rows.json"],
                                 always=(["captures/parity/rows.json"] if measured else []) + sources),
     }

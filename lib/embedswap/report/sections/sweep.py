@@ -62,7 +62,7 @@ def sweep(ctx: ReportContext) -> dict[str, Any]:
     return {"table": table, "why": why, "peaks": peaks,
             "label": combined_label(states, ctx.lang) if states else ctx.label(False),
             "has_points": has_points,
-            "figure": "latency_sweep" if ctx.figures.get("latency_sweep") else None,
+            "figure": ctx.figure("latency_sweep"),
             "sources": ctx.refs_for([f"captures/{n}/latency_sweep_requests.jsonl" for n, _, _ in entries],
                                      always=[f"captures/{p['name']}/latency_stats.json" for p in peaks])}
 

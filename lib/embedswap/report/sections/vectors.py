@@ -129,6 +129,6 @@ def vectors(ctx: ReportContext) -> dict[str, Any]:
         "cos_min": fmt(cos.min if cos is not None else None, "cos"),
         "cos_median": fmt(cos.median if cos is not None else None, "cos"),
         "cos_max": fmt(cos.max if cos is not None else None, "cos"),
-        "figure": "cosine_by_language" if ctx.figures.get("cosine_by_language") else None,
+        "figure": ctx.figure("cosine_by_language"),
         "sources": ctx.refs_for([f"captures/{n}/workload_requests.jsonl" for n in ctx.names], always=sources),
     }

@@ -98,19 +98,21 @@ def test_a_comparison_of_two_candidates_without_a_pair_verdict_is_caught(monkeyp
 
 
 def test_two_sentences_that_contradict_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The contract paragraph reads the shim's verdict as the address swap's: two claims about vllm's address swap
+    """A second ranking line reads the shim's verdict as the address swap's: two claims about vllm's address swap
     on one metric that disagree (each true of its own source)."""
-    real = post_module._group_ranking
+    real = post_claims.ranking_claims
 
-    def crossed(ctx: Any, members: list[str]) -> Any:
-        found = real(ctx, members)
-        if found is None:
-            return None
-        wrong = post_claims._variant_claims(ctx, members[0], "shim", ctx.decisions.ranking.of(members[0]).shim)[0]
-        return found.model_copy(update={"naive": wrong.model_copy(update={"variant": "address_swap"}),
-                                        "naive_ndcg": None})
+    def crossed(ctx: Any) -> list[post_claims.RankingClaims]:
+        found = real(ctx)
+        first = found[0]
+        name = ctx.candidates[0]
+        shim = post_claims._variant_claims(ctx, name, "shim", ctx.decisions.ranking.of(name).shim)[0]
+        wrong = claim_module.claim(ctx, ctx.decisions.ranking.of(name).shim.equivalence, kind="delta",
+                                   metric=first.naive.metric, subjects=[name], variant="address_swap",
+                                   source=shim.source)
+        return [*found, first.model_copy(update={"naive": wrong})]
 
-    monkeypatch.setattr(post_module, "_group_ranking", crossed)
+    monkeypatch.setattr(post_module, "ranking_claims", crossed)
     problems = claim_problems(_summary("summary_complete.json"), "en")
     assert any("disagree" in p for p in problems), problems
 

@@ -47,3 +47,14 @@ def test_every_probe_has_words_in_every_language() -> None:
     for lang in ("ko", "en", "ja", "zh"):
         words = catalogue(lang).terms["post"]["probe_words"]
         assert set(catalogue(lang).probes) <= set(words), lang
+
+
+def test_the_korean_post_is_within_the_articles_length() -> None:
+    """Issue 55: the post of the complete fixture (two candidates, every section) stays within 1.2x the Korean
+    original's words outside tables (article_000.json ``prose_words``); identical findings are said once."""
+    from embedswap.report.article_data import load_article
+
+    article = load_article().prose_words
+    post = render_post(_summary("summary_complete.json"), "ko")
+    words = sum(len(line.split()) for line in _prose(post))
+    assert article and words <= 1.2 * article, (words, article)

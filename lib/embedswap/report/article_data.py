@@ -126,6 +126,9 @@ class Article(Strict):
     """data/article_000.json: where the figures come from and the figures themselves."""
     source: Localized
     status: str
+    # the Korean original's length: whitespace-separated words outside its tables (seeds/000, counted 2026-12-05);
+    # the post of a run is kept within 1.2x of it (tests/report/test_post_korean.py)
+    prose_words: int | None = None
     environment: Environment
     workload: Workload
     vectors: Vectors

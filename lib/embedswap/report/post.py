@@ -201,11 +201,7 @@ def _group_key(g: dict[str, Any], extra: tuple[str, ...] = ()) -> Any:
     """What a contract paragraph or a closing says, without whom: groups with separators stay apart."""
     if g["separators"] or g["dynamo_pair"]:
         return id(g)
-    ranking = g["ranking"]
-    return (tuple(g[k] for k in _GROUP_ALIKE + extra),
-            None if ranking is None else (ranking.naive.same_finding(), ranking.changed, ranking.queries,
-                                          ranking.query_cosine,
-                                          ranking.naive_ndcg.same_finding() if ranking.naive_ndcg else None))
+    return tuple(g[k] for k in _GROUP_ALIKE + extra), g["ranking"] is None
 
 
 def _ranking_key(k: Any) -> Any:

@@ -272,14 +272,19 @@ def test_the_post_leads_with_its_conclusion_and_its_numbers_agree(demo: dict) ->
     from embedswap.report.post import render_post
 
     allowed = stated_directions(summary)
+    from claims_check import claim_problems
+
     for lang in ("ko", "en", "ja", "zh"):
         assert overclaims(render_post(summary, lang), lang, allowed) == [], lang
+        # every figure with a verdict is its stored metric's, pairs only by a pair verdict (issue 55)
+        assert claim_problems(summary, lang) == [], lang
     words = catalogue("ko")
     probes = [p for p in words.probes if re.search(rf"(?<![\w/]){p}(?![\w])", "\n".join(
         line for line in ko.splitlines() if not line.startswith("|")))]
     assert probes == [] and "×" not in ko and "(는)" not in ko
-    for name in summary.decisions.index:  # the index decision, the ranking verdicts, the shim, Dynamo's cost
-        assert any(line.startswith(f"- `{name}` 서버의 색인") for line in ko.splitlines()), name
+    for name in summary.decisions.index:  # the index decision (candidates alike share the line), the ranking...
+        assert any(line.startswith("- ") and f"`{name}`" in line and "서버의 색인" in line
+                   for line in ko.splitlines()), name
     if summary.decisions.ranking.by_candidate:
         assert "nDCG@10" in ko
     if summary.target("dynamo") is not None and summary.target("dynamo").start_seconds is not None \

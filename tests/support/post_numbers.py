@@ -81,8 +81,8 @@ def _verdict_numbers(summary: Summary) -> set[str]:
         for point in ratio.intervals.values():
             out |= {f"{x:.2f}" for f in ("p50", "p99", "docs_per_s") for x in (getattr(point, f).low,
                                                                                 getattr(point, f).high) if x is not None}
-        if ratio.drift is not None and ratio.drift.factor is not None:
-            out.add(f"{ratio.drift.factor:.2f}")
+        if ratio.drift is not None:  # the factor (an inconclusive verdict's reason) and the bound (a decided one's)
+            out |= {f"{x:.2f}" for x in (ratio.drift.factor, ratio.drift.bound) if x is not None}
     for c in d.ranking.by_candidate.values():
         for v in (c.naive.equivalence, c.shim.equivalence, *c.naive.metrics.values(), *c.shim.metrics.values()):
             if v is not None:

@@ -54,16 +54,26 @@ class Claim(BaseModel):
     source: str = ""
     figure: float | None = None
     text: str = ""  # the whole claim in the language (value, interval, verdict), from [terms.post.claim]
+    short: str = ""  # the value and the verdict's word only ([terms.post.claim_brief]): the conclusion's form
 
     @property
     def words(self) -> str:
         """What a template prints: ``text``, marked with this claim while :func:`tracing` (a claim is registered
         as it is printed, with what it then says)."""
+        return self._marked(self.text)
+
+    @property
+    def brief(self) -> str:
+        """The conclusion's form (value and verdict; the interval, margin and drift are in the body), marked as
+        :attr:`words` is."""
+        return self._marked(self.short)
+
+    def _marked(self, text: str) -> str:
         trace = _TRACE.get()
         if trace is None:
-            return self.text
+            return text
         trace.append(self)
-        return f"{OPEN}{len(trace) - 1}{SEP}{self.text}{CLOSE}"
+        return f"{OPEN}{len(trace) - 1}{SEP}{text}{CLOSE}"
 
     def key(self) -> tuple[tuple[str, ...], str, str]:
         """What the claim is about: two claims with one key must not say two things."""
@@ -111,7 +121,7 @@ def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None 
     if v is None:
         empty = Claim(code="not_measured", value=times(ctx, value) if kind == "ratio" else fmt(value, kind),
                       figure=value, **about)
-        return empty.model_copy(update={"text": words(ctx, empty)})
+        return empty.model_copy(update={"text": words(ctx, empty), "short": words(ctx, empty, "claim_brief")})
     low = interval.low if interval is not None else v.low
     high = interval.high if interval is not None else v.high
     statuses = getattr(v, "statuses", {}) or {}
@@ -127,19 +137,20 @@ def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None 
                 margin=(show(v.margin) if kind == "ratio" else fmt(v.margin, "score")) if v.margin is not None else None,
                 statuses=", ".join(f"{k} × {n}" for k, n in statuses.items()), drift=_drift(ctx, v, ratio),
                 figure=shown, **about)
-    return out.model_copy(update={"text": words(ctx, out)})
+    return out.model_copy(update={"text": words(ctx, out), "short": words(ctx, out, "claim_brief")})
 
 
-def words(ctx: ReportContext, c: Claim) -> str:
-    """The claim's sentence part: the catalogue's message of its code and direction, nothing else."""
-    t = ctx.terms["post"]["claim"]
+def words(ctx: ReportContext, c: Claim, table: str = "claim") -> str:
+    """The claim's sentence part: the catalogue's message of its code and direction, nothing else (``table``:
+    ``claim``, the whole claim; ``claim_brief``, value and verdict only)."""
+    t, whole = ctx.terms["post"][table], ctx.terms["post"]["claim"]
     key = f"{c.code}_{c.direction}" if c.direction else c.code
-    interval = fill(t["interval"], low=c.low, high=c.high) if c.low is not None and c.high is not None else ""
-    needed = fill(t["needed"], n=c.n_needed) if c.n_needed else ""
+    interval = fill(whole["interval"], low=c.low, high=c.high) if c.low is not None and c.high is not None else ""
+    needed = fill(whole["needed"], n=c.n_needed) if c.n_needed else ""
     text = fill(t[key], value=c.value, interval=interval, reason=c.reason, needed=needed, margin=c.margin or "—",
                 statuses=c.statuses)
-    if c.drift:
-        text += fill(t["drift"], drift=c.drift)
+    if c.drift and table == "claim":
+        text += fill(whole["drift"], drift=c.drift)
     return text
 
 

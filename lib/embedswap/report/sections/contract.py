@@ -154,7 +154,9 @@ def contract(ctx: ReportContext) -> dict[str, Any]:
     contract = ctx.summary.contract
     t = ctx.terms
     answers, verdicts = contract_states(ctx.summary)
-    legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER]
+    # another-model exists only where a candidate serves another model (issue 57): the legend names it there only
+    another = any(ctx.summary.another_model(n) for n in ctx.candidates)
+    legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER if v != "another-model" or another]
     if not isinstance(contract, list):
         return {"state": False, "label": ctx.label(False), "why": ctx.why(contract), "legend": legend,
                 "table": None, "details": [], "changes": [], "changes_done": "0", "changes_probed": False,

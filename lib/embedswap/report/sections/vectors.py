@@ -120,8 +120,8 @@ def another_models(ctx: ReportContext) -> list[dict[str, Any]]:
             "legacy_model": code(change.legacy_model or MISSING),
             "evidence": ctx.terms["models"]["list_sep"].join(fill(words[e.kind], legacy=esc(e.legacy or MISSING),
                                                         candidate=esc(e.candidate or MISSING)) for e in said),
-            "cosine": fmt(cosine.cosine_median, "cos") if cosine is not None else None,
-            "by_language": ctx.terms["models"]["list_sep"].join(f"{esc(lang)} {fmt(v, 'cos')}"
+            "cosine": fmt(cosine.cosine_median, "cos4") if cosine is not None else None,
+            "by_language": ctx.terms["models"]["list_sep"].join(f"{esc(lang)} {fmt(v, 'cos4')}"
                                                       for lang, v in (cosine.by_language if cosine else {}).items()),
         })
     return out

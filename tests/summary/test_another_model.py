@@ -67,6 +67,20 @@ def test_unrelated_vectors_say_another_model_and_alike_ones_the_same(tmp_path: P
     assert model_change(same.experiment, same.attempt, same.workload, "e5").code == "same_model"
 
 
+def test_a_server_the_kit_starts_with_the_same_model_stays_the_same_model(tmp_path: Path) -> None:
+    # a wrong pooling on a random-weight test model can fall below any cosine threshold: the kit loaded the same
+    # weights into both servers, so the vectors' differences are shown as differences, not as another model
+    config = _config()
+    config["targets"]["e5"] = {"kind": "vllm", "port": 18804}
+    documents = [{"id": f"d{i}", "lang": lang, "text": f"text {i}"} for i, lang in enumerate(LANGS)]
+    ctx = steps.open_step(write_experiment(tmp_path / "exp", config, documents), create=True)
+    ctx.attempt.write_array("legacy/doc_vectors.npy", _unit(len(LANGS))[None])
+    ctx.attempt.write_array("e5/doc_vectors.npy", _unit(len(LANGS), seed=7)[None])
+    found = model_change(ctx.experiment, ctx.attempt, ctx.workload, "e5")
+    assert found.code == "same_model"
+    assert {e.kind: e.says_another for e in found.evidence} == {"configured": False, "cosine": True}
+
+
 def test_a_configured_model_is_evidence_without_vectors(tmp_path: Path) -> None:
     ctx = steps.open_step(_experiment(tmp_path, model="multilingual-e5-small"), create=True)
     found = model_change(ctx.experiment, ctx.attempt, ctx.workload, "e5")

@@ -3,7 +3,9 @@
 Read from the evidence, each piece kept with what it read:
 
 - ``configured``: ``targets.<name>.model`` names another model than the legacy server's (its own ``model``, else
-  the experiment's) — the user said so, nothing to measure;
+  the experiment's), or not; also when both are servers the kit starts, which load the model spec they are given.
+  It needs no measurement and decides alone: a server of the same model whose vectors are broken (a wrong pooling
+  on a random-weight test model can fall below any cosine threshold) stays the same model, its differences shown;
 - ``cosine``: the candidate's document vectors have a median cosine to the legacy server's below
   ``decisions.another_model_cosine`` overall *and* in every language (one model served wrongly moves the cosine
   by hundredths, two models' vectors are unrelated: ``config/decisions.py`` says why the threshold sits there);
@@ -11,8 +13,8 @@ Read from the evidence, each piece kept with what it read:
 - ``stated``: the model names the server states (its model list, the echoed model) share none with the legacy
   server's. A name alone does not decide (a server may call the same model anything), it backs the dimensions.
 
-Another model when configured, or by the cosine, or by the dimensions backed by the stated name; the same model
-when the cosine says so; otherwise undetermined. Step 03's contract (``sections/contract.py``) and step 05's parity
+The configuration decides where there is one; otherwise another model by the cosine, or by the dimensions backed by
+the stated name; the same model when the cosine says so; otherwise undetermined. Step 03's contract (``sections/contract.py``) and step 05's parity
 read it from here, so the three agree.
 """
 
@@ -35,6 +37,15 @@ from embedswap.summary.types_models import ModelChange, ModelEvidence
 def configured_model(experiment: Experiment, name: str) -> str:
     """The model a target serves as configured: its own ``model``, else the experiment's."""
     return experiment.targets[name].model or experiment.model.path
+
+
+# servers the kit starts itself: they load the model spec they are given (targets.build_target), so the weights are
+# known without measuring; an external or Kubernetes server loads its own
+KIT_LOADED = ("legacy", "vllm", "dynamo", "llamacpp")
+
+
+def _loads(experiment: Experiment, name: str) -> bool:
+    return experiment.targets[name].kind in KIT_LOADED
 
 
 def _names(experiment: Experiment, name: str) -> set[str]:
@@ -79,7 +90,8 @@ def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, n
     legacy = experiment.legacy
     evidence: list[ModelEvidence] = []
     legacy_model, candidate_model = configured_model(experiment, legacy), configured_model(experiment, name)
-    if experiment.targets[name].model or experiment.targets[legacy].model:
+    if experiment.targets[name].model or experiment.targets[legacy].model or (
+            _loads(experiment, name) and _loads(experiment, legacy)):
         evidence.append(ModelEvidence(kind="configured", legacy=legacy_model, candidate=candidate_model,
                                       says_another=not (_names(experiment, name) & _names(experiment, legacy))))
     stated = _stated(attempt, name)
@@ -96,9 +108,11 @@ def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, n
             evidence.append(_cosine(old, new, [d.lang for d in workload.documents][: len(old)],
                                     experiment.decisions.another_model_cosine))
     said = {e.kind: e.says_another for e in evidence}
-    if said.get("configured") or said.get("cosine") or (said.get("dimensions") and said.get("stated")):
+    if "configured" in said:  # said, or loaded by the kit: a broken server of the same model stays the same model
+        code = "another_model" if said["configured"] else "same_model"
+    elif said.get("cosine") or (said.get("dimensions") and said.get("stated")):
         code = "another_model"
-    elif said.get("cosine") is False or said.get("configured") is False:
+    elif said.get("cosine") is False:
         code = "same_model"
     else:
         code = "undetermined"

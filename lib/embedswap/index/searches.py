@@ -215,7 +215,12 @@ def _options(store: Store, vectors: dict[str, dict[str, np.ndarray]], legacy: st
     if max(old["docs"].shape[1], new["docs"].shape[1]) > MAX_DIM:
         return not_measured("index_dimensions_too_many", dim=max(old["docs"].shape[1], new["docs"].shape[1]),
                             max=MAX_DIM)
-    return option_searches(store, old["docs"], new["docs"], old["queries"], new["queries"], config, f"o{number}")
+    try:
+        return option_searches(store, old["docs"], new["docs"], old["queries"], new["queries"], config, f"o{number}")
+    except StoreLost:
+        raise
+    except StoreError as exc:  # the options are beside the grid: a failure here is theirs alone
+        return not_measured("index_options_failed", error=one_line(exc))
 
 
 def run_searches(vectors: dict[str, dict[str, np.ndarray]], legacy: str, candidates: list[str],

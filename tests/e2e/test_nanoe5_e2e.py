@@ -111,6 +111,11 @@ def test_the_ranking_verdicts_decide_per_language(e5_run: dict[str, Any]) -> Non
     assert ranking is not None, e5_run["summary"].decisions.ranking
     ndcg = ranking.naive.slices["ndcg_at_10"]  # nDCG@10 per language of the queries, Holm-corrected
     assert set(ndcg.by_slice) == {"en", "ko"} and ndcg.overall.code is not None
+    # e5 is multilingual, MiniLM is not: the model change raises nDCG@10 on the sample's judgements, and the post
+    # words that verdict (not the top-5 overlap, which another model changes by nature)
+    better = ranking.naive.metrics["ndcg_at_10"]
+    assert (better.code, better.direction) == ("different", "better"), better
+    assert "nDCG@10 change +" in render_post(e5_run["summary"], "en")
 
 
 def test_the_index_options_are_measured_with_intervals_and_costs(e5_run: dict[str, Any]) -> None:

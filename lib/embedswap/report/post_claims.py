@@ -202,8 +202,12 @@ def _query_cosine(ctx: ReportContext, name: str) -> float | None:
     return spread.median if spread is not None else None
 
 
-def _variant_claim(ctx: ReportContext, v: RankingVariant) -> Claim:
-    return claim(ctx, v.equivalence, kind="delta")
+def _variant_claim(ctx: ReportContext, v: RankingVariant, another_model: bool = False) -> Claim:
+    """The variant's combined verdict; for a candidate serving another model its nDCG@10 verdict on the judgements:
+    the combined one is its worst metric, and the top-5 overlap with another model's ranking changes by nature, so
+    it would word an overlap as the nDCG change that decides a model change (issue 57)."""
+    ndcg = v.metrics.get("ndcg_at_10") if another_model else None
+    return claim(ctx, ndcg if ndcg is not None else v.equivalence, kind="delta")
 
 
 def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
@@ -215,7 +219,9 @@ def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
         if c is None:
             continue
         cosine = _query_cosine(ctx, name)
-        out.append(RankingClaims(name=code(name), naive=_variant_claim(ctx, c.naive), shim=_variant_claim(ctx, c.shim),
+        other = ctx.summary.another_model(name)
+        out.append(RankingClaims(name=code(name), naive=_variant_claim(ctx, c.naive, other),
+                                 shim=_variant_claim(ctx, c.shim, other),
                                  changed=fmt(c.naive.changed_queries, "int"), queries=fmt(c.naive.queries, "int"),
                                  query_cosine=fmt(cosine, "cos4") if cosine is not None else None,
                                  shim_changed=fmt(c.shim.changed_queries, "int")))

@@ -99,6 +99,13 @@ def test_a_fold_no_larger_than_the_top_k_is_not_decided(tmp_path: Path) -> None:
     assert decision.reason is not None and decision.reason.code == "index_options_too_few"
 
 
+def test_re_score_reading_the_whole_fold_is_not_counted(tmp_path: Path) -> None:
+    deep = IndexConfig(shares=[0.0, 1.0], options=IndexOptionsConfig(folds=4, rescore_depth=100))
+    options, decision = _options(tmp_path, None, deep)  # 100 documents per fold: re-score reads them all
+    assert options.of("rescore").recall_at_10.value == pytest.approx(1.0)  # the re-embed's own ranking
+    assert decision.verdict("rescore").lost == "not_measured" and decision.code == "re_embed"
+
+
 def test_the_affine_map_is_fitted_by_ridge_with_a_chosen_penalty() -> None:
     docs, _ = _world()
     fitted = fit_map("affine", docs @ np.eye(DIM) * 2.0, docs)

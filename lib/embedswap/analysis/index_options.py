@@ -9,7 +9,8 @@ lost ``below_margin``, the dearer ones ``costlier``. Dual-read is judged apart: 
 both indexes while it runs.
 
 Not decided where a fold holds no more documents than the top k: every option then returns the whole fold and the
-recall says nothing.
+recall says nothing. Re-score is left out (``not_measured``) where it reads at least the whole fold: it then returns
+the re-embed's own ranking.
 """
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ def options_decision(options: IndexOptions, config: DecisionsConfig) -> IndexOpt
         return IndexOptionsDecision(code="not_decided", reason=Reason.model_validate(found), recall_floor=floor,
                                     ndcg_margin=ndcg_margin)
     verdicts, chosen = [], None
+    # re-score that reads at least the whole fold returns the re-embed's own ranking: it says nothing there
+    whole_fold = options.rescore_depth is not None and options.rescore_depth >= options.documents_per_fold
     for code in COST_ORDER:
-        within = _within(options.of(code), floor, ndcg_margin)
+        within = None if code == "rescore" and whole_fold else _within(options.of(code), floor, ndcg_margin)
         if within is None:
             verdicts.append(OptionVerdict(option=code, within=None, lost="not_measured"))
         elif chosen is None and within:

@@ -59,10 +59,12 @@ class OptionVerdict(Strict):
 
 
 class IndexOptionsDecision(Strict):
-    """The cheapest option within the ranking margins (recall@10 against the re-embed at least 1 - the top-k
-    overlap margin at its interval's low end; nDCG@10 no worse than the re-embed's by the nDCG margin where judged)."""
+    """The cheapest option within the ranking margin (analysis.index_options: nDCG@10 non-inferior to the re-embed's
+    where judged, else recall@10 against it at least 1 - the top-k overlap margin at its interval's low end)."""
     code: OptionCode | Literal["not_decided"]
     reason: Reason | None = None  # not_decided: why
+    # what decided: nDCG@10 non-inferior to the re-embed's (judged), or recall@10 against it (no judgements)
+    basis: Literal["ndcg_at_10", "recall_at_10"] | None = None
     recall_floor: Number | None = None
     ndcg_margin: Number | None = None
     verdicts: list[OptionVerdict] = []

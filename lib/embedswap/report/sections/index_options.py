@@ -54,7 +54,11 @@ def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
             "name": code(name), "code": decision.code, "why": ctx.why(decision) if decision.reason else "",
             "chosen": names.get(decision.code, decision.code), "below": ctx.terms["index_options"]["list_sep"].join(below),
             "dual_read": decision.dual_read_within,
-            "floor": fmt(decision.recall_floor, "score"), "folds": fmt(options.folds, "int"),
+            "floor": fmt(decision.recall_floor, "score"),
+            # the rule that decided, in words: nDCG@10 on the judgements, else recall@10 against the re-embed
+            "rule": fill(ctx.terms["index_options"]["rules"][decision.basis or "recall_at_10"],
+                         floor=fmt(decision.recall_floor, "score"), margin=fmt(decision.ndcg_margin, "score")),
+            "folds": fmt(options.folds, "int"),
             "per_fold": fmt(options.documents_per_fold, "int"), "queries": fmt(options.queries, "int"),
             "depth": fmt(options.rescore_depth, "int"), "share": fmt(options.dual_read_share, "pct"),
             "table": _table(ctx, options, decision)})

@@ -176,8 +176,8 @@ def main() -> int:
         print(f"{option.option:<11} {fit:>7} {option.query_ms:>9.2f} {option.overhead_ms:>+9.2f} "
               f"{option.storage_bytes / 2**20:>9.2f}  {_cell(option.recall_at_10):<30} "
               f"{_cell(option.ndcg_at_10):<28} {state}")
-    print(f"\ndecision: {decision.code} (recall@10 floor {decision.recall_floor:.2f} at the interval's low end, "
-          f"nDCG margin {decision.ndcg_margin}); dual-read within the margin: {decision.dual_read_within}; "
+    print(f"\ndecision: {decision.code}, decided on {decision.basis} (nDCG@10 margin {decision.ndcg_margin} where "
+          f"judged, else recall@10 floor {decision.recall_floor:.2f}); dual-read within: {decision.dual_read_within}; "
           f"ridge penalties per fold: {capture['ridge_alphas']}")
     return 0
 

@@ -289,7 +289,8 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "ranking": ranking_claims(ctx), "index": index_claims(ctx), "shim_cov": shim_coverage(ctx),
         "todo": [i["text"] + (ctx.terms["post"]["todo_shim"] if i["shim_done"] else "") for i in change_items(ctx)],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
-        "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": another_models(ctx),
+        "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_models(ctx)),
+        "models_conclusion": " ".join(m["conclusion"] for m in models),
         "index_options": option_tables(ctx),
     }
 

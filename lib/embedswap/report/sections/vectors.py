@@ -115,7 +115,7 @@ def another_models(ctx: ReportContext) -> list[dict[str, Any]]:
             continue
         said = [e for e in change.evidence if e.says_another]
         cosine = next((e for e in change.evidence if e.kind == "cosine"), None)
-        out.append({
+        entry = {
             "name": code(name), "model": code(change.candidate_model or MISSING),
             "legacy_model": code(change.legacy_model or MISSING),
             "evidence": ctx.terms["models"]["list_sep"].join(fill(words[e.kind], legacy=esc(e.legacy or MISSING),
@@ -123,7 +123,11 @@ def another_models(ctx: ReportContext) -> list[dict[str, Any]]:
             "cosine": fmt(cosine.cosine_median, "cos4") if cosine is not None else None,
             "by_language": ctx.terms["models"]["list_sep"].join(f"{esc(lang)} {fmt(v, 'cos4')}"
                                                       for lang, v in (cosine.by_language if cosine else {}).items()),
-        })
+        }
+        # the post's conclusion sentence, worded here: a loop over candidates inside a message would be read back
+        # by the A/A check's pattern with a backtracking blow-up (tests/support/aa_check.py)
+        entry["conclusion"] = fill(ctx.terms["models"]["conclusion"], **entry)
+        out.append(entry)
     return out
 
 

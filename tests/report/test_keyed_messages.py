@@ -14,6 +14,7 @@ from embedswap.summary.model import Target
 from embedswap.summary.types_decisions import LockShare, RankingCandidate, RatioDirection
 from embedswap.summary.types_faults import TargetFaultDecision
 from embedswap.summary.types_index import IndexDecision, StoreInfo
+from embedswap.summary.types_index_options import IndexOptionsDecision
 from embedswap.summary.types_long_input import LongInputCode
 from embedswap.summary.types_parity import MatrixRow
 from embedswap.summary.types_post import CandidateCode, CandidateGroup, LatencyShown
@@ -31,6 +32,7 @@ KEYED: dict[str, set[str]] = {
     "index.decisions": _codes(IndexDecision, "code") | {"re_embed_mixed"},  # sections/index.py's variant
     "index.length_advice": _codes(IndexDecision, "advice") - {"none"},  # asked only for length_only, never "none"
     "index.stores": _codes(StoreInfo, "kind"),
+    "index.option_choices": _codes(IndexOptionsDecision, "code"),
     "index.basis_metrics": _codes(IndexDecision, "basis"),
     "latency.shares": _codes(LockShare, "case"),
     "parity_matrix.points": _codes(MatrixRow, "check"),
@@ -43,8 +45,8 @@ KEYED: dict[str, set[str]] = {
     # where a server's version came from, and report/sections/status.py's states where it has none
     "common.versions": _codes(Target, "version_source") | {"said", "silent", "unconfirmed", "not_measured"},
     # the states report/post.py derives for the post's sections
-    "post.vectors_conclusions": {"same", "differ", "unreliable", "none"},
-    "post.vectors_headings": {"same", "differ", "unreliable", "none"},
+    "post.vectors_conclusions": {"same", "differ", "unreliable", "none", "another_model"},
+    "post.vectors_headings": {"same", "differ", "unreliable", "none", "another_model"},
     "post.contract_conclusions": {"differs", "same", "none"},
     "post.contract_headings": {"differs", "same", "none"},
     "post.latency_headings": {"faster", "slower", "inconclusive", "plain"},
@@ -54,7 +56,7 @@ KEYED: dict[str, set[str]] = {
 def test_the_codes_come_from_the_summary_types() -> None:
     assert KEYED["index.decisions"] >= {"keep_index", "re_embed", "adapter", "blocked", "not_measured"}
     assert KEYED["latency.shares"] == {"missing", "no_advantage", "all", "part", "none"}
-    assert KEYED["post.closings"] == {"drop_in", "client_changes", "not_swappable", "not_measured"}
+    assert KEYED["post.closings"] == {"drop_in", "client_changes", "not_swappable", "another_model", "not_measured"}
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

@@ -96,6 +96,8 @@ def _verdict_numbers(summary: Summary) -> set[str]:
             out |= {fmt(i.cost.hours_per_replica, "s"), fmt(i.cost.window_hours, "s")}
         if i.adapter is not None:
             out.add(fmt(i.adapter.retained, "cos4"))
+    for o in d.index_options.values():  # the chosen index option's sentence names the recall floor it was held to
+        out |= {fmt(o.recall_floor, "score"), fmt(o.ndcg_margin, "score")}
     for t in summary.targets.values():
         out.add(fmt(t.start_seconds, "s"))
     return out

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from embedswap.analysis import (capacity, client_changes, diagnosis, faults, index_decision, latency_ratios,
+from embedswap.analysis import (capacity, client_changes, diagnosis, faults, index_decision, index_options,
+                                latency_ratios,
                                 latency_shown, parity_matrix, parity_multimodal, post, ranking_verdict, shim_outcome,
                                 slices)
 from embedswap.config.decisions import DecisionsConfig
@@ -68,6 +69,8 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
         decided.vectors = vectors
     if (judged := faults.fault_decisions(summary, config)) is not None:
         decided.faults = judged
+    if options := index_options.index_options_decisions(summary, config):  # set only where options were measured
+        decided.index_options = options
     return decided
 
 

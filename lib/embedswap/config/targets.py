@@ -13,6 +13,7 @@ from embedswap.config.base import _Strict
 
 CaptureKind = Literal["workload", "queries", "probes", "latency"]
 ALL_CAPTURES: list[CaptureKind] = ["workload", "queries", "probes", "latency"]
+NO_LOCAL_MODEL = "none"  # targets.<name>.model: the server's weights have no local copy
 
 
 class _TargetBase(_Strict):
@@ -25,6 +26,22 @@ class _TargetBase(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     # Free-form note that ends up in the report's setup section.
     note: str | None = None
+    # The model this server serves when it is not experiment.yaml's ``model`` (a model migration, issue 57): a local
+    # folder or ``package:``/hub spec (embedswap.models), the name the server serves it under, or ``none`` for a
+    # server whose weights have no local copy. Unset: the experiment's model. Said here, it is evidence of "another
+    # model" that needs no measurement; the kit also finds it unsaid, from the vectors (summary.sections.models).
+    model: str | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_spec(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must name a model (a folder, a package: spec, its served name) or be 'none'")
+        return value.strip() if value is not None else None
+
+    def serves_local_copy(self) -> bool:
+        """Whether ``model`` names weights this machine can load (``none``: the server's weights are not local)."""
+        return self.model is not None and self.model.lower() != NO_LOCAL_MODEL
 
     @field_serializer("env")
     def _env_without_secrets(self, env: dict[str, str]) -> dict[str, str]:
@@ -106,7 +123,7 @@ class KubernetesTarget(_TargetBase):
     # The article's DynamoGraphDeployment (one Frontend + one embedding worker), rendered into the attempt;
     # applied with kubectl only when a cluster is configured (apply: true), then reached at `url`.
     kind: Literal["kubernetes"]
-    model: str | None = None  # model as the worker pod sees it; default: model.path
+    model: str | None = None  # model as the worker pod sees it; default: model.path (another one: issue 57)
     image: str = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.2"
     namespace: str = "default"
     deployment_name: str | None = None  # metadata.name; default: derived from the target's name

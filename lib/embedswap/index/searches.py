@@ -25,6 +25,7 @@ import numpy as np
 from embedswap.config.index import IndexConfig
 from embedswap.index.exact import grid_exact
 from embedswap.reasons import not_measured
+from embedswap.index.options import option_searches
 from embedswap.vectorstore.connect import one_line
 from embedswap.vectorstore.server import StoreError
 from embedswap.vectorstore.session import Store, open_store
@@ -207,6 +208,21 @@ def _blocked(legacy_docs: np.ndarray, candidate_docs: np.ndarray) -> dict[str, A
     return None
 
 
+def _options(store: Store, vectors: dict[str, dict[str, np.ndarray]], legacy: str, name: str, config: IndexConfig,
+             number: int) -> dict[str, Any]:
+    """The index options' searches (embedswap.index.options), or why they were not measured."""
+    old, new = vectors[legacy], vectors[name]
+    if max(old["docs"].shape[1], new["docs"].shape[1]) > MAX_DIM:
+        return not_measured("index_dimensions_too_many", dim=max(old["docs"].shape[1], new["docs"].shape[1]),
+                            max=MAX_DIM)
+    try:
+        return option_searches(store, old["docs"], new["docs"], old["queries"], new["queries"], config, f"o{number}")
+    except StoreLost:
+        raise
+    except StoreError as exc:  # the options are beside the grid: a failure here is theirs alone
+        return not_measured("index_options_failed", error=one_line(exc))
+
+
 def run_searches(vectors: dict[str, dict[str, np.ndarray]], legacy: str, candidates: list[str],
                  config: IndexConfig, folder: Path) -> dict[str, Any]:
     """The capture: ``vectors[name]`` holds ``docs`` and ``queries`` (legacy: the old client's queries; a
@@ -224,6 +240,8 @@ def run_searches(vectors: dict[str, dict[str, np.ndarray]], legacy: str, candida
             result["store"] = {"kind": store.kind, "server_version": store.server_version,
                                "pgvector_version": store.pgvector_version, "dsn_env": config.dsn_env}
             for number, name in enumerate(candidates):
+                if config.options.enabled:  # across dimensions too: an affine map, re-score and dual-read need none
+                    result.setdefault("options", {})[name] = _options(store, vectors, legacy, name, config, number)
                 blocked = _blocked(vectors[legacy]["docs"], vectors[name]["docs"])
                 if blocked is not None:
                     by_candidate[name] = blocked

@@ -33,6 +33,7 @@ from embedswap.summary.sections.latency import ablation_section, latency_section
 from embedswap.summary.sections.parity import parity_section
 from embedswap.summary.sections.variants import matryoshka_section, restore_section
 from embedswap.summary.sections.vectors import vectors_section
+from embedswap.summary.sections.models import models_section
 from embedswap.models import model_fingerprint, resolve_model_path
 from embedswap.summary.sections.ranking import ranking_section
 from embedswap.summary.sections.shim import shim_section
@@ -145,7 +146,10 @@ def _built(experiment: Experiment, experiment_dir: Path, attempt: Attempt,
         "steps": attempt.steps(),
         "targets": targets_section(experiment, attempt),
         "vectors": vectors_section(experiment, attempt, workload),
-        "contract": contract_section(experiment, attempt),
+        "models": (models := models_section(experiment, attempt, workload)),
+        # a candidate serving another model: its vectors are not compared with the legacy server's probe by probe
+        "contract": contract_section(experiment, attempt, {n for n, c in models["by_candidate"].items()
+                                                           if c.get("code") == "another_model"}),
         "instruction": instruction_section(experiment, attempt),
         "long_input": long_input_section(experiment, attempt),
         "latency": latency_section(experiment, attempt),

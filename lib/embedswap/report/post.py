@@ -23,6 +23,8 @@ from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
 from embedswap.report.sections.status import status
+from embedswap.report.sections.vectors import another_models
+from embedswap.report.sections.index_options import option_tables
 from embedswap.summary.model import Summary
 from embedswap.summary.types_common import Reason
 from embedswap.summary.types_decisions import RatioInterval
@@ -306,7 +308,8 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "default_title": ctx.terms["post"]["default_title"],
         # the vectors' stored verdict per candidate (decisions.post.conclusions[].vectors), never the conclusion's
         # code: a candidate can be not swappable for its ranking while its vectors are byte-identical
-        "vectors_state": ("none" if not vectors_measured else "differ" if any(
+        "vectors_state": ("another_model" if any(c.vectors == "another_model" for c in post.conclusions)
+                          else "none" if not vectors_measured else "differ" if any(
             c.vectors == "differ" or (c.vectors is None and c.code == "not_swappable")  # older summaries
             for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
         "faults": headlines(ctx),
@@ -330,7 +333,9 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "todo": [i["text"] for i in changes if not i["shim_done"]],
         "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
-        "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx),
+        "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_models(ctx)),
+        "models_conclusion": " ".join(m["conclusion"] for m in models),
+        "index_options": option_tables(ctx),
     }
 
 

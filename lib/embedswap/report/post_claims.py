@@ -176,16 +176,22 @@ def _query_cosine(ctx: ReportContext, name: str) -> float | None:
     return spread.median if spread is not None else None
 
 
-def _variant_claims(ctx: ReportContext, name: str, kind: str, v: RankingVariant) -> tuple[Claim, Claim | None]:
+def _variant_claims(ctx: ReportContext, name: str, kind: str, v: RankingVariant, another_model: bool = False
+                    ) -> tuple[Claim, Claim | None]:
     """(the variant's combined verdict, nDCG@10's own where another metric decided the combined one). The combined
-    verdict's figure is that of the metric that decided it (``slices``' first), so it is labelled by that metric."""
+    verdict's figure is that of the metric that decided it (``slices``' first), so it is labelled by that metric.
+    For a candidate serving another model, its nDCG@10 verdict on the judgements alone: the top-5 overlap with
+    another model's ranking changes by nature, and nDCG@10 is what decides a model change (issue 57)."""
     source = f"decisions.ranking.by_candidate.{name}.{kind}"
+    variant = "address_swap" if kind == "naive" else "shim"
+    ndcg = v.metrics.get("ndcg_at_10")
+    if another_model and ndcg is not None:
+        return claim(ctx, ndcg, kind="delta", metric="ndcg_at_10", subjects=[name], variant=variant,
+                     source=f"{source}.metrics.ndcg_at_10"), None
     combined = v.equivalence
     metric = combined.slices[0] if combined is not None and combined.slices else "ndcg_at_10"
-    variant = "address_swap" if kind == "naive" else "shim"
     first = claim(ctx, combined, kind="delta", metric=metric, subjects=[name], variant=variant,
                   source=f"{source}.equivalence")
-    ndcg = v.metrics.get("ndcg_at_10")
     if metric == "ndcg_at_10" or ndcg is None:
         return first, None
     return first, claim(ctx, ndcg, kind="delta", metric="ndcg_at_10", subjects=[name], variant=variant,
@@ -201,8 +207,9 @@ def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
         if c is None:
             continue
         cosine = _query_cosine(ctx, name)
-        naive, naive_ndcg = _variant_claims(ctx, name, "naive", c.naive)
-        shim, shim_ndcg = _variant_claims(ctx, name, "shim", c.shim)
+        other = ctx.summary.another_model(name)
+        naive, naive_ndcg = _variant_claims(ctx, name, "naive", c.naive, other)
+        shim, shim_ndcg = _variant_claims(ctx, name, "shim", c.shim, other)
         out.append(RankingClaims(name=code(name), naive=naive, shim=shim, naive_ndcg=naive_ndcg, shim_ndcg=shim_ndcg,
                                  changed=fmt(c.naive.changed_queries, "int"), queries=fmt(c.naive.queries, "int"),
                                  query_cosine=fmt(cosine, "cos4") if cosine is not None else None,

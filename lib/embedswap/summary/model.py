@@ -20,6 +20,7 @@ from embedswap.summary.types_faults import Faults
 from embedswap.summary.types_index import Index
 from embedswap.summary.types_latency import Ablation, Latency, Timing
 from embedswap.summary.types_long_input import LongInput
+from embedswap.summary.types_models import Models
 from embedswap.summary.types_parity import Parity, ParitySample
 from embedswap.summary.types_sections import Diagnosis, Instruction, Matryoshka, Ranking, Restore, Shim
 from embedswap.summary.types_vectors import ProbeRow, Vectors
@@ -181,12 +182,18 @@ class SummaryBody(Strict):
     capacity: Capacity | None = None  # the open-loop sweep; absent unless latency.open_loop is configured
     index: Index | None = None  # keep the index or re-embed it (absent in summaries from before it)
     faults: Faults | None = None  # unusable answers per server, by kind (absent in summaries from before it)
+    # which model each candidate serves against the legacy server's (absent in summaries from before issue 57)
+    models: Models | None = None
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
     non_finite: list[str] = []
 
     def target(self, name: str | None) -> Target | None:
         """One server's configuration and start record (None: not a target of this summary, or no name)."""
         return self.targets.get(name) if name is not None else None
+
+    def another_model(self, name: str | None) -> bool:
+        """Whether a candidate serves another model than the legacy server (False in summaries from before it)."""
+        return self.models is not None and self.models.another(name)
 
 
 # a ratio's figure -> the shown point's field it divides

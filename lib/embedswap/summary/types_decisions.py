@@ -9,6 +9,7 @@ from embedswap.summary.types_capacity import CapacityDecisions
 from embedswap.summary.types_common import Finding, Strict
 from embedswap.summary.types_faults import FaultDecisions
 from embedswap.summary.types_equivalence import (Verdict, HostDrift, PointVerdicts, SlicedVerdicts)
+from embedswap.summary.types_index_options import IndexOptionsDecision
 from embedswap.summary.types_index import IndexDecision
 from embedswap.summary.types_post import LatencyShown, PostDecision
 
@@ -300,6 +301,8 @@ class Decisions(Strict):
     vectors: dict[str, SlicedVerdicts] = {}
     capacity: CapacityDecisions | None = None  # the open-loop sweep's capacity (absent: not configured)
     index: dict[str, IndexDecision] = {}  # keep the index or re-embed it, per candidate (analysis.index_decision)
+    # the cheapest index option within the margins, per candidate (analysis.index_options; issue 57)
+    index_options: dict[str, IndexOptionsDecision] = {}
     shown: LatencyShown = LatencyShown()  # the one latency statistic every part of the report shows
     post: PostDecision = PostDecision()  # the post's conclusions
     faults: FaultDecisions | None = None  # unusable answers judged by kind and rate (absent: no faults section)

@@ -7,6 +7,7 @@ from typing import Literal
 
 from embedswap.summary.types_common import Number, Section, Spread, Strict
 from embedswap.summary.types_equivalence import Verdict
+from embedswap.summary.types_index_options import IndexOptions
 
 Method = Literal["exact", "hnsw"]
 QuerySource = Literal["legacy", "candidate"]
@@ -91,6 +92,8 @@ class Index(Section):
     queries: int = 0
     store: StoreInfo | None = None
     by_candidate: dict[str, IndexCandidate] = {}
+    # keep / orthogonal / affine / re-score / dual-read against the re-embed, per candidate (issue 57; absent before)
+    options: dict[str, IndexOptions] = {}
 
     def of(self, name: str) -> IndexCandidate | None:
         return self.by_candidate.get(name)

@@ -154,6 +154,8 @@ class Parity(Section):
     passed: bool | None = Field(default=None, alias="pass")
     not_run: list[NotRun] = []
     not_asked: list[str] = []  # servers the experiment did not ask to gate
+    # servers of another model with no local copy of it (issue 57): not measured, never a failure of the gate
+    other_model: list[NotRun] = []
     thresholds: dict[str, Number] = {}  # text, multimodal
     reference: str | None = None
     sample: ParitySample | None = None

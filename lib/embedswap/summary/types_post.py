@@ -69,8 +69,9 @@ class CandidateGroup(Strict):
     unknown: list[str] = []  # codes of what the run cannot say about the difference (reasons in the catalogues)
 
 
-CandidateCode = Literal["drop_in", "client_changes", "not_swappable", "not_measured"]
-VectorsCode = Literal["same", "differ", "not_measured"]
+# another_model: the candidate serves another model (issue 57), so ranking and the index decide, not the vectors
+CandidateCode = Literal["drop_in", "client_changes", "not_swappable", "another_model", "not_measured"]
+VectorsCode = Literal["same", "differ", "another_model", "not_measured"]
 
 
 class CandidateConclusion(Strict):

@@ -8,7 +8,8 @@ from embedswap.summary.types_common import Number, Reason, Section, Spread, Stri
 
 # answers.classify's verdicts
 ProbeVerdict = Literal["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
-                       "metadata-difference", "not-applicable", "empty-200", "nondeterministic"]  # answers.classify.VERDICTS (a test keeps them equal)
+                       "metadata-difference", "not-applicable", "empty-200", "nondeterministic",
+                       "another-model"]  # answers.classify.VERDICTS (a test keeps them equal)
 
 
 class LanguageSpread(Spread):

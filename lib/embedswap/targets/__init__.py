@@ -21,7 +21,10 @@ __all__ = ["Target", "TargetStartError", "build_target"]
 
 def build_target(experiment: Experiment, name: str, log_dir: Path) -> Target:
     config = experiment.targets[name]
-    model_path = resolve_model_path(experiment.model.path)
+    # a server the kit starts loads the target's own model where one is named with a local copy (issue 57); an
+    # external or Kubernetes server loads its own, and ``model`` only says which
+    own = config.serves_local_copy() and not isinstance(config, (ExternalTarget, KubernetesTarget))
+    model_path = resolve_model_path(config.model if own and config.model else experiment.model.path)
     kinds: dict[type, type[Target]] = {
         LegacyTarget: LegacyServerTarget,
         VllmTarget: VllmServerTarget,

@@ -14,7 +14,9 @@ from embedswap.summary.types_decisions import ClientChange
 from embedswap.summary.types_vectors import ProbeRow, ProbeReading
 
 VERDICT_ORDER = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference",
-                 "metadata-difference", "not-applicable", "empty-200", "nondeterministic"]
+                 "metadata-difference", "not-applicable", "empty-200", "nondeterministic", "another-model"]
+# verdicts that are no difference: the same answer, or another model's answer alike in status and shape (issue 57)
+ALIKE = ("same", "another-model")
 
 
 def aspect_cell(ctx: ReportContext, verdict: ProbeReading | None) -> str:
@@ -99,7 +101,7 @@ def _table(ctx: ReportContext, contract: list[ProbeRow]) -> tuple[str, list[dict
             cells += [ctx.side_cell(row.side(name)), ctx.verdict_cell(verdict),
                       aspect_cell(ctx, verdict)]
             v = verdict.verdict if verdict is not None else None
-            if v and v != "same":
+            if v and v not in ALIKE:
                 details.append({"probe": row.probe, "description": ctx.probe_description(row),
                                 "candidate": name, "verdict": v, "detail": ctx.why(verdict, key="detail")})
         rows.append(cells)
@@ -121,7 +123,7 @@ def _counts(ctx: ReportContext, contract: list[ProbeRow]) -> list[dict[str, Any]
         found = [None if r.probe in legacy_failed else _verdict(r, name) for r in contract]
         counted = [(v, sum(1 for f in found if f == v)) for v in VERDICT_ORDER]
         counts.append({"name": name, "total": len(found), "compared": sum(1 for f in found if f),
-                       "differ": sum(1 for f in found if f and f != "same"),
+                       "differ": sum(1 for f in found if f and f not in ALIKE),
                        "by_verdict": [{"verdict": v, "n": n} for v, n in counted if n],
                        "probes": {v: [r.probe for r, f in zip(contract, found) if f == v
                                       # a retry loop is the candidate's doing only when it answered 5xx / nothing
@@ -152,7 +154,9 @@ def contract(ctx: ReportContext) -> dict[str, Any]:
     contract = ctx.summary.contract
     t = ctx.terms
     answers, verdicts = contract_states(ctx.summary)
-    legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER]
+    # another-model exists only where a candidate serves another model (issue 57): the legend names it there only
+    another = any(ctx.summary.another_model(n) for n in ctx.candidates)
+    legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER if v != "another-model" or another]
     if not isinstance(contract, list):
         return {"state": False, "label": ctx.label(False), "why": ctx.why(contract), "legend": legend,
                 "table": None, "details": [], "changes": [], "changes_done": "0", "changes_probed": False,

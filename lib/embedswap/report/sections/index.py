@@ -10,6 +10,7 @@ from embedswap.analysis.common import is_measured
 from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.index_options import option_tables
 from embedswap.summary.types_equivalence import Verdict
 from embedswap.summary.types_index import CellDecision, HnswPlan, IndexDecision
 
@@ -117,4 +118,5 @@ def index(ctx: ReportContext) -> dict[str, Any]:
         "sources": ctx.refs_for(["captures/index/searches.json"]),
         "candidates": [_candidate(ctx, name, decision) for name, decision in ctx.decisions.index.items()],
         "figure": ctx.figure("index_shares"),
+        "options": option_tables(ctx),
     }

@@ -123,6 +123,8 @@ def parity(ctx: ReportContext) -> dict[str, Any]:
         "gate": None if gate is None else (t["pass"] if gate else t["fail"]), "gate_passed": gate,
         "thresholds": {k: fmt(v, "raw") for k, v in parity.thresholds.items()},
         "not_run": not_run,
+        # servers of another model with no local copy (issue 57): not measured, not a failure
+        "other_model": [{"name": e.backend, "why": ctx.why(e)} for e in parity.other_model],
         # a failed row's cause (another dimension or norm than the reference), as the gate recorded it
         "causes": _causes(ctx, parity),
         "reference": esc(parity.reference) if parity.reference else None,

@@ -103,6 +103,34 @@ def _language_table(ctx: ReportContext) -> str | None:
     return "\n\n".join(x for x in (lang_table, verdicts) if x) or None
 
 
+def another_models(ctx: ReportContext) -> list[dict[str, Any]]:
+    """The candidates serving another model than the legacy server (summary ``models``), with their evidence in
+    words and figures (issue 57): the post and the full report state it instead of a wall of differences."""
+    models = ctx.summary.models
+    words = ctx.terms["models"]["evidence"]
+    out = []
+    for name in ctx.candidates:
+        change = models.of(name) if models is not None else None
+        if change is None or not change.another:
+            continue
+        said = [e for e in change.evidence if e.says_another]
+        cosine = next((e for e in change.evidence if e.kind == "cosine"), None)
+        entry = {
+            "name": code(name), "model": code(change.candidate_model or MISSING),
+            "legacy_model": code(change.legacy_model or MISSING),
+            "evidence": ctx.terms["models"]["list_sep"].join(fill(words[e.kind], legacy=esc(e.legacy or MISSING),
+                                                        candidate=esc(e.candidate or MISSING)) for e in said),
+            "cosine": fmt(cosine.cosine_median, "cos4") if cosine is not None else None,
+            "by_language": ctx.terms["models"]["list_sep"].join(f"{esc(lang)} {fmt(v, 'cos4')}"
+                                                      for lang, v in (cosine.by_language if cosine else {}).items()),
+        }
+        # the post's conclusion sentence, worded here: a loop over candidates inside a message would be read back
+        # by the A/A check's pattern with a backtracking blow-up (tests/support/aa_check.py)
+        entry["conclusion"] = fill(ctx.terms["models"]["conclusion"], **entry)
+        out.append(entry)
+    return out
+
+
 def vectors(ctx: ReportContext) -> dict[str, Any]:
     """The vectors section: the tables, the lowest cosines, and why a server's vectors are missing."""
     vectors = ctx.summary.vectors
@@ -126,6 +154,7 @@ def vectors(ctx: ReportContext) -> dict[str, Any]:
         "lang_table": _language_table(ctx),
         "worst": worst,
         "why": why,
+        "models": another_models(ctx),
         "cos_min": fmt(cos.min if cos is not None else None, "cos"),
         "cos_median": fmt(cos.median if cos is not None else None, "cos"),
         "cos_max": fmt(cos.max if cos is not None else None, "cos"),

@@ -49,7 +49,11 @@ def baseline(same_request: dict[str, Any] | None, candidate: dict[str, Any] | No
     return None, same_request
 
 
-def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str, Any]] | dict[str, Any]:
+def contract_section(experiment: Experiment, attempt: Attempt, another_model: set[str] | None = None
+                     ) -> list[dict[str, Any]] | dict[str, Any]:
+    """The probe rows; ``another_model``: candidates serving another model than the legacy server (sections.models),
+    whose answers are compared on status and shape only (answers.classify's ``another_model``)."""
+    another_model = another_model or set()
     probes: dict[str, dict[str, dict[str, Any]]] = {}
     order: list[str] = []
     descriptions: dict[str, tuple[str, Any]] = {}
@@ -93,7 +97,8 @@ def contract_section(experiment: Experiment, attempt: Attempt) -> list[dict[str,
             if legacy is None or candidate is None:
                 row["verdicts"][name] = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
             else:
-                row["verdicts"][name] = {**classify(legacy, candidate, threshold).record(),
+                row["verdicts"][name] = {**classify(legacy, candidate, threshold,
+                                                    another_model=name in another_model).record(),
                                          **({"baseline": against} if against else {})}
         primary = row["verdicts"][experiment.primary_candidate]
         row.update(verdict=primary["verdict"], detail=primary["detail"], cosine=primary["cosine"],

@@ -10,6 +10,7 @@ import numpy as np
 
 from embedswap.index.adapter import adapter_searches
 from embedswap.index.searches import CAPTURE
+from embedswap.summary.sections.index_options import options_section
 from embedswap.ranking.metrics import (
     OVERLAP_K,
     RECALL_K,
@@ -170,4 +171,5 @@ def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any
     return {"measured": True, "distance": capture["distance"], "k": capture["k"], "ef_search": capture["ef_search"],
             "shares": capture["shares"], "hnsw_plan": capture.get("hnsw_plan"),
             "seed": capture["seed"], "judged": bool(judged.any()),
-            "queries": len(rows), "store": capture.get("store"), "by_candidate": by_candidate}
+            "queries": len(rows), "store": capture.get("store"), "by_candidate": by_candidate,
+            "options": options_section(capture, relevance)}

@@ -1,0 +1,65 @@
+"""The index options of a model change (issue 57): one table per candidate (each option's recall@10 and nDCG@10
+against the re-embed with their intervals, its cost) and the chosen option, for the full report and the post."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.report.catalogue import fill
+from embedswap.report.format import MISSING, code, fmt, md_table
+from embedswap.report.sections.context import ReportContext
+from embedswap.summary.types_index_options import IndexOptions, IndexOptionsDecision, OptionFigure
+
+MIB = 2**20
+
+
+def _figure(ctx: ReportContext, figure: OptionFigure | None, kind: str = "score") -> str:
+    if figure is None or figure.value is None:
+        return ctx.label(False)
+    if figure.low is None or figure.high is None:
+        return fmt(figure.value, kind)
+    return fill(ctx.terms["index_options"]["interval"], value=fmt(figure.value, kind), low=fmt(figure.low, kind),
+                high=fmt(figure.high, kind), n=fmt(figure.n, "int"))
+
+
+def _table(ctx: ReportContext, options: IndexOptions, decision: IndexOptionsDecision) -> str:
+    t = ctx.terms["index_options"]
+    header = [t["option"], t["recall"], t["ndcg"], t["ndcg_delta"], t["fit_s"], t["query_ms"], t["overhead_ms"],
+              t["storage"], t["verdict"]]
+    rows = []
+    for option in options.options:
+        verdict = decision.verdict(option.option)
+        state = ("chosen" if option.option == decision.code else
+                 (verdict.lost or ("within" if verdict.within else "below_margin")) if verdict else "not_decided")
+        rows.append([t["names"][option.option], _figure(ctx, option.recall_at_10), _figure(ctx, option.ndcg_at_10),
+                     _figure(ctx, option.ndcg_delta, "delta"),
+                     fmt(option.fit_s, "score") if option.fit_s is not None else MISSING,
+                     f"{option.query_ms:.2f}", f"{option.overhead_ms:+.2f}",
+                     f"{option.storage_bytes / MIB:.2f}", t["states"][state]])
+    return md_table(header, rows, ["l", "r", "r", "r", "r", "r", "r", "r", "l"])
+
+
+def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
+    """Per candidate with measured options: its name, decision code, the words of the options that lost, table."""
+    section = ctx.summary.index
+    decided = ctx.decisions.index_options
+    out = []
+    for name, options in (section.options.items() if section is not None else []):
+        decision = decided.get(name)
+        if decision is None or not options.measured:
+            continue
+        names = ctx.terms["index_options"]["names"]
+        below = [names[v.option] for v in decision.verdicts if v.lost == "below_margin"]
+        out.append({
+            "name": code(name), "code": decision.code, "why": ctx.why(decision) if decision.reason else "",
+            "chosen": names.get(decision.code, decision.code), "below": ctx.terms["index_options"]["list_sep"].join(below),
+            "dual_read": decision.dual_read_within,
+            "floor": fmt(decision.recall_floor, "score"),
+            # the rule that decided, in words: nDCG@10 on the judgements, else recall@10 against the re-embed
+            "rule": fill(ctx.terms["index_options"]["rules"][decision.basis or "recall_at_10"],
+                         floor=fmt(decision.recall_floor, "score"), margin=fmt(decision.ndcg_margin, "score")),
+            "folds": fmt(options.folds, "int"),
+            "per_fold": fmt(options.documents_per_fold, "int"), "queries": fmt(options.queries, "int"),
+            "depth": fmt(options.rescore_depth, "int"), "share": fmt(options.dual_read_share, "pct"),
+            "table": _table(ctx, options, decision)})
+    return out

@@ -1,0 +1,140 @@
+"""summary.json's ``models`` section: does each candidate serve the legacy server's model, or another one (issue 57)?
+
+Read from the evidence, each piece kept with what it read:
+
+- ``configured``: ``targets.<name>.model`` names another model than the legacy server's (its own ``model``, else
+  the experiment's), or not; also when both are servers the kit starts, which load the model spec they are given.
+  It needs no measurement and decides alone: a server of the same model whose vectors are broken (a wrong pooling
+  on a random-weight test model can fall below any cosine threshold) stays the same model, its differences shown;
+- ``cosine``: the candidate's document vectors have a median cosine to the legacy server's below
+  ``decisions.another_model_cosine`` overall *and* in every language (one model served wrongly moves the cosine
+  by hundredths, two models' vectors are unrelated: ``config/decisions.py`` says why the threshold sits there);
+- ``dimensions``: the vectors have another dimension (one model has one);
+- ``stated``: the model names the server states (its model list, the echoed model) share none with the legacy
+  server's. A name alone does not decide (a server may call the same model anything), it backs the dimensions.
+
+The configuration decides where there is one; otherwise another model by the cosine, or by the dimensions backed by
+the stated name; the same model when the cosine says so; otherwise undetermined. Step 03's contract (``sections/contract.py``) and step 05's parity
+read it from here, so the three agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+import numpy as np
+
+from embedswap.captures import Attempt
+from embedswap.config.experiment import Experiment
+from embedswap.measure.workload import Workload
+from embedswap.models import local_copy
+from embedswap.reasons import not_measured
+from embedswap.stats.vectors import rowwise_cosine
+from embedswap.summary.types_models import ModelChange, ModelEvidence
+
+
+def configured_model(experiment: Experiment, name: str) -> str:
+    """The model a target serves as configured: its own ``model``, else the experiment's."""
+    return experiment.targets[name].model or experiment.model.path
+
+
+# servers the kit starts itself: they load the model spec they are given (targets.build_target), so the weights are
+# known without measuring; an external or Kubernetes server loads its own
+KIT_LOADED = ("legacy", "vllm", "dynamo", "llamacpp")
+
+
+def _loads(experiment: Experiment, name: str) -> bool:
+    return experiment.targets[name].kind in KIT_LOADED
+
+
+def _names(experiment: Experiment, name: str) -> set[str]:
+    """The names one model goes by in this experiment (spec, served name), compared without folders and case."""
+    own = experiment.targets[name].model
+    names = {own} if own else {experiment.model.path, experiment.model.served_name}
+    return {_plain(n) for n in names if n}
+
+
+def _plain(name: str) -> str:
+    return PurePosixPath(str(name).split(":", 1)[-1].rstrip("/")).name.lower()
+
+
+def _stated(attempt: Attempt, name: str) -> set[str]:
+    """The model names a server stated during its capture (measure.identity), plain."""
+    if not attempt.has(f"{name}/target.json"):
+        return set()
+    identity = attempt.read_json(f"{name}/target.json").get("identity") or {}
+    names = list(identity.get("served_models") or []) + ([identity["model"]] if identity.get("model") else [])
+    return {_plain(n) for n in names if n}
+
+
+def _vectors(attempt: Attempt, name: str) -> np.ndarray | None:
+    path = f"{name}/doc_vectors.npy"
+    return np.asarray(attempt.read_array(path, mmap=True)[0]) if attempt.has(path) else None
+
+
+def _cosine(legacy: np.ndarray, candidate: np.ndarray, langs: list[str], threshold: float) -> ModelEvidence:
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        cos = rowwise_cosine(legacy, candidate)
+    finite = np.isfinite(cos)
+    by_language = {lang: float(np.median(cos[finite & (np.asarray(langs) == lang)]))
+                   for lang in sorted(set(langs)) if np.any(finite & (np.asarray(langs) == lang))}
+    median = float(np.median(cos[finite])) if finite.any() else None
+    says = median is not None and median < threshold and all(v < threshold for v in by_language.values())
+    return ModelEvidence(kind="cosine", says_another=bool(says), cosine_median=median, by_language=by_language,
+                         threshold=threshold)
+
+
+def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, name: str) -> ModelChange:
+    """One candidate's model against the legacy server's, from the evidence (see the module doc)."""
+    legacy = experiment.legacy
+    evidence: list[ModelEvidence] = []
+    legacy_model, candidate_model = configured_model(experiment, legacy), configured_model(experiment, name)
+    if experiment.targets[name].model or experiment.targets[legacy].model or (
+            _loads(experiment, name) and _loads(experiment, legacy)):
+        evidence.append(ModelEvidence(kind="configured", legacy=legacy_model, candidate=candidate_model,
+                                      says_another=not (_names(experiment, name) & _names(experiment, legacy))))
+    stated = _stated(attempt, name)
+    if stated:
+        theirs = _stated(attempt, legacy) or _names(experiment, legacy)
+        evidence.append(ModelEvidence(kind="stated", legacy=", ".join(sorted(theirs)), candidate=", ".join(sorted(stated)),
+                                      says_another=not (stated & theirs)))
+    old, new = _vectors(attempt, legacy), _vectors(attempt, name)
+    if old is not None and new is not None:
+        if old.shape[1] != new.shape[1]:
+            evidence.append(ModelEvidence(kind="dimensions", legacy=str(old.shape[1]), candidate=str(new.shape[1]),
+                                          says_another=True))
+        elif old.shape == new.shape:
+            evidence.append(_cosine(old, new, [d.lang for d in workload.documents][: len(old)],
+                                    experiment.decisions.another_model_cosine))
+    said = {e.kind: e.says_another for e in evidence}
+    if "configured" in said:  # said, or loaded by the kit: a broken server of the same model stays the same model
+        code = "another_model" if said["configured"] else "same_model"
+    elif said.get("cosine") or (said.get("dimensions") and said.get("stated")):
+        code = "another_model"
+    elif said.get("cosine") is False:
+        code = "same_model"
+    else:
+        code = "undetermined"
+    if code == "another_model" and not experiment.targets[name].model and stated:
+        candidate_model = ", ".join(sorted(stated))  # not configured: the name the server states
+    return ModelChange(measured=bool(evidence), code=code, legacy_model=legacy_model, candidate_model=candidate_model,
+                       local_copy=local_copy(experiment.targets[name].model) is not None, evidence=evidence)
+
+
+def models_section(experiment: Experiment, attempt: Attempt, workload: Workload) -> dict[str, Any]:
+    """``{measured, by_candidate: {name: ModelChange}}`` as summary.json stores it."""
+    found = {name: model_change(experiment, attempt, workload, name) for name in experiment.candidates}
+    if not any(change.measured for change in found.values()):
+        return {**not_measured("vectors_missing", legacy=experiment.legacy, name=experiment.primary_candidate),
+                "by_candidate": {n: c.model_dump(exclude_defaults=True) | {"measured": False}
+                                 for n, c in found.items()}}
+    return {"measured": True, "by_candidate": {n: c.model_dump(exclude_defaults=True) | {"measured": c.measured}
+                                               for n, c in found.items()}}
+
+
+def another_models(experiment: Experiment, attempt: Attempt, workload: Workload) -> set[str]:
+    """The candidates that serve another model than the legacy server (step 05 reads this before any summary)."""
+    return {n for n in experiment.candidates if model_change(experiment, attempt, workload, n).another}
+
+

@@ -1,0 +1,51 @@
+"""The ``models`` section of summary.json: which model each candidate serves against the legacy server's, and the
+evidence (issue 57). A candidate serving another model is compared on ranking and the index, not vector by vector."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from embedswap.summary.types_common import Number, Section, Strict
+
+# what says "another model": the configuration (targets.<name>.model), what the server states about itself (its
+# model list or the echoed model), the document vectors (median cosine to the legacy server's near 0 in every
+# language), or their dimension
+EvidenceKind = Literal["configured", "stated", "cosine", "dimensions"]
+ModelCode = Literal["same_model", "another_model", "undetermined"]
+
+
+class ModelEvidence(Strict):
+    """One piece of evidence, for or against another model (``says_another``), with what it read."""
+    kind: EvidenceKind
+    says_another: bool
+    legacy: str | None = None  # the legacy side's value (a model name, a dimension)
+    candidate: str | None = None
+    cosine_median: Number | None = None  # kind "cosine": overall, and per language below
+    by_language: dict[str, Number] = {}
+    threshold: Number | None = None
+
+
+class ModelChange(Section):
+    """One candidate: does it serve the legacy server's model, and why the kit says so."""
+    code: ModelCode = "undetermined"
+    legacy_model: str | None = None  # the model the legacy server serves (its target's ``model`` or the experiment's)
+    candidate_model: str | None = None  # as configured, else as the server states it
+    local_copy: bool = False  # the candidate's model has weights on this machine (a parity reference is possible)
+    evidence: list[ModelEvidence] = []
+
+    @property
+    def another(self) -> bool:
+        return self.code == "another_model"
+
+
+class Models(Section):
+    """Per candidate, the model it serves against the legacy server's."""
+    by_candidate: dict[str, ModelChange] = {}
+
+    def of(self, name: str | None) -> ModelChange | None:
+        return self.by_candidate.get(name) if name is not None else None
+
+    def another(self, name: str | None) -> bool:
+        """Whether the candidate serves another model than the legacy server (False: same, or not determined)."""
+        found = self.of(name)
+        return found is not None and found.another

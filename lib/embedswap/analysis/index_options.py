@@ -23,7 +23,7 @@ from embedswap.reasons import reason
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_common import Reason
 from embedswap.summary.types_index_options import (COST_ORDER, IndexOption, IndexOptions, IndexOptionsDecision,
-                                                   OptionVerdict)
+                                                   OptionStanding)
 
 
 def _within(option: IndexOption | None, floor: float, ndcg_margin: float) -> bool | None:
@@ -52,14 +52,14 @@ def options_decision(options: IndexOptions, config: DecisionsConfig) -> IndexOpt
     for code in COST_ORDER:
         within = None if code == "rescore" and whole_fold else _within(options.of(code), floor, ndcg_margin)
         if within is None:
-            verdicts.append(OptionVerdict(option=code, within=None, lost="not_measured"))
+            verdicts.append(OptionStanding(option=code, within=None, lost="not_measured"))
         elif chosen is None and within:
             chosen = code
-            verdicts.append(OptionVerdict(option=code, within=True))
+            verdicts.append(OptionStanding(option=code, within=True))
         else:
-            verdicts.append(OptionVerdict(option=code, within=within, lost="costlier" if within else "below_margin"))
+            verdicts.append(OptionStanding(option=code, within=within, lost="costlier" if within else "below_margin"))
     dual = _within(options.of("dual_read"), floor, ndcg_margin)
-    verdicts.append(OptionVerdict(option="dual_read", within=dual, lost="not_measured" if dual is None else None))
+    verdicts.append(OptionStanding(option="dual_read", within=dual, lost="not_measured" if dual is None else None))
     judged = any(o.ndcg_delta is not None and o.ndcg_delta.low is not None for o in options.options)
     return IndexOptionsDecision(code=chosen or "re_embed", basis="ndcg_at_10" if judged else "recall_at_10",
                                 recall_floor=floor, ndcg_margin=ndcg_margin, verdicts=verdicts, dual_read_within=dual)

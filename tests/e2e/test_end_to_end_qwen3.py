@@ -154,6 +154,7 @@ def test_matryoshka_with_and_without_the_override(qwen3: dict) -> None:
     # measured on vLLM 0.31.0, README's qwen3 table: "`dimensions`: 200 with the Matryoshka override, cut = legacy's"
     for row in matryoshka["rows"]:
         assert row["without_override"]["status"] == 400, row["probe"]
+        assert "does not support Matryoshka" in row["without_override"]["error"], row["probe"]
         assert row["with_override"]["status"] == 200, (row["probe"], row["with_override"])
         assert row["with_override"]["dim"] == row["legacy"]["dim"], row["probe"]
         assert row["cosine_to_legacy_cut"] > 0.999, row["probe"]

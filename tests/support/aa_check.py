@@ -261,15 +261,22 @@ def rebuild(folder: Path, attempt: str, languages: list[str]) -> tuple[dict[str,
 
 # --- an A/A experiment: one running server named as both targets ---------------------------------------------------
 AA_LANGUAGES = ["ko", "en", "ja", "zh"]
+# an engine's A/A (vLLM, Infinity, llama.cpp): the post's sentences are the same code in every language, which the
+# legacy server's A/A checks in all four; two here (the original's and English) keep make test shorter
+ENGINE_AA_LANGUAGES = ["ko", "en"]
 # one server answers for both sides: latency in alternating blocks, so the host's load reaches both alike (in phases,
 # 6 requests a side, a shared 2-core host made the same server 1.36x "slower"); short blocks, many of them
 AA_LATENCY = {"repeats": 6, "sequential_requests": 3, "concurrent_requests": 8, "concurrency": 4}
+# an engine's A/A, beside other tests in make test's second pass: four blocks a side (the block interval needs two;
+# fewer blocks widen it, which an A/A, asserting "not different", allows), a third fewer requests than six
+ENGINE_AA_LATENCY = {**AA_LATENCY, "repeats": 4}
 
 
 def aa_experiment(root: Path, url: str, probes: list[str], legacy: str = "old", candidate: str = "same",
-                  languages: list[str] | None = None, **target: Any) -> Path:
+                  languages: list[str] | None = None, latency: dict[str, Any] | None = None, **target: Any) -> Path:
     """An experiment under ``root/experiments`` whose legacy target and candidate are both ``kind: external`` at
-    ``url`` (``target``: more fields of both, e.g. routes), every step on, the report in ``languages``."""
+    ``url`` (``target``: more fields of both, e.g. routes), every step on, the report in ``languages``, the latency
+    runs ``latency`` (default :data:`AA_LATENCY`)."""
     import yaml
     from realkit import make_experiment
 
@@ -281,7 +288,7 @@ def aa_experiment(root: Path, url: str, probes: list[str], legacy: str = "old", 
     config["legacy"] = legacy
     config["report"]["languages"] = list(languages or AA_LANGUAGES)
     config["sequencing"].update(stop_legacy_before_candidates=False, interleave=True)
-    config["latency"].update(AA_LATENCY)
+    config["latency"].update(latency or AA_LATENCY)
     path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     return folder
 

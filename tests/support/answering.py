@@ -31,3 +31,13 @@ def wait_answering(servers: dict[str, tuple[ManagedProcess, str, Path]], timeout
     if waiting:
         logs = "\n".join(f"{name}:\n{log.read_text()[-3000:]}" for name, (_, _, log) in waiting.items())
         pytest.fail(f"{sorted(waiting)} did not answer within {timeout_s:.0f} s:\n{logs}")
+
+
+def infinity_env() -> dict[str, str]:
+    """The environment of an Infinity server a test starts: no usage statistics, and one torch thread. Why one:
+    make test runs two tests at once on 2 cores, and torch's two OpenMP threads then wait on each other whenever one
+    is descheduled; measured with both cores busy (2026-12-05, benchmarks/threads_under_load.py):
+    15 batches of 8 in 23.8 s with torch's default threads, 14.5 s with one. Both sides of a comparison run alike."""
+    from embedswap.targets.base import server_env
+
+    return server_env({"INFINITY_ANONYMOUS_USAGE_STATS": "0", "DO_NOT_TRACK": "1", "OMP_NUM_THREADS": "1"})

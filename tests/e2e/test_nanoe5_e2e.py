@@ -126,4 +126,10 @@ def test_the_index_options_are_measured_with_intervals_and_costs(e5_run: dict[st
     assert decision.code in ("re_embed", "keep", "orthogonal", "affine", "rescore")
     assert {v.option for v in decision.verdicts} >= {"keep", "orthogonal", "affine", "rescore", "re_embed"}
     assert "| re-embed |" in e5_run["report"] and "recall@10 vs re-embed" in e5_run["report"]
+    # one index decision: the options' choice is the candidate's, said once (the post's options line, the report's
+    # by_options sentence), the sample's cross search a figure beside it
+    assert summary.decisions.index["e5"].options == decision.code
+    post = render_post(summary, "en")
+    assert "e5`, the index:" not in post and "the index options:**" in post
+    assert "as the index options below decide" in e5_run["report"]
     assert json.loads((e5_run["attempt"] / "captures/index/searches.json").read_text())["options"]["e5"]["folds"]

@@ -16,6 +16,7 @@ from embedswap.config.index import IndexConfig, IndexOptionsConfig
 from embedswap.index.maps import fit_map
 from embedswap.index.searches import run_searches
 from embedswap.summary.sections.index_options import score_options
+from embedswap.summary.types_index import IndexDecision
 from embedswap.summary.types_index_options import IndexOptions, IndexOptionsDecision
 
 N_DOCS, N_QUERIES, DIM = 400, 40, 24
@@ -111,3 +112,31 @@ def test_the_affine_map_is_fitted_by_ridge_with_a_chosen_penalty() -> None:
     fitted = fit_map("affine", docs @ np.eye(DIM) * 2.0, docs)
     assert fitted.alpha is not None and fitted.weight.shape == (DIM, DIM)
     assert fitted.stored_bytes == 4 * (DIM * DIM + DIM)
+
+
+def test_the_options_decide_the_candidates_one_index_decision() -> None:
+    from embedswap.analysis.index_options import one_index_decision
+
+    index = {"e5": IndexDecision(code="re_embed"), "same": IndexDecision(code="keep_index"),
+             "tiny": IndexDecision(code="re_embed")}
+    options = {"e5": IndexOptionsDecision(code="orthogonal"), "tiny": IndexOptionsDecision(code="not_decided")}
+    one_index_decision(index, options)
+    assert index["e5"].options == "orthogonal"  # the options decided: theirs is the one decision
+    assert index["e5"].code == "re_embed"  # the sample's cross search, kept as a figure
+    assert index["same"].options is None and index["tiny"].options is None  # none measured / not decided
+
+
+def test_the_post_and_report_say_the_options_decision_once(complete: dict) -> None:
+    from embedswap.analysis.upgrade import read_summary
+    from embedswap.report import post_claims
+    from embedswap.report.sections.context import ReportContext
+    from embedswap.report.sections.index import _candidate
+
+    summary = read_summary(complete)
+    name = summary.experiment.config["candidates"][0]
+    decision = IndexDecision(code="re_embed", options="orthogonal")
+    summary.decisions.index[name] = decision
+    ctx = ReportContext(summary, "en", {}, None, None, None, None)
+    assert name not in {c.name.strip("`") for c in post_claims.index_claims(ctx)}  # the options line says it
+    words = _candidate(ctx, name, decision)
+    assert (words["decision"], words["option"]) == ("by_options", "orthogonal map")

@@ -29,7 +29,8 @@ def _codes(model: Any, field: str) -> set[str]:
 
 # table -> the codes it must word; codes never worded there are left out with the reason beside them
 KEYED: dict[str, set[str]] = {
-    "index.decisions": _codes(IndexDecision, "code") | {"re_embed_mixed"},  # sections/index.py's variant
+    # sections/index.py's variants: a re-embed of a mixed index, and a decision the index options made
+    "index.decisions": _codes(IndexDecision, "code") | {"re_embed_mixed", "by_options"},
     "index.length_advice": _codes(IndexDecision, "advice") - {"none"},  # asked only for length_only, never "none"
     "index.stores": _codes(StoreInfo, "kind"),
     "index.option_choices": _codes(IndexOptionsDecision, "code"),

@@ -71,6 +71,7 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
         decided.faults = judged
     if options := index_options.index_options_decisions(summary, config):  # set only where options were measured
         decided.index_options = options
+        index_options.one_index_decision(decided.index, options)
     return decided
 
 

@@ -221,7 +221,7 @@ def index_claims(ctx: ReportContext) -> list[IndexClaim]:
     out = []
     for name in ctx.candidates:
         d = ctx.decisions.index.get(name)
-        if d is None:
+        if d is None or d.options:  # decided by the index options: the post's options line says it, once
             continue
         cost = d.cost
         out.append(IndexClaim(name=code(name), code=d.code,

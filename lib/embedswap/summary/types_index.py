@@ -7,7 +7,7 @@ from typing import Literal
 
 from embedswap.summary.types_common import Number, Section, Spread, Strict
 from embedswap.summary.types_equivalence import Verdict
-from embedswap.summary.types_index_options import IndexOptions
+from embedswap.summary.types_index_options import IndexOptions, OptionCode
 
 Method = Literal["exact", "hnsw"]
 QuerySource = Literal["legacy", "candidate"]
@@ -156,3 +156,7 @@ class IndexDecision(Strict):
     adapter: AdapterDecision | None = None
     cost: ReembedCost | None = None  # at the article's operating point (concurrent)
     cost_best: ReembedCost | None = None  # at the sweep's best concurrency
+    # set where the index options were measured and decided (decisions.index_options, on the corpus' held-out folds):
+    # the option chosen is this candidate's one index decision, and ``code`` above is the sample's cross search, a
+    # figure beside it (issue 57: one decision per candidate, every reader prints this one)
+    options: OptionCode | None = None

@@ -124,6 +124,9 @@ REASONS: dict[str, str] = {
     "detail_equivalent": "equivalent answers",
     "detail_another_model": "the candidate serves another model: its vectors, token counts and model name differ from "
                             "the legacy server's by nature; status and shape agree",
+    "detail_within_differs": "compared within each server (another model): against its own answer to `plain`, the "
+                             "legacy server's answer has cosine {legacy} and the candidate's {candidate}; one server "
+                             "answers this request otherwise than its plain answer, the other does not",
     "detail_both_200_but": "both 200, but {differences}",
     "index_options_failed": "the index options could not be searched: {error}",
     "index_options_too_few": "{per_fold} held-out documents per fold, no more than the top {k}: every option returns "

@@ -101,6 +101,35 @@ def test_another_model_s_probe_differs_in_vectors_only_as_another_model() -> Non
         "loud-failure"
 
 
+def _answer(vector: list[float], model: str, probe: str) -> dict:
+    return {"probe": probe, "status": 200, "dim": len(vector), "n_vectors": 1, "vector": vector, "model": model,
+            "encoding": "float", "prompt_tokens": 5}
+
+
+def test_another_model_s_probes_are_compared_within_each_server(tmp_path: Path) -> None:
+    from embedswap.summary.sections.contract import contract_section
+
+    ctx = steps.open_step(_experiment(tmp_path, model="none"), create=True)
+    old, new = [1.0, 0, 0, 0], [0, 1.0, 0, 0]  # another model: unrelated vectors
+    legacy = [_answer(old, "minilm", "plain"), _answer(old, "minilm", "batch8_member"),
+              _answer(old, "minilm", "whitespace_padded"), _answer([0, 0, 1.0, 0], "minilm", "input_type_query")]
+    # e5 answers the document inside a batch of 8 otherwise than alone; the padded text as its plain answer
+    e5 = [_answer(new, "e5", "plain"), _answer([0, 0.6, 0.8, 0], "e5", "batch8_member"),
+          _answer(new, "e5", "whitespace_padded"), _answer([0, 0, 0, 1.0], "e5", "input_type_query")]
+    for name, records in (("legacy", legacy), ("e5", e5)):
+        ctx.attempt.write_jsonl(f"{name}/probes.jsonl", records)
+    rows = {r["probe"]: r["verdicts"]["e5"] for r in contract_section(ctx.experiment, ctx.attempt, {"e5"})}
+    batch, padded = rows["batch8_member"], rows["whitespace_padded"]
+    assert batch["verdict"] == "silent-divergence" and "within_server" in batch["aspects"]
+    assert batch["within"] == {"legacy": 1.0, "candidate": 0.6}
+    assert batch["detail_reason"]["code"] == "detail_within_differs"
+    assert padded["verdict"] == "another-model" and padded["within"] == {"legacy": 1.0, "candidate": 1.0}
+    assert rows["input_type_query"]["verdict"] == "another-model" and "within" not in rows["input_type_query"]
+    # the same model (no another_model): compared across the servers, as before
+    across = {r["probe"]: r["verdicts"]["e5"] for r in contract_section(ctx.experiment, ctx.attempt)}
+    assert across["whitespace_padded"]["verdict"] == "silent-divergence" and "within" not in across["batch8_member"]
+
+
 def test_the_summary_post_and_report_say_another_model_and_parity_is_not_failed(tmp_path: Path) -> None:
     ctx = steps.open_step(_experiment(tmp_path, model="none"), create=True)
     legacy = _unit(len(LANGS))

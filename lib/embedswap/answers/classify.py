@@ -58,7 +58,7 @@ class Classified:
 NORM_TOLERANCE = 1e-3  # relative: float32 answers of the same vector agree to ~1e-6 in L2 norm
 # the aspects in the order the report lists them (answers.classify's ``aspects``)
 ASPECTS = ["count", "dimension", "direction", "length", "order", "usage", "model", "encoding", *REQUEST_ASPECTS,
-           "repeats"]
+           "repeats", "within_server"]  # within_server: another model's answers compared within each server
 
 
 def norm_ratio(a: Any, b: Any) -> float | None:

@@ -145,6 +145,9 @@ class ProbeReading(Strict):
     # the legacy answer it was read against: None = the legacy server's answer to the same request; a probe name =
     # its answer to that probe (the legacy server does not serve this probe's route and the candidate does)
     baseline: str | None = None
+    # a candidate of another model: each server's answer against its own answer to `plain` (cosine), where both
+    # answered both (summary.sections.contract.within_server)
+    within: dict[str, Number] | None = None
 
 
 class ProbeRow(Strict):

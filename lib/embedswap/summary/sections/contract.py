@@ -31,6 +31,50 @@ def _probe_side(record: dict[str, Any] | None, threshold: float) -> dict[str, An
             **({"prefix_cache": record["prefix_cache"]} if record.get("prefix_cache") else {})}
 
 
+# probes that send the `plain` probe's text (`$doc`) with one option changed: a server's answer to them should be its
+# own plain answer. For a candidate of another model the vectors cannot be compared across the two servers, so these
+# are compared within each server (issue 57): a server whose answer moves away from its own plain answer where the
+# other's does not answers the request otherwise (token ids are left out: they are the legacy tokenizer's ids)
+WITHIN_PLAIN = ("dimensions_native", "encoding_base64", "encoding_float", "batch8_member", "whitespace_padded",
+                "unknown_model")
+
+
+def within_server(probe: str, legacy: dict[str, Any] | None, candidate: dict[str, Any] | None,
+                  plain: dict[str, dict[str, Any]], legacy_name: str, name: str, threshold: float
+                  ) -> dict[str, float] | None:
+    """Each server's answer to ``probe`` against its own answer to ``plain`` (cosine of the first vectors), where
+    both servers answered both with a vector: ``{"legacy": ..., "candidate": ...}``; None otherwise."""
+    from embedswap.stats.vectors import pair_cosine
+
+    if probe not in WITHIN_PLAIN or legacy is None or candidate is None:
+        return None
+    out = {}
+    for side, record, own in (("legacy", legacy, plain.get(legacy_name)), ("candidate", candidate, plain.get(name))):
+        if own is None:
+            return None
+        vector, base = representative(record, threshold).get("vector"), representative(own, threshold).get("vector")
+        if not vector or not base or len(vector) != len(base):
+            return None
+        out[side] = round(float(pair_cosine(vector, base)), 6)
+    return out
+
+
+def _within_verdict(found: dict[str, Any], within: dict[str, float] | None, threshold: float) -> dict[str, Any]:
+    """An ``another-model`` answer read within each server: the same behaviour keeps the verdict; one server's
+    answer moving away from its own plain answer where the other's does not is a ``silent-divergence``."""
+    from embedswap.reasons import explain, reason
+
+    if within is None or found.get("verdict") != "another-model":
+        return found
+    found = {**found, "within": within}
+    if (within["legacy"] >= threshold) == (within["candidate"] >= threshold):
+        return found
+    params = {"legacy": f"{within['legacy']:.6f}", "candidate": f"{within['candidate']:.6f}"}
+    return {**found, "verdict": "silent-divergence", "aspects": [*found.get("aspects", []), "within_server"],
+            "detail": explain("detail_within_differs", **params),
+            "detail_reason": reason("detail_within_differs", **params)}
+
+
 ROUTE_NOT_SERVED = (404, 405)  # the legacy server has no such route (405: the path exists for another method)
 
 
@@ -97,9 +141,12 @@ def contract_section(experiment: Experiment, attempt: Attempt, another_model: se
             if legacy is None or candidate is None:
                 row["verdicts"][name] = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
             else:
-                row["verdicts"][name] = {**classify(legacy, candidate, threshold,
-                                                    another_model=name in another_model).record(),
-                                         **({"baseline": against} if against else {})}
+                found = {**classify(legacy, candidate, threshold, another_model=name in another_model).record(),
+                         **({"baseline": against} if against else {})}
+                if name in another_model and against is None:
+                    found = _within_verdict(found, within_server(probe, legacy, candidate, probes.get("plain", {}),
+                                                                 experiment.legacy, name, threshold), threshold)
+                row["verdicts"][name] = found
         primary = row["verdicts"][experiment.primary_candidate]
         row.update(verdict=primary["verdict"], detail=primary["detail"], cosine=primary["cosine"],
                    aspects=primary.get("aspects", []),

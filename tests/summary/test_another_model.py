@@ -130,6 +130,35 @@ def test_another_model_s_probes_are_compared_within_each_server(tmp_path: Path) 
     assert across["whitespace_padded"]["verdict"] == "silent-divergence" and "within" not in across["batch8_member"]
 
 
+def _instruction_rows(tmp_path: Path, e5_server: np.ndarray, another: set[str]) -> dict:
+    from embedswap.summary.sections.instruction import instruction_section
+
+    ctx = steps.open_step(_experiment(tmp_path, model="none"), create=True)
+    queries = _unit(4, dim=8)
+    for name, variants in (("legacy", {"client_prefixed": queries, "server_instruction": queries,
+                                       "plain": _unit(4, dim=8, seed=1)}),
+                           ("e5", {"client_prefixed": _unit(4, dim=8, seed=2), "server_instruction": e5_server,
+                                   "plain": _unit(4, dim=8, seed=3)})):
+        ctx.attempt.write_jsonl(f"{name}/query_requests.jsonl", [{"variant": v, "status": 200} for v in variants])
+        for variant, vectors in variants.items():
+            ctx.attempt.write_array(f"{name}/query_vectors_{variant}.npy", vectors)
+    return {(r["target"], r["variant"]): r for r in instruction_section(ctx.experiment, ctx.attempt, another)["rows"]}
+
+
+def test_another_model_s_query_instruction_is_read_within_its_own_server(tmp_path: Path) -> None:
+    # e5 ignores input_type: its answer is its own plain answer, unrelated to MiniLM's reference
+    rows = _instruction_rows(tmp_path / "ignores", _unit(4, dim=8, seed=3), {"e5"})
+    assert rows[("legacy", "server_instruction")]["reading"] == "applied"
+    assert rows[("e5", "server_instruction")]["reading"] == "ignored"  # against its own plain answer
+    assert rows[("e5", "server_instruction")]["cosine_to_reference"]["min"] is None  # never the other model's
+    assert rows[("e5", "plain")]["reading"] is None
+    # e5 applies a prompt of its own: the field changes its vector; read against MiniLM's reference, "differs"
+    changed = _instruction_rows(tmp_path / "applies", _unit(4, dim=8, seed=4), {"e5"})
+    assert changed[("e5", "server_instruction")]["reading"] == "changed-own"
+    across = _instruction_rows(tmp_path / "across", _unit(4, dim=8, seed=4), set())
+    assert across[("e5", "server_instruction")]["reading"] == "differs"
+
+
 def test_the_summary_post_and_report_say_another_model_and_parity_is_not_failed(tmp_path: Path) -> None:
     ctx = steps.open_step(_experiment(tmp_path, model="none"), create=True)
     legacy = _unit(len(LANGS))

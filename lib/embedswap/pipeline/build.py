@@ -147,10 +147,11 @@ def _built(experiment: Experiment, experiment_dir: Path, attempt: Attempt,
         "targets": targets_section(experiment, attempt),
         "vectors": vectors_section(experiment, attempt, workload),
         "models": (models := models_section(experiment, attempt, workload)),
-        # a candidate serving another model: its vectors are not compared with the legacy server's probe by probe
-        "contract": contract_section(experiment, attempt, {n for n, c in models["by_candidate"].items()
-                                                           if c.get("code") == "another_model"}),
-        "instruction": instruction_section(experiment, attempt),
+        # a candidate serving another model: its vectors are not compared with the legacy server's probe by probe,
+        # nor its queries with the legacy model's reference (each is read within its own server)
+        "contract": contract_section(experiment, attempt, (other := {n for n, c in models["by_candidate"].items()
+                                                                     if c.get("code") == "another_model"})),
+        "instruction": instruction_section(experiment, attempt, other),
         "long_input": long_input_section(experiment, attempt),
         "latency": latency_section(experiment, attempt),
         "ablation": ablation_section(experiment, attempt),

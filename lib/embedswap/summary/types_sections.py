@@ -27,7 +27,7 @@ class InstructionRow(Section):
     tokenizer_tokens: int | None = None
     cosine_to_reference: CosineSpread | None = None
     cosine_to_own_plain: CosineSpread | None = None
-    reading: str | None = None  # instruction.reading: applied | ignored | no-instruction | differs
+    reading: str | None = None  # instruction.reading: applied | ignored | no-instruction | differs | changed-own
     source: str | None = None
 
 

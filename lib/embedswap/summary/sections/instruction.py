@@ -64,7 +64,20 @@ def reading(variant: str, to_reference: float | None, to_own_plain: float | None
     return "differs"
 
 
-def instruction_section(experiment: Experiment, attempt: Attempt) -> dict[str, Any]:
+def own_reading(variant: str, to_own_plain: float | None, threshold: float) -> str | None:
+    """A server of another model (issue 57): the reference is the legacy model's, so its answers are read against
+    its own plain answer only: ``input_type`` ignored (the same vector) or ``changed-own`` (the field changed its
+    vector: a prompt of its own model's, which the reference cannot judge); None for the other variants."""
+    if variant != "server_instruction" or to_own_plain is None:
+        return None
+    return "ignored" if to_own_plain >= threshold else "changed-own"
+
+
+def instruction_section(experiment: Experiment, attempt: Attempt, another_model: set[str] | None = None
+                        ) -> dict[str, Any]:
+    """The rows per server and variant; ``another_model``: candidates serving another model, read against their own
+    plain answer (:func:`own_reading`), never against the legacy model's reference."""
+    another_model = another_model or set()
     legacy = experiment.legacy
     reference = _vectors(attempt, legacy, "client_prefixed")
     if reference is None:
@@ -82,7 +95,8 @@ def instruction_section(experiment: Experiment, attempt: Attempt) -> dict[str, A
         for variant in VARIANTS:
             record = records.get(variant) or {}
             vectors = _vectors(attempt, name, variant)
-            to_reference = _cosines(reference, vectors)
+            other = name in another_model
+            to_reference = None if other else _cosines(reference, vectors)
             to_plain = _cosines(own_plain, vectors) if variant == "server_instruction" else None
             spread, plain_spread = _spread(to_reference), _spread(to_plain)
             expected = (counts.get(TOKENIZER_KEY[variant]) or {}).get("total") if variant in TOKENIZER_KEY else None
@@ -91,7 +105,8 @@ def instruction_section(experiment: Experiment, attempt: Attempt) -> dict[str, A
                 "status": record.get("status"), "error": record.get("error"),
                 "prompt_tokens": record.get("prompt_tokens"), "tokenizer_tokens": expected,
                 "cosine_to_reference": spread, "cosine_to_own_plain": plain_spread,
-                "reading": reading(variant, spread["min"], plain_spread["min"], threshold),
+                "reading": (own_reading(variant, plain_spread["min"], threshold) if other
+                            else reading(variant, spread["min"], plain_spread["min"], threshold)),
                 "source": f"captures/{name}/query_vectors_{variant}.npy",
             })
     return {

@@ -67,6 +67,38 @@ def test_unrelated_vectors_say_another_model_and_alike_ones_the_same(tmp_path: P
     assert model_change(same.experiment, same.attempt, same.workload, "e5").code == "same_model"
 
 
+def _tokens(counts: list[int]) -> dict:
+    return {"route": None, "source": "usage", "documents": [{"row": i, "tokens": n} for i, n in enumerate(counts)]}
+
+
+def test_the_tokenizer_is_shown_as_evidence_and_decides_nothing(tmp_path: Path) -> None:
+    ctx = steps.open_step(_experiment(tmp_path), create=True)
+    legacy = _unit(len(LANGS))
+    ctx.attempt.write_array("legacy/doc_vectors.npy", legacy[None])
+    ctx.attempt.write_array("e5/doc_vectors.npy", legacy[None])  # the same vectors: the same model by the cosine
+    counts = [10 + i for i in range(len(LANGS))]
+    ctx.attempt.write_json("legacy/tokens.json", _tokens(counts))
+    # another count for every Korean document and every English one but the last: another tokenizer in both
+    other = [n + 3 if i < len(LANGS) - 1 else n for i, n in enumerate(counts)]
+    ctx.attempt.write_json("e5/tokens.json", _tokens(other))
+    found = model_change(ctx.experiment, ctx.attempt, ctx.workload, "e5")
+    tokenizer = next(e for e in found.evidence if e.kind == "tokenizer")
+    assert tokenizer.says_another is True and tokenizer.differing == {"en": 0.75, "ko": 1.0}
+    assert (tokenizer.legacy, tokenizer.candidate) == (str(sum(counts)), str(sum(counts) + 3 * (len(LANGS) - 1)))
+    assert found.code == "same_model"  # shown, never deciding: the cosine says the same model
+
+
+def test_a_tokenizer_that_differs_in_one_language_only_is_not_another(tmp_path: Path) -> None:
+    ctx = steps.open_step(_experiment(tmp_path), create=True)
+    counts = [10 + i for i in range(len(LANGS))]
+    ctx.attempt.write_json("legacy/tokens.json", _tokens(counts))
+    # llama.cpp's MiniLM: Korean counted otherwise (vowel jamo dropped), English alike
+    ctx.attempt.write_json("e5/tokens.json", _tokens([n - 5 if LANGS[i] == "ko" else n for i, n in enumerate(counts)]))
+    tokenizer = next(e for e in model_change(ctx.experiment, ctx.attempt, ctx.workload, "e5").evidence
+                     if e.kind == "tokenizer")
+    assert tokenizer.says_another is False and tokenizer.differing == {"en": 0.0, "ko": 1.0}
+
+
 def test_a_server_the_kit_starts_with_the_same_model_stays_the_same_model(tmp_path: Path) -> None:
     # a wrong pooling on a random-weight test model can fall below any cosine threshold: the kit loaded the same
     # weights into both servers, so the vectors' differences are shown as differences, not as another model

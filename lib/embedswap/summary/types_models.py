@@ -9,8 +9,9 @@ from embedswap.summary.types_common import Number, Section, Strict
 
 # what says "another model": the configuration (targets.<name>.model), what the server states about itself (its
 # model list or the echoed model), the document vectors (median cosine to the legacy server's near 0 in every
-# language), or their dimension
-EvidenceKind = Literal["configured", "stated", "cosine", "dimensions"]
+# language), or their dimension; the tokenizer (the documents' token counts differ in every language) is shown
+# beside them and decides nothing (one model served by another engine can count otherwise in one language)
+EvidenceKind = Literal["configured", "stated", "cosine", "dimensions", "tokenizer"]
 ModelCode = Literal["same_model", "another_model", "undetermined"]
 
 
@@ -23,6 +24,8 @@ class ModelEvidence(Strict):
     cosine_median: Number | None = None  # kind "cosine": overall, and per language below
     by_language: dict[str, Number] = {}
     threshold: Number | None = None
+    # kind "tokenizer": per language, the share of documents whose token count differs from the legacy server's
+    differing: dict[str, Number] = {}
 
 
 class ModelChange(Section):

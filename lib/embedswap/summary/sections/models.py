@@ -11,7 +11,9 @@ Read from the evidence, each piece kept with what it read:
   by hundredths, two models' vectors are unrelated: ``config/decisions.py`` says why the threshold sits there);
 - ``dimensions``: the vectors have another dimension (one model has one);
 - ``stated``: the model names the server states (its model list, the echoed model) share none with the legacy
-  server's. A name alone does not decide (a server may call the same model anything), it backs the dimensions.
+  server's. A name alone does not decide (a server may call the same model anything), it backs the dimensions;
+- ``tokenizer``: the documents' token counts, each server's own, differ for at least half the documents of every
+  language. Shown beside the rest, it decides nothing (see :func:`_tokenizer`).
 
 The configuration decides where there is one; otherwise another model by the cosine, or by the dimensions backed by
 the stated name; the same model when the cosine says so; otherwise undetermined. Step 03's contract (``sections/contract.py``) and step 05's parity
@@ -85,6 +87,36 @@ def _cosine(legacy: np.ndarray, candidate: np.ndarray, langs: list[str], thresho
                          threshold=threshold)
 
 
+TOKENS = "tokens.json"  # measure.server_tokens: each document's token count as the server sees it
+
+
+def _token_counts(attempt: Attempt, name: str) -> dict[int, int]:
+    path = f"{name}/{TOKENS}"
+    if not attempt.has(path):
+        return {}
+    return {int(d["row"]): int(d["tokens"]) for d in attempt.read_json(path).get("documents") or []
+            if d.get("tokens") is not None}
+
+
+def _tokenizer(attempt: Attempt, legacy: str, name: str, langs: list[str]) -> ModelEvidence | None:
+    """The documents' token counts, each server's own (``tokens.json``): another tokenizer where they differ for at
+    least half the documents of every language. Shown, never deciding: llama.cpp serving the same MiniLM counts
+    Korean otherwise (it drops vowel jamo) and English alike (ENGINE_FACTS), so one language is not enough, and a
+    model with the same tokenizer (a fine-tune) counts alike."""
+    old, new = _token_counts(attempt, legacy), _token_counts(attempt, name)
+    rows = sorted(set(old) & set(new))
+    if not rows:
+        return None
+    by_lang: dict[str, list[bool]] = {}
+    for row in rows:
+        if row < len(langs):
+            by_lang.setdefault(langs[row], []).append(old[row] != new[row])
+    differing = {lang: round(sum(flags) / len(flags), 4) for lang, flags in sorted(by_lang.items())}
+    return ModelEvidence(kind="tokenizer", says_another=bool(differing) and all(v >= 0.5 for v in differing.values()),
+                         legacy=str(sum(old[r] for r in rows)), candidate=str(sum(new[r] for r in rows)),
+                         differing=differing)
+
+
 def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, name: str) -> ModelChange:
     """One candidate's model against the legacy server's, from the evidence (see the module doc)."""
     legacy = experiment.legacy
@@ -107,7 +139,10 @@ def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, n
         elif old.shape == new.shape:
             evidence.append(_cosine(old, new, [d.lang for d in workload.documents][: len(old)],
                                     experiment.decisions.another_model_cosine))
-    said = {e.kind: e.says_another for e in evidence}
+    langs = [d.lang for d in workload.documents]
+    if (tokenizer := _tokenizer(attempt, legacy, name, langs)) is not None:
+        evidence.append(tokenizer)
+    said = {e.kind: e.says_another for e in evidence}  # "tokenizer" is shown, and decides nothing below
     if "configured" in said:  # said, or loaded by the kit: a broken server of the same model stays the same model
         code = "another_model" if said["configured"] else "same_model"
     elif said.get("cosine") or (said.get("dimensions") and said.get("stated")):

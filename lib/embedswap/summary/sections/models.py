@@ -98,7 +98,7 @@ def _token_counts(attempt: Attempt, name: str) -> dict[int, int]:
             if d.get("tokens") is not None}
 
 
-def _tokenizer(attempt: Attempt, legacy: str, name: str, langs: list[str]) -> ModelEvidence | None:
+def _tokenizer(attempt: Attempt, legacy: str, name: str, workload: Workload) -> ModelEvidence | None:
     """The documents' token counts, each server's own (``tokens.json``): another tokenizer where they differ for at
     least half the documents of every language. Shown, never deciding: llama.cpp serving the same MiniLM counts
     Korean otherwise (it drops vowel jamo) and English alike (ENGINE_FACTS), so one language is not enough, and a
@@ -107,6 +107,7 @@ def _tokenizer(attempt: Attempt, legacy: str, name: str, langs: list[str]) -> Mo
     rows = sorted(set(old) & set(new))
     if not rows:
         return None
+    langs = [d.lang for d in workload.documents]
     by_lang: dict[str, list[bool]] = {}
     for row in rows:
         if row < len(langs):
@@ -139,8 +140,7 @@ def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, n
         elif old.shape == new.shape:
             evidence.append(_cosine(old, new, [d.lang for d in workload.documents][: len(old)],
                                     experiment.decisions.another_model_cosine))
-    langs = [d.lang for d in workload.documents]
-    if (tokenizer := _tokenizer(attempt, legacy, name, langs)) is not None:
+    if (tokenizer := _tokenizer(attempt, legacy, name, workload)) is not None:
         evidence.append(tokenizer)
     said = {e.kind: e.says_another for e in evidence}  # "tokenizer" is shown, and decides nothing below
     if "configured" in said:  # said, or loaded by the kit: a broken server of the same model stays the same model

@@ -93,7 +93,8 @@ def baseline(same_request: dict[str, Any] | None, candidate: dict[str, Any] | No
 def contract_section(experiment: Experiment, attempt: Attempt, another_model: set[str] | None = None
                      ) -> list[dict[str, Any]] | dict[str, Any]:
     """The probe rows; ``another_model``: candidates serving another model than the legacy server (sections.models),
-    whose answers are compared on status and shape only (answers.classify's ``another_model``)."""
+    whose answers are compared on status and shape (answers.classify's ``another_model``) and, where a probe repeats
+    ``plain``'s text, within each server (:func:`within_server`)."""
     another_model = another_model or set()
     probes: dict[str, dict[str, dict[str, Any]]] = {}
     order: list[str] = []

@@ -174,7 +174,12 @@ def _instruction_rows(tmp_path: Path, e5_server: np.ndarray, another: set[str]) 
         ctx.attempt.write_jsonl(f"{name}/query_requests.jsonl", [{"variant": v, "status": 200} for v in variants])
         for variant, vectors in variants.items():
             ctx.attempt.write_array(f"{name}/query_vectors_{variant}.npy", vectors)
-    return {(r["target"], r["variant"]): r for r in instruction_section(ctx.experiment, ctx.attempt, another)["rows"]}
+        # /v2/embed with input_type, the first query: each server as it answers input_type
+        ctx.attempt.write_jsonl(f"{name}/probes.jsonl", [{"probe": "v2_embed_query", "status": 200,
+                                                          "vector": variants["server_instruction"][0].tolist()}])
+    section = instruction_section(ctx.experiment, ctx.attempt, another)
+    return {**{(r["target"], r["variant"]): r for r in section["rows"]},
+            **{(r["target"], "v2_embed"): r for r in section["v2_embed"]}}
 
 
 def test_another_model_s_query_instruction_is_read_within_its_own_server(tmp_path: Path) -> None:
@@ -184,6 +189,8 @@ def test_another_model_s_query_instruction_is_read_within_its_own_server(tmp_pat
     assert rows[("e5", "server_instruction")]["reading"] == "ignored"  # against its own plain answer
     assert rows[("e5", "server_instruction")]["cosine_to_reference"]["min"] is None  # never the other model's
     assert rows[("e5", "plain")]["reading"] is None
+    assert rows[("legacy", "v2_embed")]["reading"] == "applied"
+    assert rows[("e5", "v2_embed")]["reading"] is None and rows[("e5", "v2_embed")]["cosine_to_reference"] is None
     # e5 applies a prompt of its own: the field changes its vector; read against MiniLM's reference, "differs"
     changed = _instruction_rows(tmp_path / "applies", _unit(4, dim=8, seed=4), {"e5"})
     assert changed[("e5", "server_instruction")]["reading"] == "changed-own"

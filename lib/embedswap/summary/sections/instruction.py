@@ -92,10 +92,10 @@ def instruction_section(experiment: Experiment, attempt: Attempt, another_model:
             continue
         records = {r["variant"]: r for r in attempt.read_jsonl(f"{name}/query_requests.jsonl")}
         own_plain = _vectors(attempt, name, "plain")
+        other = name in another_model
         for variant in VARIANTS:
             record = records.get(variant) or {}
             vectors = _vectors(attempt, name, variant)
-            other = name in another_model
             to_reference = None if other else _cosines(reference, vectors)
             to_plain = _cosines(own_plain, vectors) if variant == "server_instruction" else None
             spread, plain_spread = _spread(to_reference), _spread(to_plain)
@@ -120,13 +120,15 @@ def instruction_section(experiment: Experiment, attempt: Attempt, another_model:
         "sentence_transformers_prompts": counts.get("sentence_transformers_prompts"),
         "rows": rows,
         "v2_embed": _v2_rows(experiment, attempt, reference, threshold,
-                             ((counts.get("queries_client_prefixed") or {}).get("per_item") or [None])[0]),
+                             ((counts.get("queries_client_prefixed") or {}).get("per_item") or [None])[0],
+                             another_model),
     }
 
 
 def _v2_rows(experiment: Experiment, attempt: Attempt, reference: np.ndarray, threshold: float,
-             expected_tokens: int | None) -> list[dict[str, Any]]:
-    """vLLM's /v2/embed with input_type, per server that was probed (the first query against the reference)."""
+             expected_tokens: int | None, another_model: set[str]) -> list[dict[str, Any]]:
+    """vLLM's /v2/embed with input_type, per server that was probed (the first query against the reference; a server
+    of another model has no reading: the reference and the plain answer are the legacy model's)."""
     legacy_plain = _vectors(attempt, experiment.legacy, "plain")
     rows = []
     for name in [experiment.legacy, *experiment.candidates]:
@@ -137,7 +139,7 @@ def _v2_rows(experiment: Experiment, attempt: Attempt, reference: np.ndarray, th
             continue
         vector = record.get("vector")
         to_reference = to_plain = None
-        if vector is not None and len(vector) == reference.shape[1]:
+        if vector is not None and len(vector) == reference.shape[1] and name not in another_model:
             to_reference = float(rowwise_cosine(reference[:1], np.asarray([vector]))[0])
             if legacy_plain is not None:
                 to_plain = float(rowwise_cosine(legacy_plain[:1], np.asarray([vector]))[0])

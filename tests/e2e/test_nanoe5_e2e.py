@@ -131,5 +131,8 @@ def test_the_index_options_are_measured_with_intervals_and_costs(e5_run: dict[st
     assert summary.decisions.index["e5"].options == decision.code
     post = render_post(summary, "en")
     assert "e5`, the index:" not in post and "the index options:**" in post
+    names = {"re_embed": "re-embed", "keep": "keep the old index", "orthogonal": "orthogonal map",
+             "affine": "affine map (ridge)", "rescore": "re-score the old top K"}
+    assert f"The index: `e5` {names[decision.code]}." in post  # the conclusion names the chosen option
     assert "as the index options below decide" in e5_run["report"]
     assert json.loads((e5_run["attempt"] / "captures/index/searches.json").read_text())["options"]["e5"]["folds"]

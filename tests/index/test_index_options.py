@@ -140,3 +140,6 @@ def test_the_post_and_report_say_the_options_decision_once(complete: dict) -> No
     assert name not in {c.name.strip("`") for c in post_claims.index_claims(ctx)}  # the options line says it
     words = _candidate(ctx, name, decision)
     assert (words["decision"], words["option"]) == ("by_options", "orthogonal map")
+    from embedswap.report.post import _index_choice
+
+    assert _index_choice(ctx) == ""  # the closing names it only for a candidate serving another model

@@ -335,8 +335,18 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
         "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_models(ctx)),
         "models_conclusion": " ".join(m["conclusion"] for m in models),
+        "index_choice": _index_choice(ctx),
         "index_options": option_tables(ctx),
     }
+
+
+def _index_choice(ctx: ReportContext) -> str:
+    """The closing's index decision of each candidate serving another model, where the index options made it
+    (``decisions.index.<name>.options``, the one decision; the ranking section's options line gives the why)."""
+    names = ctx.terms["index_options"]["names"]
+    chosen = [(n, ctx.decisions.index[n].options) for n in ctx.candidates
+              if ctx.summary.another_model(n) and n in ctx.decisions.index and ctx.decisions.index[n].options]
+    return ctx.terms["models"]["list_sep"].join(f"{code(n)} {names[option]}" for n, option in chosen)
 
 
 # the causes the post names beside the cosines: those a reader cannot see in the figures (a tokenizer that splits

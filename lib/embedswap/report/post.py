@@ -341,7 +341,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
 
 
 def _index_choice(ctx: ReportContext) -> str:
-    """The closing's index decision of each candidate serving another model, where the index options made it
+    """The another-model conclusion's index decision of each such candidate, where the index options made it
     (``decisions.index.<name>.options``, the one decision; the ranking section's options line gives the why)."""
     names = ctx.terms["index_options"]["names"]
     chosen = [(n, ctx.decisions.index[n].options) for n in ctx.candidates

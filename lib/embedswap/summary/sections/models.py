@@ -29,6 +29,7 @@ import numpy as np
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
+from embedswap.measure.server_tokens import CAPTURE as TOKENS_FILE  # each document's tokens as the server sees them
 from embedswap.measure.workload import Workload
 from embedswap.models import local_copy
 from embedswap.reasons import not_measured
@@ -87,11 +88,8 @@ def _cosine(legacy: np.ndarray, candidate: np.ndarray, langs: list[str], thresho
                          threshold=threshold)
 
 
-TOKENS = "tokens.json"  # measure.server_tokens: each document's token count as the server sees it
-
-
 def _token_counts(attempt: Attempt, name: str) -> dict[int, int]:
-    path = f"{name}/{TOKENS}"
+    path = f"{name}/{TOKENS_FILE}"
     if not attempt.has(path):
         return {}
     return {int(d["row"]): int(d["tokens"]) for d in attempt.read_json(path).get("documents") or []

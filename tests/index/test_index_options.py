@@ -1,7 +1,8 @@
 """The index options of a model change (issue 57) searched on the real embedded PostgreSQL + pgvector with synthetic
 vectors whose relation to the legacy ones is known: rotated (the orthogonal map recovers it), a general linear map
 (the affine map recovers it, the rotation cannot), unrelated (only the re-embed keeps the ranking), another dimension
-(no rotation, the affine map still runs), and a corpus too small to tell the options apart."""
+(no rotation, the affine map still runs), a bent space (only the MLP map undoes it), and a corpus too small to
+tell the options apart."""
 
 from __future__ import annotations
 
@@ -75,6 +76,36 @@ def test_a_general_linear_map_is_undone_by_the_affine_map_not_the_rotation() -> 
         mapped = _unit(fitted.apply(new[300:]))
         fidelity[kind] = float(np.median(np.sum(mapped * docs[300:], axis=1)))
     assert fidelity["affine"] > 0.99 > fidelity["orthogonal"]
+
+
+def test_a_bent_space_is_undone_by_the_mlp_map_not_the_linear_ones() -> None:
+    # each coordinate cubed after a rotation: monotone, so invertible, but no linear map undoes it
+    docs = _unit(np.random.default_rng(5).normal(size=(1800, DIM)))
+    turned = docs @ np.linalg.qr(np.random.default_rng(6).normal(size=(DIM, DIM)))[0]
+    new = _unit(np.sign(turned) * np.abs(turned) ** 3)
+    fidelity = {}
+    for kind in ("orthogonal", "affine", "mlp"):
+        fitted = fit_map(kind, new[:1500], docs[:1500], hidden=128)
+        fidelity[kind] = float(np.median(np.sum(_unit(fitted.apply(new[1500:])) * docs[1500:], axis=1)))
+        if kind == "mlp":  # what it stores: the affine map and the network's two layers, as float32
+            assert fitted.stored_bytes == 4 * ((DIM * DIM + DIM) + (DIM * 128 + 128) + (128 * DIM + DIM))
+    assert fidelity["mlp"] > fidelity["affine"] + 0.05 and fidelity["mlp"] > fidelity["orthogonal"] + 0.05
+
+
+def test_the_mlp_map_is_searched_where_the_folds_have_the_pairs(tmp_path: Path) -> None:
+    rotation, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(DIM, DIM)))
+    few = IndexConfig(shares=[0.0, 1.0], options=IndexOptionsConfig(folds=4, rescore_depth=20, mlp_min_pairs=300,
+                                                                    mlp_hidden=32))
+    options, decision = _options(tmp_path, rotation, few)  # 400 documents, 4 folds: 300 training pairs each
+    assert options.training_pairs == 300 and options.mlp_min_pairs == 300
+    mlp = options.of("mlp")
+    assert mlp is not None and mlp.fit_s is not None and mlp.query_ms > 0
+    assert mlp.storage_bytes == 4 * ((DIM * DIM + DIM) + (DIM * 32 + 32) + (32 * DIM + DIM))
+    assert decision.code == "orthogonal" and decision.verdict("mlp").lost in ("costlier", "below_margin")
+    # the defaults (1,000 pairs) leave it out of the same 300-pair folds, and say so
+    options, decision = _options(tmp_path / "default", rotation)
+    assert options.of("mlp") is None and options.training_pairs == 300 and options.mlp_min_pairs == 1000
+    assert decision.verdict("mlp").lost == "not_measured"
 
 
 def test_unrelated_vectors_leave_only_the_re_embed(tmp_path: Path) -> None:

@@ -30,12 +30,19 @@ class IndexOptionsConfig(_Strict):
     - ``rescore_depth`` = 100: how deep the old index is read before the new model re-ranks (embedflow's K); ten
       times the top 10 scored.
     - ``dual_read_share`` = 0.5: dual-read is measured halfway through the re-embed, where both indexes hold as much.
+    - ``mlp_hidden`` = 256: the residual MLP map's hidden units (Drift-Adapter's small MLP; ~200,000 weights for
+      384 dimensions, fitted in seconds on a CPU).
+    - ``mlp_min_pairs`` = 1000: the fewest training pairs per fold the MLP map is fitted on; below it the network
+      has several weights per target value and early stopping's held-out tenth is a handful of pairs (the sample
+      workload's 20 pairs per fold), so it is left out rather than scored on noise.
     """
 
     enabled: bool = True
     folds: int = Field(5, ge=2, le=20)
     rescore_depth: int = Field(100, ge=10, le=1000)
     dual_read_share: float = Field(0.5, gt=0, lt=1)
+    mlp_hidden: int = Field(256, ge=8, le=4096)
+    mlp_min_pairs: int = Field(1000, ge=20)
 
 
 class IndexConfig(_Strict):

@@ -7,7 +7,8 @@ vectors). The searches, each as document positions, best first:
 
 - ``re_embed``: the candidate's queries on the re-embedded index — the reference every option is scored against;
 - ``keep``: the candidate's queries on the old index, unmapped (same dimension only);
-- ``orthogonal`` / ``affine``: the candidate's queries mapped into the old space (:mod:`embedswap.index.maps`);
+- ``orthogonal`` / ``affine`` / ``mlp``: the candidate's queries mapped into the old space
+  (:mod:`embedswap.index.maps`); the mlp map only where every fold trains on ``mlp_min_pairs`` pairs or more;
 - ``rescore``: the legacy queries' top ``rescore_depth`` on the old index, re-ranked by the candidate's vectors of
   those documents (embedflow's G(K): the old index finds, the new model orders);
 - ``dual_read``: halfway through a re-embed (``dual_read_share`` of the fold re-embedded): the candidate's queries on
@@ -33,7 +34,7 @@ from embedswap.vectorstore.session import Store
 from embedswap.vectorstore.tables import bulk_load, create_hnsw_index, create_table, drop_table
 from embedswap.vectorstore.tables import search as store_search
 
-OPTIONS = ("re_embed", "keep", "orthogonal", "affine", "rescore", "dual_read")
+OPTIONS = ("re_embed", "keep", "orthogonal", "affine", "mlp", "rescore", "dual_read")
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009: 60 was best across their runs)
 
 
@@ -129,10 +130,15 @@ def option_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.nd
     folds = min(config.options.folds, len(docs["legacy"]))
     splitter = KFold(n_splits=folds, shuffle=True, random_state=config.seed)
     same_dim = docs["legacy"].shape[1] == docs["candidate"].shape[1]
-    kinds = ("orthogonal", "affine") if same_dim else ("affine",)  # a rotation needs one dimension
+    kinds = ["orthogonal", "affine"] if same_dim else ["affine"]  # a rotation needs one dimension
+    # the fewest training pairs of a fold: the mlp map is fitted only where every fold has enough of them
+    pairs = len(docs["legacy"]) - max(len(test) for _, test in splitter.split(docs["legacy"]))
+    if pairs >= config.options.mlp_min_pairs:
+        kinds.append("mlp")
     runs, fit_s, stored, alphas = [], {kind: [] for kind in kinds}, {}, []
     for fold, (train, test) in enumerate(splitter.split(docs["legacy"])):
-        maps = {kind: fit_map(kind, docs["candidate"][train], docs["legacy"][train]) for kind in kinds}
+        maps = {kind: fit_map(kind, docs["candidate"][train], docs["legacy"][train],  # type: ignore[arg-type]
+                              hidden=config.options.mlp_hidden, seed=config.seed + fold) for kind in kinds}
         for kind, fitted in maps.items():
             fit_s[kind].append(fitted.fit_s)
             stored[kind] = fitted.stored_bytes
@@ -143,7 +149,7 @@ def option_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.nd
     return {"measured": True, "folds": runs, "k": config.k, "rescore_depth": config.options.rescore_depth,
             "dual_read_share": config.options.dual_read_share, "documents": int(n),
             "fit_s": {kind: float(np.mean(v)) for kind, v in fit_s.items()},
-            "ridge_alphas": alphas,
+            "ridge_alphas": alphas, "training_pairs": int(pairs), "mlp_min_pairs": config.options.mlp_min_pairs,
             # float32 bytes an option adds to the deployment: the map; the candidate's document vectors (re-score
             # reads them for the re-ranked documents, re-embed and dual-read index them)
             "storage_bytes": {"keep": 0, **stored, "rescore": 4 * n * d_new, "dual_read": 4 * n * d_new,

@@ -8,11 +8,12 @@ from typing import Literal
 
 from embedswap.summary.types_common import Number, Reason, Section, Strict
 
-OptionCode = Literal["re_embed", "keep", "orthogonal", "affine", "rescore", "dual_read"]
-# the decision's order of cost, cheapest first: nothing, a stored map (rotation, then affine), the candidate's
+OptionCode = Literal["re_embed", "keep", "orthogonal", "affine", "mlp", "rescore", "dual_read"]
+# the decision's order of cost, cheapest first: nothing, a stored map (rotation, affine, then the affine map with a
+# network on top, which costs more to fit, store and apply), the candidate's
 # vectors of the re-ranked documents read per query, and the whole corpus re-embedded; dual-read is how a re-embed
 # serves while it runs, not an alternative to it
-COST_ORDER: tuple[OptionCode, ...] = ("keep", "orthogonal", "affine", "rescore", "re_embed")
+COST_ORDER: tuple[OptionCode, ...] = ("keep", "orthogonal", "affine", "mlp", "rescore", "re_embed")
 
 
 class OptionFigure(Strict):
@@ -45,6 +46,8 @@ class IndexOptions(Section):
     documents_per_fold: int = 0
     queries: int = 0
     ridge_alphas: list[Number] = []  # the affine map's penalty per fold (RidgeCV)
+    training_pairs: int | None = None  # the fewest document pairs a fold's maps were fitted on (None: older capture)
+    mlp_min_pairs: int | None = None  # the mlp map is fitted where training_pairs reaches this
     options: list[IndexOption] = []
 
     def of(self, option: str) -> IndexOption | None:

@@ -92,7 +92,8 @@ def score_options(capture: dict[str, Any], relevance: np.ndarray) -> dict[str, A
     return {"measured": True, "folds": len(folds), "k": k, "rescore_depth": capture["rescore_depth"],
             "dual_read_share": capture["dual_read_share"], "documents": capture["documents"],
             "documents_per_fold": min(len(f["test"]) for f in folds), "queries": len(folds[0]["found"]["re_embed"]),
-            "ridge_alphas": capture.get("ridge_alphas", []), "options": options}
+            "ridge_alphas": capture.get("ridge_alphas", []), "options": options,
+            **{key: capture[key] for key in ("training_pairs", "mlp_min_pairs") if key in capture}}
 
 
 def options_section(capture: dict[str, Any], relevance: np.ndarray) -> dict[str, Any]:

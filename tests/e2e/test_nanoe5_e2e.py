@@ -126,6 +126,9 @@ def test_the_index_options_are_measured_with_intervals_and_costs(e5_run: dict[st
     assert decision.code in ("re_embed", "keep", "orthogonal", "affine", "rescore")
     assert {v.option for v in decision.verdicts} >= {"keep", "orthogonal", "affine", "rescore", "re_embed"}
     assert "| re-embed |" in e5_run["report"] and "recall@10 vs re-embed" in e5_run["report"]
+    # 20 training pairs per fold: the MLP map is not fitted, and the report says why rather than leaving it out
+    assert options.training_pairs == 20 and decision.verdict("mlp").lost == "not_measured"
+    assert "at least 1,000 document pairs: 20 here, so it was not fitted" in e5_run["report"]
     # one index decision: the options' choice is the candidate's, said once (the post's options line, the report's
     # by_options sentence), the sample's cross search a figure beside it
     assert summary.decisions.index["e5"].options == decision.code
@@ -134,5 +137,6 @@ def test_the_index_options_are_measured_with_intervals_and_costs(e5_run: dict[st
     names = {"re_embed": "re-embed", "keep": "keep the old index", "orthogonal": "orthogonal map",
              "affine": "affine map (ridge)", "rescore": "re-score the old top K"}
     assert f"The index: `e5` {names[decision.code]}." in post  # the conclusion names the chosen option
+    assert "Its cost" in post or "It costs nothing" in post  # and the options line says what it costs
     assert "as the index options below decide" in e5_run["report"]
     assert json.loads((e5_run["attempt"] / "captures/index/searches.json").read_text())["options"]["e5"]["folds"]

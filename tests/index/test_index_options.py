@@ -174,3 +174,33 @@ def test_the_post_and_report_say_the_options_decision_once(complete: dict) -> No
     from embedswap.report.post import _index_choice
 
     assert _index_choice(ctx) == ""  # the closing names it only for a candidate serving another model
+
+
+def test_the_chosen_option_is_said_with_its_cost(tmp_path: Path, complete: dict) -> None:
+    # the post states the decision and what it costs, from the stored figures, in every language
+    from embedswap.analysis.upgrade import read_summary
+    from embedswap.report.sections.context import ReportContext
+    from embedswap.report.sections.index_options import option_tables
+    from embedswap.summary.types_index import Index, ReembedCost
+
+    rotation, _ = np.linalg.qr(np.random.default_rng(1).normal(size=(DIM, DIM)))
+    options, decision = _options(tmp_path, rotation)
+    summary = read_summary(complete)
+    name = summary.experiment.config["candidates"][0]
+    summary.index = Index(measured=True, options={name: options})
+    summary.decisions.index_options[name] = decision
+    summary.decisions.index[name] = IndexDecision(code="re_embed", options="orthogonal")
+    lines = {}
+    for lang in ("en", "ko", "ja", "zh"):
+        (line,) = option_tables(ReportContext(summary, lang, {}, None, None, None, None))
+        lines[lang] = line["cost"]
+        assert f"{options.of('orthogonal').storage_bytes / 2**20:.2f}" in line["cost"]
+    assert lines["en"].startswith("Its cost: a fit of ") and "MiB stored" in lines["en"]
+    # the re-embed: its hours where index.corpus_size gave them, else how to get them
+    summary.decisions.index_options[name] = decision.model_copy(update={"code": "re_embed"})
+    (line,) = option_tables(ReportContext(summary, "en", {}, None, None, None, None))
+    assert "index.corpus_size" in line["cost"]
+    summary.decisions.index[name].cost = ReembedCost(corpus_size=1_000_000, point="concurrent", docs_per_s=50.0,
+                                                     hours_per_replica=5.6, window_hours=24.0, replicas=1)
+    (line,) = option_tables(ReportContext(summary, "en", {}, None, None, None, None))
+    assert "about 5.6 h on one replica for 1,000,000 documents at the measured 50" in line["cost"]

@@ -39,6 +39,26 @@ def _table(ctx: ReportContext, options: IndexOptions, decision: IndexOptionsDeci
     return md_table(header, rows, ["l", "r", "r", "r", "r", "r", "r", "r", "l"])
 
 
+def _cost(ctx: ReportContext, name: str, options: IndexOptions, chosen: str) -> str:
+    """The chosen option's cost in words, from the stored figures: the re-embed's hours at the measured docs/s
+    (``decisions.index.<name>.cost``, where ``index.corpus_size`` is set), a map's fit, query overhead and storage,
+    re-score's overhead and the vectors it reads."""
+    words = ctx.terms["index_options"]["costs"]
+    option = options.of(chosen)
+    if chosen == "re_embed":
+        decided = ctx.decisions.index.get(name)
+        cost = decided.cost if decided is not None else None
+        if cost is None:
+            return fill(words["re_embed_unsized"])
+        return fill(words["re_embed"], hours=fmt(cost.hours_per_replica, "s"), replicas=fmt(cost.replicas, "int"),
+                    window=fmt(cost.window_hours, "s"), rate=fmt(cost.docs_per_s, "s"),
+                    corpus=fmt(cost.corpus_size, "int"))
+    if option is None or chosen not in words:
+        return ""
+    return fill(words[chosen], fit=fmt(option.fit_s, "score") if option.fit_s is not None else MISSING,
+                overhead=f"{option.overhead_ms:+.2f}", mib=f"{option.storage_bytes / MIB:.2f}")
+
+
 def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
     """Per candidate with measured options: its name, decision code, the words of the options that lost, table."""
     section = ctx.summary.index
@@ -65,5 +85,6 @@ def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
             "mlp_min": fmt(options.mlp_min_pairs, "int") if options.mlp_min_pairs is not None else None,
             "pairs": fmt(options.training_pairs, "int") if options.training_pairs is not None else None,
             "mlp_fitted": options.of("mlp") is not None,
+            "cost": _cost(ctx, name, options, decision.code) if decision.code != "not_decided" else "",
             "table": _table(ctx, options, decision)})
     return out

@@ -1,6 +1,6 @@
 """Is a ranking delta more than query-to-query noise? A paired test per metric on the per-query values.
 
-For each candidate variant (address swap only, through the shim) and each metric (nDCG@10, recall@5), the
+For each candidate variant (address swap only, through the shim) and each metric (nDCG@10, recall@5, MRR@10), the
 per-query differences ``variant - legacy`` over the judged queries get:
 
 - a **paired randomization test** (sign flips of the per-query differences, scipy's ``permutation_test`` with
@@ -27,7 +27,7 @@ ALPHA = 0.05
 POWER = 0.80
 PERMUTATIONS = 20000
 SEED = 17
-METRICS = ("ndcg_at_10", "recall_at_5")
+METRICS = ("ndcg_at_10", "recall_at_5", "mrr_at_10")
 
 
 def paired_values(legacy: RankingRun | None, variant: RankingRun | None,

@@ -59,8 +59,10 @@ def paired_test(reference: np.ndarray, other: np.ndarray, seed: int = SEED) -> P
         return PairedTest(delta=None, low=None, high=None, p_value=None, n=0, verdict="missing", detectable=None,
                           sd=None)
     delta = float(diff.mean())
-    sd = float(diff.std(ddof=1)) if n > 1 else 0.0
-    if n < 2 or np.allclose(diff, diff[0]):
+    constant = n < 2 or bool(np.allclose(diff, diff[0]))
+    # a constant shift (MRR 1 -> 1/3 on every query) has sd 0, not float residue that would claim "detects 0.000"
+    sd = 0.0 if constant else float(diff.std(ddof=1))
+    if constant:
         p = 1.0 if abs(delta) < 1e-12 else 2.0 ** (1 - n) if n > 1 else 1.0  # only the all-same-sign flips
         low = high = delta
     else:

@@ -90,9 +90,9 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
     """summary.json's ``ranking``: legacy, candidate naive and candidate with the shim fix, from captures only.
 
     Keys (primary candidate = ``experiment.candidates[0]``): ``legacy``, ``candidate_naive``, ``candidate_shim``
-    (each ``{measured, ndcg_at_10, recall_at_5, mrr_at_10, top5_overlap, per_query, source}``), ``deltas`` (candidate minus
-    legacy, for ``candidate_naive`` and ``candidate_shim``), ``by_candidate`` (the same for every candidate), and
-    ``definitions``. Without queries/judgements or without the captures: ``{"measured": False, "why": ...}``.
+    (each ``{measured, ndcg_at_10, recall_at_5, mrr_at_10, top5_overlap, per_query, source}``), ``deltas``
+    (candidate minus legacy, for ``candidate_naive`` and ``candidate_shim``), ``by_candidate`` (the same for every
+    candidate), and ``definitions``. Without queries/judgements or without the captures: ``{"measured": False, "why": ...}``.
     """
     if not workload.queries:
         return not_measured("no_queries")

@@ -39,7 +39,7 @@ SESSIONS: dict[str, dict] = {
                  "tests": ("tests/mutants/test_mutants_contract.py tests/mutants/test_mutants_contract_aspects.py "
                            "tests/measure/test_contract.py")},
     "ranking": {"module": "ranking/metrics.py", "timeout": 30, "sample": 60,
-                "functions": ["ranking_from", "_relevance", "dcg", "ndcg_at_k", "recall_at_k", "top_k",
+                "functions": ["ranking_from", "_relevance", "dcg", "ndcg_at_k", "recall_at_k", "mrr_at_k", "top_k",
                               "top_k_overlap", "jaccard", "_unit", "cosine_scores", "_mean", "evaluate",
                               "overlap_with"],
                 "tests": "tests/ranking/test_ranking.py tests/mutants/test_mutants_ranking.py tests/mutants/test_mutants_ranking_agreement.py"},

@@ -84,7 +84,8 @@ def test_ranking_verdicts_count_changed_queries_and_decide() -> None:
                               DEFAULTS)
     assert out.meaningful is True
     assert out.tolerance.model_dump(exclude_unset=True) == {"top5_overlap_min": 0.95, "ndcg_margin": 0.02,
-                                                             "recall_margin": 0.02, "alpha": 0.05, "power": 0.8}
+                                                             "recall_margin": 0.02, "mrr_margin": 0.02, "alpha": 0.05,
+                                                             "power": 0.8}
     entry = out.by_candidate["vllm"]
     assert entry.naive.unchanged is None and entry.naive.changed_queries == 2
     assert entry.naive.equivalence.code == "inconclusive"

@@ -116,3 +116,71 @@ def test_a_summary_decided_before_the_verdicts_still_loads() -> None:
            "by_candidate": {"vllm": {"naive": {"unchanged": True}, "shim": {"unchanged": True}, "decision": "none"}}}
     loaded = RankingDecision.model_validate(old)
     assert loaded.margins is None and loaded.by_candidate["vllm"].shim.equivalence is None
+
+
+# --- MRR@10 (issue 57, point 2) ------------------------------------------------------------------------------------
+def _mrr_summary(legacy_mrr: list[float], variant_mrr: list[float], langs: list[str] | None = None) -> dict:
+    """nDCG, recall and the overlap unchanged on every query; MRR@10 per query as given (one relevant document each:
+    1.0 = at rank 1, 1/3 = at rank 3)."""
+    def rows(mrr: list[float]) -> dict:
+        return {f"q{i}": {"ndcg_at_10": 0.5, "recall_at_5": 0.5, "mrr_at_10": m, "top5_overlap": 1.0,
+                          **({"lang": langs[i]} if langs else {})} for i, m in enumerate(mrr)}
+    variant = {"measured": True, "per_query": rows(variant_mrr)}
+    return {"model": {"spec": "package:x"}, "roles": {"legacy": "legacy", "candidates": ["vllm"]},
+            "ranking": {"measured": True, "legacy": {"measured": True, "per_query": rows(legacy_mrr)},
+                        "by_candidate": {"vllm": {"measured": True, "naive": variant, "shim": variant,
+                                                  "deltas": {}}}}}
+
+
+def test_an_aa_pair_is_equivalent_on_mrr_and_combined() -> None:
+    # the same per-query values on both sides (legacy against itself): every delta 0, inside every margin
+    values = [1.0, 0.5, 1 / 3, 1.0, 0.0, 0.25] * 4
+    body = summary_body(_mrr_summary(values, values))
+    out = rv.ranking_verdicts(body, decisions_config(body))
+    RankingDecision.model_validate(out.model_dump(exclude_unset=True))
+    for kind in ("naive", "shim"):
+        variant = getattr(out.by_candidate["vllm"], kind)
+        assert set(variant.metrics) == {"ndcg_at_10", "recall_at_5", "mrr_at_10", "top5_overlap"}
+        assert variant.metrics["mrr_at_10"].code == "equivalent"
+        assert variant.metrics["mrr_at_10"].estimate == 0.0
+        assert variant.tests["mrr_at_10"].verdict == "no_difference"
+        assert variant.equivalence.code == "equivalent" and variant.unchanged is True
+    assert out.by_candidate["vllm"].decision == "none"
+    assert out.margins["mrr_at_10"] == 0.02 and out.tolerance.mrr_margin == 0.02
+
+
+def test_the_first_hit_dropping_from_rank_1_to_3_is_different_on_mrr() -> None:
+    # every query's relevant document moves from rank 1 to rank 3: MRR 1 -> 1/3, delta -2/3 on every query (far
+    # outside 0.02, no spread: significant); nDCG/recall/overlap are held fixed, so MRR alone decides
+    body = summary_body(_mrr_summary([1.0] * N, [1 / 3] * N))
+    out = rv.ranking_verdicts(body, decisions_config(body))
+    shim = out.by_candidate["vllm"].shim
+    assert shim.metrics["mrr_at_10"].code == "different" and shim.metrics["mrr_at_10"].direction == "worse"
+    assert shim.metrics["mrr_at_10"].estimate == pytest.approx(-2 / 3)
+    assert shim.metrics["ndcg_at_10"].code == "equivalent"
+    assert shim.tests["mrr_at_10"].verdict == "differs" and shim.tests["mrr_at_10"].delta == pytest.approx(-2 / 3)
+    assert shim.equivalence.code == "different" and shim.unchanged is False
+    assert out.by_candidate["vllm"].decision == "reindex"
+
+
+def test_mrr_has_its_own_margin() -> None:
+    # MRR -0.05 on every query: different at the default 0.02, equivalent at a margin of 0.1 set in experiment.yaml
+    summary = _mrr_summary([1.0] * N, [0.95] * N)
+    body = summary_body(summary)
+    assert rv.ranking_verdicts(body, decisions_config(body)).by_candidate["vllm"].shim.equivalence.code == "different"
+    body = summary_body({**summary, "experiment": {"config": {"decisions": {"margins": {"mrr_at_10": 0.1}}}}})
+    out = rv.ranking_verdicts(body, decisions_config(body))
+    assert out.margins["mrr_at_10"] == 0.1
+    assert out.by_candidate["vllm"].shim.metrics["mrr_at_10"].code == "equivalent"
+
+
+def test_mrr_is_decided_per_language() -> None:
+    # ko keeps its first hits; en's drop from rank 1 to rank 2 on every query: the en slice is named
+    langs = ["ko"] * N + ["en"] * N
+    body = summary_body(_mrr_summary([1.0] * 2 * N, [1.0] * N + [0.5] * N, langs))
+    shim = rv.ranking_verdicts(body, decisions_config(body)).by_candidate["vllm"].shim
+    sliced = shim.slices["mrr_at_10"]
+    assert sliced.by_slice["ko"].code == "equivalent" and sliced.by_slice["en"].code == "different"
+    assert sliced.overall.slices == ["en"] and shim.metrics["mrr_at_10"].slices == ["en"]
+    assert shim.metrics["mrr_at_10"].estimate == pytest.approx(-0.25)  # the pooled figure, not en's -0.5
+    assert shim.equivalence.code == "different"

@@ -27,7 +27,7 @@ def test_defaults_load_without_a_decisions_key(folder: Path) -> None:
     margins = experiment.decisions.margins
     assert (margins.ndcg_at_10, margins.latency_p50_ratio, margins.error_rate) == (0.02, 1.10, 0.01)
     assert margins.transport_rate == 0.05  # issue 56: transport faults judged by rate per part
-    assert set(Margins.model_fields) == {"ndcg_at_10", "recall_at_k", "top_k_overlap", "cosine",
+    assert set(Margins.model_fields) == {"ndcg_at_10", "recall_at_k", "mrr_at_10", "top_k_overlap", "cosine",
                                          "latency_p50_ratio", "latency_p99_ratio", "throughput_ratio",
                                          "error_rate", "transport_rate"}
 

@@ -354,7 +354,7 @@ def test_ranking_impact_is_measured(demo: dict) -> None:
         side = ranking["by_candidate"][name]
         assert side["naive"]["ndcg_at_10"] == pytest.approx(0.655, abs=0.005), name
         assert side["deltas"]["naive"]["ndcg_at_10"] == pytest.approx(0.194, abs=0.005), name
-        assert side["deltas"]["shim"] == {"ndcg_at_10": 0.0, "recall_at_5": 0.0}, name
+        assert side["deltas"]["shim"] == {"ndcg_at_10": 0.0, "recall_at_5": 0.0, "mrr_at_10": 0.0}, name
         assert side["shim"]["top5_overlap"] == 1.0, name
     tests = demo["summary"]["decisions"]["ranking"]["by_candidate"]
     for name in ("dynamo", "vllm"):

@@ -128,13 +128,15 @@ def test_evaluate_by_hand() -> None:
     # qa: scores 0, 0.8, 1 -> d2, d1, d0; its relevant d0 at rank 3: nDCG = (1/log2(4)) / 1 = 0.5
     assert qa["top5"] == ["d2", "d1", "d0"] and qa["top10"] == ["d2", "d1", "d0"]
     assert qa["ndcg_at_10"] == pytest.approx(0.5) and qa["recall_at_5"] == 1.0
+    assert qa["mrr_at_10"] == pytest.approx(1 / 3)
     assert qa["top1_score"] == pytest.approx(1.0)
     # qb: judged 0 only: ranked but not judged
-    assert qb["ndcg_at_10"] is None and qb["recall_at_5"] is None and qb["top5"][0] == "d0"
+    assert qb["ndcg_at_10"] is None and qb["recall_at_5"] is None and qb["mrr_at_10"] is None and qb["top5"][0] == "d0"
     # qc: (1,1)/sqrt2 -> d1 scores 1.4/sqrt2 = 0.98995, first: nDCG 1
     assert qc["top5"][0] == "d1" and qc["ndcg_at_10"] == pytest.approx(1.0)
     assert qc["top1_score"] == pytest.approx(1.4 / math.sqrt(2))
     assert out["ndcg_at_10"] == pytest.approx(0.75) and out["recall_at_5"] == 1.0
+    assert out["mrr_at_10"] == pytest.approx((1 / 3 + 1) / 2)
     assert (out["queries"], out["judged_queries"]) == (3, 2)
 
 
@@ -167,12 +169,13 @@ def test_overlap_with_the_reference() -> None:
 
 
 def test_deltas_are_candidate_minus_legacy() -> None:
-    legacy = {"measured": True, "ndcg_at_10": 0.5, "recall_at_5": None}
-    variant = {"measured": True, "ndcg_at_10": 0.75, "recall_at_5": 0.4}
-    assert _deltas(legacy, variant) == {"ndcg_at_10": 0.25, "recall_at_5": None}
-    assert _deltas(variant, legacy) == {"ndcg_at_10": -0.25, "recall_at_5": None}
-    assert _deltas({**legacy, "measured": False}, variant) == {"ndcg_at_10": None, "recall_at_5": None}
-    assert _deltas(legacy, {**variant, "measured": False}) == {"ndcg_at_10": None, "recall_at_5": None}
+    legacy = {"measured": True, "ndcg_at_10": 0.5, "recall_at_5": None, "mrr_at_10": 1.0}
+    variant = {"measured": True, "ndcg_at_10": 0.75, "recall_at_5": 0.4, "mrr_at_10": 0.5}
+    none = {"ndcg_at_10": None, "recall_at_5": None, "mrr_at_10": None}
+    assert _deltas(legacy, variant) == {"ndcg_at_10": 0.25, "recall_at_5": None, "mrr_at_10": -0.5}
+    assert _deltas(variant, legacy) == {"ndcg_at_10": -0.25, "recall_at_5": None, "mrr_at_10": 0.5}
+    assert _deltas({**legacy, "measured": False}, variant) == none
+    assert _deltas(legacy, {**variant, "measured": False}) == none
     assert _deltas(legacy, {**variant, "ndcg_at_10": None})["ndcg_at_10"] is None
 
 

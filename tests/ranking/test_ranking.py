@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from embedswap.captures import json_bytes, new_attempt
-from embedswap.ranking.metrics import evaluate, jaccard, ndcg_at_k, ranking_from, recall_at_k, top_k_overlap
+from embedswap.ranking.metrics import (evaluate, jaccard, mrr_at_k, ndcg_at_k, ranking_from, recall_at_k,
+                                      top_k_overlap)
 from embedswap.summary.sections.ranking import ranking_section
 from embedswap.measure.workload import Document, Query, Workload
 
@@ -51,6 +52,42 @@ def test_ndcg_and_recall_match_trec_eval() -> None:
     # the exponential gain differs from trec_eval's on the same data (the issue's 0.1181 vs 0.1266 kind)
     assert any(abs(ndcg_at_k(np.array(list(run[q].values())), np.array([qrels[q].get(f"d{i}", 0) for i in range(40)]),
                              10, gain="exp") - oracle[q]["ndcg_cut_10"]) > 1e-3 for q in ours)
+
+
+def test_mrr_matches_trec_eval_on_the_run_cut_to_ten() -> None:
+    """pytrec_eval's ``recip_rank`` has no cut-off: given each query's top 10 only, it is MRR@10. Sparse
+    judgements so that some queries have no relevant document in their top 10 (0.0 on both sides)."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(5)
+    qrels, run, ours = {}, {}, {}
+    for q in range(60):
+        grades = np.zeros(40, dtype=int)
+        grades[rng.choice(40, size=int(rng.integers(1, 4)), replace=False)] = rng.choice([1, 2])
+        scores = rng.permutation(40) / 40 + rng.random(40) * 1e-3
+        top = ranking_from(scores)[:10]
+        qrels[f"q{q}"] = {f"d{i}": int(g) for i, g in enumerate(grades) if g > 0}
+        run[f"q{q}"] = {f"d{i}": float(scores[i]) for i in top}
+        ours[f"q{q}"] = mrr_at_k(scores, grades, 10)
+    oracle = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)
+    for q, mrr in ours.items():
+        assert mrr == pytest.approx(oracle[q]["recip_rank"], abs=1e-9)
+    assert any(v == 0.0 for v in ours.values()) and any(0 < v < 1 for v in ours.values())
+
+
+def test_mrr_edge_cases() -> None:
+    grades = np.zeros(12)
+    grades[0] = 1
+    assert mrr_at_k(np.arange(12), grades) == 1.0  # first relevant at rank 1
+    grades = np.zeros(12)
+    grades[10] = 2
+    assert mrr_at_k(np.arange(12), grades) == 0.0  # at rank 11: outside the top 10
+    assert mrr_at_k(np.arange(12), grades, k=11) == pytest.approx(1 / 11)
+    grades = np.array([0, 0, 1, 2])
+    assert mrr_at_k(np.array([3, 2, 1, 0]), grades) == 1.0  # the first hit counts, whatever its grade
+    assert mrr_at_k(np.array([0, 1, 2, 3]), grades) == pytest.approx(1 / 3)
+    assert mrr_at_k(np.array([0, 1, 2, 3]), grades, min_relevance=2) == pytest.approx(1 / 4)
+    assert mrr_at_k(np.array([0.1, 0.2, 0.9, 0.3]), grades) == 1.0  # scores: document 2 first
+    assert math.isnan(mrr_at_k(np.arange(4), np.zeros(4)))  # no relevant document: undefined, as nDCG
 
 
 def test_ndcg_cut_at_k_and_graded() -> None:
@@ -103,17 +140,18 @@ def test_evaluate_per_query_and_means() -> None:
     qrels = {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 2}}
     result = evaluate(docs, queries, ["q1", "q2"], ["d1", "d2", "d3", "d4"], qrels)
     q1, q2 = result["per_query"]["q1"], result["per_query"]["q2"]
-    assert q1["ndcg_at_10"] == pytest.approx(1.0) and q1["recall_at_5"] == 1.0
+    assert q1["ndcg_at_10"] == pytest.approx(1.0) and q1["recall_at_5"] == 1.0 and q1["mrr_at_10"] == 1.0
     assert q1["top5"][:2] == ["d1", "d2"]
     # q2: the grade-2 document at rank 2: 3/log2(3) / 3
     assert q2["ndcg_at_10"] == pytest.approx(1 / math.log2(3))
     assert result["ndcg_at_10"] == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    assert q2["mrr_at_10"] == 0.5 and result["mrr_at_10"] == pytest.approx(0.75)
     assert result["judged_queries"] == 2 and result["queries"] == 2
 
 
 def test_evaluate_skips_unjudged_queries_in_means() -> None:
     result = evaluate(_basis(3, 3), _basis(2, 3), ["q1", "q2"], ["a", "b", "c"], {"q1": {"a": 2}})
-    assert result["per_query"]["q2"]["ndcg_at_10"] is None
+    assert result["per_query"]["q2"]["ndcg_at_10"] is None and result["per_query"]["q2"]["mrr_at_10"] is None
     assert result["ndcg_at_10"] == pytest.approx(1.0) and result["judged_queries"] == 1
 
 

@@ -1,6 +1,6 @@
 """Is a ranking delta more than query-to-query noise? A paired test per metric on the per-query values.
 
-For each candidate variant (address swap only, through the shim) and each metric (nDCG@10, recall@5), the
+For each candidate variant (address swap only, through the shim) and each metric (nDCG@10, recall@5, MRR@10), the
 per-query differences ``variant - legacy`` over the judged queries get:
 
 - a **paired randomization test** (sign flips of the per-query differences, scipy's ``permutation_test`` with
@@ -27,7 +27,7 @@ ALPHA = 0.05
 POWER = 0.80
 PERMUTATIONS = 20000
 SEED = 17
-METRICS = ("ndcg_at_10", "recall_at_5")
+METRICS = ("ndcg_at_10", "recall_at_5", "mrr_at_10")
 
 
 def paired_values(legacy: RankingRun | None, variant: RankingRun | None,
@@ -59,8 +59,10 @@ def paired_test(reference: np.ndarray, other: np.ndarray, seed: int = SEED) -> P
         return PairedTest(delta=None, low=None, high=None, p_value=None, n=0, verdict="missing", detectable=None,
                           sd=None)
     delta = float(diff.mean())
-    sd = float(diff.std(ddof=1)) if n > 1 else 0.0
-    if n < 2 or np.allclose(diff, diff[0]):
+    constant = n < 2 or bool(np.allclose(diff, diff[0]))
+    # a constant shift (MRR 1 -> 1/3 on every query) has sd 0, not float residue that would claim "detects 0.000"
+    sd = 0.0 if constant else float(diff.std(ddof=1))
+    if constant:
         p = 1.0 if abs(delta) < 1e-12 else 2.0 ** (1 - n) if n > 1 else 1.0  # only the all-same-sign flips
         low = high = delta
     else:

@@ -3,7 +3,7 @@
 "No difference detected" is not "unchanged": at 24 queries a candidate 0.06 nDCG@10 worse passes a paired test. A
 ranking variant is decided against the margins of ``decisions.margins`` (experiment.yaml, else the defaults of
 :class:`embedswap.config.decisions.Margins`) with the kit's one verdict vocabulary
-(:mod:`embedswap.stats.equivalence`): the per-query changes of nDCG@10 and recall@5 (variant - legacy) and the
+(:mod:`embedswap.stats.equivalence`): the per-query changes of nDCG@10, recall@5 and MRR@10 (variant - legacy) and the
 per-query top-5 overlap with legacy each get a verdict, and :func:`~embedswap.stats.equivalence.combine` joins
 them. The variant is unchanged when the combined verdict is ``equivalent`` (or ``non_inferior``), changed when it is
 ``different`` (in either direction: what the migration keeps is the ranking users had, not a higher metric), and
@@ -28,9 +28,10 @@ from embedswap.summary.types_sections import CandidateRanking, RankingRun
 
 # Model specs whose weights are random (embedswap.zoo.qwen3): their vectors carry no meaning, so ranking is noise.
 RANDOM_WEIGHT_SPECS = ("build:tiny-qwen3",)
-METRICS = ("ndcg_at_10", "recall_at_5")
+METRICS = ("ndcg_at_10", "recall_at_5", "mrr_at_10")
 # metric -> its margin in decisions.margins (recall is decided at k = 5)
-MARGIN_OF = {"ndcg_at_10": "ndcg_at_10", "recall_at_5": "recall_at_k", "top5_overlap": "top_k_overlap"}
+MARGIN_OF = {"ndcg_at_10": "ndcg_at_10", "recall_at_5": "recall_at_k", "mrr_at_10": "mrr_at_10",
+             "top5_overlap": "top_k_overlap"}
 
 
 def random_weights(summary: SummaryBody) -> bool:
@@ -44,7 +45,7 @@ def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None,
                      config: DecisionsConfig) -> tuple[eq.Verdict | None, dict[str, eq.Verdict]]:
     """(combined, by metric) for one variant against legacy; (None, {}) when there is no per-query number.
 
-    Higher nDCG/recall is not harmless here (``better_is_harmless=False``): a ranking that moved either way is not
+    Higher nDCG/recall/MRR is not harmless here (``better_is_harmless=False``): a ranking that moved either way is not
     the legacy one. The top-5 overlap is per query (``top5_overlap`` of each per-query row, against legacy), so it
     gets its own verdict against ``1 - top_k_overlap``.
     """
@@ -144,7 +145,8 @@ def ranking_verdicts(summary: SummaryBody, config: DecisionsConfig) -> RankingDe
     out = RankingDecision(meaningful=meaningful,
                           tolerance=RankingTolerance(top5_overlap_min=1 - margins.top_k_overlap,
                                                      ndcg_margin=margins.ndcg_at_10,
-                                                     recall_margin=margins.recall_at_k, alpha=config.alpha,
+                                                     recall_margin=margins.recall_at_k,
+                                                     mrr_margin=margins.mrr_at_10, alpha=config.alpha,
                                                      power=config.power),
                           margins=margins.model_dump(), by_candidate=candidates)
     if not meaningful or not is_measured(summary.ranking):

@@ -1,7 +1,7 @@
 """Every ranking and vector comparison per language, Holm-corrected across the languages of one comparison.
 
 A pooled mean hides one language that got worse (an ignored instruction or a tokenizer difference often hits one
-language only). Each comparison (per-query nDCG@10 and recall@5 changes, per-query top-5 overlap, per-document
+language only). Each comparison (per-query nDCG@10, recall@5 and MRR@10 changes, per-query top-5 overlap, per-document
 cosine) is decided per slice against the same margin by :func:`~embedswap.stats.equivalence.sliced_verdict`:
 a slice's ``different`` stands only if its p-value survives Holm's correction across the slices, equivalence needs
 every slice equivalent (intersection-union), and the overall verdict names a worse slice. A query's slice is its
@@ -27,7 +27,7 @@ from embedswap.summary.types_vectors import Comparison
 
 UNKNOWN = "und"
 # metric -> (the per-query field, its margin in decisions.margins)
-RANKING = {"ndcg_at_10": "ndcg_at_10", "recall_at_5": "recall_at_k"}
+RANKING = {"ndcg_at_10": "ndcg_at_10", "recall_at_5": "recall_at_k", "mrr_at_10": "mrr_at_10"}
 
 
 def _by_lang(pairs: list[tuple[str, float]]) -> dict[str, np.ndarray]:

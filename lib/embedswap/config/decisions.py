@@ -33,6 +33,8 @@ class Margins(_Strict):
       land well inside it, a real regression (a wrong prompt, truncation, pooling) lands far outside.
     - ``recall_at_k`` = 0.02: same reasoning for recall@k (k = 5 in the kit), which moves in steps of 1/relevant
       per query, so a smaller margin would need hundreds of queries to ever be shown.
+    - ``mrr_at_10`` = 0.02: the nDCG reasoning again; with one relevant document per query MRR moves in steps
+      (1 -> 0.5 -> 0.33), so a smaller margin would need hundreds of queries to ever be shown.
     - ``top_k_overlap`` = 0.05: the mean top-k overlap may fall at most 0.05 below 1 (one document in four
       queries' top 5 swapped, typically a near-tie reordered by numeric noise); the same bound as the kit's
       historical ``RANK_OVERLAP_MIN`` = 0.95.
@@ -55,6 +57,7 @@ class Margins(_Strict):
 
     ndcg_at_10: float = Field(0.02, gt=0, le=1)
     recall_at_k: float = Field(0.02, gt=0, le=1)
+    mrr_at_10: float = Field(0.02, gt=0, le=1)
     top_k_overlap: float = Field(0.05, gt=0, le=1)
     cosine: float = Field(0.001, gt=0, le=2)
     latency_p50_ratio: float = Field(1.10, gt=1)

@@ -1,4 +1,4 @@
-"""Ranking impact: does the swap change what search returns? nDCG@10, recall@5 and top-5 overlap.
+"""Ranking impact: does the swap change what search returns? nDCG@10, recall@5, MRR@10 and top-5 overlap.
 
 The article left this open ("검색 순위를 바꿀 만한 차이인지는 따로 재지 않았습니다(미실측)"). Here it is
 measured on the workload's queries and graded judgements, three ways:
@@ -14,11 +14,16 @@ Definitions (pure functions on numpy arrays, no I/O):
 - **nDCG@k** with graded relevance (2 = answers the query, 1 = partially relevant, 0 = not judged): trec_eval's
   convention by default (``ndcg_cut``, also MTEB's through pytrec_eval): linear gain ``rel``, discount
   ``log2(rank + 1)`` for 1-based ranks, normalised by the ideal ordering of the same judgements; ``gain="exp"``
-  gives the ``2**rel - 1`` variant (Burges et al.), which this kit used before. ``tests/ranking/test_ranking.py`` checks
-  both metrics against pytrec_eval as an oracle. A query with no relevant document has no defined nDCG (``nan``) and is left out of the means.
+  gives the ``2**rel - 1`` variant (Burges et al.), which this kit used before. ``tests/ranking/test_ranking.py``
+  checks nDCG, recall and MRR against pytrec_eval as an oracle. A query with no relevant document has no defined
+  nDCG (``nan``) and is left out of the means.
 - **recall@k**: the share of a query's relevant documents found in its top k. *Relevant* means grade >= 1: a
   partially relevant document is still material the retriever should surface, and counting only grade 2 would
   make many queries (one grade-2 document each) all-or-nothing. ``min_relevance=2`` gives the strict variant.
+- **MRR@k** (reciprocal rank): ``1 / rank`` of the first relevant document (grade >= 1, as for recall) in the top
+  k, 0.0 when none is there; nan without a relevant document, as nDCG. trec_eval's ``recip_rank`` has no cut-off:
+  it equals this one on the run cut to the top k. It reads only where the first hit lands, so it is the metric of
+  a search that shows one answer (a question-answering box, a "best match" link).
 - **top-k overlap**: the Jaccard index ``|A ∩ B| / |A ∪ B|`` of two top-k sets (order inside the top k ignored).
   It needs no judgements: 1.0 means the candidate returns exactly the legacy server's top k.
 
@@ -40,6 +45,7 @@ from embedswap.ranking.agreement import AGREEMENT_K
 NDCG_K = 10
 GAIN = "linear"  # trec_eval / MTEB; "exp": 2**rel - 1
 RECALL_K = 5
+MRR_K = 10
 OVERLAP_K = 5
 
 
@@ -95,6 +101,16 @@ def recall_at_k(scores_or_ranking: Any, qrels: Any, k: int = RECALL_K, min_relev
         return float("nan")
     top = ranking_from(scores_or_ranking)[:k]
     return float(relevant[top].sum()) / total
+
+
+def mrr_at_k(scores_or_ranking: Any, qrels: Any, k: int = MRR_K, min_relevance: int = 1) -> float:
+    """Reciprocal 1-based rank of the first document with grade >= ``min_relevance`` in the top k; 0.0 when none
+    is there, nan without relevant docs."""
+    relevant = _relevance(qrels) >= min_relevance
+    if not relevant.any():
+        return float("nan")
+    hits = np.flatnonzero(relevant[ranking_from(scores_or_ranking)[:k]])
+    return 1.0 / (int(hits[0]) + 1) if len(hits) else 0.0
 
 
 def top_k(scores_or_ranking: Any, k: int = OVERLAP_K) -> np.ndarray:
@@ -175,11 +191,12 @@ def _unit32(rows: np.ndarray) -> np.ndarray:
 
 def evaluate(doc_vectors: np.ndarray, query_vectors: np.ndarray, query_ids: Sequence[str], doc_ids: Sequence[str],
              qrels: dict[str, dict[str, int]], ndcg_k: int = NDCG_K, recall_k: int = RECALL_K,
-             overlap_k: int = OVERLAP_K) -> dict[str, Any]:
-    """Rank the documents for every query by cosine; per-query and mean nDCG@10, recall@5, and the top-k ids.
+             overlap_k: int = OVERLAP_K, mrr_k: int = MRR_K) -> dict[str, Any]:
+    """Rank the documents for every query by cosine; per-query and mean nDCG@10, recall@5, MRR@10, and the top-k
+    ids.
 
     ``qrels``: query id -> {doc id: grade} (the workload's form). Queries without judgements are ranked (their top
-    k is reported, for overlap) but left out of the nDCG/recall means. Only the best ``max(k)`` documents of each
+    k is reported, for overlap) but left out of the nDCG/recall/MRR means. Only the best ``max(k)`` documents of each
     query are kept (:func:`top_rankings`): every metric here looks no deeper.
     """
     if len(query_ids) != len(query_vectors):
@@ -191,7 +208,7 @@ def evaluate(doc_vectors: np.ndarray, query_vectors: np.ndarray, query_ids: Sequ
         raise ValueError(f"expected 2-D arrays, got docs {doc_vectors.shape} and queries {query_vectors.shape}")
     if doc_vectors.shape[1] != query_vectors.shape[1]:
         raise ValueError(f"dimensions differ: documents {doc_vectors.shape[1]}, queries {query_vectors.shape[1]}")
-    depth = max(ndcg_k, recall_k, overlap_k, max(AGREEMENT_K))
+    depth = max(ndcg_k, recall_k, overlap_k, mrr_k, max(AGREEMENT_K))
     rankings, scores = top_rankings(doc_vectors, query_vectors, depth)
     position = {doc_id: i for i, doc_id in enumerate(doc_ids)}
     per_query: dict[str, dict[str, Any]] = {}
@@ -205,6 +222,7 @@ def evaluate(doc_vectors: np.ndarray, query_vectors: np.ndarray, query_ids: Sequ
         per_query[query_id] = {
             "ndcg_at_10": ndcg_at_k(ranking, grades, ndcg_k) if judged else None,
             "recall_at_5": recall_at_k(ranking, grades, recall_k) if judged else None,
+            "mrr_at_10": mrr_at_k(ranking, grades, mrr_k) if judged else None,
             "top5": [doc_ids[i] for i in ranking[:overlap_k]],
             "top10": [doc_ids[i] for i in ranking[:max(AGREEMENT_K)]],
             "top1_score": float(scores[row, 0]),
@@ -213,6 +231,7 @@ def evaluate(doc_vectors: np.ndarray, query_vectors: np.ndarray, query_ids: Sequ
     return {
         "ndcg_at_10": _mean([r["ndcg_at_10"] for r in judged_rows]),
         "recall_at_5": _mean([r["recall_at_5"] for r in judged_rows]),
+        "mrr_at_10": _mean([r["mrr_at_10"] for r in judged_rows]),
         "queries": len(query_ids),
         "judged_queries": len(judged_rows),
         "per_query": per_query,

@@ -76,7 +76,7 @@ class RankingVariant(Strict):
     slices: dict[str, SlicedVerdicts] = {}
 
     def test(self, metric: str) -> PairedTest | None:
-        """The paired test of one metric's delta (ndcg_at_10, recall_at_5), or None: not tested."""
+        """The paired test of one metric's delta (ndcg_at_10, recall_at_5, mrr_at_10), or None: not tested."""
         return self.tests.get(metric)
 
 
@@ -93,6 +93,7 @@ class RankingTolerance(Strict):
     top5_overlap_min: float | None = None
     ndcg_margin: float | None = None
     recall_margin: float | None = None
+    mrr_margin: float | None = None  # absent in summaries decided before MRR@10
     alpha: float = 0.05  # summaries from before alpha was stated were decided at 0.05
     power: float | None = None
     # summaries decided before the two margins stated one tolerance for both deltas

@@ -109,6 +109,7 @@ class QueryRanking(Strict):
     lang: str | None = None  # the query's language (absent in summaries from before the language slices)
     ndcg_at_10: Number | None = None
     recall_at_5: Number | None = None
+    mrr_at_10: Number | None = None  # absent in summaries from before MRR@10
     top1_score: Number | None = None
     top5: list[str] = []
     top10: list[str] | None = None
@@ -163,6 +164,7 @@ class RankingRun(Section):
     agreement: Agreement | None = None
     ndcg_at_10: Number | None = None
     recall_at_5: Number | None = None
+    mrr_at_10: Number | None = None  # absent in summaries from before MRR@10
     top5_overlap: Number | None = None
     queries: int | None = None
     judged_queries: int | None = None
@@ -174,6 +176,7 @@ class MetricDeltas(Strict):
     """variant - legacy (None: one side not measured)."""
     ndcg_at_10: Number | None = None
     recall_at_5: Number | None = None
+    mrr_at_10: Number | None = None  # absent in summaries from before MRR@10
 
 
 class CandidateRanking(Strict):

@@ -1,4 +1,4 @@
-"""Search ranking: nDCG@10, recall@5, top-5 overlap for legacy, address swap only, and through the shim; the
+"""Search ranking: nDCG@10, recall@5, MRR@10, top-5 overlap for legacy, address swap only, and through the shim; the
 verdicts and the decision come from the summary's ``decisions.ranking``."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _entry(entries: dict[str, CandidateRanking], name: str) -> CandidateRanking:
 def _cells(ctx: ReportContext, variant: RankingRun | None, deltas: MetricDeltas | None, reference: bool,
            verdict: RankingVariant | None = None) -> list[str]:
     if variant is None or not is_measured(variant):
-        return [ctx.label(False)] * 6
+        return [ctx.label(False)] * 8
     ref = f"{MISSING} ({ctx.terms['reference']})"
     d = deltas or MetricDeltas()
 
@@ -41,6 +41,8 @@ def _cells(ctx: ReportContext, variant: RankingRun | None, deltas: MetricDeltas 
             ref if reference else delta_cell(d.ndcg_at_10, test("ndcg_at_10")),
             fmt(variant.recall_at_5, "score"),
             ref if reference else delta_cell(d.recall_at_5, test("recall_at_5")),
+            fmt(variant.mrr_at_10, "score"),  # "—" in summaries from before MRR@10
+            ref if reference else delta_cell(d.mrr_at_10, test("mrr_at_10")),
             ref if reference else fmt(variant.top5_overlap, "score"),
             f"{fmt(variant.judged_queries, 'int')} / {fmt(variant.queries, 'int')}"]
 
@@ -81,10 +83,11 @@ def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
     changed = verdict.changed_queries
     text = fill(
         t["rank_line"], state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), d_recall=fmt(d.recall_at_5, "delta"),
+        d_mrr=fmt(d.mrr_at_10, "delta") if d.mrr_at_10 is not None else None,  # no clause without a stored MRR
         overlap=fmt(variant.top5_overlap, "score"), changed=MISSING if changed is None else fmt(changed, "int"),
         queries=fmt(verdict.queries, "int"))
     clauses = [paired(t, t[key], verdict.test(metric))
-               for metric, key in (("ndcg_at_10", "ndcg"), ("recall_at_5", "recall"))]
+               for metric, key in (("ndcg_at_10", "ndcg"), ("recall_at_5", "recall"), ("mrr_at_10", "mrr"))]
     clauses = [c for c in clauses if c]
     if clauses:
         text += fill(t["stats"]["rank_tests"], tests="; ".join(clauses))
@@ -173,7 +176,7 @@ def agreement_table(ctx: ReportContext, entries: dict[str, CandidateRanking]) ->
 
 
 def ranking(ctx: ReportContext) -> dict[str, Any]:
-    """Search ranking (nDCG@10, recall@5, top-5 overlap): legacy, address swap only, through the shim."""
+    """Search ranking (nDCG@10, recall@5, MRR@10, top-5 overlap): legacy, address swap only, through the shim."""
     t = ctx.terms
     section = ctx.summary.ranking
     decided = ctx.decisions.ranking
@@ -187,6 +190,8 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
              "judged": True,
              "tolerance": {"overlap": fmt(tolerance.top5_overlap_min, "score"),
                            "ndcg": fmt(ndcg_margin, "score"), "recall": fmt(recall_margin, "score"),
+                           # None: decided before MRR@10, the sentence names no MRR margin
+                           "mrr": fmt(tolerance.mrr_margin, "score") if tolerance.mrr_margin is not None else None,
                            "alpha": fmt(tolerance.alpha, "raw"),
                            "interval": fmt(round(100 * (1 - 2 * tolerance.alpha), 6), "raw")}}
     if not is_measured(section):
@@ -197,7 +202,7 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     rows, why = _rows(ctx, entries, state_label)
     findings = [] if meaningless else [ranking_finding(ctx, n, _entry(entries, n)) for n in ctx.candidates]
     header = [t["variant"], t["documents_of"], t["queries_as"], t["label"], t["ndcg"], t["d_ndcg"], t["recall"],
-              t["d_recall"], t["overlap"], t["judged"]]
+              t["d_recall"], t["mrr"], t["d_mrr"], t["overlap"], t["judged"]]
     variants = [legacy] + [getattr(_entry(entries, n), k) for n in ctx.candidates for k in KINDS]
     sources = [re.sub(r"\[\d+\]$", "", str(path)) for variant in variants
                if variant is not None and is_measured(variant) and variant.source is not None
@@ -208,7 +213,7 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     judged = section.judged if "judged" in section.model_fields_set else True
     return {
         **empty, "state": True, "label": label_text, "top_why": None,
-        "table": "\n\n".join(x for x in (md_table(header, rows, ["l", "l", "l", "l"] + ["r"] * 6), slices(ctx)) if x),
+        "table": "\n\n".join(x for x in (md_table(header, rows, ["l", "l", "l", "l"] + ["r"] * 8), slices(ctx)) if x),
         "findings": findings, "why": why, "queries": fmt(legacy.queries if legacy is not None else None, "int"),
         "agreement": agreement_table(ctx, entries), "judged": judged,
         "sources": ctx.refs_for([], always=list(dict.fromkeys(sources))),

@@ -18,7 +18,8 @@ QUERY_FILES = {
     "naive": "query_vectors_server_instruction.npy",
     "shim": "query_vectors_client_prefixed.npy",
 }
-METRICS = ("ndcg_at_10", "recall_at_5", "top5_overlap")
+METRICS = ("ndcg_at_10", "recall_at_5", "mrr_at_10", "top5_overlap")
+DELTAS = ("ndcg_at_10", "recall_at_5", "mrr_at_10")  # variant - legacy, per judged metric
 
 
 def shim_queries(attempt: Any, name: str) -> str:
@@ -64,6 +65,7 @@ def _variant(attempt: Any, target: str, query_file: str, workload: Any, doc_stac
         "agreement": agreement(reference, result) if reference is not None else None,
         "ndcg_at_10": result["ndcg_at_10"],
         "recall_at_5": result["recall_at_5"],
+        "mrr_at_10": result["mrr_at_10"],
         "top5_overlap": overlap,
         "queries": result["queries"],
         "judged_queries": result["judged_queries"],
@@ -74,9 +76,8 @@ def _variant(attempt: Any, target: str, query_file: str, workload: Any, doc_stac
 
 def _deltas(legacy: dict[str, Any], variant: dict[str, Any]) -> dict[str, float | None]:
     if not (legacy.get("measured") and variant.get("measured")):
-        return {m: None for m in ("ndcg_at_10", "recall_at_5")}
-    return {m: None if legacy[m] is None or variant[m] is None else variant[m] - legacy[m]
-            for m in ("ndcg_at_10", "recall_at_5")}
+        return {m: None for m in DELTAS}
+    return {m: None if legacy[m] is None or variant[m] is None else variant[m] - legacy[m] for m in DELTAS}
 
 
 def _doc_stack(attempt: Any, target: str) -> np.ndarray | None:
@@ -89,9 +90,9 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
     """summary.json's ``ranking``: legacy, candidate naive and candidate with the shim fix, from captures only.
 
     Keys (primary candidate = ``experiment.candidates[0]``): ``legacy``, ``candidate_naive``, ``candidate_shim``
-    (each ``{measured, ndcg_at_10, recall_at_5, top5_overlap, per_query, source}``), ``deltas`` (candidate minus
-    legacy, for ``candidate_naive`` and ``candidate_shim``), ``by_candidate`` (the same for every candidate), and
-    ``definitions``. Without queries/judgements or without the captures: ``{"measured": False, "why": ...}``.
+    (each ``{measured, ndcg_at_10, recall_at_5, mrr_at_10, top5_overlap, per_query, source}``), ``deltas``
+    (candidate minus legacy, for ``candidate_naive`` and ``candidate_shim``), ``by_candidate`` (the same for every
+    candidate), and ``definitions``. Without queries/judgements or without the captures: ``{"measured": False, "why": ...}``.
     """
     if not workload.queries:
         return not_measured("no_queries")
@@ -130,6 +131,8 @@ def ranking_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, A
                           "ideal from the judgements; ties in document order",
             "gain": GAIN,
             "recall_at_5": "share of relevant documents (grade >= 1) in the top 5",
+            "mrr_at_10": "reciprocal rank of the first relevant document (grade >= 1) in the top 10, 0 when none is "
+                         "there (trec_eval's recip_rank on the top 10)",
             "agreement": "judgement-free agreement with the legacy ranking per query: top-k overlap |A∩B|/k at "
                          "k = 1, 5, 10, extrapolated rank-biased overlap at depth 10 (p = 0.9), top-1 changed "
                          "(share of queries); means with 95 % bootstrap intervals over queries",

@@ -184,3 +184,57 @@ def test_mrr_is_decided_per_language() -> None:
     assert sliced.overall.slices == ["en"] and shim.metrics["mrr_at_10"].slices == ["en"]
     assert shim.metrics["mrr_at_10"].estimate == pytest.approx(-0.25)  # the pooled figure, not en's -0.5
     assert shim.equivalence.code == "different"
+
+
+# --- a candidate serving another model (issue 57): superiority or non-inferiority, not sameness -------------------
+BETTER = ([0.25, 0.35] * 12, [0.2] * N, [0.2] * N)  # every query gains 0.25-0.35 nDCG@10; another top 5
+CLOSE = ([-0.05, 0.06] * 12, [0.0] * N, [0.2] * N)  # nDCG@10 +0.005 (sd 0.056): inside the margin below, not above
+
+
+def _another(naive: tuple, shim: tuple) -> RankingDecision:
+    raw = _summary(naive, shim)
+    raw["models"] = {"measured": True, "by_candidate": {"vllm": {"measured": True, "code": "another_model"}}}
+    body = summary_body(raw)
+    assert body.another_model("vllm")
+    out = rv.ranking_verdicts(body, decisions_config(body))
+    RankingDecision.model_validate(out.model_dump(exclude_unset=True))
+    return out
+
+
+def test_another_model_better_on_the_judgements_is_superior_not_different() -> None:
+    entry = _another(BETTER, BETTER).by_candidate["vllm"]
+    assert entry.decision == "another_model"
+    # the same figures for the same model are a change to look at (different, better; the top 5 moved)
+    same_model = _decide(BETTER, BETTER).by_candidate["vllm"]
+    assert same_model.shim.equivalence.code == "different" and same_model.decision == "reindex"
+    # for another model: non-inferior with the direction better (superiority), and the top-5 overlap, which
+    # another model changes by nature, takes no part
+    shim = entry.shim
+    assert shim.equivalence.code == "non_inferior"
+    assert all(v.code == "non_inferior" and v.direction == "better" for v in shim.metrics.values())
+    assert shim.unchanged is True and "top5_overlap" not in shim.metrics
+    assert shim.metrics["ndcg_at_10"].reason == "better_beyond_margin"
+
+
+def test_another_model_close_to_legacy_is_non_inferior_and_worse_is_different() -> None:
+    close = _another(CLOSE, CLOSE).by_candidate["vllm"].shim
+    # the interval's low end is above -0.02 while its high end passes +0.02: inconclusive as sameness,
+    # non-inferior as a model change
+    assert _decide(CLOSE, CLOSE).by_candidate["vllm"].shim.metrics["ndcg_at_10"].code == "inconclusive"
+    assert close.metrics["ndcg_at_10"].code == "non_inferior" and close.metrics["ndcg_at_10"].direction is None
+    worse = _another(WORSE, WORSE).by_candidate["vllm"].shim
+    assert worse.equivalence.code == "different" and worse.equivalence.direction == "worse"
+    assert worse.unchanged is False
+
+
+def test_another_model_better_in_every_language_stays_superior_after_holm() -> None:
+    raw = _summary(BETTER, BETTER)
+    langs = ["en", "ko"] * (N // 2)
+    for side in (raw["ranking"]["legacy"], raw["ranking"]["by_candidate"]["vllm"]["shim"]):
+        for i, row in enumerate(side["per_query"].values()):
+            row["lang"] = langs[i]
+    raw["models"] = {"measured": True, "by_candidate": {"vllm": {"measured": True, "code": "another_model"}}}
+    body = summary_body(raw)
+    shim = rv.ranking_verdicts(body, decisions_config(body)).by_candidate["vllm"].shim
+    assert set(shim.slices["ndcg_at_10"].by_slice) == {"en", "ko"}
+    assert (shim.metrics["ndcg_at_10"].code, shim.metrics["ndcg_at_10"].direction) == ("non_inferior", "better")

@@ -102,9 +102,12 @@ def test_the_ranking_verdicts_decide_per_language(e5_run: dict[str, Any]) -> Non
     ndcg = ranking.naive.slices["ndcg_at_10"]  # nDCG@10 per language of the queries, Holm-corrected
     assert set(ndcg.by_slice) == {"en", "ko"} and ndcg.overall.code is not None
     # e5 is multilingual, MiniLM is not: the model change raises nDCG@10 on the sample's judgements, and the post
-    # words that verdict (not the top-5 overlap, which another model changes by nature)
+    # words that verdict (not the top-5 overlap, which another model changes by nature). A model change is judged
+    # for superiority or non-inferiority: better beyond the margin is non-inferior with the direction better
     better = ranking.naive.metrics["ndcg_at_10"]
-    assert (better.code, better.direction) == ("different", "better"), better
+    assert (better.code, better.direction) == ("non_inferior", "better"), better
+    assert ranking.decision == "another_model" and "top5_overlap" not in ranking.naive.metrics
+    assert "better than legacy beyond the margin (superior; another model)" in e5_run["report"]
     assert "nDCG@10 change: +" in render_post(e5_run["summary"], "en")
     from claims_check import claim_problems
     from post_numbers import post_problems

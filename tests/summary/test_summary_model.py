@@ -60,7 +60,8 @@ def test_decisions_are_in_the_summary(tmp_path: Path, complete_upgraded: dict[st
     assert rules and all(isinstance(r, str) for r in rules)
     assert set(decisions["ranking"]["by_candidate"]) == set(summary["roles"]["candidates"])
     for verdict in decisions["ranking"]["by_candidate"].values():
-        assert verdict["decision"] in {"reindex", "client", "shim_only", "none", "shim_missing", "undecided"}
+        assert verdict["decision"] in {"reindex", "client", "shim_only", "none", "shim_missing", "undecided",
+                                       "another_model"}
     ratios = decisions["latency"]["ratios"]
     points = decisions["latency"]["points"]
     legacy = summary["roles"]["legacy"]

@@ -37,9 +37,11 @@ def _by_lang(pairs: list[tuple[str, float]]) -> dict[str, np.ndarray]:
     return {lang: np.asarray(values, dtype=np.float64) for lang, values in sorted(groups.items())}
 
 
-def ranking_slices(legacy: RankingRun | None, variant: RankingRun | None,
-                   config: DecisionsConfig) -> dict[str, tuple[eq.Verdict, dict[str, eq.Verdict]]]:
-    """metric -> (overall, by language) for the metrics whose queries span two languages or more."""
+def ranking_slices(legacy: RankingRun | None, variant: RankingRun | None, config: DecisionsConfig, *,
+                   another_model: bool = False) -> dict[str, tuple[eq.Verdict, dict[str, eq.Verdict]]]:
+    """metric -> (overall, by language) for the metrics whose queries span two languages or more.
+    ``another_model``: non-inferiority (a better ranking is acceptable) and no top-5 overlap (see
+    :func:`embedswap.analysis.ranking_verdict.variant_verdicts`)."""
     left = legacy.per_query if legacy is not None else {}
     right = variant.per_query if variant is not None else {}
     margins, alpha, power = config.margins, config.alpha, config.power
@@ -50,9 +52,10 @@ def ranking_slices(legacy: RankingRun | None, variant: RankingRun | None,
         groups = _by_lang(pairs)
         if len(groups) >= 2:
             out[metric] = _in_total(eq.sliced_verdict(groups, getattr(margins, margin_name), alpha=alpha,
-                                                      power=power), {k: len(v) for k, v in groups.items()})
+                                                      better_is_harmless=another_model, power=power),
+                                    {k: len(v) for k, v in groups.items()})
     overlaps = _by_lang([(left[q].lang if q in left else None) or UNKNOWN, row.top5_overlap]
-                        for q, row in right.items() if row.top5_overlap is not None)
+                        for q, row in right.items() if row.top5_overlap is not None and not another_model)
     if len(overlaps) >= 2:
         decided = {lang: eq.overlap_verdict(v, margins.top_k_overlap, alpha=alpha, power=power)
                    for lang, v in overlaps.items()}

@@ -65,6 +65,8 @@ class PairedTest(Strict):
 
 
 class RankingVariant(Strict):
+    # True: acceptable (equivalent / non-inferior); for another model, not worse than the legacy ranking (a model
+    # change is meant to move it); False: different (worse for another model); None: inconclusive or not measured
     unchanged: bool | None
     changed_queries: int | None = None
     queries: int | None = None
@@ -83,7 +85,8 @@ class RankingVariant(Strict):
 class RankingCandidate(Strict):
     naive: RankingVariant
     shim: RankingVariant
-    decision: Literal["reindex", "client", "shim_only", "none", "shim_missing", "undecided"]
+    # another_model: a candidate serving another model, whose verdicts are superiority / non-inferiority (issue 57)
+    decision: Literal["reindex", "client", "shim_only", "none", "shim_missing", "undecided", "another_model"]
     n_needed: int | None = None  # undecided: the queries that would decide it (None when no practical n would)
 
 

@@ -70,8 +70,21 @@ def _rows(ctx: ReportContext, entries: dict[str, CandidateRanking],
     return rows, why
 
 
+def _state(t: dict[str, Any], verdict: RankingVariant, undecided: bool, another_model: bool) -> str:
+    """The verdict in words: the same ranking or not; for another model, superior / non-inferior / worse."""
+    if undecided:
+        return t["rank_undecided"]
+    if not another_model:
+        return t["rank_same"] if verdict.unchanged else t["rank_differs"]
+    found = verdict.equivalence  # combine() keeps no direction for non-inferior: superior is every metric better
+    metrics = verdict.metrics.values()
+    if found is not None and found.code == "non_inferior" and metrics and all(m.direction == "better" for m in metrics):
+        return t["rank_better"]
+    return t["rank_not_worse"] if verdict.unchanged else t["rank_worse"]
+
+
 def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
-          verdict: RankingVariant | None) -> tuple[str, str] | None:
+          verdict: RankingVariant | None, another_model: bool = False) -> tuple[str, str] | None:
     """(long, short) sentence for one variant's verdict, or None without a number."""
     undecided = verdict is not None and verdict.equivalence is not None and verdict.equivalence.code == "inconclusive"
     if verdict is None or (verdict.unchanged is None and not undecided):
@@ -79,7 +92,7 @@ def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
     t = ctx.terms
     variant: RankingRun = getattr(entry, kind)
     d = entry.delta(kind) or MetricDeltas()
-    state = t["rank_undecided"] if undecided else t["rank_same"] if verdict.unchanged else t["rank_differs"]
+    state = _state(t, verdict, undecided, another_model)
     changed = verdict.changed_queries
     text = fill(
         t["rank_line"], state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), d_recall=fmt(d.recall_at_5, "delta"),
@@ -128,7 +141,8 @@ def slices(ctx: ReportContext) -> str | None:
 def ranking_finding(ctx: ReportContext, name: str, entry: CandidateRanking) -> dict[str, Any]:
     """One candidate's two verdicts and the decision, in this language."""
     verdict = ctx.decisions.ranking.of(name)
-    lines = {kind: _line(ctx, entry, kind, getattr(verdict, kind) if verdict is not None else None)
+    other = ctx.summary.another_model(name)
+    lines = {kind: _line(ctx, entry, kind, getattr(verdict, kind) if verdict is not None else None, other)
              for kind in KINDS}
     code_ = verdict.decision if verdict is not None else None
     decisions = ctx.terms["rank_decision"]

@@ -107,7 +107,10 @@ def test_the_ranking_verdicts_decide_per_language(e5_run: dict[str, Any]) -> Non
     better = ranking.naive.metrics["ndcg_at_10"]
     assert (better.code, better.direction) == ("non_inferior", "better"), better
     assert ranking.decision == "another_model" and "top5_overlap" not in ranking.naive.metrics
-    assert "better than legacy beyond the margin (superior; another model)" in e5_run["report"]
+    # the report's ranking decision says so, and its lines never call a model change's ranking "differs" (with 12
+    # queries a language, recall@5 in English stays inconclusive: the combined line reads "not decided yet")
+    assert "is judged for superiority or non-inferiority to the legacy one" in e5_run["report"]
+    assert "`e5`, address swap only: differs from legacy" not in e5_run["report"]
     assert "nDCG@10 change: +" in render_post(e5_run["summary"], "en")
     from claims_check import claim_problems
     from post_numbers import post_problems

@@ -142,7 +142,7 @@ def option_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.nd
         for kind, fitted in maps.items():
             fit_s[kind].append(fitted.fit_s)
             stored[kind] = fitted.stored_bytes
-            if fitted.alpha is not None:
+            if kind == "affine" and fitted.alpha is not None:  # the mlp map's affine part picks the same one
                 alphas.append(fitted.alpha)
         runs.append(_fold(store, tag, fold, np.sort(test), docs, queries, maps, config))
     n, d_new = docs["candidate"].shape

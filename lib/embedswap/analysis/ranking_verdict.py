@@ -11,7 +11,9 @@ neither when it is ``inconclusive``: then the decision is ``undecided`` with the
 it. Where the queries span two languages or more, each metric is decided per language with Holm's correction
 across the languages (:mod:`embedswap.analysis.slices`): equivalent only when every language is, and a worse
 language is named. The paired randomization tests (:mod:`embedswap.analysis.ranking_tests`) are still stated beside it. On a
-random-weight model (:data:`RANDOM_WEIGHT_SPECS`) the ranking is noise and no decision is drawn.
+random-weight model (:data:`RANDOM_WEIGHT_SPECS`) the ranking is noise and no decision is drawn. A candidate serving
+another model (``summary.models``) is judged for superiority or non-inferiority instead, without the top-5 overlap,
+and its decision is ``another_model`` (:func:`variant_verdicts`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_index_options import IndexOptions, IndexOptionsDecision, OptionFigure
 
 MIB = 2**20
+MAPS = ("orthogonal", "affine", "mlp")
 
 
 def _figure(ctx: ReportContext, figure: OptionFigure | None, kind: str = "score") -> str:
@@ -53,9 +54,10 @@ def _cost(ctx: ReportContext, name: str, options: IndexOptions, chosen: str) -> 
         return fill(words["re_embed"], hours=fmt(cost.hours_per_replica, "s"), replicas=fmt(cost.replicas, "int"),
                     window=fmt(cost.window_hours, "s"), rate=fmt(cost.docs_per_s, "s"),
                     corpus=fmt(cost.corpus_size, "int"))
-    if option is None or chosen not in words:
+    key = "map" if chosen in MAPS else chosen  # the maps cost alike: a fit, a map per query, its floats
+    if option is None or key not in words:
         return ""
-    return fill(words[chosen], fit=fmt(option.fit_s, "score") if option.fit_s is not None else MISSING,
+    return fill(words[key], fit=fmt(option.fit_s, "score") if option.fit_s is not None else MISSING,
                 overhead=f"{option.overhead_ms:+.2f}", mib=f"{option.storage_bytes / MIB:.2f}")
 
 

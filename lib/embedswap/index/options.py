@@ -131,12 +131,13 @@ def option_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.nd
     splitter = KFold(n_splits=folds, shuffle=True, random_state=config.seed)
     same_dim = docs["legacy"].shape[1] == docs["candidate"].shape[1]
     kinds = ["orthogonal", "affine"] if same_dim else ["affine"]  # a rotation needs one dimension
+    splits = list(splitter.split(docs["legacy"]))
     # the fewest training pairs of a fold: the mlp map is fitted only where every fold has enough of them
-    pairs = len(docs["legacy"]) - max(len(test) for _, test in splitter.split(docs["legacy"]))
+    pairs = min(len(train) for train, _ in splits)
     if pairs >= config.options.mlp_min_pairs:
         kinds.append("mlp")
     runs, fit_s, stored, alphas = [], {kind: [] for kind in kinds}, {}, []
-    for fold, (train, test) in enumerate(splitter.split(docs["legacy"])):
+    for fold, (train, test) in enumerate(splits):
         maps = {kind: fit_map(kind, docs["candidate"][train], docs["legacy"][train],  # type: ignore[arg-type]
                               hidden=config.options.mlp_hidden, seed=config.seed + fold) for kind in kinds}
         for kind, fitted in maps.items():

@@ -4,6 +4,8 @@ tests/support, on the path through ``pythonpath`` in pyproject.toml."""
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,65 @@ def tiny_zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("zoo")
     return {name: build_tiny_bert(root / name, variant) for name, variant in ZOO.items()}
+
+
+# Pure functions the unit tests call hundreds of times on a few dozen distinct inputs (docs/testing.md: 371 upgrades
+# of 61 distinct summaries in tests/report; ~0.5 s each, mostly decide()'s bootstraps; matplotlib ~1.9 s per
+# language of a render): each distinct input is computed once per test process and a copy handed out. Both are
+# deterministic (tests/report/test_figures_memo.py checks it with the real functions). A test that uses
+# `monkeypatch` may have changed what they compute, so it always gets a fresh computation.
+_MEMO: dict[tuple[Any, ...], Any] = {}
+_FRESH = {"now": False}
+
+
+@pytest.fixture(autouse=True)
+def _memo_unless_monkeypatched(request: pytest.FixtureRequest) -> Any:
+    _FRESH["now"] = "monkeypatch" in request.fixturenames
+    yield
+    _FRESH["now"] = False
+
+
+def _memoised(kind: str, key: Any, compute: Any) -> Any:
+    if _FRESH["now"]:
+        return compute()
+    full = (kind, key)
+    if full not in _MEMO:
+        _MEMO[full] = compute()
+    return copy.deepcopy(_MEMO[full])
+
+
+@pytest.fixture(scope="session", autouse=True)
+def figures_drawn_once() -> Any:
+    """``report.publish.draw_figures`` once per distinct (summary, language); yields the real function."""
+    from embedswap.report import publish
+
+    original = publish.draw_figures
+
+    def draw(summary: Any, lang: str = "en") -> dict[str, bytes]:
+        return _memoised("figures", (summary.model_dump_json(), lang), lambda: original(summary, lang))
+
+    publish.draw_figures = draw
+    yield original
+    publish.draw_figures = original
+
+
+@pytest.fixture(scope="session", autouse=True)
+def summaries_upgraded_once() -> Any:
+    """``analysis.upgrade.upgrade_summary`` (which decides) once per distinct summary.json; yields the real one."""
+    from embedswap.analysis import upgrade
+
+    original = upgrade.upgrade_summary
+
+    def upgraded(summary: Any) -> Any:
+        try:
+            key = json.dumps(summary, sort_keys=True, allow_nan=True)
+        except (TypeError, ValueError):  # not JSON (the function's own error path): nothing to remember
+            return original(summary)
+        return _memoised("upgrade", key, lambda: original(summary))
+
+    upgrade.upgrade_summary = upgraded
+    yield original
+    upgrade.upgrade_summary = original
 
 
 @pytest.fixture

@@ -3,30 +3,10 @@
 Layout: ``format.py`` (numbers, labels, markdown cells), ``catalogue.py`` + ``catalogue/<lang>.toml`` (words),
 ``sections/<name>.py`` (summary section -> template values), ``markdown.py`` (the skeleton rendered: the full
 report), ``post.py`` (the post: the blog draft that leads with its conclusion and links the full report),
-``html.py`` (the page), ``publish.py`` (files, figures, report.json, the index), ``figures.py`` (charts).
+``html.py`` (the page), ``publish.py`` (files, figures, report.json, the index: ``render_report``), ``figures.py``
+(charts).
+
+Nothing is imported here: ``embedswap.report.errors`` (which the command line reads for every command) would
+otherwise load matplotlib, seaborn and scipy, 3.5 of the 4 s that ``embedswap new`` took (``python -X importtime``).
+Import the module you need (``from embedswap.report.publish import render_report``).
 """
-
-from embedswap.report import figures
-from embedswap.report.catalogue import LANGUAGES
-from embedswap.report.errors import ReportError
-from embedswap.report.format import fmt, label
-from embedswap.report.html import markdown_to_html
-from embedswap.report.markdown import render_markdown
-from embedswap.report.post import render_post
-from embedswap.report.publish import headline, render_index, render_report
-from embedswap.report.sections.gaps import not_measured_items
-
-__all__ = [
-    "LANGUAGES",
-    "ReportError",
-    "figures",
-    "fmt",
-    "headline",
-    "label",
-    "markdown_to_html",
-    "not_measured_items",
-    "render_index",
-    "render_markdown",
-    "render_post",
-    "render_report",
-]

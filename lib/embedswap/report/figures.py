@@ -66,6 +66,9 @@ def _fixed_point(entry: LatencyTarget | None, run: str) -> LatencyPoint | None:
 
 
 # --- vectors ---------------------------------------------------------------------------------------------------
+JITTER_SEED = 0
+
+
 @in_language("cosine_by_language")
 def cosine_by_language(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
     """Per-document cosine of each candidate against the legacy server, by language (box + points)."""
@@ -86,8 +89,15 @@ def cosine_by_language(summary: Summary | dict[str, Any], words: FigureWords) ->
         warnings.simplefilter("ignore", MatplotlibDeprecationWarning)
         sns.boxplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
                     fliersize=0, boxprops={"alpha": 0.35})
-    sns.stripplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
-                  dodge=True, size=4, jitter=0.15, legend=False)
+    # seaborn jitters the points with numpy's global generator: a fixed state, so one summary draws one PNG (a
+    # re-render is byte-identical) and the caller's generator is left as it was
+    state = np.random.get_state()
+    np.random.seed(JITTER_SEED)
+    try:
+        sns.stripplot(data=frame, x="lang", y="cosine", hue="candidate", order=order, ax=ax, palette=PALETTE,
+                      dodge=True, size=4, jitter=0.15, legend=False)
+    finally:
+        np.random.set_state(state)
     threshold = summary.parity.threshold("text")
     if threshold is not None:
         ax.axhline(threshold, color="crimson", linestyle="--", linewidth=1,

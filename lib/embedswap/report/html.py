@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import re
 
 import jinja2
@@ -28,6 +29,7 @@ footer{margin-top:3rem;font-size:.8rem;color:#666;border-top:1px solid #eee;padd
 """
 
 
+@functools.cache  # one compiled page template per process (a render writes two pages per language)
 def _page_template() -> jinja2.Template:
     env = jinja2.Environment(loader=jinja2.PackageLoader("embedswap", "templates"), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,

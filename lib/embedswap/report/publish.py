@@ -250,7 +250,7 @@ def render_index(reports_root: Path) -> dict[str, Path]:
              "summary.json (report.json in the report folder); a value the run did not produce is labelled "
              "*not measured (미실측)* or *unconfirmed (미확인)*.", ""]
     lines.append(md_table(header, rows, ["l", "l", "l", "l", "r", "r", "r", "c", "l"]) if rows
-                 else "No report yet: render one with `embedswap.report.render_report(experiment_dir)`.")
+                 else "No report yet: render one with `embedswap report <experiment folder>`.")
     text = "\n".join(lines) + "\n"
     out = {"index.md": write_file(reports_root / "index.md", text)}
     out["index.html"] = write_file(reports_root / "index.html", markdown_to_html(text, "en", "embedswap reports"))

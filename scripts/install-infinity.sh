@@ -5,6 +5,7 @@
 # CPU build that lies on this kind of machine's disk; the lock holds torch's own dependencies.
 # The stamp is the lock's sha256: a changed pin rebuilds the environment from scratch.
 set -euo pipefail
+source "$(dirname "$0")/venv-lib.sh"
 V=${1:?usage: install-infinity.sh VENV_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3.11}
@@ -14,10 +15,8 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "infinity environment $V is up to date"; exit 0
 fi
 [ -e "$V" ] && echo "infinity environment $V: the lock changed, rebuilding it"
-rm -rf "$V"
-"$PY" -m venv "$V"
-"$V/bin/pip" install -q --upgrade pip
-"$V/bin/pip" install -q --require-hashes --no-deps -r "$here/requirements/infinity.lock"
-"$V/bin/pip" install -q "torch==2.13.0"
+new_venv "$V"
+venv_install "$V" --require-hashes --no-deps -r "$here/requirements/infinity.lock"
+venv_install "$V" "$(torch_spec)"
 "$V/bin/python" -c "import infinity_emb, torch; print('infinity env ok:', infinity_emb.__version__, 'torch', torch.__version__)"
 printf '%s\n' "$want" > "$stamp"

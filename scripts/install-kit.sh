@@ -7,6 +7,7 @@
 # from scratch; a changed pyproject.toml alone (entry points, package data) re-installs the kit itself.
 # To change a pin: README "Locked environments".
 set -euo pipefail
+source "$(dirname "$0")/venv-lib.sh"
 V=${1:?usage: install-kit.sh VENV_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3.11}
@@ -20,16 +21,14 @@ if [ "$have_lock" = "$lock" ] && [ "$have_project" = "$project" ]; then
 fi
 if [ "$have_lock" = "$lock" ] && [ -x "$V/bin/pip" ]; then
   echo "kit environment $V: pyproject.toml changed, re-installing the kit"
-  "$V/bin/pip" install -q --no-deps -e "$here"
+  venv_install "$V" --no-deps -e "$here"
   printf '%s\n%s\n' "$lock" "$project" > "$stamp"
   exit 0
 fi
 [ -e "$V" ] && echo "kit environment $V: the lock changed, rebuilding it"
-rm -rf "$V"
-"$PY" -m venv "$V"
-"$V/bin/pip" install -q --upgrade pip
-"$V/bin/pip" install -q --require-hashes --no-deps -r "$here/requirements/kit.lock"
-"$V/bin/pip" install -q "torch==2.13.0"
-"$V/bin/pip" install -q --no-deps -e "$here"
+new_venv "$V"
+venv_install "$V" --require-hashes --no-deps -r "$here/requirements/kit.lock"
+venv_install "$V" "$(torch_spec)"
+venv_install "$V" --no-deps -e "$here"
 "$V/bin/python" -c "import embedswap, torch, aiohttp; print('kit env ok: torch', torch.__version__)"
 printf '%s\n%s\n' "$lock" "$project" > "$stamp"

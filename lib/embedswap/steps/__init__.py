@@ -105,11 +105,13 @@ def swap_deploy(ctx: StepContext) -> dict[str, dict[str, Any]]:
 
 def _restore_latency(ctx: StepContext, target: Any, name: str) -> dict[str, Any]:
     """The restored legacy server's latency at the article's two points (A-B-A: the host's drift across the
-    candidates), into ``<legacy>/restore/``; a failed request is recorded, never fatal."""
+    candidates), ``sequencing.restore_repeats`` times, into ``<legacy>/restore/``; a failed request is recorded,
+    never fatal."""
     from embedswap.measure.errors import StepFailed
     from embedswap.measure.latency import capture_latency
 
-    latency = ctx.experiment.latency.model_copy(update={"sweep": []})
+    latency = ctx.experiment.latency.model_copy(
+        update={"sweep": [], "repeats": ctx.experiment.sequencing.restore_repeats})
     experiment = ctx.experiment.model_copy(update={"latency": latency})
     try:
         capture_latency(target, experiment, ctx.workload, ctx.attempt, f"{name}/restore")

@@ -6,9 +6,11 @@ The same servers fill an embedded PostgreSQL table where one row in ten holds th
 finds exactly those rows.
 
 Cost: the demo's attempt takes ~15 minutes to make, so the guard is made from a lean real capture in a
-module-scoped fixture (the legacy server and vLLM fp32, 2 repeats, five probes, the small latency runs). The three
-vLLM servers (fp32 mean, fp32 CLS, bf16 mean) start side by side with ``--enforce-eager`` (one start's wall time
-instead of three), each in its own process group, stopped at the end whatever happens.
+module-scoped fixture (the legacy server and vLLM fp32, 2 repeats, five probes, the small latency runs). The fp32
+server is the worker's shared one (``vllm_fp32_minilm`` of tests/e2e/conftest.py, also test_aa_vllm_e2e.py's); the
+two other vLLM servers (fp32 CLS, bf16 mean) start side by side with ``--enforce-eager`` (beside the shared one too
+when this file is the first of its group to run: one start's wall time instead of three), each in its own process
+group, stopped at the end whatever happens.
 """
 
 from __future__ import annotations
@@ -39,11 +41,11 @@ from realkit import (
 )
 from vector_proxy import vector_proxy
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900), pytest.mark.xdist_group(name="vllm-fp32-minilm")]
+# the group of the files sharing the vLLM fp32 server (tests/e2e/conftest.py): one worker, one start
 PROBES = ["plain", "input_type_query", "dimensions_reduced", "over_long_input", "batch8_member"]
 CAPTURE = ["workload", "queries", "probes", "latency"]
-VARIANTS = {  # the same vLLM, configured three ways
-    "fp32": ["--dtype", "float32"],
+VARIANTS = {  # the same vLLM, configured three ways; fp32 (`--dtype float32`) is the shared server of conftest.py
     "cls": ["--dtype", "float32", "--pooler-config", json.dumps({"pooling_type": "CLS"})],
     "bf16": ["--dtype", "bfloat16"],
 }
@@ -54,17 +56,17 @@ def _vllm(port: int, args: list[str]) -> dict:
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory):
+def servers(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
     if not Path(engine_python()).exists():
         pytest.fail(f"engine environment missing ({engine_python()}): run `make engine` (make test does)")
     root = tmp_path_factory.mktemp("guard-e2e")
-    ports = free_ports(1 + len(VARIANTS))
+    ports = free_ports(1 + len(VARIANTS))  # the legacy server's and the variants' (the shared fp32 has its own)
     vllm_ports = dict(zip(VARIANTS, ports[1:]))
     # the measured candidate is the fp32 server itself (kind external), so the check reaches the very server the
-    # attempt measured; the variants are targets of the same experiment the kit starts, but never measures
+    # attempt measured; the variants are targets of the same experiment the kit starts, but never measures. Its URL
+    # is written once the shared server answers (below), so that the variants start beside it if it starts now.
     folder = make_experiment(root, "guard", legacy_target(ports[0], capture=CAPTURE),
-                             {"vllm": {"kind": "external", "url": f"http://127.0.0.1:{vllm_ports['fp32']}",
-                                       "capture": CAPTURE}},
+                             {"vllm": {"kind": "external", "url": "http://127.0.0.1:1", "capture": CAPTURE}},
                              latency={**SMALL_LATENCY, "concurrent_requests": 4}, probes=PROBES, repeats=2)
     path = folder / "experiment.yaml"
     config = yaml.safe_load(path.read_text())
@@ -78,6 +80,11 @@ def servers(tmp_path_factory: pytest.TempPathFactory):
         for target in started:
             target.preflight()
             target.launch()
+        fp32 = request.getfixturevalue("vllm_fp32_minilm")  # started (and waited for) here unless already up
+        urls = {"fp32": fp32.url, **{n: f"http://127.0.0.1:{p}" for n, p in vllm_ports.items()}}
+        config["targets"]["vllm"]["url"] = urls["fp32"]
+        path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+        experiment = load_experiment(folder)
         for target in started:
             target.wait_healthy(target.config.startup_timeout_s)
         attempt = new_attempt(folder)
@@ -89,11 +96,11 @@ def servers(tmp_path_factory: pytest.TempPathFactory):
                               env={**os.environ, "HF_HUB_OFFLINE": "1"})
         assert made.returncode == 0, made.stdout + made.stderr
         print(made.stdout)
-        yield {"guard": guard, "urls": {n: f"http://127.0.0.1:{p}" for n, p in vllm_ports.items()}}
+        yield {"guard": guard, "urls": urls}
     finally:
         for target in started:
             target.stop()
-        assert wait_no_processes(ports) == []
+        assert wait_no_processes(ports) == []  # the shared fp32 server runs on: its fixture stops it
 
 
 def _check(guard: Path, url: str, tmp_path: Path) -> tuple[int, dict, float]:

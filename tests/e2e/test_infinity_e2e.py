@@ -59,6 +59,7 @@ def infinity_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
                              {"infinity": candidate}, probes=PROBES)
     served = load_experiment(folder).model.served_name
     started = time.monotonic()
+    # its own start, not conftest.py's shared `infinity_minilm`: a command line without --no-bettertransformer
     server = _infinity(INFINITY_PYTHON, resolve_model_path(EMBEDDED_DEFAULT), served, port, root / "infinity.log")
     server.start()
     try:

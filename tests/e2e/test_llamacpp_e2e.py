@@ -59,6 +59,7 @@ def llamacpp_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     config["workload"]["documents"] = str(_documents(folder))
     (folder / "experiment.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     started = time.monotonic()
+    # its own starts, not a shared server: the kit starts both llama.cpp servers (kind llamacpp) as the thing under test
     run = subprocess.run([EMBEDSWAP, "run", str(folder), "--steps", "01,02,03"], capture_output=True, text=True,
                          timeout=1800, env={**os.environ, "HF_HUB_OFFLINE": "1",
                                             "EMBEDSWAP_CACHE": str(root / "cache")})

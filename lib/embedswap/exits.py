@@ -12,6 +12,11 @@ class UsageError(ValueError):
     """A wrong argument: exit code 2."""
 
 
+class StepError(RuntimeError):
+    """A step could not run (e.g. the captures it reads are missing). The message says which step to run first.
+    Here rather than in ``embedswap.steps``, so that the command line names it without importing the pipeline."""
+
+
 def one_line(exc: BaseException) -> str:
     """An error as one line of at most ~600 characters (a traceback is for ``--debug``)."""
     text = " ".join(str(exc).split()) or type(exc).__name__

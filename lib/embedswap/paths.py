@@ -12,6 +12,8 @@ import json
 import os
 from pathlib import Path
 
+from embedswap.exits import StepError
+
 ASSETS = Path(__file__).resolve().parent / "_assets"
 SAMPLE_PREFIX = "sample:"  # workload files of the packaged sample: `documents: sample:documents.jsonl`
 PACKAGED = "packaged"  # `notebooks: packaged` (the default): the notebooks shipped with the kit
@@ -124,3 +126,18 @@ def report_dir(experiment_dir: Path) -> Path:
     if experiment_dir.parent.name == "experiments":
         return experiment_dir.parent.parent / "reports" / experiment_dir.name
     return experiment_dir / "report"
+
+
+def find_experiment_dir(experiment_dir: str | Path = "") -> Path:
+    """As given (relative to the cwd, else to the project root); "" means the newest folder in experiments/."""
+    if not str(experiment_dir):
+        root = project_root() / "experiments"
+        folders = sorted(p for p in root.glob("*/experiment.yaml")) if root.exists() else []
+        if not folders:
+            raise StepError(f"no experiment in {root}: create one with `embedswap new SLUG`")
+        return folders[-1].parent
+    for base in (Path.cwd(), project_root()):
+        candidate = (base / experiment_dir).resolve()
+        if (candidate / "experiment.yaml").exists():
+            return candidate
+    raise StepError(f"experiment folder '{experiment_dir}' has no experiment.yaml")

@@ -15,8 +15,8 @@ test_upgrade_pair_e2e.py's legacy side is Infinity 0.0.77; test_llamacpp_e2e.py'
 the kit (``embedswap run``, kind llamacpp, their GGUF converted in the test's own cache), so test_aa_llamacpp_e2e.py
 is the only test that starts an f32 llama.cpp server of its own and keeps it (1 start before and after).
 
-Grouping: ``make test`` runs the e2e tests with ``-n 2 --dist loadgroup``. Every item here without an
-``xdist_group`` mark gets the group of its module, so loadgroup hands out whole files as loadfile did (a
+Grouping: ``make test`` runs the e2e tests with ``-n 2 --dist loadgroup``. Every item without an ``xdist_group``
+mark gets the group of its module (tests/conftest.py), so loadgroup hands out whole files as loadfile did (a
 module-scoped fixture starts once). The files sharing a server name the same group in their ``pytestmark``, so they
 land on one worker, and that worker starts the server once (a session fixture: once per worker process), in its own
 process group, stopped at the end of the session whatever happens (and with the worker, should it die: the kit's
@@ -42,15 +42,6 @@ E2E = Path(__file__).resolve().parent
 # conftest: tests/conftest.py is a module `conftest` too): "vllm-fp32-minilm", "infinity-0.0.78-minilm"
 
 INFINITY_PYTHON = Path(os.environ.get("EMBEDSWAP_INFINITY_PYTHON") or REPO / ".venvs/infinity/bin/python")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the xdist_group marks into the node ids
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if E2E not in Path(item.path).resolve().parents:
-            continue
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(name=item.nodeid.split("::")[0]))
 
 
 @dataclass

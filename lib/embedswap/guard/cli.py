@@ -25,7 +25,7 @@ def _usage(message: str) -> Exception:
 def _cmd_init(args: argparse.Namespace) -> int:
     from embedswap.guard.build import GuardBuildError, build_guard
     from embedswap.guard.guard_file import load_guard, write_guard
-    from embedswap.steps.context import find_experiment_dir
+    from embedswap.paths import find_experiment_dir
 
     folder = find_experiment_dir(args.experiment)
     try:
@@ -107,7 +107,7 @@ def run_guard(args: argparse.Namespace) -> int:
         from embedswap.config.base import ConfigError
         from embedswap.measure.workload import WorkloadError
         from embedswap.redact import redact
-        from embedswap.steps.context import StepError
+        from embedswap.exits import StepError
 
         if args.debug:
             import traceback

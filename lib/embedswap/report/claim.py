@@ -122,8 +122,11 @@ def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None 
         empty = Claim(code="not_measured", value=times(ctx, value) if kind == "ratio" else fmt(value, kind),
                       figure=value, **about)
         return empty.model_copy(update={"text": words(ctx, empty), "short": words(ctx, empty, "claim_brief")})
-    low = interval.low if interval is not None else v.low
-    high = interval.high if interval is not None else v.high
+    widened = _drift(ctx, v, ratio)
+    # a verdict decided on the interval widened by the host drift prints that interval, the one its label names;
+    # otherwise the ratio's own (unwidened) interval, as stored under decisions.latency.ratios.<c>.intervals
+    low = v.low if widened or interval is None else interval.low
+    high = v.high if widened or interval is None else interval.high
     statuses = getattr(v, "statuses", {}) or {}
     shown = value if value is not None else v.estimate
 
@@ -135,7 +138,7 @@ def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None 
                 n_needed=fmt(v.n_needed, "int") if v.n_needed else None, value=show(shown),
                 low=show(low) if low is not None else None, high=show(high) if high is not None else None,
                 margin=(show(v.margin) if kind == "ratio" else fmt(v.margin, "score")) if v.margin is not None else None,
-                statuses=", ".join(f"{k} × {n}" for k, n in statuses.items()), drift=_drift(ctx, v, ratio),
+                statuses=", ".join(f"{k} × {n}" for k, n in statuses.items()), drift=widened,
                 figure=shown, **about)
     return out.model_copy(update={"text": words(ctx, out), "short": words(ctx, out, "claim_brief")})
 

@@ -9,15 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from embedswap.captures import Attempt, open_attempt
 from embedswap.config.experiment import Experiment, load_experiment
-from embedswap.paths import project_root
+from embedswap.exits import StepError  # noqa: F401  (re-exported: the steps import it from here)
+from embedswap.paths import find_experiment_dir
 from embedswap.reasons import not_measured
 from embedswap.pipeline.build import summarise
 from embedswap.summary.model import Summary
 from embedswap.measure.workload import Workload, load_workload
-
-
-class StepError(RuntimeError):
-    """A step could not run (e.g. the captures it reads are missing). The message says which step to run first."""
 
 
 @dataclass
@@ -35,21 +32,6 @@ class StepContext:
 def why_fields(code: str, **params: object) -> dict[str, object]:
     """``why`` and ``reason`` of a not-measured entry (for entries that carry no ``measured`` flag)."""
     return {k: v for k, v in not_measured(code, **params).items() if k != "measured"}
-
-
-def find_experiment_dir(experiment_dir: str | Path = "") -> Path:
-    """As given (relative to the cwd, else to the project root); "" means the newest folder in experiments/."""
-    if not str(experiment_dir):
-        root = project_root() / "experiments"
-        folders = sorted(p for p in root.glob("*/experiment.yaml")) if root.exists() else []
-        if not folders:
-            raise StepError(f"no experiment in {root}: create one with `embedswap new SLUG`")
-        return folders[-1].parent
-    for base in (Path.cwd(), project_root()):
-        candidate = (base / experiment_dir).resolve()
-        if (candidate / "experiment.yaml").exists():
-            return candidate
-    raise StepError(f"experiment folder '{experiment_dir}' has no experiment.yaml")
 
 
 def open_step(experiment_dir: str | Path = "", attempt: str = "", create: bool = False) -> StepContext:

@@ -5,8 +5,10 @@ tests/support, on the path through ``pythonpath`` in pyproject.toml."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +18,36 @@ from synthetic_experiment import load_summary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-@pytest.hookimpl(tryfirst=True)  # before the -m deselection reads the marks, and before xdist reads xdist_group
+@pytest.hookimpl(tryfirst=True)  # before the -m deselection reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        module = item.nodeid.split("::")[0]
-        if module in SLOW or item.nodeid.split("[")[0] in SLOW:
+        if item.nodeid.split("::")[0] in SLOW or item.nodeid.split("[")[0] in SLOW:
             item.add_marker(pytest.mark.slow)
-        # `--dist loadgroup` (make test's second pass) hands out whole files, as loadfile does, so a module-scoped
-        # fixture starts once; files that share a server name one group in their pytestmark (tests/e2e/conftest.py)
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(name=module))
+
+
+@functools.cache
+def _file_group(module: str) -> str:
+    """The `xdist_group(name="...")` a test file names in its pytestmark (files that share a server:
+    tests/e2e/conftest.py), else the file itself."""
+    path = Path(__file__).resolve().parent.parent / module  # node ids are relative to the repository root
+    found = re.search(r'xdist_group\(name="([^"]+)"\)', path.read_text(encoding="utf-8")) if path.is_file() else None
+    return found.group(1) if found else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` (make test's second pass) as whole files, files naming one group together: a module- or
+    session-scoped fixture starts once. pytest-xdist's own loadgroup reads the group from a suffix it adds to each
+    node id, which does not reach the scheduler with this pytest (9.2): tests of one file were run on both workers,
+    each starting the file's servers (measured: the demo and the qwen3 runs twice in one pass)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroups(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return _file_group(nodeid.split("::")[0])
+
+    return FileGroups(config, log)
 
 
 @pytest.fixture

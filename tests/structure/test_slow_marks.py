@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from slow_tests import SLOW
+from slow_tests import ALONE, SLOW
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,3 +24,7 @@ def test_every_slow_entry_names_an_existing_file_or_test() -> None:
                 missing.append(key)
         assert why, key
     assert missing == []
+
+
+def test_every_test_run_alone_is_a_slow_one() -> None:
+    assert ALONE <= set(SLOW)

@@ -31,3 +31,12 @@ SLOW = {
     "tests/diagnosis/test_diagnosis.py": "diagnoses real tiny models (transformers) served in-process",
     "tests/diagnosis/test_tokenization.py": "loads real tokenizers and models",
 }
+
+# Of those, the ones that wait on real time (rates per second, deadlines, a worker killed mid-rate): beside the
+# end-to-end runs on 2 cores their timing is not what they assert on, so `make test` runs them in its third pass,
+# alone, with the quiet-host tests (they are marked quiet_host too).
+ALONE = {
+    "tests/measure/test_open_loop_capture.py",
+    "tests/measure/test_open_loop_workers.py",
+    "tests/measure/test_interleave.py",
+}

@@ -36,7 +36,6 @@ import pytest
 from ports import free_ports
 from realkit import REPO, wait_no_processes
 
-E2E = Path(__file__).resolve().parent
 
 # the groups of the files that share a server, written out in their pytestmark (a test file cannot import this
 # conftest: tests/conftest.py is a module `conftest` too): "vllm-fp32-minilm", "infinity-0.0.78-minilm"

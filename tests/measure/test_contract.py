@@ -185,3 +185,24 @@ def test_the_summary_model_knows_every_contract_verdict() -> None:
     from embedswap.summary.types_vectors import ProbeVerdict
 
     assert sorted(get_args(ProbeVerdict)) == sorted(VERDICTS)
+
+
+def test_usage_that_counts_another_input_asks_for_no_client_side_count() -> None:
+    """An ignored instruction: legacy embedded (and counted) the prompt plus the query, the candidate the bare query.
+    The counts differ because the inputs do, so `count_tokens` (count it in the client) would fix nothing (issue 63);
+    the same counts on the same vector still ask for it."""
+    from embedswap.analysis.client_changes import _hits
+    from embedswap.summary.types_vectors import ProbeRow, ProbeSide, ProbeReading
+
+    def row(probe: str, legacy: dict, candidate: dict) -> ProbeRow:
+        v = classify(legacy, candidate)
+        verdict = ProbeReading(verdict=v.verdict, detail=v.detail, aspects=list(v.aspects))
+        return ProbeRow(probe=probe, by_target={"cand": ProbeSide(measured=True, status=candidate["status"])},
+                        verdicts={"cand": verdict})
+
+    elsewhere = [0.0, 1.0, 0.0]  # the bare query's vector: another direction
+    instruction = row("input_type_query", side(200, V, tokens=72), side(200, elsewhere, tokens=54))
+    assert {"direction", "usage"} <= set(instruction.verdicts["cand"].aspects)
+    assert "count_tokens" not in _hits([instruction])
+    counted = row("plain", side(200, V, tokens=72), side(200, V, tokens=54))
+    assert [h.probe for h in _hits([counted])["count_tokens"]] == ["plain"]

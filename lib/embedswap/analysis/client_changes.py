@@ -40,6 +40,11 @@ ASPECT_RULES: list[tuple[str, str]] = [("renormalise", "length"), ("count_tokens
                                        ("check_embeddings", "no_embeddings"), ("index_complete", "index"),
                                        ("count_vectors", "count_asked"), ("check_model", "model_asked"),
                                        ("check_encoding", "encoding_asked"), ("usage_truncated", "usage_truncation")]
+# An aspect rule that does not apply where the answer also points elsewhere: the candidate embedded another input
+# (an ignored instruction: legacy counted the prompt's tokens, the candidate the bare query's), so its usage counts
+# that input right and counting tokens client-side fixes nothing (issue 63: "count it in the client" where usage
+# was present and equal to the tokenizer's count).
+ASPECT_UNLESS = {"count_tokens": "direction"}
 # Rules that apply only when the candidate is the side that failed (status other than 200).
 CANDIDATE_SIDE_RULES = {"cap_batch"}
 # A candidate whose workload answers came back with data[] out of `index` order (the vectors section's
@@ -96,7 +101,7 @@ def _hits(contract: list[ProbeRow]) -> dict[str, list[ChangeHit]]:
                 if v in verdicts and failed_status(row, candidate):
                     found.setdefault(key, []).append(hit)
             for key, aspect in ASPECT_RULES:
-                if aspect in verdict.aspects:
+                if aspect in verdict.aspects and ASPECT_UNLESS.get(key) not in verdict.aspects:
                     found.setdefault(key, []).append(hit)
     return found
 

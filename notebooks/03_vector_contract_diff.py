@@ -31,10 +31,19 @@ from embedswap.steps import index as index_step
 
 ctx = steps.open_step(experiment_dir, attempt)
 steps.require_captures(ctx)
+plan = steps.decide_plan(ctx)  # per candidate: the same model or another, what each comparison reads it against
 diagnosis = diagnosis_step.start_diagnosis(ctx)  # why vectors differ from the model's, run beside the index part
 index_step.capture_index(ctx)  # the index rebuilt in a real vector store, kept or re-embedded (captures/index/)
 diagnosis_step.finish_diagnosis(ctx, diagnosis)  # waits for the diagnosis and writes it (captures/diagnosis/)
 summary = ctx.summary()
+
+# %% [markdown]
+# ## The plan
+# Per candidate, decided before any comparison: the same model as the legacy server or another (and the evidence),
+# what its probes are read against, and the ranking question (equivalence, or non-inferiority for another model).
+
+# %%
+steps.plan_table(plan)
 
 # %% [markdown]
 # ## Vectors

@@ -191,11 +191,17 @@ BETTER = ([0.25, 0.35] * 12, [0.2] * N, [0.2] * N)  # every query gains 0.25-0.3
 CLOSE = ([-0.05, 0.06] * 12, [0.0] * N, [0.2] * N)  # nDCG@10 +0.005 (sd 0.056): inside the margin below, not above
 
 
+# the plan step 03 stores for a candidate serving another model
+ANOTHER_PLAN = {"measured": True, "by_candidate": {"vllm": {
+    "comparison": "another_model", "probes_against": "own", "ranking_question": "non_inferiority",
+    "model": {"measured": True, "code": "another_model"}}}}
+
+
 def _another(naive: tuple, shim: tuple) -> RankingDecision:
     raw = _summary(naive, shim)
-    raw["models"] = {"measured": True, "by_candidate": {"vllm": {"measured": True, "code": "another_model"}}}
+    raw["plan"] = ANOTHER_PLAN
     body = summary_body(raw)
-    assert body.another_model("vllm")
+    assert body.plan.another_model("vllm")
     out = rv.ranking_verdicts(body, decisions_config(body))
     RankingDecision.model_validate(out.model_dump(exclude_unset=True))
     return out
@@ -233,7 +239,7 @@ def test_another_model_better_in_every_language_stays_superior_after_holm() -> N
     for side in (raw["ranking"]["legacy"], raw["ranking"]["by_candidate"]["vllm"]["shim"]):
         for i, row in enumerate(side["per_query"].values()):
             row["lang"] = langs[i]
-    raw["models"] = {"measured": True, "by_candidate": {"vllm": {"measured": True, "code": "another_model"}}}
+    raw["plan"] = ANOTHER_PLAN
     body = summary_body(raw)
     shim = rv.ranking_verdicts(body, decisions_config(body)).by_candidate["vllm"].shim
     assert set(shim.slices["ndcg_at_10"].by_slice) == {"en", "ko"}

@@ -21,6 +21,8 @@ from embedswap.config.experiment import parse_experiment
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
 from embedswap.summary.sections.models import model_change
+from embedswap.summary.types_models import ModelChange
+from embedswap.summary.types_plan import Plan, plan_for
 
 LANGS = ["ko"] * 6 + ["en"] * 4
 
@@ -125,11 +127,11 @@ def test_another_model_s_probe_differs_in_vectors_only_as_another_model() -> Non
               "model": "minilm", "encoding": "float"}
     candidate = {**legacy, "vector": [0, 1.0, 0, 0], "prompt_tokens": 7, "model": "e5"}
     assert classify(legacy, candidate).verdict == "silent-divergence"
-    assert classify(legacy, candidate, another_model=True).verdict == "another-model"
+    assert classify(legacy, candidate, read_against="own").verdict == "another-model"
     # a shape or a status still differs
-    assert classify(legacy, {**candidate, "dim": 3, "vector": [0, 1.0, 0]}, another_model=True).verdict == \
+    assert classify(legacy, {**candidate, "dim": 3, "vector": [0, 1.0, 0]}, read_against="own").verdict == \
         "silent-divergence"
-    assert classify(legacy, {**candidate, "status": 400, "vector": None}, another_model=True).verdict == \
+    assert classify(legacy, {**candidate, "status": 400, "vector": None}, read_against="own").verdict == \
         "loud-failure"
 
 
@@ -150,16 +152,22 @@ def test_another_model_s_probes_are_compared_within_each_server(tmp_path: Path) 
           _answer(new, "e5", "whitespace_padded"), _answer([0, 0, 0, 1.0], "e5", "input_type_query")]
     for name, records in (("legacy", legacy), ("e5", e5)):
         ctx.attempt.write_jsonl(f"{name}/probes.jsonl", records)
-    rows = {r["probe"]: r["verdicts"]["e5"] for r in contract_section(ctx.experiment, ctx.attempt, {"e5"})}
+    rows = {r["probe"]: r["verdicts"]["e5"] for r in contract_section(ctx.experiment, ctx.attempt, _plan({"e5"}))}
     batch, padded = rows["batch8_member"], rows["whitespace_padded"]
     assert batch["verdict"] == "silent-divergence" and "within_server" in batch["aspects"]
     assert batch["within"] == {"legacy": 1.0, "candidate": 0.6}
     assert batch["detail_reason"]["code"] == "detail_within_differs"
     assert padded["verdict"] == "another-model" and padded["within"] == {"legacy": 1.0, "candidate": 1.0}
     assert rows["input_type_query"]["verdict"] == "another-model" and "within" not in rows["input_type_query"]
-    # the same model (no another_model): compared across the servers, as before
+    # the same model (its plan reads it against the legacy server's answers): compared across the servers
     across = {r["probe"]: r["verdicts"]["e5"] for r in contract_section(ctx.experiment, ctx.attempt)}
     assert across["whitespace_padded"]["verdict"] == "silent-divergence" and "within" not in across["batch8_member"]
+
+
+def _plan(others: set[str]) -> Plan:
+    """A plan naming ``others`` as serving another model (the rest: the same model)."""
+    return Plan(measured=True, by_candidate={n: plan_for(ModelChange(measured=True, code="another_model"))
+                                             for n in others})
 
 
 def _instruction_rows(tmp_path: Path, e5_server: np.ndarray, another: set[str]) -> dict:
@@ -177,7 +185,7 @@ def _instruction_rows(tmp_path: Path, e5_server: np.ndarray, another: set[str]) 
         # /v2/embed with input_type, the first query: each server as it answers input_type
         ctx.attempt.write_jsonl(f"{name}/probes.jsonl", [{"probe": "v2_embed_query", "status": 200,
                                                           "vector": variants["server_instruction"][0].tolist()}])
-    section = instruction_section(ctx.experiment, ctx.attempt, another)
+    section = instruction_section(ctx.experiment, ctx.attempt, _plan(another))
     return {**{(r["target"], r["variant"]): r for r in section["rows"]},
             **{(r["target"], "v2_embed"): r for r in section["v2_embed"]}}
 
@@ -208,8 +216,10 @@ def test_the_summary_post_and_report_say_another_model_and_parity_is_not_failed(
     assert [r["backend"] for r in result["rows"]] == ["legacy"] and result["pass"] is True
     assert result["other_model"][0]["reason"]["code"] == "parity_no_local_model"
     summary = ctx.summary()
-    assert summary.another_model("e5") and summary.models is not None
-    assert summary.models.of("e5").code == "another_model"
+    assert summary.plan.another_model("e5") and summary.plan.others() == {"e5"}
+    found = summary.plan.of("e5")
+    assert found is not None and found.model.code == "another_model"
+    assert (found.probes_against, found.ranking_question) == ("own", "non_inferiority")
     assert summary.decisions.post.conclusion("e5").code == "another_model"
     assert summary.decisions.diagnosis["e5"].code == "diagnosis_another_model"
     assert summary.parity.other_model[0].backend == "e5"
@@ -221,12 +231,53 @@ def test_the_summary_post_and_report_say_another_model_and_parity_is_not_failed(
     assert not any(c.startswith("diagnosis_tokenizer") for d in summary.decisions.diagnosis.values() for c in d.codes)
 
 
+def test_the_plan_is_decided_once_and_read_back_until_its_evidence_changes(tmp_path: Path, monkeypatch) -> None:
+    """Step 03 decides and stores the plan; step 05 and the summary read it back without reading the vectors again;
+    a capture moved aside and taken again (a resume) makes it decided again, the stored one moved aside."""
+    from embedswap.summary.sections import plan as plan_module
+
+    ctx = steps.open_step(_experiment(tmp_path), create=True)  # no model configured: the vectors decide
+    ctx.attempt.write_array("legacy/doc_vectors.npy", _unit(len(LANGS))[None])
+    ctx.attempt.write_array("e5/doc_vectors.npy", _unit(len(LANGS), seed=3)[None])
+    calls: list[str] = []
+    real = plan_module.model_change
+    monkeypatch.setattr(plan_module, "model_change", lambda *a: calls.append(a[-1]) or real(*a))
+    first = steps.decide_plan(ctx)
+    assert first.another_model("e5") and calls == ["e5"] and ctx.attempt.has("plan.json")
+    assert steps.decide_plan(ctx) == first and ctx.summary().plan == first and calls == ["e5"]
+    ctx.attempt.retire("e5/doc_vectors.npy")
+    ctx.attempt.write_array("e5/doc_vectors.npy", _unit(len(LANGS))[None])  # now the legacy server's vectors
+    again = steps.decide_plan(ctx)
+    assert calls == ["e5", "e5"] and not again.another_model("e5")
+    assert any(p.name == "plan.json" for p in (ctx.attempt.captures / ".superseded").rglob("plan.json"))
+
+
 def test_a_summary_from_before_the_models_section_loads(tmp_path: Path) -> None:
     fixture = Path(__file__).resolve().parents[1] / "fixtures" / "summary_complete.json"
     data = json.loads(fixture.read_text(encoding="utf-8"))
     data.pop("models", None)
     summary = read_summary(data)
-    assert summary.models is None and not summary.another_model(summary.roles.candidate)
+    assert not summary.plan.measured and not summary.plan.another_model(summary.roles.candidate)
+    assert summary.plan.probes_against(summary.roles.candidate) == "legacy"
+
+
+def test_a_version_2_models_section_becomes_the_plan_at_load() -> None:
+    """The migration 2 -> 3: each stored model change gets the plan the one rule draws from it."""
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "summary_complete.json"
+    data = json.loads(fixture.read_text(encoding="utf-8"))
+    candidate = data["roles"]["candidate"]
+    data["schema_version"] = 2
+    data["models"] = {"measured": True, "by_candidate": {candidate: {
+        "measured": True, "code": "another_model", "candidate_model": "e5",
+        "evidence": [{"kind": "cosine", "says_another": True, "cosine_median": 0.01}]}}}
+    summary = read_summary(data)
+    found = summary.plan.of(candidate)
+    assert summary.schema_version == 3 and found is not None and found.model.candidate_model == "e5"
+    assert (found.comparison, found.probes_against, found.ranking_question) == \
+        ("another_model", "own", "non_inferiority")
+    data["models"]["by_candidate"][candidate]["code"] = "same_model"
+    same = read_summary(data).plan.of(candidate)
+    assert same is not None and (same.probes_against, same.ranking_question) == ("legacy", "equivalence")
 
 
 def test_the_experiment_loads_from_its_folder(tmp_path: Path) -> None:

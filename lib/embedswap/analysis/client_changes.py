@@ -69,7 +69,7 @@ def _rescaled(summary: SummaryBody) -> list[ChangeHit]:
     return [ChangeHit(probe="workload", candidate=name, verdict="silent-divergence", aspects=["length"])
             for name in candidates
             if name in comparisons and comparisons[name].norm_ratio is not None and comparisons[name].norm_ratio.differs
-            and not summary.another_model(name)]  # another model's lengths are its own, not a rescaled answer
+            and not summary.plan.another_model(name)]  # another model's lengths are its own, not a rescaled answer
 
 
 def _status(row: ProbeRow | ShimRow, name: str) -> int | None:

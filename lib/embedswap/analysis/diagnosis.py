@@ -36,7 +36,8 @@ def _decision(finding: DiagnosisFinding | None, name: str, step: Literal["vector
 def _another_model(summary: SummaryBody, name: str) -> DiagnosisDecision:
     """A server serving another model: its vectors differ by nature, so no cause of the same model's pipeline (a
     tokenizer, a truncation, a pooling) is named for it, whatever the hypotheses matched by chance."""
-    change = summary.models.of(name) if summary.models is not None else None
+    found = summary.plan.of(name)
+    change = found.model if found is not None else None
     params = {"name": name, "model": (change.candidate_model if change else None) or "?",
               "legacy_model": (change.legacy_model if change else None) or "?"}
     code = "diagnosis_another_model"
@@ -58,7 +59,7 @@ def diagnosis_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecision]:
         if decided:
             out[row.backend] = decided
     for name in summary.roles.candidates:
-        if summary.another_model(name):
+        if summary.plan.another_model(name):
             out[name] = _another_model(summary, name)
     return out
 
@@ -69,7 +70,7 @@ def diagnosis_query_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecisi
     queries = summary.diagnosis.queries if summary.diagnosis is not None else None
     out: dict[str, DiagnosisDecision] = {}
     for name, finding in (queries.by_target if queries is not None else {}).items():
-        if summary.another_model(name):  # its query vectors are another model's too: no prompt is missing
+        if summary.plan.another_model(name):  # its query vectors are another model's too: no prompt is missing
             continue
         decided = _decision(finding, name, "queries")
         if decided:

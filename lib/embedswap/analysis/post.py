@@ -121,7 +121,7 @@ def vectors_verdict(summary: SummaryBody, legacy: str, name: str, cosine: float 
     step 05 gated both servers against the fp32 reference (the article's 0.999 is meant so), both passing is the
     same and only the candidate failing differs; otherwise (a gate both fail, or no gate) the lowest per-document
     cosine to the legacy server against the threshold decides: a departure both share is not a difference."""
-    if summary.another_model(name):  # not the same model: its vectors are not compared with the legacy server's
+    if summary.plan.another_model(name):  # not the same model: its vectors are not compared with the legacy server's
         return "another_model"
     mine, theirs = _vectors_key(summary, name), _vectors_key(summary, legacy)
     if mine is not None and mine[0] == "sha256" and mine == theirs:

@@ -12,7 +12,7 @@ it. Where the queries span two languages or more, each metric is decided per lan
 across the languages (:mod:`embedswap.analysis.slices`): equivalent only when every language is, and a worse
 language is named. The paired randomization tests (:mod:`embedswap.analysis.ranking_tests`) are still stated beside it. On a
 random-weight model (:data:`RANDOM_WEIGHT_SPECS`) the ranking is noise and no decision is drawn. A candidate serving
-another model (``summary.models``) is judged for superiority or non-inferiority instead, without the top-5 overlap,
+another model (its plan's ``ranking_question``) is judged for superiority or non-inferiority instead, without the top-5 overlap,
 and its decision is ``another_model`` (:func:`variant_verdicts`).
 """
 
@@ -26,6 +26,7 @@ from embedswap.summary.model import SummaryBody
 from embedswap.analysis.slices import ranking_slices, stored_slices
 from embedswap.analysis.stored_verdicts import stored
 from embedswap.summary.types_decisions import RankingCandidate, RankingDecision, RankingTolerance, RankingVariant
+from embedswap.summary.types_plan import RankingQuestion
 from embedswap.summary.types_sections import CandidateRanking, RankingRun
 
 # Model specs whose weights are random (embedswap.zoo.qwen3): their vectors carry no meaning, so ranking is noise.
@@ -44,27 +45,28 @@ def random_weights(summary: SummaryBody) -> bool:
 
 
 def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None, config: DecisionsConfig, *,
-                     another_model: bool = False) -> tuple[eq.Verdict | None, dict[str, eq.Verdict]]:
+                     question: RankingQuestion = "equivalence") -> tuple[eq.Verdict | None, dict[str, eq.Verdict]]:
     """(combined, by metric) for one variant against legacy; (None, {}) when there is no per-query number.
 
     Higher nDCG/recall/MRR is not harmless here (``better_is_harmless=False``): a ranking that moved either way is not
     the legacy one. The top-5 overlap is per query (``top5_overlap`` of each per-query row, against legacy), so it
     gets its own verdict against ``1 - top_k_overlap``.
 
-    ``another_model`` (a candidate serving another model, issue 57): a model change is meant to move the ranking, so
-    the question is superiority or non-inferiority on the judgements: a better ranking is acceptable
+    ``question`` ``non_inferiority`` (the plan of a candidate serving another model, issue 57): a model change is
+    meant to move the ranking, so the question is superiority or non-inferiority on the judgements: a better ranking is acceptable
     (``better_is_harmless``: ``non_inferior``, with the direction ``better`` where it is better beyond the margin),
     and the top-5 overlap, which another model's ranking changes by nature, does not take part.
     """
     margins, alpha, power = config.margins, config.alpha, config.power
+    better_is_harmless = question == "non_inferiority"
     verdicts: dict[str, eq.Verdict] = {}
     for metric in METRICS:
         reference, other = paired_values(legacy, variant, metric)
         if len(reference):
             verdicts[metric] = eq.paired_verdict(other - reference, getattr(margins, MARGIN_OF[metric]),
-                                                 better_is_harmless=another_model, alpha=alpha, power=power)
+                                                 better_is_harmless=better_is_harmless, alpha=alpha, power=power)
     overlaps = [row.top5_overlap for row in (variant.per_query if variant is not None else {}).values()
-                if row.top5_overlap is not None and not another_model]
+                if row.top5_overlap is not None and not better_is_harmless]
     if overlaps:  # a summary without per-query overlaps is decided on the metrics alone
         verdicts["top5_overlap"] = eq.overlap_verdict(overlaps, margins.top_k_overlap, alpha=alpha, power=power)
     # per language (analysis.slices): with two languages or more, a metric's verdict is the Holm-corrected
@@ -72,7 +74,7 @@ def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None, conf
     # pooled one (one stored value per metric): the sliced overall's estimate is its first deciding language's,
     # which a reader would print under the metric's name (the English slice's +0.108 as "nDCG@10 change" where
     # the pooled change is +0.194); the languages that decided it stay named in ``slices``.
-    for metric, (overall, _) in ranking_slices(legacy, variant, config, another_model=another_model).items():
+    for metric, (overall, _) in ranking_slices(legacy, variant, config, question=question).items():
         if metric in verdicts:
             pooled = verdicts[metric]
             verdicts[metric] = overall.but(estimate=pooled.estimate, low=pooled.low, high=pooled.high, n=pooled.n)
@@ -82,7 +84,7 @@ def variant_verdicts(legacy: RankingRun | None, variant: RankingRun | None, conf
                 verdicts[metric] = verdicts[metric].but(direction="better", reason=pooled.reason)
     if not verdicts:
         return None, {}
-    return eq.combine(verdicts, better_is_harmless=another_model), verdicts
+    return eq.combine(verdicts, better_is_harmless=better_is_harmless), verdicts
 
 
 def unchanged_from(verdict: eq.Verdict | None) -> bool | None:
@@ -107,13 +109,12 @@ def by_candidate(summary: SummaryBody) -> dict[str, CandidateRanking]:
 
 
 def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingRun | None,
-                     config: DecisionsConfig, another_model: bool = False) -> RankingVariant:
+                     config: DecisionsConfig, question: RankingQuestion = "equivalence") -> RankingVariant:
     variant = getattr(entry, kind) if entry is not None else RankingRun(measured=False)
     measured = is_measured(variant) and is_measured(legacy)
     tests = variant_tests(legacy, variant) if measured else {}
-    combined, metrics = (variant_verdicts(legacy, variant, config, another_model=another_model) if measured
-                         else (None, {}))
-    slices = ranking_slices(legacy, variant, config, another_model=another_model) if measured else {}
+    combined, metrics = variant_verdicts(legacy, variant, config, question=question) if measured else (None, {})
+    slices = ranking_slices(legacy, variant, config, question=question) if measured else {}
     per_query = variant.per_query
     changed = sum(1 for q in per_query.values() if q.top5_overlap is not None and q.top5_overlap < 1)
     found = RankingVariant(unchanged=unchanged_from(combined), changed_queries=changed if per_query else None,
@@ -167,11 +168,11 @@ def ranking_verdicts(summary: SummaryBody, config: DecisionsConfig) -> RankingDe
     legacy = summary.ranking.legacy
     for name in roles(summary)[1]:
         entry = entries.get(name)
-        other = summary.another_model(name)
-        naive = _variant_verdict(entry, "naive", legacy, config, other)
-        shim = _variant_verdict(entry, "shim", legacy, config, other)
+        question = summary.plan.ranking_question(name)
+        naive = _variant_verdict(entry, "naive", legacy, config, question)
+        shim = _variant_verdict(entry, "shim", legacy, config, question)
         code = decision(*(v.equivalence.code if v.equivalence is not None else None for v in (naive, shim)))
-        if other:  # its vectors never share the legacy index: the verdicts say whether the move keeps search good
+        if summary.plan.another_model(name):  # its vectors never share the legacy index: the verdicts say whether the move keeps search good
             code = "another_model"
         candidates[name] = RankingCandidate(naive=naive, shim=shim, decision=code,
                                             n_needed=_needed(naive, shim) if code == "undecided" else None)

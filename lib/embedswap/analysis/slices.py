@@ -22,6 +22,7 @@ from embedswap.analysis.stored_verdicts import stored
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_equivalence import SlicedVerdicts
+from embedswap.summary.types_plan import RankingQuestion
 from embedswap.summary.types_sections import RankingRun
 from embedswap.summary.types_vectors import Comparison
 
@@ -38,10 +39,11 @@ def _by_lang(pairs: list[tuple[str, float]]) -> dict[str, np.ndarray]:
 
 
 def ranking_slices(legacy: RankingRun | None, variant: RankingRun | None, config: DecisionsConfig, *,
-                   another_model: bool = False) -> dict[str, tuple[eq.Verdict, dict[str, eq.Verdict]]]:
+                   question: RankingQuestion = "equivalence") -> dict[str, tuple[eq.Verdict, dict[str, eq.Verdict]]]:
     """metric -> (overall, by language) for the metrics whose queries span two languages or more.
-    ``another_model``: non-inferiority (a better ranking is acceptable) and no top-5 overlap (see
+    ``question`` ``non_inferiority``: a better ranking is acceptable and no top-5 overlap (see
     :func:`embedswap.analysis.ranking_verdict.variant_verdicts`)."""
+    better_is_harmless = question == "non_inferiority"
     left = legacy.per_query if legacy is not None else {}
     right = variant.per_query if variant is not None else {}
     margins, alpha, power = config.margins, config.alpha, config.power
@@ -52,10 +54,10 @@ def ranking_slices(legacy: RankingRun | None, variant: RankingRun | None, config
         groups = _by_lang(pairs)
         if len(groups) >= 2:
             out[metric] = _in_total(eq.sliced_verdict(groups, getattr(margins, margin_name), alpha=alpha,
-                                                      better_is_harmless=another_model, power=power),
+                                                      better_is_harmless=better_is_harmless, power=power),
                                     {k: len(v) for k, v in groups.items()})
     overlaps = _by_lang([(left[q].lang if q in left else None) or UNKNOWN, row.top5_overlap]
-                        for q, row in right.items() if row.top5_overlap is not None and not another_model)
+                        for q, row in right.items() if row.top5_overlap is not None and not better_is_harmless)
     if len(overlaps) >= 2:
         decided = {lang: eq.overlap_verdict(v, margins.top_k_overlap, alpha=alpha, power=power)
                    for lang, v in overlaps.items()}

@@ -11,6 +11,11 @@ Version 2 files decided before the latency ratio was stored once also carry its 
 and ``decisions.shown.ratios``) and call the interval's label ``verdict``: the copies are dropped (the pooled ratio
 under ``intervals`` is the one value) and the label is renamed ``direction``.
 
+Version 3 (issue 62) stores the per-candidate plan (``plan``) where version 2 stored the model evidence alone
+(``models``): each candidate's plan is drawn from its stored model change by the one rule (``types_plan.plan_for``);
+a summary without ``models`` (before issue 57) gets a plan not measured, every candidate read as the same model, as
+its decisions were.
+
 Contract rows from before each verdict named the legacy answer it was read against (no ``conformance``) were read
 against ``compare_to`` whenever a probe named one; their verdicts get that ``baseline``.
 """
@@ -26,10 +31,12 @@ from embedswap.analysis import decide, decisions_config, decisions_json, post_de
 from embedswap.analysis.faults import fault_decisions
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
+from embedswap.summary.types_models import ModelChange
+from embedswap.summary.types_plan import plan_for
 
 __all__ = ["SummaryError", "as_summary", "load_summary", "read_summary", "upgrade_summary"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # sections a version-1 summary may lack
 LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction", "diagnosis")
 
@@ -48,7 +55,9 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
             out[key] = not_measured("section_absent")
     attach_reasons(out)
     _probe_baselines(out)
-    if version < SCHEMA_VERSION or not isinstance(out.get("decisions"), dict):
+    if version < 3:
+        _models_to_plan(out)
+    if version < 2 or not isinstance(out.get("decisions"), dict):
         out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
     # before the post's decisions are drawn from them: they read the stored latency decisions as the model does
     _one_latency_ratio(out["decisions"])
@@ -63,6 +72,18 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
             out["decisions"] = {**out["decisions"], "faults": judged.model_dump(mode="python")}
     out["schema_version"] = SCHEMA_VERSION
     return out
+
+
+def _models_to_plan(summary: dict[str, Any]) -> None:
+    """Version 2 -> 3, in place: ``models`` (the model evidence per candidate) becomes ``plan``."""
+    models = summary.pop("models", None)
+    if not isinstance(models, dict):
+        summary["plan"] = not_measured("section_absent")
+        return
+    changes = {name: ModelChange.model_validate(change) for name, change in (models.get("by_candidate") or {}).items()}
+    head = {k: v for k, v in models.items() if k != "by_candidate"}
+    summary["plan"] = {**head, "by_candidate": {name: plan_for(change).model_dump(mode="json", exclude_defaults=True)
+                                                for name, change in changes.items()}}
 
 
 def _probe_baselines(summary: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ a scaled vector, so length is compared on its own (the L2 norm ratio; a dot-prod
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -18,6 +18,10 @@ from embedswap.answers.repeats import Spread, representative, spread
 from embedswap.answers.request_checks import REQUEST_ASPECTS, check_answer, check_broken
 from embedswap.reasons import explain, reason
 from embedswap.stats.vectors import pair_cosine
+
+# what a candidate's answer is read against (its plan: summary.types_plan): the legacy server's answer, or, for a
+# candidate serving another model, its own answers wherever the model alone makes them differ
+ReadAgainst = Literal["legacy", "own"]
 
 VERDICTS = ["same", "silent-divergence", "loud-failure", "retry-hazard", "format-difference", "metadata-difference",
             "not-applicable", "empty-200", "nondeterministic", "another-model"]
@@ -149,7 +153,7 @@ def _usage_difference(legacy: dict[str, Any], candidate: dict[str, Any]) -> dict
 
 
 def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999,
-             against_request: bool = True, another_model: bool = False) -> Classified:
+             against_request: bool = True, read_against: ReadAgainst = "legacy") -> Classified:
     """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector
     (and optionally model, index_order_ok, tokenizer_tokens). The verdict is the worst aspect's: a vector
     difference (direction, length, dimension, count, order) is silent-divergence; usage or model alone is
@@ -157,9 +161,10 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     against their own request (``measure.request_checks``): a departure counts only where the candidate departs
     and the legacy server did not (a 200 without embeddings is then ``empty-200``); one both show is listed in
     ``shared``. The shim's answers are not checked (it answers as the legacy server would, on purpose).
-    ``another_model``: the candidate serves another model (summary.sections.models), so its vectors' direction and
-    length, its token counts and its echoed model cannot match the legacy server's; an answer that differs in those
-    only is ``another-model`` (statuses, counts, dimensions and the request checks are still compared)."""
+    ``read_against``, the candidate's plan (summary.types_plan): ``own`` where it serves another model, so its
+    vectors' direction and length, its token counts and its echoed model cannot match the legacy server's; an answer
+    that differs in those only is ``another-model`` (statuses, counts, dimensions and the request checks are still
+    compared)."""
     if legacy.get("not_applicable") or candidate.get("not_applicable"):
         side = legacy if legacy.get("not_applicable") else candidate
         return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
@@ -171,7 +176,7 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
         return intermittent
     legacy, candidate = representative(legacy, same_threshold), representative(candidate, same_threshold)
     found = _classify(legacy, candidate, same_threshold, against_request)
-    if another_model and found.verdict in ("silent-divergence", "metadata-difference") \
+    if read_against == "own" and found.verdict in ("silent-divergence", "metadata-difference") \
             and set(found.aspects) <= MODEL_ASPECTS:
         found = _verdict("another-model", "detail_another_model", found.cosine, found.aspects)
     if against_request:

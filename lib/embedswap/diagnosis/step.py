@@ -34,7 +34,7 @@ from embedswap.measure.server_tokens import CAPTURE as TOKENS_FILE
 from embedswap.models import resolve_model_path
 from embedswap.reasons import not_measured
 from embedswap.summary.model import Summary
-from embedswap.summary.sections.models import another_models
+from embedswap.summary.sections.plan import plan_of_attempt
 from embedswap.summary.types_decisions import DiagnosisDecision
 from embedswap.analysis.upgrade import as_summary
 
@@ -169,7 +169,7 @@ def _diagnosed(ctx: Any) -> tuple[dict[str, Any], bool]:
         return attempt.read_json(CAPTURE), False
     # a server of another model (issue 57) is not diagnosed against the experiment's model: no cause of that model's
     # pipeline explains another model's vectors (its decision says so: analysis.diagnosis)
-    others = another_models(experiment, attempt, ctx.workload)
+    others = plan_of_attempt(experiment, attempt, ctx.workload).others()
     names = [n for n in experiment.target_order() if attempt.has(f"{n}/doc_vectors.npy") and n not in others]
     if not names:
         return not_measured("no_document_vectors_captured"), False
@@ -253,7 +253,7 @@ def diagnose_queries(experiment: Experiment, attempt: Attempt, workload: Any, th
     :data:`QUERY_SAMPLE` queries; a failure of the diagnosis is recorded, never raised."""
     if not workload.queries:
         return not_measured("no_queries")
-    others = another_models(experiment, attempt, workload)
+    others = plan_of_attempt(experiment, attempt, workload).others()
     names = [n for n in experiment.target_order() if attempt.has(f"{n}/{QUERY_FILE}") and n not in others]
     if not names:
         return not_measured("diagnosis_no_query_vectors")

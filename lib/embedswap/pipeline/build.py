@@ -33,7 +33,7 @@ from embedswap.summary.sections.latency import ablation_section, latency_section
 from embedswap.summary.sections.parity import parity_section
 from embedswap.summary.sections.variants import matryoshka_section, restore_section
 from embedswap.summary.sections.vectors import vectors_section
-from embedswap.summary.sections.models import models_section
+from embedswap.summary.sections.plan import plan_of_attempt
 from embedswap.models import model_fingerprint, resolve_model_path
 from embedswap.summary.sections.ranking import ranking_section
 from embedswap.summary.sections.shim import shim_section
@@ -146,12 +146,11 @@ def _built(experiment: Experiment, experiment_dir: Path, attempt: Attempt,
         "steps": attempt.steps(),
         "targets": targets_section(experiment, attempt),
         "vectors": vectors_section(experiment, attempt, workload),
-        "models": (models := models_section(experiment, attempt, workload)),
-        # a candidate serving another model: its vectors are not compared with the legacy server's probe by probe,
-        # nor its queries with the legacy model's reference (each is read within its own server)
-        "contract": contract_section(experiment, attempt, (other := {n for n, c in models["by_candidate"].items()
-                                                                     if c.get("code") == "another_model"})),
-        "instruction": instruction_section(experiment, attempt, other),
+        # each candidate's comparison as step 03 decided it: the contract and the instruction read their probes as
+        # it says (a candidate serving another model within its own answers)
+        "plan": (plan := plan_of_attempt(experiment, attempt, workload)).model_dump(mode="json", exclude_defaults=True),
+        "contract": contract_section(experiment, attempt, plan),
+        "instruction": instruction_section(experiment, attempt, plan),
         "long_input": long_input_section(experiment, attempt),
         "latency": latency_section(experiment, attempt),
         "ablation": ablation_section(experiment, attempt),

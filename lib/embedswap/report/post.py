@@ -23,7 +23,7 @@ from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
 from embedswap.report.sections.status import status
-from embedswap.report.sections.vectors import another_models
+from embedswap.report.sections.vectors import another_model_entries
 from embedswap.report.sections.index_options import option_tables
 from embedswap.summary.model import Summary
 from embedswap.summary.types_common import Reason
@@ -334,7 +334,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "todo": [i["text"] for i in changes if not i["shim_done"]],
         "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
-        "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_models(ctx)),
+        "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_model_entries(ctx)),
         "models_conclusion": " ".join(m["conclusion"] for m in models),
         "index_choice": _index_choice(ctx),
         "index_options": option_tables(ctx),
@@ -346,7 +346,7 @@ def _index_choice(ctx: ReportContext) -> str:
     (``decisions.index.<name>.options``, the one decision; the ranking section's options line gives the why)."""
     names = ctx.terms["index_options"]["names"]
     chosen = [(n, ctx.decisions.index[n].options) for n in ctx.candidates
-              if ctx.summary.another_model(n) and n in ctx.decisions.index and ctx.decisions.index[n].options]
+              if ctx.summary.plan.another_model(n) and n in ctx.decisions.index and ctx.decisions.index[n].options]
     return ctx.terms["models"]["list_sep"].join(f"{code(n)} {names[option]}" for n, option in chosen)
 
 

@@ -19,6 +19,7 @@ from embedswap.report.claim import Claim, claim, times
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.faults import comparable
+from embedswap.summary.types_plan import RankingQuestion
 from embedswap.summary.types_decisions import LatencyRatio, RankingVariant
 
 Figure = Literal["p50", "p99", "docs_per_s"]
@@ -176,16 +177,16 @@ def _query_cosine(ctx: ReportContext, name: str) -> float | None:
     return spread.median if spread is not None else None
 
 
-def _variant_claims(ctx: ReportContext, name: str, kind: str, v: RankingVariant, another_model: bool = False
-                    ) -> tuple[Claim, Claim | None]:
+def _variant_claims(ctx: ReportContext, name: str, kind: str, v: RankingVariant,
+                    question: RankingQuestion = "equivalence") -> tuple[Claim, Claim | None]:
     """(the variant's combined verdict, nDCG@10's own where another metric decided the combined one). The combined
     verdict's figure is that of the metric that decided it (``slices``' first), so it is labelled by that metric.
-    For a candidate serving another model, its nDCG@10 verdict on the judgements alone: the top-5 overlap with
+    For a candidate serving another model (its plan's non-inferiority question), its nDCG@10 verdict on the judgements alone: the top-5 overlap with
     another model's ranking changes by nature, and nDCG@10 is what decides a model change (issue 57)."""
     source = f"decisions.ranking.by_candidate.{name}.{kind}"
     variant = "address_swap" if kind == "naive" else "shim"
     ndcg = v.metrics.get("ndcg_at_10")
-    if another_model and ndcg is not None:
+    if question == "non_inferiority" and ndcg is not None:
         return claim(ctx, ndcg, kind="delta", metric="ndcg_at_10", subjects=[name], variant=variant,
                      source=f"{source}.metrics.ndcg_at_10"), None
     combined = v.equivalence
@@ -207,9 +208,9 @@ def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
         if c is None:
             continue
         cosine = _query_cosine(ctx, name)
-        other = ctx.summary.another_model(name)
-        naive, naive_ndcg = _variant_claims(ctx, name, "naive", c.naive, other)
-        shim, shim_ndcg = _variant_claims(ctx, name, "shim", c.shim, other)
+        question = ctx.summary.plan.ranking_question(name)
+        naive, naive_ndcg = _variant_claims(ctx, name, "naive", c.naive, question)
+        shim, shim_ndcg = _variant_claims(ctx, name, "shim", c.shim, question)
         out.append(RankingClaims(name=code(name), naive=naive, shim=shim, naive_ndcg=naive_ndcg, shim_ndcg=shim_ndcg,
                                  changed=fmt(c.naive.changed_queries, "int"), queries=fmt(c.naive.queries, "int"),
                                  query_cosine=fmt(cosine, "cos4") if cosine is not None else None,

@@ -23,6 +23,7 @@ from embedswap.captures import capture_complete
 from embedswap.measure.capture import measure_target
 from embedswap.steps.context import StepContext, StepError, find_experiment_dir, open_step
 from embedswap.steps.parity import not_gated, run_parity
+from embedswap.steps.plan import decide_plan, plan_table
 from embedswap.steps.tables import (
     contract_table,
     instruction_table,
@@ -37,7 +38,7 @@ from embedswap.pipeline.build import environment
 from embedswap.measure.tokens import ensure_tokenizer_counts
 
 __all__ = [
-    "StepContext", "StepError", "capture_legacy", "contract_table",
+    "StepContext", "StepError", "capture_legacy", "contract_table", "decide_plan", "plan_table",
     "find_experiment_dir", "instruction_table", "long_input_table", "latency_table", "measure_or_resume", "measure_target",
     "not_gated", "open_step", "parity_table", "require_captures", "restore_legacy", "run_parity", "swap_deploy",
     "targets_table", "vector_table",

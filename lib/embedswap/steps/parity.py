@@ -17,7 +17,7 @@ from embedswap.config.experiment import Experiment, resolve_path
 from embedswap.config.sections import ParityBackendSpec
 from embedswap.diagnosis.step import diagnose_row
 from embedswap.models import local_copy, resolve_model_path
-from embedswap.summary.sections.models import another_models
+from embedswap.summary.sections.plan import plan_of_attempt
 from embedswap.parity.checks import captured_matrix
 from embedswap.parity.multimodal_step import captured_multimodal
 from embedswap.parity.backends import backend_from_spec, measure_backend
@@ -90,7 +90,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     not_run = []
     # a server of another model (issue 57) is gated against its own model's fp32 reference where a local copy
     # exists, and not measured otherwise: never failed against the experiment's model
-    others = another_models(experiment, attempt, ctx.workload)
+    others = plan_of_attempt(experiment, attempt, ctx.workload).others()
     other_model = []
     for name in experiment.target_order():
         if name in not_asked:

@@ -1,4 +1,4 @@
-"""The typed shape of summary.json (schema version 2), as pydantic models.
+"""The typed shape of summary.json (schema version 3), as pydantic models.
 
 Every section and every object inside it is typed and closed (``extra="forbid"``): a renamed or unknown key fails
 at load with its path, rather than being read wrongly. Only data that is genuinely open stays a dict (a user's
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from embedswap.summary.types_capacity import Capacity
 from embedswap.summary.types_common import Number, Section, Strict
@@ -20,8 +20,8 @@ from embedswap.summary.types_faults import Faults
 from embedswap.summary.types_index import Index
 from embedswap.summary.types_latency import Ablation, Latency, Timing
 from embedswap.summary.types_long_input import LongInput
-from embedswap.summary.types_models import Models
 from embedswap.summary.types_parity import Parity, ParitySample
+from embedswap.summary.types_plan import Plan
 from embedswap.summary.types_sections import Diagnosis, Instruction, Matryoshka, Ranking, Restore, Shim
 from embedswap.summary.types_vectors import ProbeRow, Vectors
 
@@ -157,7 +157,7 @@ class Target(Section):
 
 class SummaryBody(Strict):
     """summary.json without its ``decisions``: what :func:`embedswap.analysis.decide` reads to compute them."""
-    schema_version: Literal[2]
+    schema_version: Literal[3]
     generated: str
     experiment: ExperimentInfo
     model: ModelInfo
@@ -182,8 +182,8 @@ class SummaryBody(Strict):
     capacity: Capacity | None = None  # the open-loop sweep; absent unless latency.open_loop is configured
     index: Index | None = None  # keep the index or re-embed it (absent in summaries from before it)
     faults: Faults | None = None  # unusable answers per server, by kind (absent in summaries from before it)
-    # which model each candidate serves against the legacy server's (absent in summaries from before issue 57)
-    models: Models | None = None
+    # per candidate, what its comparison is (same model or another, read against what), decided in step 03 (issue 62)
+    plan: Plan = Field(default_factory=lambda: Plan(measured=False))
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)
     non_finite: list[str] = []
 
@@ -191,17 +191,13 @@ class SummaryBody(Strict):
         """One server's configuration and start record (None: not a target of this summary, or no name)."""
         return self.targets.get(name) if name is not None else None
 
-    def another_model(self, name: str | None) -> bool:
-        """Whether a candidate serves another model than the legacy server (False in summaries from before it)."""
-        return self.models is not None and self.models.another(name)
-
 
 # a ratio's figure -> the shown point's field it divides
 _SHOWN_FIELD = {"p50": "p50_ms", "p99": "p99_ms", "docs_per_s": "docs_per_s"}
 
 
 class Summary(SummaryBody):
-    """summary.json, schema version 2."""
+    """summary.json, schema version 3."""
     decisions: Decisions
 
     def latency_ratio(self, name: str | None, run: str, figure: RatioFigure) -> RatioInterval | None:

@@ -1,4 +1,4 @@
-"""The ``models`` section of summary.json: which model each candidate serves against the legacy server's, and the
+"""The model evidence of each candidate's plan (``types_plan``): which model it serves against the legacy server's, and the
 evidence (issue 57). A candidate serving another model is compared on ranking and the index, not vector by vector."""
 
 from __future__ import annotations
@@ -39,16 +39,3 @@ class ModelChange(Section):
     @property
     def another(self) -> bool:
         return self.code == "another_model"
-
-
-class Models(Section):
-    """Per candidate, the model it serves against the legacy server's."""
-    by_candidate: dict[str, ModelChange] = {}
-
-    def of(self, name: str | None) -> ModelChange | None:
-        return self.by_candidate.get(name) if name is not None else None
-
-    def another(self, name: str | None) -> bool:
-        """Whether the candidate serves another model than the legacy server (False: same, or not determined)."""
-        found = self.of(name)
-        return found is not None and found.another

@@ -155,7 +155,7 @@ def contract(ctx: ReportContext) -> dict[str, Any]:
     t = ctx.terms
     answers, verdicts = contract_states(ctx.summary)
     # another-model exists only where a candidate serves another model (issue 57): the legend names it there only
-    another = any(ctx.summary.another_model(n) for n in ctx.candidates)
+    another = any(ctx.summary.plan.another_model(n) for n in ctx.candidates)
     legend = [{"verdict": v, "text": t["verdicts"][v]} for v in VERDICT_ORDER if v != "another-model" or another]
     if not isinstance(contract, list):
         return {"state": False, "label": ctx.label(False), "why": ctx.why(contract), "legend": legend,

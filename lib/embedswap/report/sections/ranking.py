@@ -13,6 +13,7 @@ from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import delta_cell, paired
 from embedswap.report.sections.verdicts import slices_table, worse_named
+from embedswap.summary.types_plan import RankingQuestion
 from embedswap.summary.types_decisions import PairedTest, RankingVariant
 from embedswap.summary.types_sections import AgreementStat, CandidateRanking, MetricDeltas, RankingRun
 
@@ -70,11 +71,12 @@ def _rows(ctx: ReportContext, entries: dict[str, CandidateRanking],
     return rows, why
 
 
-def _state(t: dict[str, Any], verdict: RankingVariant, undecided: bool, another_model: bool) -> str:
-    """The verdict in words: the same ranking or not; for another model, superior / non-inferior / worse."""
+def _state(t: dict[str, Any], verdict: RankingVariant, undecided: bool, question: RankingQuestion) -> str:
+    """The verdict in words: the same ranking or not (equivalence); superior / non-inferior / worse (another
+    model's non-inferiority question, its plan's)."""
     if undecided:
         return t["rank_undecided"]
-    if not another_model:
+    if question == "equivalence":
         return t["rank_same"] if verdict.unchanged else t["rank_differs"]
     found = verdict.equivalence  # combine() keeps no direction for non-inferior: superior is every metric better
     metrics = verdict.metrics.values()
@@ -84,7 +86,7 @@ def _state(t: dict[str, Any], verdict: RankingVariant, undecided: bool, another_
 
 
 def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
-          verdict: RankingVariant | None, another_model: bool = False) -> tuple[str, str] | None:
+          verdict: RankingVariant | None, question: RankingQuestion = "equivalence") -> tuple[str, str] | None:
     """(long, short) sentence for one variant's verdict, or None without a number."""
     undecided = verdict is not None and verdict.equivalence is not None and verdict.equivalence.code == "inconclusive"
     if verdict is None or (verdict.unchanged is None and not undecided):
@@ -92,7 +94,7 @@ def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
     t = ctx.terms
     variant: RankingRun = getattr(entry, kind)
     d = entry.delta(kind) or MetricDeltas()
-    state = _state(t, verdict, undecided, another_model)
+    state = _state(t, verdict, undecided, question)
     changed = verdict.changed_queries
     text = fill(
         t["rank_line"], state=state, d_ndcg=fmt(d.ndcg_at_10, "delta"), d_recall=fmt(d.recall_at_5, "delta"),
@@ -141,8 +143,8 @@ def slices(ctx: ReportContext) -> str | None:
 def ranking_finding(ctx: ReportContext, name: str, entry: CandidateRanking) -> dict[str, Any]:
     """One candidate's two verdicts and the decision, in this language."""
     verdict = ctx.decisions.ranking.of(name)
-    other = ctx.summary.another_model(name)
-    lines = {kind: _line(ctx, entry, kind, getattr(verdict, kind) if verdict is not None else None, other)
+    question = ctx.summary.plan.ranking_question(name)
+    lines = {kind: _line(ctx, entry, kind, getattr(verdict, kind) if verdict is not None else None, question)
              for kind in KINDS}
     code_ = verdict.decision if verdict is not None else None
     decisions = ctx.terms["rank_decision"]

@@ -103,16 +103,16 @@ def _language_table(ctx: ReportContext) -> str | None:
     return "\n\n".join(x for x in (lang_table, verdicts) if x) or None
 
 
-def another_models(ctx: ReportContext) -> list[dict[str, Any]]:
-    """The candidates serving another model than the legacy server (summary ``models``), with their evidence in
+def another_model_entries(ctx: ReportContext) -> list[dict[str, Any]]:
+    """The candidates serving another model than the legacy server (summary ``plan``), with their evidence in
     words and figures (issue 57): the post and the full report state it instead of a wall of differences."""
-    models = ctx.summary.models
     words = ctx.terms["models"]["evidence"]
     out = []
     for name in ctx.candidates:
-        change = models.of(name) if models is not None else None
-        if change is None or not change.another:
+        found = ctx.summary.plan.of(name)
+        if found is None or not found.another_model:
             continue
+        change = found.model
         said = [e for e in change.evidence if e.says_another]
         cosine = next((e for e in change.evidence if e.kind == "cosine"), None)
         entry = {
@@ -154,7 +154,7 @@ def vectors(ctx: ReportContext) -> dict[str, Any]:
         "lang_table": _language_table(ctx),
         "worst": worst,
         "why": why,
-        "models": another_models(ctx),
+        "models": another_model_entries(ctx),
         "cos_min": fmt(cos.min if cos is not None else None, "cos"),
         "cos_median": fmt(cos.median if cos is not None else None, "cos"),
         "cos_max": fmt(cos.max if cos is not None else None, "cos"),

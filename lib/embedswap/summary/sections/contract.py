@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from embedswap.captures import Attempt
+from embedswap.summary.types_plan import Plan
 from embedswap.config.experiment import Experiment
 from embedswap.measure.contract import DEFAULT_PROBE_PATH
 from embedswap.answers.classify import classify, departures
@@ -90,12 +91,13 @@ def baseline(same_request: dict[str, Any] | None, candidate: dict[str, Any] | No
     return None, same_request
 
 
-def contract_section(experiment: Experiment, attempt: Attempt, another_model: set[str] | None = None
+def contract_section(experiment: Experiment, attempt: Attempt, plan: Plan | None = None
                      ) -> list[dict[str, Any]] | dict[str, Any]:
-    """The probe rows; ``another_model``: candidates serving another model than the legacy server (sections.models),
-    whose answers are compared on status and shape (answers.classify's ``another_model``) and, where a probe repeats
-    ``plain``'s text, within each server (:func:`within_server`)."""
-    another_model = another_model or set()
+    """The probe rows, each candidate's read as its ``plan`` says (sections.plan): a candidate whose probes are read
+    against its own answers (another model) is compared on status and shape (answers.classify's ``read_against``)
+    and, where a probe repeats ``plain``'s text, within each server (:func:`within_server`). No plan: every
+    candidate against the legacy server's answers."""
+    plan = plan or Plan(measured=False)
     probes: dict[str, dict[str, dict[str, Any]]] = {}
     order: list[str] = []
     descriptions: dict[str, tuple[str, Any]] = {}
@@ -139,9 +141,10 @@ def contract_section(experiment: Experiment, attempt: Attempt, another_model: se
             if legacy is None or candidate is None:
                 row["verdicts"][name] = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
             else:
-                found = {**classify(legacy, candidate, threshold, another_model=name in another_model).record(),
+                read_against = plan.probes_against(name)
+                found = {**classify(legacy, candidate, threshold, read_against=read_against).record(),
                          **({"baseline": against} if against else {})}
-                if name in another_model and against is None:
+                if read_against == "own" and against is None:
                     found = _within_verdict(found, within_server(probe, legacy, candidate, probes.get("plain", {}),
                                                                  experiment.legacy, name, threshold), threshold)
                 row["verdicts"][name] = found

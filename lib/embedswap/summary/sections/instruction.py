@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from embedswap.captures import Attempt
+from embedswap.summary.types_plan import Plan
 from embedswap.config.experiment import Experiment
 from embedswap.reasons import not_measured
 from embedswap.measure.tokens import TOKENIZER_COUNTS
@@ -73,11 +74,10 @@ def own_reading(variant: str, to_own_plain: float | None, threshold: float) -> s
     return "ignored" if to_own_plain >= threshold else "changed-own"
 
 
-def instruction_section(experiment: Experiment, attempt: Attempt, another_model: set[str] | None = None
-                        ) -> dict[str, Any]:
-    """The rows per server and variant; ``another_model``: candidates serving another model, read against their own
-    plain answer (:func:`own_reading`), never against the legacy model's reference."""
-    another_model = another_model or set()
+def instruction_section(experiment: Experiment, attempt: Attempt, plan: Plan | None = None) -> dict[str, Any]:
+    """The rows per server and variant; a candidate whose ``plan`` reads it against its own answers (another model)
+    is read against its own plain answer (:func:`own_reading`), never against the legacy model's reference."""
+    own = {name for name in experiment.candidates if (plan or Plan(measured=False)).probes_against(name) == "own"}
     legacy = experiment.legacy
     reference = _vectors(attempt, legacy, "client_prefixed")
     if reference is None:
@@ -92,7 +92,7 @@ def instruction_section(experiment: Experiment, attempt: Attempt, another_model:
             continue
         records = {r["variant"]: r for r in attempt.read_jsonl(f"{name}/query_requests.jsonl")}
         own_plain = _vectors(attempt, name, "plain")
-        other = name in another_model
+        other = name in own
         for variant in VARIANTS:
             record = records.get(variant) or {}
             vectors = _vectors(attempt, name, variant)
@@ -121,12 +121,12 @@ def instruction_section(experiment: Experiment, attempt: Attempt, another_model:
         "rows": rows,
         "v2_embed": _v2_rows(experiment, attempt, reference, threshold,
                              ((counts.get("queries_client_prefixed") or {}).get("per_item") or [None])[0],
-                             another_model),
+                             own),
     }
 
 
 def _v2_rows(experiment: Experiment, attempt: Attempt, reference: np.ndarray, threshold: float,
-             expected_tokens: int | None, another_model: set[str]) -> list[dict[str, Any]]:
+             expected_tokens: int | None, own: set[str]) -> list[dict[str, Any]]:
     """vLLM's /v2/embed with input_type, per server that was probed (the first query against the reference; a server
     of another model has no reading: the reference and the plain answer are the legacy model's)."""
     legacy_plain = _vectors(attempt, experiment.legacy, "plain")
@@ -139,7 +139,7 @@ def _v2_rows(experiment: Experiment, attempt: Attempt, reference: np.ndarray, th
             continue
         vector = record.get("vector")
         to_reference = to_plain = None
-        if vector is not None and len(vector) == reference.shape[1] and name not in another_model:
+        if vector is not None and len(vector) == reference.shape[1] and name not in own:
             to_reference = float(rowwise_cosine(reference[:1], np.asarray([vector]))[0])
             if legacy_plain is not None:
                 to_plain = float(rowwise_cosine(legacy_plain[:1], np.asarray([vector]))[0])

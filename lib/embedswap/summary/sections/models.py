@@ -16,15 +16,14 @@ Read from the evidence, each piece kept with what it read:
   language. Shown beside the rest, it decides nothing (see :func:`_tokenizer`).
 
 The configuration decides where there is one; otherwise another model by the cosine, or by the dimensions backed by
-the stated name; the same model when the cosine says so; otherwise undetermined. Step 03's contract (``sections/contract.py``) and step 05's parity
-read it from here, so the three agree.
+the stated name; the same model when the cosine says so; otherwise undetermined. :func:`model_change` is called by
+one function only, ``sections/plan.py``'s ``decide_plan``, once per run (step 03 stores the plan it decided); every
+step and reader takes the plan.
 """
 
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any
-
 import numpy as np
 
 from embedswap.captures import Attempt
@@ -32,7 +31,6 @@ from embedswap.config.experiment import Experiment
 from embedswap.measure.server_tokens import CAPTURE as TOKENS_FILE  # each document's tokens as the server sees them
 from embedswap.measure.workload import Workload
 from embedswap.models import local_copy
-from embedswap.reasons import not_measured
 from embedswap.stats.vectors import rowwise_cosine
 from embedswap.summary.types_models import ModelChange, ModelEvidence
 
@@ -153,21 +151,3 @@ def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, n
         candidate_model = ", ".join(sorted(stated))  # not configured: the name the server states
     return ModelChange(measured=bool(evidence), code=code, legacy_model=legacy_model, candidate_model=candidate_model,
                        local_copy=local_copy(experiment.targets[name].model) is not None, evidence=evidence)
-
-
-def models_section(experiment: Experiment, attempt: Attempt, workload: Workload) -> dict[str, Any]:
-    """``{measured, by_candidate: {name: ModelChange}}`` as summary.json stores it."""
-    found = {name: model_change(experiment, attempt, workload, name) for name in experiment.candidates}
-    if not any(change.measured for change in found.values()):
-        return {**not_measured("vectors_missing", legacy=experiment.legacy, name=experiment.primary_candidate),
-                "by_candidate": {n: c.model_dump(exclude_defaults=True) | {"measured": False}
-                                 for n, c in found.items()}}
-    return {"measured": True, "by_candidate": {n: c.model_dump(exclude_defaults=True) | {"measured": c.measured}
-                                               for n, c in found.items()}}
-
-
-def another_models(experiment: Experiment, attempt: Attempt, workload: Workload) -> set[str]:
-    """The candidates that serve another model than the legacy server (step 05 reads this before any summary)."""
-    return {n for n in experiment.candidates if model_change(experiment, attempt, workload, n).another}
-
-

@@ -437,7 +437,7 @@ def test_index_is_kept_on_the_demo(demo: dict) -> None:
     assert not (demo["attempt"] / "index").exists()  # the data folder is rebuilt from the captures, not kept
     for name in ("dynamo", "vllm"):
         decision = demo["summary"]["decisions"]["index"][name]
-        assert decision["code"] == "keep_index", decision["reason"]
+        assert (decision["choice"], decision["sample"]) == ("keep", "keep_index"), decision["reason"]
         assert decision["cross"]["code"] == "equivalent" and decision["retention"] == pytest.approx(1.0)
         assert decision["adapter"]["identity"] is True and decision["adapter"]["residual_test"] < 1e-4
         assert decision["hnsw_recall"] is not None and decision["length"] == "same"

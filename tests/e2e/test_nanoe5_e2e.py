@@ -76,7 +76,9 @@ def e5_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
 
 def test_another_model_is_stated_with_its_evidence(e5_run: dict[str, Any]) -> None:
     summary = e5_run["summary"]
-    change = summary.models.of("e5")
+    plan = summary.plan.of("e5")
+    assert plan is not None and plan.ranking_question == "non_inferiority"
+    change = plan.model
     assert change.code == "another_model"
     said = {e.kind: e for e in change.evidence if e.says_another}
     assert {"configured", "cosine"} <= set(said), change
@@ -137,7 +139,8 @@ def test_the_index_options_are_measured_with_intervals_and_costs(e5_run: dict[st
     assert "at least 1,000 document pairs: 20 here, so it was not fitted" in e5_run["report"]
     # one index decision: the options' choice is the candidate's, said once (the post's options line, the report's
     # by_options sentence), the sample's cross search a figure beside it
-    assert summary.decisions.index["e5"].options == decision.code
+    one = summary.decisions.index["e5"]
+    assert one.decided_on == "options" and one.option == decision.code
     post = render_post(summary, "en")
     assert "e5`, the index:" not in post and "the index options:**" in post
     names = {"re_embed": "re-embed", "keep": "keep the old index", "orthogonal": "orthogonal map",

@@ -144,7 +144,7 @@ def test_step_table_names_the_hnsw_shares() -> None:
     from embedswap.analysis.upgrade import upgrade_summary
 
     decided = upgrade_summary(body_dict())  # a whole summary: the table reads it typed
-    decided["decisions"]["index"] = {"c": {"code": "keep_index"}}
+    decided["decisions"]["index"] = {"c": {"choice": "keep", "sample": "keep_index"}}
     assert index_table(decided).loc["c", "hnsw_shares"] == "all"  # no plan: an older summary, every share
     decided["index"] = {"measured": True, "hnsw_plan": {"setting": "ends", "mode": "ends", "documents": 10,
                                                         "auto_max_documents": 5, "shares": [0.0, 1.0],

@@ -6,6 +6,8 @@ tell the options apart."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from pathlib import Path
 
 import numpy as np
@@ -145,16 +147,24 @@ def test_the_affine_map_is_fitted_by_ridge_with_a_chosen_penalty() -> None:
     assert fitted.stored_bytes == 4 * (DIM * DIM + DIM)
 
 
-def test_the_options_decide_the_candidates_one_index_decision() -> None:
-    from embedswap.analysis.index_options import one_index_decision
+def test_the_options_decide_the_candidates_one_index_decision(monkeypatch) -> None:
+    from embedswap.analysis import index_decision
 
-    index = {"e5": IndexDecision(code="re_embed"), "same": IndexDecision(code="keep_index"),
-             "tiny": IndexDecision(code="re_embed")}
+    sampled = {"e5": IndexDecision.sampled("re_embed"), "same": IndexDecision.sampled("keep_index"),
+               "tiny": IndexDecision.sampled("re_embed")}
+    monkeypatch.setattr(index_decision, "candidate_decision", lambda entry, *a: sampled[entry.name])
+    monkeypatch.setattr(index_decision, "index_config", lambda summary: None)
+    monkeypatch.setattr(index_decision, "_costs", lambda *a: [])
+    summary = SimpleNamespace(index=SimpleNamespace(measured=True, by_candidate={
+        n: SimpleNamespace(measured=True, name=n) for n in sampled}, distance="cosine"))
     options = {"e5": IndexOptionsDecision(code="orthogonal"), "tiny": IndexOptionsDecision(code="not_decided")}
-    one_index_decision(index, options)
-    assert index["e5"].options == "orthogonal"  # the options decided: theirs is the one decision
-    assert index["e5"].code == "re_embed"  # the sample's cross search, kept as a figure
-    assert index["same"].options is None and index["tiny"].options is None  # none measured / not decided
+    index = index_decision.index_decisions(summary, None, {}, options)  # type: ignore[arg-type]
+    # the options decided: theirs is the one decision, in the one vocabulary
+    assert (index["e5"].choice, index["e5"].map_kind, index["e5"].decided_on) == ("map", "orthogonal", "options")
+    assert index["e5"].sample == "re_embed" and index["e5"].option == "orthogonal"  # the sample: its evidence
+    # none measured / not decided: the sample's cross search decides
+    assert (index["same"].choice, index["same"].decided_on) == ("keep", "sample")
+    assert (index["tiny"].choice, index["tiny"].decided_on) == ("re_embed", "sample")
 
 
 def test_the_post_and_report_say_the_options_decision_once(complete: dict) -> None:
@@ -165,7 +175,7 @@ def test_the_post_and_report_say_the_options_decision_once(complete: dict) -> No
 
     summary = read_summary(complete)
     name = summary.experiment.config["candidates"][0]
-    decision = IndexDecision(code="re_embed", options="orthogonal")
+    decision = IndexDecision(choice="map", map_kind="orthogonal", decided_on="options", sample="re_embed")
     summary.decisions.index[name] = decision
     ctx = ReportContext(summary, "en", {}, None, None, None, None)
     assert name not in {c.name.strip("`") for c in post_claims.index_claims(ctx)}  # the options line says it
@@ -189,7 +199,8 @@ def test_the_chosen_option_is_said_with_its_cost(tmp_path: Path, complete: dict)
     name = summary.experiment.config["candidates"][0]
     summary.index = Index(measured=True, options={name: options})
     summary.decisions.index_options[name] = decision
-    summary.decisions.index[name] = IndexDecision(code="re_embed", options="orthogonal")
+    summary.decisions.index[name] = IndexDecision(choice="map", map_kind="orthogonal", decided_on="options",
+                                                  sample="re_embed")
     lines = {}
     for lang in ("en", "ko", "ja", "zh"):
         (line,) = option_tables(ReportContext(summary, lang, {}, None, None, None, None))

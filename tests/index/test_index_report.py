@@ -25,9 +25,9 @@ def with_index(complete_upgraded: dict[str, Any]) -> dict[str, Any]:
 
 def test_decisions_of_the_section(with_index: dict[str, Any]) -> None:
     decided = with_index["decisions"]["index"]
-    assert decided["vllm"]["code"] == "keep_index" and decided["vllm"]["length"] == "length_only"
+    assert decided["vllm"]["choice"] == "keep" and decided["vllm"]["length"] == "length_only"
     assert decided["vllm"]["advice"] == "use_cosine_or_renormalise"
-    assert decided["dynamo"]["code"] == "re_embed"
+    assert decided["dynamo"]["choice"] == "re_embed"
     # the complete fixture's measured throughput gives the cost, at the article's point
     cost = decided["dynamo"]["cost"]
     assert cost is not None and cost["point"] == "concurrent" and cost["replicas"] >= 1

@@ -53,7 +53,7 @@ def _decide(tmp_path: Path, candidate_docs: np.ndarray, candidate_queries: np.nd
 def test_identical_vectors_keep_the_index_with_the_identity_map(tmp_path: Path) -> None:
     docs, queries, _ = _world()
     decision, scored = _decide(tmp_path, docs.copy(), queries.copy(), IndexConfig())
-    assert decision.code == "keep_index" and decision.cross.code == "equivalent"
+    assert decision.choice == "keep" and decision.cross.code == "equivalent"
     assert decision.retention == pytest.approx(1.0) and decision.backward_compatible is True
     assert decision.adapter.identity is True and decision.adapter.residual_test < 1e-6
     assert decision.adapter.retained == pytest.approx(1.0)  # the identity: no improvement claimed
@@ -71,7 +71,7 @@ def test_length_only_difference(tmp_path: Path, distance: str) -> None:
     decision, _ = _decide(tmp_path, docs * scale, queries * 2.0, IndexConfig(distance=distance))
     assert decision.length == "length_only"
     if distance == "cosine":
-        assert decision.advice == "keep_cosine" and decision.code == "keep_index"
+        assert decision.advice == "keep_cosine" and decision.choice == "keep"
     else:
         assert decision.advice == "use_cosine_or_renormalise"
         full = next(c for c in decision.cells if c.queries == "candidate" and c.share == 1
@@ -89,7 +89,7 @@ def test_rotated_space_loses_the_cross_search_and_the_adapter_recovers_it(tmp_pa
     assert decision.backward_compatible is False and decision.retention < 0.5
     assert decision.adapter.identity is False and decision.adapter.residual_test < 1e-3
     assert decision.adapter.retained == pytest.approx(1.0, abs=0.02)
-    assert decision.code == "adapter"
+    assert (decision.choice, decision.map_kind) == ("map", "orthogonal")
     curve = sorted((c for c in decision.cells if c.queries == "candidate" and c.method == "exact"),
                    key=lambda c: c.share)
     assert curve[0].ndcg_at_10 < curve[2].ndcg_at_10 < curve[-1].ndcg_at_10  # the mixed-share curve
@@ -101,7 +101,7 @@ def test_unrelated_space_is_re_embedded(tmp_path: Path) -> None:
     rng = np.random.default_rng(9)
     w = rng.normal(size=(DIM, DIM)).astype(np.float32)
     decision, _ = _decide(tmp_path, np.tanh(3 * docs @ w), np.tanh(3 * queries @ w), IndexConfig())
-    assert decision.cross.code == "different" and decision.code == "re_embed"
+    assert decision.cross.code == "different" and decision.choice == "re_embed"
     assert decision.adapter.identity is False
     assert decision.adapter.verdict.code not in ("equivalent", "non_inferior")
 

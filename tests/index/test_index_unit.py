@@ -93,17 +93,17 @@ def test_decision_rules() -> None:
     config, index = DecisionsConfig(), IndexConfig()
     same = [0.5 + 0.001 * (i % 3) for i in range(30)]
     keep = candidate_decision(_entry(same, same, identity=True, adapter=same), config, index, "cosine", [])
-    assert keep.code == "keep_index" and keep.backward_compatible is True
+    assert keep.choice == "keep" and keep.backward_compatible is True
     lost = [0.2 + 0.01 * (i % 5) for i in range(30)]
     mapped = candidate_decision(_entry(lost, same, identity=False, adapter=same), config, index, "cosine", [])
-    assert mapped.code == "adapter" and mapped.cross.direction == "worse"
+    assert (mapped.choice, mapped.map_kind) == ("map", "orthogonal") and mapped.cross.direction == "worse"
     cost = {"corpus_size": 10, "point": "concurrent", "docs_per_s": 1.0, "hours_per_replica": 1.0,
             "window_hours": 24.0, "replicas": 1}
     redo = candidate_decision(_entry(lost, same, identity=False, adapter=lost), config, index, "cosine", [cost])
-    assert redo.code == "re_embed" and redo.cost.hours_per_replica == 1.0
+    assert redo.choice == "re_embed" and redo.cost.hours_per_replica == 1.0
     # an identity map never counts as an adapter, even where it "recovers" (nothing to map)
     ident = candidate_decision(_entry(lost, same, identity=True, adapter=same), config, index, "cosine", [])
-    assert ident.code == "re_embed"
+    assert ident.choice == "re_embed"
 
 
 def test_blocked_and_not_measured(complete_upgraded: dict) -> None:
@@ -118,7 +118,7 @@ def test_blocked_and_not_measured(complete_upgraded: dict) -> None:
                    "reason": {"code": "vector_store_lost", "params": {"error": "x"}}}}}
     typed = validate_body(body)
     decided = index_decisions(typed, decisions_config(typed))
-    assert decided["vllm"].code == "blocked" and decided["dynamo"].code == "not_measured"
+    assert decided["vllm"].choice == "blocked" and decided["dynamo"].choice == "not_measured"
     assert decided["dynamo"].reason == "vector_store_lost"
 
 
@@ -131,5 +131,5 @@ def test_a_mixed_index_that_ranks_worse_is_not_kept() -> None:
                   "top5_overlap": [0.4] * 30, "hnsw_recall": []})
     mixed = IndexCandidate.model_validate({**entry.model_dump(), "cells": cells})
     decision = candidate_decision(mixed, DecisionsConfig(), IndexConfig(), "cosine", [])
-    assert decision.code == "re_embed" and decision.reason == "mixed_index_worse"
+    assert decision.choice == "re_embed" and decision.reason == "mixed_index_worse"
     assert decision.mixed_worse == [0.5]

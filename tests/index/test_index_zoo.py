@@ -62,7 +62,7 @@ def test_a_server_that_does_not_normalise(minilm: dict[str, Any], tmp_path: Path
     assert norms.std() > 0.01  # lengths really differ
     cosine = _decide(minilm, "skip-normalize", IndexConfig(), tmp_path / "c")
     assert cosine.length == "length_only" and cosine.advice == "keep_cosine"
-    assert cosine.code == "keep_index" and cosine.cross.code == "equivalent"
+    assert cosine.choice == "keep" and cosine.cross.code == "equivalent"
     inner = _decide(minilm, "skip-normalize", IndexConfig(distance="inner_product"), tmp_path / "i")
     assert inner.length == "length_only" and inner.advice == "use_cosine_or_renormalise"
     full = next(c for c in inner.cells if c.queries == "candidate" and c.share == 1 and c.method == "exact")
@@ -73,7 +73,7 @@ def test_another_pooling(minilm: dict[str, Any], tmp_path: Path) -> None:
     # measured: the CLS-pooled queries on the mean-pooled index keep nDCG@10 on 24 queries (inconclusive) but
     # change most top-5 sets, and an index holding both poolings ranks far worse than either alone
     decision = _decide(minilm, "pooling-cls", IndexConfig(), tmp_path / "p")
-    assert decision.length == "direction" and decision.code in ("re_embed", "adapter")
+    assert decision.length == "direction" and decision.choice in ("re_embed", "map")
     cells = {c.share: c for c in decision.cells if c.queries == "candidate" and c.method == "exact"}
     assert cells[0.0].overlap.code == "different"  # the cross search returns other documents
     assert cells[0.25].ndcg.code == "different" and cells[0.25].ndcg.direction == "worse"

@@ -47,7 +47,7 @@ def _summary() -> dict[str, Any]:
         "vectors": {"comparisons": {"same": {"measured": True, "per_document": [{"doc_id": "d1", "cosine": 1.0}]}},
                     "by_target": {"old": {"sha256": "ab"}, "same": {"sha256": "ab"}}},
         "decisions": {"post": {"conclusions": [{"name": "same", "code": "drop_in", "compared": 3, "differ": 0}]},
-                      "shim": {"same": {"opened": []}}, "index": {"same": {"code": "keep_index"}},
+                      "shim": {"same": {"opened": []}}, "index": {"same": {"choice": "keep", "sample": "keep_index"}},
                       "vectors": {"same": {"overall": {"code": "equivalent"}}},
                       "latency": {"ratios": {"same": {"verdict": {"code": "inconclusive"}, "verdicts": {
                           "sequential": {"p50": {"code": "equivalent"}, "docs_per_s": {"code": "inconclusive"}}}}}}},
@@ -69,7 +69,7 @@ def test_each_difference_is_named() -> None:
     summary["shim"]["config"]["same"]["force_float"] = True
     summary["decisions"]["shim"]["same"]["opened"] = ["same_text_twice"]
     summary["decisions"]["post"]["conclusions"][0].update(code="client_changes", differ=1, refused=["v2_embed_query"])
-    summary["decisions"]["index"]["same"]["code"] = "re_embed"
+    summary["decisions"]["index"]["same"]["choice"] = "re_embed"
     summary["decisions"]["latency"]["ratios"]["same"]["verdicts"]["sequential"]["docs_per_s"] = {
         "code": "different", "direction": "slower"}
     summary["vectors"]["by_target"]["same"]["sha256"] = "cd"

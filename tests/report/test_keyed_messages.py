@@ -30,7 +30,8 @@ def _codes(model: Any, field: str) -> set[str]:
 # table -> the codes it must word; codes never worded there are left out with the reason beside them
 KEYED: dict[str, set[str]] = {
     # sections/index.py's variants: a re-embed of a mixed index, and a decision the index options made
-    "index.decisions": _codes(IndexDecision, "code") | {"re_embed_mixed", "by_options"},
+    # rescore and dual-read are chosen by the index options only, which by_options words
+    "index.decisions": (_codes(IndexDecision, "choice") - {"rescore", "dual_read"}) | {"re_embed_mixed", "by_options"},
     "index.length_advice": _codes(IndexDecision, "advice") - {"none"},  # asked only for length_only, never "none"
     "index.stores": _codes(StoreInfo, "kind"),
     "index.option_choices": _codes(IndexOptionsDecision, "code"),
@@ -40,7 +41,7 @@ KEYED: dict[str, set[str]] = {
     "parity_matrix.findings": _codes(MatrixRow, "check"),
     "post.closings": set(get_args(CandidateCode)),
     "post.fault_codes": _codes(TargetFaultDecision, "code"),
-    "post.index_decisions": _codes(IndexDecision, "code"),
+    "post.index_decisions": _codes(IndexDecision, "choice") - {"rescore", "dual_read"},  # the options line says them
     "post.identical_vectors": _codes(CandidateGroup, "basis") - {"alone"},  # said only of a group of two or more
     "post.statistics": _codes(LatencyShown, "statistic"),
     # where a server's version came from, and report/sections/status.py's states where it has none
@@ -55,7 +56,7 @@ KEYED: dict[str, set[str]] = {
 
 
 def test_the_codes_come_from_the_summary_types() -> None:
-    assert KEYED["index.decisions"] >= {"keep_index", "re_embed", "adapter", "blocked", "not_measured"}
+    assert KEYED["index.decisions"] >= {"keep", "re_embed", "map", "blocked", "not_measured"}
     assert KEYED["latency.shares"] == {"missing", "no_advantage", "all", "part", "none"}
     assert KEYED["post.closings"] == {"drop_in", "client_changes", "not_swappable", "another_model", "not_measured"}
 

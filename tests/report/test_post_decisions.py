@@ -32,8 +32,8 @@ def _lines(post: str, needle: str) -> list[str]:
 def test_the_index_decision_is_in_the_post(lang: str) -> None:
     summary = _complete()
     summary.decisions.index = {
-        "vllm": IndexDecision(code="keep_index", hnsw_recall=1.0),
-        "dynamo": IndexDecision(code="re_embed", cost=ReembedCost(
+        "vllm": IndexDecision.sampled("keep_index", hnsw_recall=1.0),
+        "dynamo": IndexDecision.sampled("re_embed", cost=ReembedCost(
             corpus_size=1_000_000, point="concurrent", docs_per_s=379.5, hours_per_replica=7.3, window_hours=8.0,
             replicas=1))}
     post = render_post(summary, lang)

@@ -183,8 +183,8 @@ def _index_failures(summary: dict[str, Any], candidate: str) -> list[str]:
     decision = (summary.get("decisions", {}).get("index") or {}).get(candidate)
     if decision is None:
         return [f"index: no decision for `{candidate}` (decisions.index)"]
-    if decision.get("code") != "keep_index":
-        return [f"index: `{candidate}` is {decision.get('code')!r}, not 'keep_index' ({decision.get('reason')})"]
+    if decision.get("choice") != "keep":
+        return [f"index: `{candidate}` is {decision.get('choice')!r}, not 'keep' ({decision.get('reason')})"]
     return []
 
 

@@ -47,31 +47,37 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
     :class:`~embedswap.summary.model.Summary` that already has decisions is read the same way (they are not
     consulted). Stored with :func:`decisions_json`."""
     config = config if config is not None else decisions_config(summary)
+    # in dependency order: each decision reads the summary and the decisions above it only
+    judged = faults.fault_decisions(summary, config)
+    vectors = slices.vector_decisions(summary, config)
+    changes = client_changes.client_changes(summary)
     latency = latency_ratios.latency_decisions(summary, config)
     ranking = ranking_verdict.ranking_verdicts(summary, config)
+    options = index_options.index_options_decisions(summary, config)  # empty where no options were measured
+    index = index_decision.index_decisions(summary, config, latency.points, options)
     decided = Decisions(
-        client_changes=client_changes.client_changes(summary),
+        client_changes=changes,
         ranking=ranking,
         latency=latency,
-        shown=latency_shown.latency_shown(summary, latency.points),
-        post=post.post_decision(summary, latency, ranking),
+        index=index,
         shim=shim_outcome.shim_outcomes(summary),
         parity_matrix=parity_matrix.matrix_findings(summary),
         parity_multimodal=parity_multimodal.multimodal_finding(summary),
         diagnosis=diagnosis.diagnosis_decisions(summary),
         diagnosis_queries=diagnosis.diagnosis_query_decisions(summary),
-        index=index_decision.index_decisions(summary, config, latency.points),
+        # the post's conclusions, and the figures it shows, last: they read the decisions above
+        shown=latency_shown.latency_shown(summary, latency.points),
+        post=post.post_decision(summary, latency, ranking),
     )
-    # set only when there is one: summary.json has no ``capacity``/``vectors`` key otherwise
+    # set only when there is one: summary.json has no ``capacity``/``vectors``/... key otherwise
     if summary.capacity is not None:
         decided.capacity = capacity.capacity_decisions(summary, config)
-    if vectors := slices.vector_decisions(summary, config):
+    if vectors:
         decided.vectors = vectors
-    if (judged := faults.fault_decisions(summary, config)) is not None:
+    if judged is not None:
         decided.faults = judged
-    if options := index_options.index_options_decisions(summary, config):  # set only where options were measured
+    if options:
         decided.index_options = options
-        index_options.one_index_decision(decided.index, options)
     return decided
 
 

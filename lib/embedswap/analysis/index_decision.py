@@ -32,7 +32,8 @@ from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_common import Number
 from embedswap.summary.types_decisions import Interval, PointIntervals
 from embedswap.summary.types_index import (AdapterDecision, CellDecision, CellValues, IndexCandidate, IndexDecision,
-                                           ReembedCost)
+                                           ReembedCost, choice_of)
+from embedswap.summary.types_index_options import IndexOptionsDecision
 
 MARGIN_OF = {"ndcg_at_10": "ndcg_at_10", "recall_at_5": "recall_at_k"}
 COST_POINT = "concurrent"  # the article's operating point
@@ -201,7 +202,7 @@ def candidate_decision(entry: IndexCandidate, config: DecisionsConfig, index: In
         code = "re_embed"
         reason = ("mixed_index_worse" if compatible else "cross_not_equivalent") if cross_verdict \
             else "cross_not_measured"
-    return IndexDecision(code=code, reason=reason, distance=distance, basis=basis, cross=cross_verdict,
+    return IndexDecision.sampled(code, reason=reason, distance=distance, basis=basis, cross=cross_verdict,
                          backward_compatible=backward, retention=retention,
                          hnsw_recall=float(np.mean(recalls)) if recalls else None, length=length, advice=advice,
                          cells=cells, adapter=adapter, cost=costs[0] if costs else None,
@@ -209,10 +210,12 @@ def candidate_decision(entry: IndexCandidate, config: DecisionsConfig, index: In
 
 
 def index_decisions(summary: SummaryBody, config: DecisionsConfig,
-                    latency_points: dict[str, dict[str, PointIntervals]] | None = None
-                    ) -> dict[str, IndexDecision]:
-    """``decisions.index``: candidate -> decision against the experiment's typed ``decisions`` (empty when the index
-    part was not measured at all)."""
+                    latency_points: dict[str, dict[str, PointIntervals]] | None = None,
+                    options: dict[str, IndexOptionsDecision] | None = None) -> dict[str, IndexDecision]:
+    """``decisions.index``: candidate -> the one index decision against the experiment's typed ``decisions`` (empty
+    when the index part was not measured at all). Where the index options decided (``options``: measured on the
+    corpus' held-out folds, the larger and the judged measurement), their choice is the decision; the sample's
+    cross search stays its evidence (``sample``)."""
     section = summary.index
     if section is None or not section.measured:
         return {}
@@ -221,8 +224,12 @@ def index_decisions(summary: SummaryBody, config: DecisionsConfig,
     for name, entry in section.by_candidate.items():
         if not entry.measured:
             code = entry.reason.code if entry.reason else ""
-            out[name] = IndexDecision(code="blocked" if code == "dimensions_differ" else "not_measured", reason=code)
+            out[name] = IndexDecision.sampled("blocked" if code == "dimensions_differ" else "not_measured", reason=code)
             continue
         out[name] = candidate_decision(entry, config, index, section.distance,
                                        _costs(summary, latency_points or {}, name, index))
+    for name, chosen in (options or {}).items():
+        if chosen.code != "not_decided" and name in out:
+            choice, kind = choice_of(chosen.code)
+            out[name] = out[name].model_copy(update={"choice": choice, "map_kind": kind, "decided_on": "options"})
     return out

@@ -22,7 +22,6 @@ from embedswap.config.decisions import DecisionsConfig
 from embedswap.reasons import reason
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_common import Reason
-from embedswap.summary.types_index import IndexDecision
 from embedswap.summary.types_index_options import (COST_ORDER, IndexOption, IndexOptions, IndexOptionsDecision,
                                                    OptionStanding)
 
@@ -72,13 +71,3 @@ def index_options_decisions(summary: SummaryBody, config: DecisionsConfig) -> di
     if index is None or not index.measured:
         return {}
     return {name: options_decision(entry, config) for name, entry in index.options.items() if entry.measured}
-
-
-def one_index_decision(index: dict[str, IndexDecision], options: dict[str, IndexOptionsDecision]) -> None:
-    """One index decision per candidate: where the options decided (measured on the corpus' held-out folds, the
-    larger and the judged measurement), their choice is the candidate's, stored as ``decisions.index.<name>.options``;
-    the sample's cross search (``code``) stays a figure beside it. Readers print that one (the post's options line,
-    the report's ``by_options`` sentence, step 03's table), never both as two decisions."""
-    for name, chosen in options.items():
-        if chosen.code != "not_decided" and name in index:
-            index[name].options = chosen.code

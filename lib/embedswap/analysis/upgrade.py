@@ -16,6 +16,11 @@ Version 3 (issue 62) stores the per-candidate plan (``plan``) where version 2 st
 a summary without ``models`` (before issue 57) gets a plan not measured, every candidate read as the same model, as
 its decisions were.
 
+Version 3 also words the index decision once: ``decisions.index.<c>`` held the sample's cross search (``code``:
+keep_index / adapter / re_embed / blocked) and, where the index options decided, their choice beside it
+(``options``); it holds one ``choice`` (keep, map with its ``map_kind``, rescore, dual_read, re_embed, blocked) and
+``decided_on``, the sample's code kept as ``sample``.
+
 Contract rows from before each verdict named the legacy answer it was read against (no ``conformance``) were read
 against ``compare_to`` whenever a probe named one; their verdicts get that ``baseline``.
 """
@@ -31,6 +36,7 @@ from embedswap.analysis import decide, decisions_config, decisions_json, post_de
 from embedswap.analysis.faults import fault_decisions
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
+from embedswap.summary.types_index import choice_of
 from embedswap.summary.types_models import ModelChange
 from embedswap.summary.types_plan import plan_for
 
@@ -59,6 +65,8 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
         _models_to_plan(out)
     if version < 2 or not isinstance(out.get("decisions"), dict):
         out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
+    if version < 3:
+        _one_index_vocabulary(out["decisions"])
     # before the post's decisions are drawn from them: they read the stored latency decisions as the model does
     _one_latency_ratio(out["decisions"])
     if not {"shown", "post"} <= set(out["decisions"]):  # decided before the post's decisions existed
@@ -84,6 +92,20 @@ def _models_to_plan(summary: dict[str, Any]) -> None:
     head = {k: v for k, v in models.items() if k != "by_candidate"}
     summary["plan"] = {**head, "by_candidate": {name: plan_for(change).model_dump(mode="json", exclude_defaults=True)
                                                 for name, change in changes.items()}}
+
+
+def _one_index_vocabulary(decisions: dict[str, Any]) -> None:
+    """Version 2 -> 3, in place: each ``decisions.index`` entry's two fields (``code``, the sample's cross search;
+    ``options``, the index options' choice where they decided) become the one decision (``choice``, ``map_kind``,
+    ``decided_on``) with the sample's code kept as its evidence (``sample``)."""
+    for entry in (decisions.get("index") or {}).values():
+        if not isinstance(entry, dict) or "code" not in entry:
+            continue
+        entry["sample"] = entry.pop("code")
+        option = entry.pop("options", None)
+        choice, kind = choice_of(option or entry["sample"])
+        entry.update(choice=choice, decided_on="options" if option else "sample",
+                     **({"map_kind": kind} if kind is not None else {}))
 
 
 def _probe_baselines(summary: dict[str, Any]) -> None:

@@ -343,10 +343,10 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
 
 def _index_choice(ctx: ReportContext) -> str:
     """The another-model conclusion's index decision of each such candidate, where the index options made it
-    (``decisions.index.<name>.options``, the one decision; the ranking section's options line gives the why)."""
+    (``decisions.index.<name>``, the one decision; the ranking section's options line gives the why)."""
     names = ctx.terms["index_options"]["names"]
-    chosen = [(n, ctx.decisions.index[n].options) for n in ctx.candidates
-              if ctx.summary.plan.another_model(n) and n in ctx.decisions.index and ctx.decisions.index[n].options]
+    chosen = [(n, d.option) for n in ctx.candidates if ctx.summary.plan.another_model(n)
+              and (d := ctx.decisions.index.get(n)) is not None and d.decided_on == "options"]
     return ctx.terms["models"]["list_sep"].join(f"{code(n)} {names[option]}" for n, option in chosen)
 
 

@@ -19,6 +19,7 @@ from embedswap.report.claim import Claim, claim, times
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.faults import comparable
+from embedswap.summary.types_index import IndexChoice
 from embedswap.summary.types_plan import RankingQuestion
 from embedswap.summary.types_decisions import LatencyRatio, RankingVariant
 
@@ -55,7 +56,7 @@ class RankingClaims(BaseModel):
 
 class IndexClaim(BaseModel):
     name: str
-    code: Literal["keep_index", "re_embed", "adapter", "blocked", "not_measured"]
+    choice: IndexChoice
     hnsw_recall: str | None = None
     hours: str | None = None
     replicas: str | None = None
@@ -222,10 +223,10 @@ def index_claims(ctx: ReportContext) -> list[IndexClaim]:
     out = []
     for name in ctx.candidates:
         d = ctx.decisions.index.get(name)
-        if d is None or d.options:  # decided by the index options: the post's options line says it, once
+        if d is None or d.decided_on == "options":  # the post's options line says it, once
             continue
         cost = d.cost
-        out.append(IndexClaim(name=code(name), code=d.code,
+        out.append(IndexClaim(name=code(name), choice=d.choice,
                               hnsw_recall=fmt(d.hnsw_recall, "cos4") if d.hnsw_recall is not None else None,
                               hours=fmt(cost.hours_per_replica, "s") if cost else None,
                               replicas=fmt(cost.replicas, "int") if cost else None,

@@ -110,9 +110,9 @@ def index_table(summary: Summary | dict[str, Any]) -> Any:
     for name, d in typed.decisions.index.items():
         cross, adapter, cost = d.cross, d.adapter, d.cost
         rows.append({
-            # the one decision: the index options' choice where they decided, else the sample's cross search
-            "candidate": name, "decision": d.options or d.code, "decided_on": "options" if d.options else "sample",
-            "sample_decision": d.code, "basis": d.basis,
+            # the one decision; the sample's cross search beside it as its evidence
+            "candidate": name, "decision": d.choice, "map": d.map_kind, "decided_on": d.decided_on,
+            "sample_decision": d.sample, "basis": d.basis,
             "cross_change": cross.estimate if cross else None, "cross_low": cross.low if cross else None,
             "cross_high": cross.high if cross else None, "cross_verdict": cross.code if cross else None,
             "retention": d.retention, "backward_compatible": d.backward_compatible, "hnsw_recall": d.hnsw_recall,

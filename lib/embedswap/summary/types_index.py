@@ -1,5 +1,5 @@
 """The ``index`` section of summary.json (the compatibility grid searched on the real vector store, per query) and
-``decisions.index`` (keep the index, re-embed, adapter or blocked, per candidate)."""
+``decisions.index`` (per candidate, the one index decision: keep, map, re-score, dual-read, re-embed or blocked)."""
 
 from __future__ import annotations
 
@@ -138,9 +138,34 @@ class AdapterDecision(Strict):
     verdict: Verdict | None = None  # adapter - full re-embed per query
 
 
+# the one index decision's vocabulary (issue 62): keep the index, map the queries (with the map's kind), re-score
+# the old top K, read both indexes during a re-embed, re-embed, or blocked (the dimensions differ)
+IndexChoice = Literal["keep", "map", "rescore", "dual_read", "re_embed", "blocked", "not_measured"]
+MapKind = Literal["orthogonal", "affine", "mlp"]
+# the sample's cross search (this module's grid), the evidence where the index options did not decide
+SampleCode = Literal["keep_index", "re_embed", "adapter", "blocked", "not_measured"]
+_FROM_SAMPLE: dict[str, tuple[IndexChoice, MapKind | None]] = {
+    "keep_index": ("keep", None), "adapter": ("map", "orthogonal"),  # the sample's adapter is the Procrustes map
+    "re_embed": ("re_embed", None), "blocked": ("blocked", None), "not_measured": ("not_measured", None)}
+
+
+def choice_of(code: str) -> tuple[IndexChoice, MapKind | None]:
+    """A sample code or an index option's code in the one vocabulary: (choice, map kind)."""
+    if code in _FROM_SAMPLE:
+        return _FROM_SAMPLE[code]
+    if code in ("orthogonal", "affine", "mlp"):
+        return "map", code  # type: ignore[return-value]
+    return code, None  # type: ignore[return-value]  # keep, rescore, dual_read, re_embed: the same word
+
+
 class IndexDecision(Strict):
-    """Keep the index, re-embed it, map the queries, or blocked; with the figures behind it."""
-    code: Literal["keep_index", "re_embed", "adapter", "blocked", "not_measured"]
+    """One candidate's index decision: ``choice`` (with ``map_kind``), decided on the index options where they were
+    measured and decided (the corpus' held-out folds), else on the sample's cross search; ``sample`` and the figures
+    below are that search's evidence."""
+    choice: IndexChoice
+    map_kind: MapKind | None = None
+    decided_on: Literal["options", "sample"] = "sample"
+    sample: SampleCode
     reason: str = ""
     distance: str | None = None
     basis: Literal["ndcg_at_10", "top5_overlap"] | None = None
@@ -156,7 +181,17 @@ class IndexDecision(Strict):
     adapter: AdapterDecision | None = None
     cost: ReembedCost | None = None  # at the article's operating point (concurrent)
     cost_best: ReembedCost | None = None  # at the sweep's best concurrency
-    # set where the index options were measured and decided (decisions.index_options, on the corpus' held-out folds):
-    # the option chosen is this candidate's one index decision, and ``code`` above is the sample's cross search, a
-    # figure beside it (issue 57: one decision per candidate, every reader prints this one)
-    options: OptionCode | None = None
+
+    @property
+    def option(self) -> OptionCode | None:
+        """The choice in the index options' words (their names in the catalogue); None: blocked or not measured."""
+        if self.choice == "map":
+            return self.map_kind or "orthogonal"
+        return None if self.choice in ("blocked", "not_measured") else self.choice  # type: ignore[return-value]
+
+    @classmethod
+    def sampled(cls, sample: SampleCode, **fields: object) -> "IndexDecision":
+        """A decision made on the sample's cross search."""
+        choice, kind = choice_of(sample)
+        kind_field = {"map_kind": kind} if kind is not None else {}  # unset where there is no map: not stored
+        return cls(choice=choice, decided_on="sample", sample=sample, **kind_field, **fields)  # type: ignore[arg-type]

@@ -68,13 +68,14 @@ def _candidate(ctx: ReportContext, name: str, decision: IndexDecision) -> dict[s
     if entry is not None and not entry.measured:
         why = ctx.why(entry)
     return {
-        "name": code(name), "code": decision.code, "why": why,
-        # the key of its message in [prose.index.decisions]: the index options' choice where they decided (the one
-        # decision; the sample's cross search is then a figure); a re-embed because an index mixing both servers'
-        # vectors ranks worse has its own message (the cross check alone passed)
-        "decision": "by_options" if decision.options else (
-            "re_embed_mixed" if decision.code == "re_embed" and decision.mixed_worse else decision.code),
-        "option": ctx.terms["index_options"]["names"].get(decision.options, "") if decision.options else "",
+        "name": code(name), "why": why,
+        # the key of its message in [prose.index.decisions]: the one decision (``choice``), worded as the index
+        # options chose it where they decided (the sample's cross search is then a figure); a re-embed because an
+        # index mixing both servers' vectors ranks worse has its own message (the cross check alone passed)
+        "decision": "by_options" if decision.decided_on == "options" else (
+            "re_embed_mixed" if decision.choice == "re_embed" and decision.mixed_worse else decision.choice),
+        "option": ctx.terms["index_options"]["names"].get(decision.option or "", "")
+        if decision.decided_on == "options" else "",
         "basis": decision.basis,
         "cross": _verdict(ctx, decision.cross),
         "backward": decision.backward_compatible,

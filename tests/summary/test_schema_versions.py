@@ -1,0 +1,65 @@
+"""One stored summary per schema version (1 to the current one), each loaded through the migrations and rendered in
+every language (issue 62): an old file is upgraded once, at load, and the readers see one shape.
+
+- version 1: tests/fixtures/summary_complete.json (no decisions; the kit of 2026-11);
+- version 2: tests/fixtures/versions/summary_v2.json, written by the kit at 7acde53 (the index summary of
+  tests/support/index_summary.py with a ``models`` section naming one candidate another model, and the index
+  options' choice stored beside the sample's code, as that kit stored them);
+- version 3: tests/fixtures/versions/summary_v3.json, the current kit's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from embedswap.analysis.upgrade import SCHEMA_VERSION, read_summary, upgrade_summary
+from embedswap.report.catalogue import LANGUAGES
+from embedswap.report.markdown import render_markdown
+from embedswap.report.post import render_post
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+BY_VERSION = {1: FIXTURES / "summary_complete.json", 2: FIXTURES / "versions" / "summary_v2.json",
+              3: FIXTURES / "versions" / "summary_v3.json"}
+
+
+def _load(version: int) -> dict[str, Any]:
+    return json.loads(BY_VERSION[version].read_text(encoding="utf-8"))
+
+
+def test_every_version_up_to_the_current_one_has_a_stored_summary() -> None:
+    assert sorted(BY_VERSION) == list(range(1, SCHEMA_VERSION + 1))
+    assert all(_load(v).get("schema_version", 1) == v for v in BY_VERSION)
+
+
+@pytest.mark.parametrize("version", sorted(BY_VERSION))
+def test_a_summary_of_each_version_loads_and_renders_in_every_language(version: int) -> None:
+    summary = read_summary(_load(version))
+    assert summary.schema_version == SCHEMA_VERSION
+    for lang in LANGUAGES:
+        assert render_markdown(summary, lang).strip() and render_post(summary, lang).strip(), lang
+
+
+def test_version_2_s_models_and_two_index_fields_become_the_plan_and_one_decision() -> None:
+    stored = _load(2)
+    summary = read_summary(stored)
+    other = next(n for n, c in stored["models"]["by_candidate"].items() if c["code"] == "another_model")
+    plan = summary.plan.of(other)
+    assert plan is not None and (plan.comparison, plan.probes_against, plan.ranking_question) == \
+        ("another_model", "own", "non_inferiority") and plan.model.candidate_model == "e5"
+    assert summary.plan.others() == {other}
+    decision = summary.decisions.index[other]  # the options' affine map, the sample's re-embed its evidence
+    assert (decision.choice, decision.map_kind, decision.decided_on, decision.sample) == \
+        ("map", "affine", "options", stored["decisions"]["index"][other]["code"])
+    for name, entry in stored["decisions"]["index"].items():
+        if name != other:  # no options there: the sample's code, in the one vocabulary
+            assert summary.decisions.index[name].decided_on == "sample"
+            assert summary.decisions.index[name].sample == entry["code"]
+
+
+def test_a_current_summary_is_left_as_it_is() -> None:
+    current = _load(SCHEMA_VERSION)
+    assert upgrade_summary(current) == current

@@ -21,6 +21,7 @@ import yaml
 from embedswap.captures import open_attempt
 from realkit import EMBEDSWAP, FEW_PROBES, SMALL_LATENCY, JsonHandler
 from ports import free_ports
+from typed_summary import as_typed
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -212,7 +213,7 @@ def test_the_console_headline_reads_the_typed_summary(complete) -> None:
     from embedswap.runner import headline
     from embedswap.analysis.upgrade import read_summary
 
-    lines = headline(read_summary(complete))
+    lines = headline(as_typed(read_summary(complete)))
     assert lines[0].startswith("attempt ")
     assert any(line.startswith("cosine ") and "min " in line for line in lines), lines
     assert any("parity gate: " in line for line in lines), lines

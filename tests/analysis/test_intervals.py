@@ -6,6 +6,7 @@ import pytest
 
 from embedswap.analysis.intervals import Requests, estimate, min_n, near_max, ratio, seed_for, direction
 from embedswap.analysis.ranking_tests import detectable, paired_test
+from typed_summary import as_typed
 
 TRIALS = 200
 
@@ -139,12 +140,12 @@ def test_report_never_calls_a_covered_difference_real() -> None:
     assert seq["p50"]["direction"] == "no_difference" and seq["p50"]["low"] < 1 < seq["p50"]["high"]
     dynamo = summary["decisions"]["latency"]["ratios"]["dynamo"]["intervals"]["sequential"]
     assert dynamo["p50"]["direction"] == "faster"
-    en = render_markdown(summary, "en")
+    en = render_markdown(as_typed(summary), "en")
     line = next(l for l in en.splitlines() if l.startswith("- `vllm`: sequential p50 went from"))
     # the verdict against the margin is stated, never "no difference detected"
     assert "1.00× [" in line and ": equivalent" in line and "faster" not in line.split("throughput")[0]
     assert "no difference detected" not in line
-    ko = render_markdown(summary, "ko")
+    ko = render_markdown(as_typed(summary), "ko")
     assert "동등합니다" in next(l for l in ko.splitlines() if l.startswith("- `vllm`:"))
 
 

@@ -18,6 +18,7 @@ from embedswap.captures import new_attempt
 from embedswap.diagnosis.findings import explain_difference
 from embedswap.diagnosis.hypotheses import Hypothesis
 from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 QUERIES = ["what is pooling", "how do I migrate an embedding server", "vLLM pooling runner", "정규화는 왜 필요한가"]
@@ -106,11 +107,11 @@ def test_the_report_states_the_query_finding_in_every_language(model: Path, tmp_
                 "ko": ("쿼리 벡터", "없이 텍스트를 임베딩합니다"),
                 "ja": ("クエリベクトル", "プロンプト"), "zh": ("查询向量", "提示")}
     for lang, (intro, sentence) in expected.items():
-        text = render_markdown(summary, lang)
+        text = render_markdown(as_typed(summary), lang)
         block = text[text.index(intro):]
         finding = next(line for line in block.splitlines() if line.startswith("- `vllm`"))
         assert "`diagnosis_prompt_missing`" in finding, lang
         assert sentence in finding, lang
     del summary["diagnosis"]["queries"]  # a summary from before the query diagnosis: no query lines at all
     summary["decisions"] = decisions_of(summary)
-    assert "query vectors each server returned" not in render_markdown(summary, "en")
+    assert "query vectors each server returned" not in render_markdown(as_typed(summary), "en")

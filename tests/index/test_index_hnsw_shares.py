@@ -18,6 +18,7 @@ from embedswap.index.exact import grid_exact
 from embedswap.index.searches import mixed_documents, run_searches, share_draw
 from embedswap.summary.sections.index import score_candidate
 from embedswap.summary.types_index import HnswPlan, IndexCandidate
+from typed_summary import as_typed
 
 N_DOCS, N_QUERIES, DIM = 120, 30, 16
 
@@ -145,8 +146,8 @@ def test_step_table_names_the_hnsw_shares() -> None:
 
     decided = upgrade_summary(body_dict())  # a whole summary: the table reads it typed
     decided["decisions"]["index"] = {"c": {"choice": "keep", "sample": "keep_index"}}
-    assert index_table(decided).loc["c", "hnsw_shares"] == "all"  # no plan: an older summary, every share
+    assert index_table(as_typed(decided)).loc["c", "hnsw_shares"] == "all"  # no plan: an older summary, every share
     decided["index"] = {"measured": True, "hnsw_plan": {"setting": "ends", "mode": "ends", "documents": 10,
                                                         "auto_max_documents": 5, "shares": [0.0, 1.0],
                                                         "exact_only": [0.5]}}
-    assert index_table(decided).loc["c", "hnsw_shares"] == "0 1"
+    assert index_table(as_typed(decided)).loc["c", "hnsw_shares"] == "0 1"

@@ -13,6 +13,7 @@ from embedswap.report.figures_index import index_shares
 from embedswap.report.markdown import render_markdown
 from index_summary import summary_with_index
 from embedswap.summary.model import validate_body
+from typed_summary import as_typed
 
 HEADINGS = {"en": "### What happens to your index", "ko": "### 인덱스는 어떻게 되는가",
             "ja": "### インデックスはどうなるか", "zh": "### 你的索引会怎样"}
@@ -35,7 +36,7 @@ def test_decisions_of_the_section(with_index: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_section_in_every_language(with_index: dict[str, Any], lang: str) -> None:
-    text = render_markdown(with_index, lang)
+    text = render_markdown(as_typed(with_index), lang)
     part = text[text.index(HEADINGS[lang]):]
     part = part[: part.index("\n## ")]
     assert "`vllm`" in part and "`dynamo`" in part and "18.4" in part and "0.8.5" in part
@@ -48,23 +49,23 @@ def test_section_in_every_language(with_index: dict[str, Any], lang: str) -> Non
 
 
 def test_old_summary_says_the_section_is_absent(complete: dict[str, Any]) -> None:
-    text = render_markdown(complete, "en")
+    text = render_markdown(as_typed(complete), "en")
     part = text[text.index(HEADINGS["en"]):]
     assert "summary.json has no such section" in part[: part.index("\n## ")]
 
 
 def test_figure(with_index: dict[str, Any]) -> None:
-    assert index_shares(with_index) is not None
+    assert index_shares(as_typed(with_index)) is not None
 
 
 def test_mixed_index_worse_is_said(with_index: dict[str, Any]) -> None:
     summary = copy.deepcopy(with_index)
     summary["decisions"]["index"]["dynamo"]["mixed_worse"] = [0.5]
     for lang in LANGUAGES:
-        part = render_markdown(summary, lang)
+        part = render_markdown(as_typed(summary), lang)
         part = part[part.index(HEADINGS[lang]):]
         assert "50%" in part[: part.index("\n## ")] and "{{" not in part
-    assert "an index holding vectors of both servers ranks worse" in render_markdown(summary, "en")
+    assert "an index holding vectors of both servers ranks worse" in render_markdown(as_typed(summary), "en")
 
 
 def _partial(with_index: dict[str, Any], setting: str) -> dict[str, Any]:
@@ -85,29 +86,29 @@ HNSW_PARTIAL = {"en": "HNSW was built and searched only at the shares", "ko": "H
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_shares_without_hnsw_are_said_in_every_language(with_index: dict[str, Any], lang: str) -> None:
     for setting in ("auto", "ends"):
-        text = render_markdown(_partial(with_index, setting), lang)
+        text = render_markdown(as_typed(_partial(with_index, setting)), lang)
         part = text[text.index(HEADINGS[lang]):]
         part = part[: part.index("\n## ")]
         assert part.count(HNSW_PARTIAL[lang]) == 1 and "{{" not in part and "{%" not in part
         assert f"`index.hnsw_shares: {setting}`" in part
         assert ("100,000" in part) == (setting == "auto")  # auto says the corpus size that chose it
     # every share with HNSW (all, or an older summary without the plan): nothing to say
-    text = render_markdown(with_index, lang)
+    text = render_markdown(as_typed(with_index), lang)
     assert HNSW_PARTIAL[lang] not in text
     complete = copy.deepcopy(with_index)
     complete["index"]["hnsw_plan"] = {"setting": "all", "mode": "all", "documents": 30, "auto_max_documents": 20_000,
                                       "shares": [0, 0.5, 1], "exact_only": []}
-    assert HNSW_PARTIAL[lang] not in render_markdown(complete, lang)
+    assert HNSW_PARTIAL[lang] not in render_markdown(as_typed(complete), lang)
 
 
 def test_partial_hnsw_sentence_and_figure(with_index: dict[str, Any]) -> None:
     summary = _partial(with_index, "auto")
-    text = render_markdown(summary, "en")
+    text = render_markdown(as_typed(summary), "en")
     assert ("HNSW was built and searched only at the shares 0% · 100% (`index.hnsw_shares: auto`, chosen for "
             "100,000 documents, more than 20,000); the shares 50% were searched exactly only") in text
     decided = summary["decisions"]["index"]["dynamo"]
     assert {c["share"] for c in decided["cells"] if c["method"] == "hnsw"} == {0, 1}
-    figure = index_shares(summary)
+    figure = index_shares(as_typed(summary))
     assert figure is not None
     lines = {line.get_label(): line for line in figure.axes[0].get_lines()}
     hnsw = lines["dynamo hnsw (measured shares)"]

@@ -3,6 +3,7 @@ import pytest
 
 from embedswap.measure.contract import CATALOGUE, ProbeContext, build_request, select_probes
 from embedswap.answers.classify import classify
+from typed_summary import as_typed
 
 
 def side(status: int, vector=None, encoding="float", tokens=10, dim=None) -> dict:
@@ -175,7 +176,7 @@ def test_the_order_advice_is_worded_in_every_report_language() -> None:
     words = {"en": "order the vectors by `index`", "ko": "`index` 로 벡터를 정렬하세요",
              "ja": "`index` でベクトルを並べ替えてください", "zh": "请按 `index` 排列向量"}
     for lang, text in words.items():
-        assert text in render_markdown(summary, lang)
+        assert text in render_markdown(as_typed(summary), lang)
 
 
 def test_the_summary_model_knows_every_contract_verdict() -> None:

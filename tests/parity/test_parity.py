@@ -30,6 +30,7 @@ from embedswap.parity.gate import (
 )
 from embedswap.parity.vllm import VllmOfflineBackend
 from realkit import JsonHandler
+from typed_summary import as_typed
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = [
@@ -349,7 +350,7 @@ def test_run_parity_with_offline_backends_and_image_records(tmp_path: Path, refe
     assert "img-1" in result["multimodal"]["why"] and "no multimodal model" in result["multimodal"]["why"]
     assert attempt.has("parity/backends/bf16/doc_vectors.npy") and attempt.has("parity/backends/gpu/meta.json")
 
-    table = steps.parity_table(ctx.summary())  # notebook 05's call: the typed summary of this attempt
+    table = steps.parity_table(as_typed(ctx.summary()))  # notebook 05's call: the typed summary of this attempt
     assert "worst" not in table.columns and "note" in table.columns
     assert table.loc["(text+image)", "threshold"] == 0.995
     assert "not measured" in table.loc["(text+image)", "note"]

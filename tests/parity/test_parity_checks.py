@@ -22,6 +22,7 @@ from embedswap.report.format import esc
 from embedswap.report.catalogue import LANGUAGES, fill
 from embedswap.summary.model import validate_summary
 from embedswap.analysis.upgrade import upgrade_summary
+from typed_summary import as_typed
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = [json.loads(line)["text"] for line in (REPO / "data" / "documents.jsonl").read_text().splitlines()[:40]]
@@ -212,7 +213,7 @@ def test_findings_and_summary_model(complete: dict[str, Any]) -> None:
 def test_report_shows_every_row_and_reason(lang: str, complete: dict[str, Any]) -> None:
     from embedswap.report.catalogue import catalogue
 
-    text = render_markdown(_matrix_summary(complete), lang)
+    text = render_markdown(as_typed(_matrix_summary(complete)), lang)
     words = catalogue(lang)
     matrix = text[text.index(words.prose["parity_matrix"]["heading"]):]
     assert "1.7e-04" in matrix and "3.6e-12" in matrix and "412.0" in matrix and "44.2" in matrix
@@ -222,7 +223,7 @@ def test_report_shows_every_row_and_reason(lang: str, complete: dict[str, Any]) 
 
 
 def test_report_without_matrix_says_why(complete: dict[str, Any]) -> None:
-    text = render_markdown(complete, "en")
+    text = render_markdown(as_typed(complete), "en")
     assert "the parity matrix is not configured" in text
 
 
@@ -243,7 +244,7 @@ def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, A
     validate_summary(summary)
     found = {f["check"]: f for f in summary["decisions"]["parity_matrix"]}["batch_invariance"]
     assert found["worst_setting_code"] == "batch" and found["worst_setting_params"]["size"] == 32
-    text = render_markdown(summary, lang)
+    text = render_markdown(as_typed(summary), lang)
     worded = fill(catalogue(lang).terms["parity_matrix"]["settings"]["batch"], dtype="bfloat16", size=32)
     assert text.count(esc(worded)) >= 2  # the table row and the finding sentence
     assert "bfloat16 alone vs batch 8" in text or lang == "en"  # the old rows (no code) keep their English text

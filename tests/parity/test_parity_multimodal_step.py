@@ -22,6 +22,7 @@ from embedswap.report.catalogue import LANGUAGES, catalogue, fill
 from embedswap.report.format import esc
 from embedswap.summary.model import validate_summary
 from embedswap.analysis.upgrade import upgrade_summary
+from typed_summary import as_typed
 
 CONFIG = {"name": "t", "date": "2026-12-01", "workload": {"documents": "d.jsonl"},
           "targets": {"legacy": {"kind": "legacy", "port": 18801}, "vllm": {"kind": "vllm", "port": 18802}},
@@ -118,10 +119,10 @@ def test_decision_and_summary_model(complete: dict[str, Any]) -> None:
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_report_rows_replace_the_not_measured_line(lang: str, complete: dict[str, Any]) -> None:
     words = catalogue(lang)
-    before = render_markdown(upgrade_summary(copy.deepcopy(complete)), lang)
+    before = render_markdown(as_typed(upgrade_summary(copy.deepcopy(complete))), lang)
     gaps_line = words.prose["gaps"]["multimodal_parity"].split("{{")[0]
     assert gaps_line in before
-    text = render_markdown(_summary(complete, _rows(1e-7, 1e-2), False), lang)
+    text = render_markdown(as_typed(_summary(complete, _rows(1e-7, 1e-2), False)), lang)
     assert gaps_line not in text  # measured: no 'not measured' line for multimodal any more
     for part, request in (("mm_text", "input"), ("mm_image", "messages")):
         assert esc(fill(words.terms[part], request=request)) in text
@@ -171,7 +172,7 @@ def test_one_dead_server_keeps_the_others_rows(tmp_path: Path, monkeypatch: pyte
     assert result["not_run"][0]["reason"]["code"] == "parity_multimodal_server_failed"
     summary = _summary(complete, result["rows"], False)
     summary["parity"]["multimodal"]["not_run"] = result["not_run"]
-    text = render_markdown(summary, "ja")
+    text = render_markdown(as_typed(summary), "ja")
     assert "legacy はマルチモーダルモデルを提供できなかったか" in text
     with pytest.raises(RuntimeError, match="exited with code 1"):  # no server at all: the step records the error
         parity_multimodal.run(folder, tmp_path, 0.995, servers=("legacy",))

@@ -10,6 +10,7 @@ import pytest
 
 from embedswap.parity.witnesses import agreement, witness_vectors
 from embedswap.reasons import explain
+from typed_summary import as_typed
 
 TEXTS = ["a", "a much longer text with many words in it", "b c", "the quick brown fox jumps", "x y z"]
 
@@ -76,7 +77,7 @@ def test_the_report_names_the_odd_one_out_and_the_consensus(batch_mates: Path, l
     summary = json.loads(fixture.read_text(encoding="utf-8"))
     odd = copy.deepcopy(summary)
     odd["parity"]["witnesses"] = found
-    report = render_markdown(odd, lang)
+    report = render_markdown(as_typed(odd), lang)
     assert "| `sentence-transformers batch` | 1 |" in report  # the matrix, diagonal first
     assert "- `sentence-transformers batch`" in report  # named, with its reason
     if lang == "en":
@@ -85,7 +86,7 @@ def test_the_report_names_the_odd_one_out_and_the_consensus(batch_mates: Path, l
     agreeing = copy.deepcopy(summary)
     agreeing["parity"]["witnesses"] = {**found, "consensus": found["witnesses"], "left_out": [], "all_agree": True}
     if lang == "en":
-        assert "Every witness agrees at the gate's threshold" in render_markdown(agreeing, lang)
+        assert "Every witness agrees at the gate's threshold" in render_markdown(as_typed(agreeing), lang)
 
 
 @pytest.mark.e2e

@@ -14,12 +14,13 @@ from embedswap.report.figure_words import figure_stem
 from embedswap.report.markdown import render_markdown
 from capacity_summary import FIXTURE, summary_with_capacity
 from typed_summary import decisions_of
+from typed_summary import as_typed
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_capacity_section_states_capacity_replicas_shedding_and_the_goodput_gap(lang: str) -> None:
     summary = summary_with_capacity()
-    text = render_markdown(copy.deepcopy(summary), lang, figures={"capacity_curve": True})
+    text = render_markdown(as_typed(copy.deepcopy(summary)), lang, figures={"capacity_curve": True})
     decided = summary["decisions"]["capacity"]
     assert decided["servers"]["vllm"]["sheds_from"] == 8.0
     assert decided["servers"]["dynamo"]["goodput_gap"] == "wrong_vectors"
@@ -35,28 +36,28 @@ def test_the_capacity_section_states_capacity_replicas_shedding_and_the_goodput_
 
 def test_a_summary_without_the_sweep_has_no_capacity_section() -> None:
     summary = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    text = render_markdown(summary, "en")
+    text = render_markdown(as_typed(summary), "en")
     assert "Capacity at a latency target" not in text
 
 
 def test_the_figure_marks_the_target_and_each_capacity() -> None:
     summary = summary_with_capacity()
-    fig = figures.capacity_curve(summary)
+    fig = figures.capacity_curve(as_typed(summary))
     assert fig is not None
     labels = [t.get_text() for ax in fig.axes for t in ax.get_legend().get_texts()]
     assert any("p99 target 500 ms" in label for label in labels)
     assert any(label.startswith("legacy capacity") for label in labels)
     assert any("invalid" in label for label in labels)
-    assert figures.capacity_curve(json.loads(FIXTURE.read_text(encoding="utf-8"))) is None
+    assert figures.capacity_curve(as_typed(json.loads(FIXTURE.read_text(encoding="utf-8")))) is None
 
 
 def test_notebook_04_capacity_table_reads_the_decisions() -> None:
     from embedswap.steps.capacity_table import capacity_table
 
-    table = capacity_table(summary_with_capacity())
+    table = capacity_table(as_typed(summary_with_capacity()))
     assert list(table.index) == ["legacy", "vllm", "dynamo"]
     assert table.loc["legacy", "replicas"] == 6 and table.loc["dynamo", "goodput_gap"] == "wrong_vectors"
-    assert capacity_table(json.loads(FIXTURE.read_text(encoding="utf-8"))).empty
+    assert capacity_table(as_typed(json.loads(FIXTURE.read_text(encoding="utf-8")))).empty
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -70,10 +71,10 @@ def test_an_invalid_split_run_names_its_worker_lost_or_behind(lang: str) -> None
         elif run["rate"] == 16.0:
             run.update(invalid_worker=1, worker_lag_p90_ms={"0": 2.0, "1": 812.5})
     summary["decisions"] = decisions_of(summary)
-    text = render_markdown(copy.deepcopy(summary), lang, figures={})
+    text = render_markdown(as_typed(copy.deepcopy(summary)), lang, figures={})
     lines = [line for line in text.splitlines() if "ActorDiedError: killed" in line]
     assert len(lines) == 1 and "3" in lines[0] and "`dynamo`" in lines[0]
     behind = [line for line in text.splitlines() if "812.5" in line]
     assert len(behind) == 1 and "`dynamo`" in behind[0]
-    plain = render_markdown(summary_with_capacity(), lang, figures={})
+    plain = render_markdown(as_typed(summary_with_capacity()), lang, figures={})
     assert "ActorDiedError" not in plain and "812.5" not in plain  # one sender: no worker is named

@@ -23,6 +23,7 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_equivalence import Verdict
 from embedswap.summary.types_faults import FaultDecisions, TargetFaultDecision
 from claims_check import claim_problems
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
@@ -50,7 +51,7 @@ def test_the_demo_shape_names_the_deciding_metric_and_the_pooled_ndcg() -> None:
     assert naive.equivalence.slices[0] == "top5_overlap"
     pooled = naive.tests["ndcg_at_10"].delta
     assert naive.metrics["ndcg_at_10"].estimate == pytest.approx(pooled)
-    post = post_module.render_post(summary, "en", {})
+    post = post_module.render_post(as_typed(summary), "en", {})
     assert f"top-5 overlap − 1: {naive.equivalence.estimate:+.3f}" in post
     assert f"nDCG@10 change: {pooled:+.3f}" in post
 
@@ -58,7 +59,7 @@ def test_the_demo_shape_names_the_deciding_metric_and_the_pooled_ndcg() -> None:
 def test_the_shim_count_is_decisions_shim() -> None:
     summary = _summary("summary_complete.json")
     shim = summary.decisions.shim["vllm"]
-    post = post_module.render_post(summary, "en", {})
+    post = post_module.render_post(as_typed(summary), "en", {})
     assert f"closes {len(shim.closed)} of the {shim.differ_before} differences of `vllm`" in post
 
 
@@ -66,7 +67,7 @@ def test_two_candidates_are_compared_only_by_their_stored_pair_verdict() -> None
     summary = _summary("summary_complete.json")
     pair = summary.decisions.latency.pair("vllm", "dynamo")
     assert pair is not None and pair.ratio.verdicts["concurrent"].docs_per_s.code == "equivalent"
-    post = post_module.render_post(summary, "en", {})
+    post = post_module.render_post(as_typed(summary), "en", {})
     assert "intervals do not overlap" not in post and "equivalent within the 1.10× margin" in post
 
 

@@ -16,6 +16,7 @@ from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
 from embedswap.summary.sections.faults import faults_section
 from embedswap.analysis.upgrade import read_summary
+from typed_summary import as_typed
 
 CORRUPTING = {"answers": 90, "unusable": 13, "share": 0.1444, "corrupting": True, "by_part": {"latency": 13},
               "by_kind": {"wrong_length": 9, "bad_index": 2, "non_finite": 1, "cut_body": 1}}
@@ -29,19 +30,19 @@ def with_faults(summary: dict[str, Any], **by_target: dict[str, Any]) -> dict[st
 
 def test_an_older_summary_has_no_faults_and_keeps_its_sentences(complete_upgraded: dict[str, Any]) -> None:
     assert read_summary(complete_upgraded).faults is None
-    post = render_post(complete_upgraded, "en")
+    post = render_post(as_typed(complete_upgraded), "en")
     assert "The vectors were the same" in post and "`vllm` against the legacy server: sequential p50 0.68×" in post
 
 
 def test_a_corrupting_candidate_gets_a_headline_and_no_comparison(complete_upgraded: dict[str, Any]) -> None:
     summary = with_faults(complete_upgraded, vllm=CORRUPTING,
                           legacy={"answers": 90, "unusable": 0, "share": 0, "by_kind": {}})
-    post = render_post(summary, "en")
+    post = render_post(as_typed(summary), "en")
     assert ("`vllm` answered 13 of 90 requests (14.4%) with an answer that could not be used (wrong length 9, "
             "index not a permutation 2, non-finite values 1, body cut off 1).") in post
     assert "The vectors were the same" not in post and "## 3. The vectors of a server that corrupts answers" in post
     assert "`vllm` against the legacy server" not in post and "`dynamo` against the legacy server" in post  # the other candidate keeps its ratio
-    report = render_markdown(summary, "en")
+    report = render_markdown(as_typed(summary), "en")
     assert "`vllm`: 13 of 90 answers (14.4%) could not be used: wrong length 9" in report
     assert "no ratio is given" in report
     latency = report[report.index("## 5. Latency"):]
@@ -51,13 +52,13 @@ def test_a_corrupting_candidate_gets_a_headline_and_no_comparison(complete_upgra
 @pytest.mark.parametrize("lang", ["ko", "ja", "zh"])
 def test_the_headline_is_in_every_language(complete_upgraded: dict[str, Any], lang: str) -> None:
     summary = with_faults(complete_upgraded, vllm=CORRUPTING)
-    post, report = render_post(summary, lang), render_markdown(summary, lang)
+    post, report = render_post(as_typed(summary), lang), render_markdown(as_typed(summary), lang)
     assert "14.4%" in post and "14.4%" in report
     assert "wrong length" not in post  # the kinds in the language's words
 
 
 def test_a_legacy_server_that_corrupts_answers_leaves_no_ratio_at_all(complete_upgraded: dict[str, Any]) -> None:
-    post = render_post(with_faults(complete_upgraded, legacy=CORRUPTING), "en")
+    post = render_post(as_typed(with_faults(complete_upgraded, legacy=CORRUPTING)), "en")
     assert "against the legacy server:" not in post.split("## 1.")[0] and "`legacy` answered 13 of 90" in post
 
 
@@ -99,13 +100,13 @@ def test_an_intermittent_probe_is_not_called_refused(complete: dict[str, Any]) -
 
     summary = copy.deepcopy(complete)
     row = next(r for r in summary["contract"] if r["probe"] == "over_long_input")
-    before = render_post(upgrade_summary(summary), "en")
+    before = render_post(as_typed(upgrade_summary(summary)), "en")
     refused = next(line for line in before.splitlines() if "Refused or answered with an error" in line)
     assert "an over-long input" in refused  # the fixture's candidates refuse it: listed
     for name in ("vllm", "dynamo"):
         row["verdicts"][name] = {"verdict": "nondeterministic", "cosine": None, "aspects": ["repeats"],
                                  "detail": "the candidate answered 1 of 3 identical requests otherwise"}
-    after = render_post(upgrade_summary(summary), "en")
+    after = render_post(as_typed(upgrade_summary(summary)), "en")
     refused = next(line for line in after.splitlines() if "Refused or answered with an error" in line)
     assert "an over-long input" not in refused and "an unknown model name" in refused
 
@@ -147,13 +148,13 @@ def test_a_dropped_connection_is_stated_and_the_comparisons_stay(complete_upgrad
     is not read: the kinds decide)."""
     summary = with_faults(complete_upgraded, dynamo=DROPPED,
                           legacy={"answers": 262, "unusable": 0, "share": 0, "by_kind": {}})
-    post = render_post(summary, "en")
+    post = render_post(as_typed(summary), "en")
     assert ("`dynamo` answered 1 of 262 requests (0.4%) with an answer that could not be used (no answer 1). They "
             "are transport faults, not above the 5.0% margin") in post
     assert ("1 of 3 sends of the probe `v2_embed_query` (`/v2/embed`) got no answer; its other sends were answered "
             "404.") in post
     assert "corrupts" not in post and "`dynamo` against the legacy server" in post
-    report = render_markdown(summary, "en")
+    report = render_markdown(as_typed(summary), "en")
     assert "no ratio is given" not in report and "- `dynamo`: sequential p50" in report[report.index("## 5. Latency"):]
     row = next(line for line in report.splitlines() if line.startswith("| `dynamo` | probes |"))
     assert "| 82 | no answer 1 | 1.2% [0.1%, 5.7%] |" in row and "not shown above the margin" in row, row
@@ -161,8 +162,8 @@ def test_a_dropped_connection_is_stated_and_the_comparisons_stay(complete_upgrad
 
 def test_the_faults_table_calls_the_corrupting_proxy_so(complete_upgraded: dict[str, Any]) -> None:
     proxy = {**CORRUPTING, "parts": {"latency": {"answers": 90, "unusable": 13, "by_kind": CORRUPTING["by_kind"]}}}
-    report = render_markdown(with_faults(complete_upgraded, vllm=proxy), "en")
+    report = render_markdown(as_typed(with_faults(complete_upgraded, vllm=proxy)), "en")
     row = next(line for line in report.splitlines() if line.startswith("| `vllm` | latency |"))
     assert "wrong length 9" in row and "corrupts answers (a finding at any count)" in row
     for lang in ("ko", "ja", "zh"):
-        assert "`vllm`" in render_markdown(with_faults(complete_upgraded, vllm=proxy), lang)
+        assert "`vllm`" in render_markdown(as_typed(with_faults(complete_upgraded, vllm=proxy)), lang)

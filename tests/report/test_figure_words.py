@@ -22,6 +22,7 @@ from embedswap.doctor import figure_fonts_check
 from embedswap.report import figure_words, figures
 from embedswap.report.catalogue import LANGUAGES, catalogue, fill
 from embedswap.report.figure_words import FigureWords, figure_stem
+from typed_summary import as_typed
 
 GLYPH_MISSING = re.compile(r"Glyph \d+ .* missing from font")
 
@@ -135,7 +136,7 @@ def test_each_figure_in_korean_shows_the_catalogue_words(name: str, complete: di
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     build, expected = CASES[name]
     summary = build(complete, complete_upgraded, monkeypatch)
-    fig = figures.FIGURES[name](copy.deepcopy(summary), "ko")
+    fig = figures.FIGURES[name](as_typed(copy.deepcopy(summary)), "ko")
     assert _drawn(fig) == []  # every glyph drawn: no tofu box
     drawn = _strings(fig)
     for kind, keys in expected.items():
@@ -160,7 +161,7 @@ def test_each_figure_in_korean_shows_the_catalogue_words(name: str, complete: di
 
 def test_no_data_is_said_in_the_language(complete: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     summary = _no_data(complete, monkeypatch)
-    fig = figures.latency_points(summary, "ko")
+    fig = figures.latency_points(as_typed(summary), "ko")
     assert _drawn(fig) == []
     title = _word("ko", "latency_points.no_data", title=_word("ko", "latency_points.titles.p99_ms"))
     assert _strings(fig)["title"][1] == title and not fig.axes[1].axison
@@ -168,7 +169,7 @@ def test_no_data_is_said_in_the_language(complete: dict[str, Any], monkeypatch: 
 
 @pytest.mark.parametrize("lang", ["ja", "zh"])
 def test_japanese_and_chinese_figures_draw_every_glyph(lang: str, complete: dict[str, Any]) -> None:
-    fig = figures.cosine_by_language(complete, lang)
+    fig = figures.cosine_by_language(as_typed(complete), lang)
     assert _drawn(fig) == []
     assert _strings(fig)["xlabel"] == [_word(lang, "cosine_by_language.xlabel")]
 
@@ -181,7 +182,7 @@ def test_the_warning_check_sees_a_missing_glyph() -> None:
 
 
 def test_english_figures_keep_their_words_and_file_names(complete: dict[str, Any]) -> None:
-    fig = figures.cosine_by_language(complete)  # notebooks call it without a language: English
+    fig = figures.cosine_by_language(as_typed(complete))  # notebooks call it without a language: English
     assert _strings(fig)["title"] == ["Per-document cosine vs 'legacy' (first repeat), by language"]
     assert figure_stem("cosine_by_language", "en") == "cosine_by_language"
     assert figure_stem("cosine_by_language", "ko") == "cosine_by_language.ko"
@@ -194,7 +195,7 @@ def test_without_the_font_package_a_figure_keeps_the_english_words(monkeypatch: 
     try:
         words = FigureWords("ko", "cosine_by_language")
         assert words.lang == "en" and words.rc == {} and words("xlabel") == "document language"
-        fig = figures.cosine_by_language(complete, "ko")
+        fig = figures.cosine_by_language(as_typed(complete), "ko")
         assert _drawn(fig) == []  # English words in the default font: nothing missing
         fonts = figure_fonts_check()  # and `embedswap doctor` says so, with the command that installs them
         assert not fonts.ok and not fonts.required and "justmytype-intl-cjk" in fonts.fix

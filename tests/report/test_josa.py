@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from embedswap.report.josa import josa
 from embedswap.report.post import render_post
+from typed_summary import as_typed
 
 
 @pytest.mark.parametrize(("word", "particle", "expected"), [
@@ -32,7 +33,7 @@ def test_a_latin_name_is_refused_rather_than_guessed() -> None:
 @pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parents[1] / "fixtures").glob("summary_*.json")))
 def test_the_korean_post_puts_no_particle_after_a_name(name: str) -> None:
     summary = json.loads((Path(__file__).parents[1] / "fixtures" / name).read_text(encoding="utf-8"))
-    post = render_post(summary, "ko")
+    post = render_post(as_typed(summary), "ko")
     # a server name, a probe or a flag arrives from the data in a code span; fixed words (Dynamo, GPU, 5xx) were
     # given their particle by whoever wrote the catalogue
     after_name = re.findall(r"`\s?(?:은|는|이|가|을|를|과|와|으로|로)(?=[\s.,)])", post)

@@ -24,6 +24,7 @@ from embedswap.runner import headline as console_lines
 from embedswap.steps.tables import latency_table
 from embedswap.summary.model import Summary
 from embedswap.analysis.upgrade import read_summary, upgrade_summary
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 CANDIDATE = "vllm"
@@ -68,13 +69,13 @@ def test_report_post_front_matter_and_console_print_the_same_ratio(summary: Summ
     for figure, (one, median) in strings.items():
         assert one != median, figure  # the fixture tells the two statistics apart
     outputs = {"console": "\n".join(console_lines(summary)),
-               "notebook 04": latency_table(summary).to_string()}
+               "notebook 04": latency_table(as_typed(summary)).to_string()}
     for lang in LANGUAGES:
-        outputs[f"report.{lang}"] = render_markdown(summary, lang)
+        outputs[f"report.{lang}"] = render_markdown(as_typed(summary), lang)
         # the pair of candidates' line prints another ratio (one candidate over the other), not this one
-        outputs[f"post.{lang}"] = "\n".join(line for line in render_post(summary, lang).splitlines()
+        outputs[f"post.{lang}"] = "\n".join(line for line in render_post(as_typed(summary), lang).splitlines()
                                             if not all(f"`{n}`" in line for n in summary.roles.candidates))
-        outputs[f"front matter.{lang}"] = description(headline(summary), lang)
+        outputs[f"front matter.{lang}"] = description(headline(as_typed(summary)), lang)
     for where, text in outputs.items():
         for figure, (one, median) in strings.items():
             if where.startswith("front matter") and figure == "docs_per_s":
@@ -89,7 +90,7 @@ def test_report_post_front_matter_and_console_print_the_same_ratio(summary: Summ
 
 def test_the_full_report_prints_the_ratio_with_its_interval(summary: Summary) -> None:
     entry = summary.latency_ratio(CANDIDATE, "sequential", "p50")
-    text = render_markdown(summary, "en")
+    text = render_markdown(as_typed(summary), "en")
     cell = f"{fmt(entry.value, 'ratio')} [{fmt(entry.low, 'ratio')}–{fmt(entry.high, 'ratio')}]"
     line = next(line for line in text.splitlines() if line.startswith(f"- `{CANDIDATE}`: sequential p50 went from"))
     assert cell in line
@@ -107,7 +108,7 @@ def test_a_summary_without_per_request_data_shows_the_ratio_of_its_medians() -> 
     assert entry.value == shown.at("vllm", "sequential").p50_ms / shown.at("legacy", "sequential").p50_ms
     assert summary.decisions.latency.ratio("vllm").intervals == {}  # nothing stored
     assert summary.latency_ratio("vllm", "sweep_c999", "p50") is None  # not measured there
-    assert f"ratio {fmt(entry.value, 'ratio')} " in render_post(summary, "en")
+    assert f"ratio {fmt(entry.value, 'ratio')} " in render_post(as_typed(summary), "en")
 
 
 def test_an_older_v2_summary_loses_the_copies_on_load() -> None:
@@ -127,10 +128,10 @@ def test_notebook_04_tables_from_the_summary_dict_step_04_writes() -> None:
     """Notebook 04 hands ``ctx.summary()``'s dict to the latency table, then asks for the ablation: the ratio
     columns are the candidates' one ratio; the legacy server and the ablation's variants have none."""
     data = upgrade_summary(_raw())
-    table = latency_table(data)
+    table = latency_table(as_typed(data))
     one = _strings(read_summary(data))
     assert table.loc[CANDIDATE, "seq p50 ratio"] == one["p50"][0]
     assert table.loc[CANDIDATE, "c4 docs/s ratio"] == one["docs_per_s"][0]
     assert table.loc["legacy"].isna()["seq p50 ratio"]
-    ablation = latency_table(data, "ablation")
+    ablation = latency_table(as_typed(data), "ablation")
     assert "seq p50 ratio" not in ablation.columns and len(ablation) >= 2

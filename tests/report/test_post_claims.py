@@ -15,6 +15,7 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import Verdict, HostDrift
 from embedswap.analysis.upgrade import read_summary
 from post_claims_check import overclaims, stated_directions
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
@@ -66,7 +67,7 @@ VARIANTS = {
 def test_no_fixture_post_states_a_direction_its_verdicts_lack(name: str) -> None:
     summary = _load(name)
     allowed = stated_directions(summary)
-    problems = [p for lang in LANGUAGES for p in overclaims(render_post(summary, lang), lang, allowed)]
+    problems = [p for lang in LANGUAGES for p in overclaims(render_post(as_typed(summary), lang), lang, allowed)]
     assert problems == []
 
 
@@ -74,7 +75,7 @@ def test_no_fixture_post_states_a_direction_its_verdicts_lack(name: str) -> None
 def test_no_variant_post_states_a_direction_its_verdicts_lack(variant: str) -> None:
     summary = VARIANTS[variant](_load("summary_complete.json"))
     allowed = stated_directions(summary)
-    problems = [p for lang in LANGUAGES for p in overclaims(render_post(summary, lang), lang, allowed)]
+    problems = [p for lang in LANGUAGES for p in overclaims(render_post(as_typed(summary), lang), lang, allowed)]
     assert problems == []
 
 
@@ -91,7 +92,7 @@ def test_the_check_catches_a_claim_beyond_its_verdict() -> None:
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_an_inconclusive_latency_verdict_is_said_with_its_reason(lang: str) -> None:
     summary = VARIANTS["latency_inconclusive"](_load("summary_complete.json"))
-    post = render_post(summary, lang)
+    post = render_post(as_typed(summary), lang)
     reason = catalogue(lang).terms["post"]["reasons"]["host_drift"].split("{{")[0].strip()
     latency = [line for line in post.splitlines() if "p50" in line and not line.startswith("|")]
     assert latency and all(INCONCLUSIVE[lang] in line for line in latency), latency
@@ -105,7 +106,7 @@ def test_a_p99_without_interval_says_why(lang: str) -> None:
     summary = _load("summary_complete.json")
     assert any(p.p99.direction == "too_few" for r in summary.decisions.latency.ratios.values()
                for p in r.intervals.values())
-    post = render_post(summary, lang)
+    post = render_post(as_typed(summary), lang)
     assert "too_few" in post or "too few" in post
     point = next(iter(summary.decisions.latency.points["vllm"].values()))
     assert f"{point.p99.n_min:,}" in post
@@ -115,7 +116,7 @@ def test_a_p99_without_interval_says_why(lang: str) -> None:
 def test_the_silent_difference_is_worded_from_the_ranking_verdict(lang: str) -> None:
     """The address swap raised nDCG: the post says better, with the top-5 changes, and never that quality drops."""
     summary = VARIANTS["ranking_better"](_load("summary_complete.json"))
-    post = render_post(summary, lang)
+    post = render_post(as_typed(summary), lang)
     better = catalogue(lang).terms["post"]["claim"]["different_better"].split("{{ interval }}")[1].split("{{")[0]
     assert better.strip(", ，、") in post
     assert overclaims(post, lang, {"better", "faster"}) == []
@@ -133,7 +134,7 @@ def test_the_latency_heading_names_no_figure_its_verdict_did_not_decide(lang: st
         for point in ratio.verdicts.values():
             point.docs_per_s = point.docs_per_s.model_copy(update={"code": "inconclusive", "direction": None,
                                                                    "reason": "host_drift"})
-    headings = [line for line in render_post(summary, lang).splitlines() if line.startswith("## ")]
+    headings = [line for line in render_post(as_typed(summary), lang).splitlines() if line.startswith("## ")]
     slower = catalogue(lang).message("post.latency_headings.slower").split(". ", 1)[1]
     assert any(line.endswith(slower) for line in headings), headings
     assert not [line for line in headings if THROUGHPUT[lang] in line], headings

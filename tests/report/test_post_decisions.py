@@ -15,6 +15,7 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_index import IndexDecision, ReembedCost
 from embedswap.summary.types_sections import Restore
 from embedswap.analysis.upgrade import read_summary
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NOT_MEASURED = {lang: catalogue(lang).labels["not_measured"] for lang in LANGUAGES}
@@ -36,12 +37,12 @@ def test_the_index_decision_is_in_the_post(lang: str) -> None:
         "dynamo": IndexDecision.sampled("re_embed", cost=ReembedCost(
             corpus_size=1_000_000, point="concurrent", docs_per_s=379.5, hours_per_replica=7.3, window_hours=8.0,
             replicas=1))}
-    post = render_post(summary, lang)
+    post = render_post(as_typed(summary), lang)
     keep = [line for line in _lines(post, "`vllm`") if "1.0000" in line]
     reembed = [line for line in _lines(post, "`dynamo`") if "7.3" in line and "8.0" in line]
     assert keep and reembed, post
     summary.decisions.index = {}
-    assert not [line for line in render_post(summary, lang).splitlines() if "7.3" in line]
+    assert not [line for line in render_post(as_typed(summary), lang).splitlines() if "7.3" in line]
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -49,7 +50,7 @@ def test_the_ranking_verdicts_and_the_shims_coverage_are_in_the_post(lang: str) 
     summary = _complete()
     ranking = summary.decisions.ranking.of("vllm")
     shim = summary.decisions.shim["vllm"]
-    post = render_post(summary, lang)
+    post = render_post(as_typed(summary), lang)
     naive, through = ranking.naive.equivalence, ranking.shim.equivalence
     line = next(line for line in _lines(post, "`vllm`") if f"{naive.estimate:+.3f}" in line
                 and f"{through.estimate:+.3f}" in line)
@@ -62,10 +63,10 @@ def test_the_ranking_verdicts_and_the_shims_coverage_are_in_the_post(lang: str) 
 def test_the_parity_gate_is_in_the_post(lang: str) -> None:
     summary = _complete()
     assert summary.parity.passed is True
-    passed = render_post(summary, lang)
+    passed = render_post(as_typed(summary), lang)
     summary.parity.passed = False
     summary.parity.rows[0].passed = False
-    failed = render_post(summary, lang)
+    failed = render_post(as_typed(summary), lang)
     line_ok = [x for x in passed.splitlines() if "fp32" in x]
     line_bad = [x for x in failed.splitlines() if "fp32" in x]
     assert line_ok and line_bad and line_ok != line_bad
@@ -75,13 +76,13 @@ def test_the_parity_gate_is_in_the_post(lang: str) -> None:
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_dynamo_against_vllm_alone_where_both_were_measured(lang: str) -> None:
     summary = _complete()
-    assert "62.2" not in render_post(summary, lang)  # the fixture's Dynamo has no start record: no sentence
+    assert "62.2" not in render_post(as_typed(summary), lang)  # the fixture's Dynamo has no start record: no sentence
     summary.targets["dynamo"].kind = "dynamo"
     summary.targets["dynamo"].start_seconds = 62.2
     summary.targets["dynamo"].rss_bytes = 4227 * 2**20
     summary.targets["vllm"].start_seconds = 44.2
     summary.targets["vllm"].rss_bytes = 3799 * 2**20
-    post = render_post(summary, lang)
+    post = render_post(as_typed(summary), lang)
     assert [x for x in post.splitlines() if all(n in x for n in ("62.2", "44.2", "4,227", "3,799"))], post
 
 
@@ -89,10 +90,10 @@ def test_dynamo_against_vllm_alone_where_both_were_measured(lang: str) -> None:
 def test_the_restore_step_is_run_or_not_measured(lang: str) -> None:
     summary = _complete()
     assert summary.restore is None
-    off = render_post(summary, lang)
+    off = render_post(as_typed(summary), lang)
     summary.restore = Restore(measured=True, target="legacy", start_seconds=6.0, status=200, restored=True,
                               cosine_to_step01_min=1.0)
-    on = render_post(summary, lang)
+    on = render_post(as_typed(summary), lang)
     procedure = catalogue(lang).message("post.procedure")[:8]
     step_off, step_on = _lines(off, procedure), _lines(on, procedure)
     assert step_off and NOT_MEASURED[lang] in step_off[0]
@@ -107,8 +108,8 @@ def test_the_front_matter_names_every_candidate_and_prints_the_body_numbers(lang
 
     summary = _complete()
     assert summary.environment is not None and not summary.environment.gpu
-    text = description(headline(summary), lang)
-    post = render_post(summary, lang)
+    text = description(headline(as_typed(summary)), lang)
+    post = render_post(as_typed(summary), lang)
     assert all(name in text for name in ("vllm", "dynamo")), text
     # no absolute latency on a CPU run; the sequential p50 appears only as the one stored ratio
     times = fill(catalogue(lang).terms["post"]["times"], x="")  # × in English, 배 in Korean, 倍 in ja/zh
@@ -116,7 +117,7 @@ def test_the_front_matter_names_every_candidate_and_prints_the_body_numbers(lang
     numbers = re.findall(r"\d+\.\d+", text)
     assert numbers and all(n in post for n in numbers), (numbers, text)
     summary.environment.gpu = "NVIDIA H200"
-    assert "p50" in description(headline(summary), lang)
+    assert "p50" in description(headline(as_typed(summary)), lang)
 
 
 def _with_v2_row() -> Summary:
@@ -138,7 +139,7 @@ def _with_v2_row() -> Summary:
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_a_row_compared_with_another_probe_says_so(lang: str) -> None:
     summary = _with_v2_row()
-    post = render_post(summary, lang)
+    post = render_post(as_typed(summary), lang)
     words = catalogue(lang).terms["post"]
     row = next(line for line in post.splitlines() if line.startswith("|") and "v2/embed" in line)
     baseline = fill(words["compared_with"], probe=words["probe_words"]["input_type_query"])
@@ -155,7 +156,7 @@ def test_the_empty_string_is_not_listed_as_refused(lang: str) -> None:
     summary = _complete()
     conclusion = summary.decisions.post.conclusion("vllm")
     assert "empty_string" in conclusion.accepted and "empty_string" not in conclusion.refused
-    post = render_post(summary, lang)
+    post = render_post(as_typed(summary), lang)
     phrase = catalogue(lang).terms["post"]["probe_words"]["empty_string"]
     accepted = catalogue(lang).message("post.contract_accepted").split("{{")[0]
     line = next(x for x in post.splitlines() if x.startswith("- `vllm`") and accepted in x)

@@ -12,6 +12,7 @@ from embedswap.report.catalogue import catalogue
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
 from embedswap.analysis.upgrade import read_summary
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
@@ -29,7 +30,7 @@ def _prose(text: str) -> list[str]:
 
 @pytest.mark.parametrize("name", SUMMARIES)
 def test_the_korean_post_names_probes_in_words(name: str) -> None:
-    post = render_post(_summary(name), "ko")
+    post = render_post(as_typed(_summary(name)), "ko")
     probes = sorted(catalogue("ko").probes, key=len, reverse=True)
     found = [(p, line[:120]) for line in _prose(post) for p in probes if re.search(rf"(?<![\w/]){p}(?![\w])", line)]
     assert found == []
@@ -39,7 +40,7 @@ def test_the_korean_post_names_probes_in_words(name: str) -> None:
 @pytest.mark.parametrize("name", SUMMARIES)
 def test_no_template_particles_in_the_korean_post_or_report(name: str) -> None:
     summary = _summary(name)
-    for text in (render_post(summary, "ko"), render_markdown(summary, "ko")):
+    for text in (render_post(as_typed(summary), "ko"), render_markdown(as_typed(summary), "ko")):
         assert TEMPLATE_PARTICLE.findall(text) == []
 
 
@@ -55,6 +56,6 @@ def test_the_korean_post_is_within_the_articles_length() -> None:
     from embedswap.report.article_data import load_article
 
     article = load_article().prose_words
-    post = render_post(_summary("summary_complete.json"), "ko")
+    post = render_post(as_typed(_summary("summary_complete.json")), "ko")
     words = sum(len(line.split()) for line in _prose(post))
     assert article and words <= 1.2 * article, (words, article)

@@ -14,6 +14,7 @@ from embedswap.report.post import render_post
 from embedswap.summary.types_post import ShownPoint
 from embedswap.analysis.upgrade import read_summary
 from post_numbers import decimals, figure_problems, front_matter_problems, post_problems
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
@@ -29,7 +30,7 @@ def test_every_number_of_the_post_is_in_its_decision(name: str) -> None:
     summary = _summary(name)
     problems = figure_problems(summary)
     for lang in LANGUAGES:
-        post = render_post(summary, lang, ALL_FIGURES)
+        post = render_post(as_typed(summary), lang, ALL_FIGURES)
         problems += post_problems(summary, post, lang) + front_matter_problems(summary, lang)
     assert problems == []
 
@@ -58,7 +59,7 @@ def test_a_figure_switched_to_another_statistic_is_caught(monkeypatch: pytest.Mo
 
 def test_a_post_number_from_another_statistic_is_caught() -> None:
     summary = _summary("summary_complete.json")
-    post = render_post(summary, "en", ALL_FIGURES)
+    post = render_post(as_typed(summary), "en", ALL_FIGURES)
     median = summary.latency.of("dynamo").concurrent.docs_per_s  # the median of the repeats, 380.2 docs/s
     pooled = summary.decisions.shown.at("dynamo", "concurrent").docs_per_s  # what the post shows, 379.5
     broken = post.replace(f" {pooled:,.1f} against", f" {median:,.1f} against")

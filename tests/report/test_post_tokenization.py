@@ -11,6 +11,7 @@ import pytest
 
 from embedswap.reasons import explain
 from embedswap.report.post import render_post
+from typed_summary import as_typed
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "summary_complete.json"
 DROPS = {"name": "vllm", "lang": "ko", "texts": 20, "of": 20, "tokens": 98, "expected": 210,
@@ -29,7 +30,7 @@ def _summary(codes: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("lang", ["en", "ko", "ja", "zh"])
 def test_the_post_says_why_korean_and_long_english_differ(lang: str) -> None:
-    post = render_post(_summary([("diagnosis_tokenizer_drops", DROPS), ("diagnosis_context_longer", LONGER)]),
+    post = render_post(as_typed(_summary([("diagnosis_tokenizer_drops", DROPS), ("diagnosis_context_longer", LONGER)])),
                        lang)
     line = next(line for line in post.splitlines() if "HANGUL JUNGSEONG" in line)
     assert "`vllm`" in line and "210" in line and "98" in line and "256" in line and "330" in line
@@ -38,5 +39,5 @@ def test_the_post_says_why_korean_and_long_english_differ(lang: str) -> None:
 
 
 def test_other_causes_stay_in_the_full_report() -> None:
-    post = render_post(_summary([("diagnosis_normalize_missing", {"name": "vllm"})]), "en")
+    post = render_post(as_typed(_summary([("diagnosis_normalize_missing", {"name": "vllm"})])), "en")
     assert "vectors differ:" not in post

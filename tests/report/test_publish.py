@@ -19,6 +19,7 @@ from embedswap.report.format import fmt
 from embedswap.report.front_matter import description, split
 from embedswap.report.publish import headline
 from synthetic_experiment import ATTEMPT, executed_notebook, experiment_yaml, load_summary, synthetic_experiment
+from typed_summary import as_typed
 
 USER = "fakeuserq7x"
 HOST = "fakehost-zq9.internal"
@@ -66,7 +67,7 @@ def test_every_report_has_front_matter_tied_across_languages(tmp_path: Path, mon
     project, folder = run_under_fake_home(tmp_path, monkeypatch, "  publish: {series: embedding-swap, part: 3}\n")
     render_report(folder)
     out = project / "reports" / folder.name
-    head = headline(load_summary("complete"))
+    head = headline(as_typed(load_summary("complete")))
     keys = set()
     for lang in ("ko", "en", "ja", "zh"):
         text = (out / f"report.{lang}.md").read_text(encoding="utf-8")

@@ -11,6 +11,7 @@ import pytest
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
+from typed_summary import as_typed
 
 MRR = {"legacy": 1.0, "naive": 1 / 3, "shim": 1.0}  # the address swap moves every first hit from rank 1 to rank 3
 
@@ -39,7 +40,7 @@ def _line(text: str, start: str) -> str:
 
 
 def test_mrr_column_delta_test_and_margin_in_english(complete: dict[str, Any]) -> None:
-    text = render_markdown(with_mrr(complete), "en")
+    text = render_markdown(as_typed(with_mrr(complete)), "en")
     header = _line(text, "| Variant | Documents |")
     assert "| recall@5 | Δ recall@5 | MRR@10 | Δ MRR@10 | top-5 overlap |" in header
     legacy = _line(text, "| legacy as today |")
@@ -58,7 +59,7 @@ def test_mrr_column_delta_test_and_margin_in_english(complete: dict[str, Any]) -
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_mrr_is_shown_in_every_language(complete: dict[str, Any], lang: str) -> None:
-    text = render_markdown(with_mrr(complete), lang)
+    text = render_markdown(as_typed(with_mrr(complete)), lang)
     assert "| MRR@10 | Δ MRR@10 |" in text and "| 0.333 | -0.667 [-0.667, -0.667], p < 0.001 |" in text
     assert "Δ MRR@10 -0.667" in text
     assert re.search(r"MRR@10 \S{0,2} ?±0\.020|±0\.020 for MRR@10", text)  # the margin, in the rule
@@ -66,7 +67,7 @@ def test_mrr_is_shown_in_every_language(complete: dict[str, Any], lang: str) -> 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_a_summary_without_mrr_shows_a_dash_and_no_mrr_clause(complete: dict[str, Any], lang: str) -> None:
-    text = render_markdown(complete, lang)  # the fixture was written before MRR@10
+    text = render_markdown(as_typed(complete), lang)  # the fixture was written before MRR@10
     assert "| MRR@10 | Δ MRR@10 |" in text
     assert "| — | — |" in text and "Δ MRR@10 " not in text.replace("| Δ MRR@10 |", "")
 
@@ -76,9 +77,9 @@ def test_the_post_names_mrr_where_mrr_decided(complete: dict[str, Any]) -> None:
     # own name with MRR's own figure, then nDCG@10's (never MRR's -0.667 as an "nDCG@10 change")
     names = {"en": "MRR@10 change", "ko": "MRR@10 변화", "ja": "MRR@10 の変化", "zh": "MRR@10 变化"}
     for lang, name in names.items():
-        post = render_post(with_mrr(complete), lang, {})
+        post = render_post(as_typed(with_mrr(complete)), lang, {})
         assert re.search(re.escape(name) + r"\S{0,2} -0\.667 \[-0\.667, -0\.667\]", post), lang
         assert not re.search(r"nDCG@10\D{0,8}-0\.667", post), lang
-    en = render_post(with_mrr(complete), "en", {})
+    en = render_post(as_typed(with_mrr(complete)), "en", {})
     line = _line(en, "- `vllm`, address swap only:")
     assert "MRR@10 change: -0.667 [-0.667, -0.667], worse beyond the 0.020 margin; nDCG@10 change: +0.195" in line

@@ -15,6 +15,7 @@ from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
 from embedswap.analysis.upgrade import read_summary
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 RENDERED = FIXTURES / "rendered"
@@ -24,7 +25,7 @@ SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
 @pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("name", SUMMARIES)
 def test_rendered_report_is_unchanged(name: str, lang: str) -> None:
-    text = render_markdown(read_summary(json.loads((FIXTURES / name).read_text(encoding="utf-8"))), lang)
+    text = render_markdown(as_typed(read_summary(json.loads((FIXTURES / name).read_text(encoding="utf-8")))), lang)
     stored = RENDERED / f"{Path(name).stem}.{lang}.md"
     if os.environ.get("EMBEDSWAP_UPDATE_RENDERED") == "1":
         stored.write_text(text, encoding="utf-8")
@@ -37,7 +38,7 @@ def test_rendered_report_is_unchanged(name: str, lang: str) -> None:
 def test_rendered_post_is_unchanged(name: str, lang: str) -> None:
     """The post (the blog draft) of every fixture, with every figure drawn, byte for byte."""
     summary = read_summary(json.loads((FIXTURES / name).read_text(encoding="utf-8")))
-    text = render_post(summary, lang, {"cosine_by_language": True, "latency_points": True})
+    text = render_post(as_typed(summary), lang, {"cosine_by_language": True, "latency_points": True})
     stored = RENDERED / f"{Path(name).stem}.post.{lang}.md"
     if os.environ.get("EMBEDSWAP_UPDATE_RENDERED") == "1":
         stored.write_text(text, encoding="utf-8")

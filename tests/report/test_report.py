@@ -29,6 +29,7 @@ from embedswap.report.markdown import render_markdown
 from embedswap.report.catalogue import catalogue
 from synthetic_experiment import ATTEMPT, synthetic_experiment
 from typed_summary import decisions_of, typed_summary
+from typed_summary import as_typed
 
 
 def client_changes(summary: dict[str, Any], lang: str) -> list[dict[str, Any]]:
@@ -83,18 +84,18 @@ def test_section_not_measured_is_labelled_in_each_language(complete: dict[str, A
     summary = copy.deepcopy(complete)
     summary["parity"] = {"measured": False, "why": "step 05 (parity) has not run in this attempt", "rows": [],
                          "pass": None}
-    ko = section(render_markdown(summary, "ko"), 6)
-    en = section(render_markdown(summary, "en"), 6)
+    ko = section(render_markdown(as_typed(summary), "ko"), 6)
+    en = section(render_markdown(as_typed(summary), "en"), 6)
     # the reason is worded in each language (reason code parity_not_run), never left in English
     assert "*미실측." in ko and "05 단계(수치 동등성)가 실행되지 않았습니다" in ko and "step 05" not in ko
     assert "*not measured." in en and "step 05 (parity) has not run" in en
     # the same section, measured, carries the measured label and no 'not measured' one
-    ko_measured = section(render_markdown(complete, "ko"), 6)
+    ko_measured = section(render_markdown(as_typed(complete), "ko"), 6)
     assert ko_measured.startswith("## 6.") and "*실측." in ko_measured
 
 
 def test_smoke_summary_labels(smoke: dict[str, Any]) -> None:
-    ko, en = render_markdown(smoke, "ko"), render_markdown(smoke, "en")
+    ko, en = render_markdown(as_typed(smoke), "ko"), render_markdown(as_typed(smoke), "en")
     assert "미실측" in section(ko, 3) and "not measured" in section(en, 3)  # vectors: legacy missing
     assert "미확인" in section(ko, 5) and "unconfirmed" in section(en, 5)  # latency ran, every request failed
     assert "'legacy' was not captured in this attempt" in section(en, 8)
@@ -108,7 +109,7 @@ def test_every_measured_false_section_is_listed(smoke: dict[str, Any]) -> None:
     assert ("latency", "by_target.legacy") in paths
     assert ("parity", "") in paths
     assert ("latency", "legacy") not in paths  # role aliases are not listed twice
-    en = section(render_markdown(smoke, "en"), 8)
+    en = section(render_markdown(as_typed(smoke), "en"), 8)
     for item in items:
         assert item["why"] in en
 
@@ -242,8 +243,8 @@ def test_every_language_renders_the_same_numbers(lang: str, complete: dict[str, 
     random_weights = copy.deepcopy(complete)
     random_weights["model"]["spec"] = "build:tiny-qwen3"
     for summary in (complete, smoke, random_weights):
-        text = render_markdown(summary, lang)
-        assert table_numbers(text) == table_numbers(render_markdown(summary, "en"))
+        text = render_markdown(as_typed(summary), lang)
+        assert table_numbers(text) == table_numbers(render_markdown(as_typed(summary), "en"))
         assert [int(n) for n in re.findall(r"^## (\d)\. ", text, flags=re.M)] == list(range(1, 10))
 
 
@@ -334,17 +335,17 @@ def test_client_changes_follow_the_verdicts(complete: dict[str, Any]) -> None:
     assert "1,024 tokens" in texts["truncate"] and "my_custom_probe" in texts["review"]
     assert [c["key"] for c in client_changes(summary, "ko")] == keys
 
-    en = render_markdown(summary, "en")
+    en = render_markdown(as_typed(summary), "en")
     block = en.split("### What to change in the client before migrating", 1)[1].split("## ", 1)[0]
     assert "Drop `dimensions`" in block and "Prepend the query instruction" in block
     assert "Truncate long inputs" in block and "Do not retry 5xx" in block and "decode base64" in block
-    ko = render_markdown(summary, "ko")
+    ko = render_markdown(as_typed(summary), "ko")
     assert "재시도하지 않습니다" in ko.split("### 옮기기 전에 클라이언트에서 고칠 것", 1)[1]
 
     # the same probes answered the same way: nothing to change
     same = _summary_with([_row(r["probe"], "same") for r in rows], complete)
     assert client_changes(same, "en") == []
-    assert "No verdict calls for a client change." in render_markdown(same, "en")
+    assert "No verdict calls for a client change." in render_markdown(as_typed(same), "en")
 
 
 def test_no_retry_rule_needs_a_candidate_5xx(complete: dict[str, Any]) -> None:
@@ -356,20 +357,20 @@ def test_no_retry_rule_needs_a_candidate_5xx(complete: dict[str, Any]) -> None:
 
 def test_no_verdicts_no_list(smoke: dict[str, Any]) -> None:
     assert client_changes(smoke, "en") == []
-    assert "so no list can be derived" in render_markdown(smoke, "en")
+    assert "so no list can be derived" in render_markdown(as_typed(smoke), "en")
 
 
 # --- figures -----------------------------------------------------------------------------------------------------
 def test_figures_none_when_not_measured(smoke: dict[str, Any], complete: dict[str, Any]) -> None:
-    assert figures.cosine_by_language(smoke) is None
-    assert figures.latency_points(smoke) is None  # measured, but every request failed: nothing to draw
-    assert figures.parity_backends(smoke) is None
-    assert figures.latency_sweep(smoke) is None
+    assert figures.cosine_by_language(as_typed(smoke)) is None
+    assert figures.latency_points(as_typed(smoke)) is None  # measured, but every request failed: nothing to draw
+    assert figures.parity_backends(as_typed(smoke)) is None
+    assert figures.latency_sweep(as_typed(smoke)) is None
     # drawn, and with what the summary holds: every text on the figure (ticks, legend, titles)
-    assert {"en", "ko"} <= figure_texts(figures.cosine_by_language(complete))
-    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.latency_points(complete))
-    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.parity_backends(complete))
-    assert {"1", "2", "4", "8", "16"} <= figure_texts(figures.latency_sweep(complete))
+    assert {"en", "ko"} <= figure_texts(figures.cosine_by_language(as_typed(complete)))
+    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.latency_points(as_typed(complete)))
+    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.parity_backends(as_typed(complete)))
+    assert {"1", "2", "4", "8", "16"} <= figure_texts(figures.latency_sweep(as_typed(complete)))
 
 
 def figure_texts(figure: Any) -> set[str]:
@@ -384,10 +385,10 @@ def test_latency_sweep_points(complete: dict[str, Any]) -> None:
         point = copy.deepcopy(info["concurrent"])
         point.update(concurrency=8, p50_ms=150.0, docs_per_s=420.0)
         info["sweep"] = [point]
-    frame = figures.latency_frame(summary)
+    frame = figures.latency_frame(as_typed(summary))
     assert sorted(frame["point"].unique()) == ["c4", "c8", "seq"]
-    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.latency_points(summary))
-    en = render_markdown(summary, "en")
+    assert {"legacy", "vllm", "dynamo"} <= figure_texts(figures.latency_points(as_typed(summary)))
+    en = render_markdown(as_typed(summary), "en")
     assert "### Concurrency sweep" in en and "| `vllm` | c8 |" in en
 
 
@@ -415,7 +416,7 @@ def _without_languages(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_ranking_shown_with_labels_in_both_languages(complete: dict[str, Any]) -> None:
-    ko, en = section(render_markdown(complete, "ko"), 3), section(render_markdown(complete, "en"), 3)
+    ko, en = section(render_markdown(as_typed(complete), "ko"), 3), section(render_markdown(as_typed(complete), "en"), 3)
     assert "### 검색 순위\n\n*실측." in ko and "### Search ranking\n\n*measured." in en
     for text in (ko, en):
         assert "| 0.468 |" in text and "| +0.195 [" in text and "| 0.190 |" in text  # nDCG, Δ nDCG, overlap
@@ -433,11 +434,11 @@ def test_ranking_shown_with_labels_in_both_languages(complete: dict[str, Any]) -
     assert "| 언어 en | 언어 ko | 전체 (Holm 보정) |" in ko
     # pooled (a summary whose queries carry no language), the same figures decide a client change
     pooled = _without_languages(complete)
-    pooled_en, pooled_ko = section(render_markdown(pooled, "en"), 3), section(render_markdown(pooled, "ko"), 3)
+    pooled_en, pooled_ko = section(render_markdown(as_typed(pooled), "en"), 3), section(render_markdown(as_typed(pooled), "ko"), 3)
     decision = next(line for line in pooled_en.splitlines() if line.startswith("- **Decision for `vllm`:**"))
     assert "Change the client" in decision and "worse" not in decision and "re-index" in decision
     assert "클라이언트를 고쳐야 하고" in pooled_ko
-    full = render_markdown(complete, "en")
+    full = render_markdown(as_typed(complete), "en")
     assert "`captures/vllm/query_vectors_client_prefixed.npy`" in full.split("## References", 1)[1]
     assert "Search ranking, `dynamo`: address swap only, differs from legacy" in section(full, 9)
     assert "Search ranking with a mixed index" in section(full, 8)
@@ -446,12 +447,12 @@ def test_ranking_shown_with_labels_in_both_languages(complete: dict[str, Any]) -
 def test_ranking_not_measured(complete: dict[str, Any], smoke: dict[str, Any]) -> None:
     summary = copy.deepcopy(complete)
     summary["ranking"] = {"measured": False, "why": "the workload has no relevance judgements (qrels)"}
-    ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
+    ko, en = render_markdown(as_typed(summary), "ko"), render_markdown(as_typed(summary), "en")
     assert "### Search ranking\n\n*not measured." in en and "### 검색 순위\n\n*미실측." in ko
     assert "the workload has no relevance judgements (qrels)" in section(en, 8)
     assert "- Search ranking: not measured." in section(en, 9)
     # a summary from before the section existed says so instead of failing
-    old = render_markdown(smoke, "en")
+    old = render_markdown(as_typed(smoke), "en")
     assert "### Search ranking\n\n*not measured." in old and "made by a kit from before" in section(old, 8)
 
 
@@ -462,7 +463,7 @@ def test_random_weights_ranking_not_meaningful(complete: dict[str, Any], where: 
         summary["model"]["spec"] = "build:tiny-qwen3"
     else:
         summary["experiment"]["config"]["model"]["path"] = "build:tiny-qwen3"
-    ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
+    ko, en = render_markdown(as_typed(summary), "ko"), render_markdown(as_typed(summary), "en")
     assert "### Search ranking\n\n*not meaningful (random weights)." in en
     assert "### 검색 순위\n\n*의미 없음(무작위 가중치)." in ko
     for text in (section(en, 3), section(ko, 3)):
@@ -475,7 +476,7 @@ def test_random_weights_ranking_not_meaningful(complete: dict[str, Any], where: 
 
 # --- the shim ----------------------------------------------------------------------------------------------------
 def test_shim_rows_rendered(complete: dict[str, Any]) -> None:
-    en, ko = render_markdown(complete, "en"), render_markdown(complete, "ko")
+    en, ko = render_markdown(as_typed(complete), "en"), render_markdown(as_typed(complete), "ko")
     shim = en.split("### Through the shim: before → after", 1)[1].split("## 5.", 1)[0]
     assert shim.startswith("\n\n*measured.")
     assert "| `dimensions_native` | 200, 384 dims, 201 tokens | loud-failure → same | 200, 384 dims, 201 tokens | " \
@@ -501,7 +502,7 @@ def test_shim_not_measured(complete: dict[str, Any]) -> None:
     summary = copy.deepcopy(complete)
     summary["shim"] = {"measured": False,
                        "why": "no candidate was probed through the shim (captures/<candidate>/shim_probes.jsonl)"}
-    en = render_markdown(summary, "en")
+    en = render_markdown(as_typed(summary), "en")
     assert "### Through the shim: before → after\n\n*not measured." in en
     assert "this run did not probe through it" not in en  # the recorded why is given instead
     assert "not measured here: no candidate was probed through the shim" in en
@@ -510,7 +511,7 @@ def test_shim_not_measured(complete: dict[str, Any]) -> None:
 
 # --- latency: lock ablation, sweep, memory -----------------------------------------------------------------------
 def test_ablation_measured_replaces_the_estimate(complete: dict[str, Any]) -> None:
-    ko, en = section(render_markdown(complete, "ko"), 5), section(render_markdown(complete, "en"), 5)
+    ko, en = section(render_markdown(as_typed(complete), "ko"), 5), section(render_markdown(as_typed(complete), "en"), 5)
     assert "here the lock ablation measured it (measured)" in en and "잠금 대조 실험으로 쟀습니다(실측)" in ko
     for text in (ko, en):  # both numbers: with and without the lock, p50 and docs/s, as the table shows them
         assert "226.5" in text and "123.0" in text and "139.1" in text and "248.0" in text
@@ -520,7 +521,7 @@ def test_ablation_measured_replaces_the_estimate(complete: dict[str, Any]) -> No
     assert "되찾는 몫은 42% 입니다" in ko
     assert "estimate that matches the numbers" not in en and "숫자에 맞는 추정" not in ko
     assert "### Lock ablation\n\n*measured." in en and "| `legacy-nolock` | off | measured | 56.2 (54.8–59.4) |" in en
-    full = render_markdown(complete, "en")
+    full = render_markdown(as_typed(complete), "en")
     assert "global lock (unconfirmed" not in section(full, 8)
     assert "- Lock ablation (measured): without the global lock" in section(full, 9)
     assert "in this run that explanation is measured" in section(full, 7)
@@ -536,7 +537,7 @@ def test_ablation_not_measured_keeps_the_estimate(complete: dict[str, Any], abla
         del summary["ablation"]
     else:
         summary["ablation"] = ablation
-    ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
+    ko, en = render_markdown(as_typed(summary), "ko"), render_markdown(as_typed(summary), "en")
     assert "so this is an estimate that matches the numbers, not a finding (unconfirmed)" in section(en, 5)
     assert "숫자에 맞는 추정입니다(미확인)" in section(ko, 5)
     assert "lock ablation measured it" not in en
@@ -553,14 +554,14 @@ def test_ablation_variant_failed_keeps_the_estimate(complete: dict[str, Any]) ->
     summary["ablation"]["measured"] = False
     summary["ablation"]["by_target"]["legacy-nolock"] = {"measured": False,
                                                          "why": "'legacy-nolock' failed: port 18083 in use"}
-    en = render_markdown(summary, "en")
+    en = render_markdown(as_typed(summary), "en")
     assert "estimate that matches the numbers, not a finding (unconfirmed)" in section(en, 5)
     assert "| `legacy-nolock` | off | not measured |" in en
     assert "port 18083 in use" in section(en, 8)
 
 
 def test_sweep_table_and_peak_memory(complete: dict[str, Any]) -> None:
-    ko, en = render_markdown(complete, "ko"), render_markdown(complete, "en")
+    ko, en = render_markdown(as_typed(complete), "ko"), render_markdown(as_typed(complete), "en")
     assert "RSS peak (MiB)" in section(en, 2) and "| `legacy` | measured | 6.1 | 900 | 966 |" in section(en, 2)
     assert "| `dynamo` | measured | — | — | not measured |" in section(en, 2)  # external: not readable
     sweep = en.split("### Concurrency sweep", 1)[1].split("###", 1)[0]
@@ -580,7 +581,7 @@ def test_sweep_table_and_peak_memory(complete: dict[str, Any]) -> None:
     info = summary["latency"]["by_target"]["vllm"]
     info.pop("sweep")
     info["sweep_note"] = "skipped: the server process had exited"
-    en = render_markdown(summary, "en")
+    en = render_markdown(as_typed(summary), "en")
     assert "| `vllm` | — | not measured |" in en
     assert "sweep skipped: skipped: the server process had exited" in section(en, 8)
 
@@ -593,10 +594,10 @@ def test_sweep_shape_from_capture_latency(complete: dict[str, Any]) -> None:
     points = list(sweep_points_of(info))
     assert [label for _, label, _ in points] == ["c1", "c2", "c4", "c8", "c16"]
     assert [label for _, label, _ in fixed_points_of(info)] == ["seq", "c4"]
-    frame = figures.latency_frame(complete, ablations=True)
+    frame = figures.latency_frame(as_typed(complete), ablations=True)
     assert "legacy-nolock" in set(frame["target"]) and frame["sweep"].sum() == 20
     # the bar chart of the article's points leaves the sweep out (sweep_c4 and the c4 point would share a bar)
-    assert "legacy-nolock" not in set(figures.latency_frame(complete)["target"])
+    assert "legacy-nolock" not in set(figures.latency_frame(as_typed(complete))["target"])
 
 
 # --- parity: offline backends, not run, NaN, multimodal ----------------------------------------------------------
@@ -608,7 +609,7 @@ def test_parity_not_run_nan_and_multimodal(complete: dict[str, Any]) -> None:
     parity["multimodal"] = {"measured": False, "records": 3, "threshold": 0.995,
                             "why": "3 workload record(s) carry an image, but no backend here embeds images"}
     parity["pass"] = False
-    ko, en = section(render_markdown(summary, "ko"), 6), section(render_markdown(summary, "en"), 6)
+    ko, en = section(render_markdown(as_typed(summary), "ko"), 6), section(render_markdown(as_typed(summary), "en"), 6)
     assert "| `vllm` | server | engine default | cpu | text | 40 | — (2 non-finite vectors) |" in en
     assert "— (비정상 벡터 2개)" in ko and "`ko-03` —" in en
     assert "| `transformers-bf16` | offline backend | bfloat16 |" in en
@@ -617,10 +618,10 @@ def test_parity_not_run_nan_and_multimodal(complete: dict[str, Any]) -> None:
     assert "| (text+image) | — | — | — | text+image | 3 | not measured |" in en
     assert "Multimodal parity (text+image, 3 record(s), threshold 0.995): not measured, 3 workload record(s)" in en
     assert "Gate: **fail**" in en and "a backend that was not run fails the gate" in en
-    full = render_markdown(summary, "en")
+    full = render_markdown(as_typed(summary), "en")
     assert "Numeric parity (`not_run.vllm-offline-fp16`): not measured, vllm-cpu: fp16" in section(full, 8)
-    assert table_numbers(render_markdown(summary, "ko")) == table_numbers(full)
-    drawn = figure_texts(figures.parity_backends(summary))  # a None cosine is left out of the figure
+    assert table_numbers(render_markdown(as_typed(summary), "ko")) == table_numbers(full)
+    drawn = figure_texts(figures.parity_backends(as_typed(summary)))  # a None cosine is left out of the figure
     assert "legacy" in drawn and "vllm-offline-fp16" not in drawn
 
 
@@ -665,7 +666,7 @@ def failed_dynamo(complete: dict[str, Any]) -> dict[str, Any]:
 def test_failed_target_is_not_measured_everywhere(complete: dict[str, Any]) -> None:
     summary = failed_dynamo(complete)
     first_line = DYNAMO_ERROR.splitlines()[0]
-    ko, en = render_markdown(summary, "ko"), render_markdown(summary, "en")
+    ko, en = render_markdown(as_typed(summary), "ko"), render_markdown(as_typed(summary), "en")
     nm_en, nm_ko = f"not measured: {first_line}", f"미실측: {first_line}"
     assert "Traceback" not in en.replace("TargetStartError", "")  # only the first line of the error
     assert "### `dynamo` (candidate, external): not measured\n\nExternal server" in en
@@ -691,14 +692,14 @@ def test_the_latency_client_is_named_when_recorded(complete: dict[str, Any]) -> 
         older["latency"][part].pop("client", None)
     for info in older["latency"]["by_target"].values():
         info.pop("client", None)
-    assert "harness's HTTP client" not in render_markdown(older, "en")
-    assert "`aiohttp`" in section(render_markdown(complete, "en"), 2)  # the fixture has capture_latency's field
+    assert "harness's HTTP client" not in render_markdown(as_typed(older), "en")
+    assert "`aiohttp`" in section(render_markdown(as_typed(complete), "en"), 2)  # the fixture has capture_latency's field
     summary = copy.deepcopy(complete)
     for info in summary["latency"]["by_target"].values():
         if info.get("measured"):
             info["client"] = "embedswap.wire"
     for lang in LANGUAGES:
-        assert "`embedswap.wire`" in section(render_markdown(summary, lang), 2), lang
+        assert "`embedswap.wire`" in section(render_markdown(as_typed(summary), lang), 2), lang
 
 
 def test_the_report_package_stays_small() -> None:
@@ -733,11 +734,11 @@ def test_ranking_without_judgements_shows_the_agreement_table(lang: str, complet
                                                                     "rbo", "top1_changed")}}
         name = summary["experiment"].get("candidates", ["vllm"])[0] if summary.get("experiment") else "vllm"
         ranking.setdefault("by_candidate", {}).setdefault(name, {})[variant.split("_")[1]] = ranking[variant]
-    text = render_markdown(summary, lang)
+    text = render_markdown(as_typed(summary), lang)
     assert "0.625 [0.500, 0.750]" in text
     assert "RBO" in text and "qrels" in text
-    assert table_numbers(text) == table_numbers(render_markdown(summary, "en"))
-    plain = render_markdown(complete, lang)
+    assert table_numbers(text) == table_numbers(render_markdown(as_typed(summary), "en"))
+    plain = render_markdown(as_typed(complete), lang)
     assert "RBO" not in plain  # a summary without agreement figures has no agreement table
 
 
@@ -752,11 +753,11 @@ def test_parity_dimension_mismatch_is_a_failure_with_its_cause(complete: dict[st
     summary = copy.deepcopy(complete)
     summary["parity"]["rows"][0] = {**row.as_dict(), "source": "captures/legacy/doc_vectors.npy"}
     summary["parity"]["pass"] = False
-    en, ko = render_markdown(summary, "en"), render_markdown(summary, "ko")
+    en, ko = render_markdown(as_typed(summary), "en"), render_markdown(as_typed(summary), "ko")
     assert "- `legacy` (fails): 'legacy' gives 6-dimensional vectors where the reference has 8" in en
     assert "- `legacy` (실패): 'legacy' 서버는 기준이 8 차원인데 6 차원 벡터를 냅니다" in ko
-    assert "- `legacy` (不合格): 'legacy' は参照が 8 次元のところ 6 次元" in render_markdown(summary, "ja")
-    assert "- `legacy` (不通过): 'legacy' 返回 6 维向量，而参考为 8 维" in render_markdown(summary, "zh")
+    assert "- `legacy` (不合格): 'legacy' は参照が 8 次元のところ 6 次元" in render_markdown(as_typed(summary), "ja")
+    assert "- `legacy` (不通过): 'legacy' 返回 6 维向量，而参考为 8 维" in render_markdown(as_typed(summary), "zh")
 
 
 def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -> None:
@@ -770,10 +771,10 @@ def test_parity_diagnosis_sentence_in_every_language(complete: dict[str, Any]) -
     summary["parity"]["rows"][1].update(diagnosis={"cause": reasons[0]["code"], "reasons": reasons}, **{"pass": False})
     # stated in the diagnosis block (the parity section points to it: said once)
     assert ("- `vllm` (`diagnosis_dense_ignored`): 'vllm' ignores the Dense module in modules.json: load the full"
-            in render_markdown(summary, "en"))
-    assert "'vllm' 서버는 modules.json 의 Dense 모듈을 무시합니다" in render_markdown(summary, "ko")
-    assert "'vllm' は modules.json の Dense モジュールを無視しています" in render_markdown(summary, "ja")
-    assert "'vllm' 忽略了 modules.json 中的 Dense 模块" in render_markdown(summary, "zh")
+            in render_markdown(as_typed(summary), "en"))
+    assert "'vllm' 서버는 modules.json 의 Dense 모듈을 무시합니다" in render_markdown(as_typed(summary), "ko")
+    assert "'vllm' は modules.json の Dense モジュールを無視しています" in render_markdown(as_typed(summary), "ja")
+    assert "'vllm' 忽略了 modules.json 中的 Dense 模块" in render_markdown(as_typed(summary), "zh")
 
 
 def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: dict[str, Any]) -> None:
@@ -799,20 +800,20 @@ def test_diagnosis_block_one_sentence_per_server_in_markdown_and_html(complete: 
     headings = {"en": "### Why the vectors differ", "ko": "### 벡터가 다른 이유", "ja": "### ベクトルが異なる理由",
                 "zh": "### 向量为何不同"}
     for lang, sentence in expected.items():
-        text = render_markdown(summary, lang)
+        text = render_markdown(as_typed(summary), lang)
         assert headings[lang] in text and sentence in text, lang
         assert text.index(headings[lang]) < text.index(sentence)
         page = markdown_to_html(text, lang, "t")
         assert sentence.split(": ")[-1].replace("'", "&#x27;")[:20] in page or sentence[-20:] in page, lang
     summary["diagnosis"]["by_target"]["legacy"] = {"cause": None, "reasons": []}
     summary["decisions"] = decisions_of(summary)
-    assert "- Every server's vectors are the model's own pipeline" in render_markdown(summary, "en")
+    assert "- Every server's vectors are the model's own pipeline" in render_markdown(as_typed(summary), "en")
     from embedswap.reasons import not_measured
 
     summary["diagnosis"] = not_measured("diagnosis_not_run")
     summary["decisions"] = decisions_of(summary)
-    assert "the diagnosis did not run (step 03 wrote no captures/diagnosis/vectors.json)" in render_markdown(
-        summary, "en")
+    assert "the diagnosis did not run (step 03 wrote no captures/diagnosis/vectors.json)" in render_markdown(as_typed(
+        summary), "en")
 
 
 def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_to_it(
@@ -836,7 +837,7 @@ def test_a_failing_servers_diagnosis_is_said_once_and_the_parity_section_points_
     sentences = {"en": "ignores the Dense module in modules.json", "ko": "Dense 모듈을 무시합니다",
                  "ja": "Dense モジュールを無視しています", "zh": "忽略了 modules.json 中的 Dense 模块"}
     for lang, pointer in pointers.items():
-        text = render_markdown(summary, lang)
+        text = render_markdown(as_typed(summary), lang)
         assert text.count(sentences[lang]) == 1, lang
         assert pointer.replace('"', "&quot;") in text or pointer in text, lang
 
@@ -858,4 +859,4 @@ def test_the_end_token_sentence_names_the_token_in_every_language(complete: dict
                 "ko": f"붙이는 끝 토큰({shown})을 풀링 전에", "ja": f"付ける終端トークン {shown} をプーリング前に",
                 "zh": f"会追加的结束词元 {shown}："}
     for lang, sentence in expected.items():
-        assert sentence in render_markdown(summary, lang), lang
+        assert sentence in render_markdown(as_typed(summary), lang), lang

@@ -15,6 +15,7 @@ from embedswap.report.catalogue import LANGUAGES, catalogue
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
+from typed_summary import as_typed
 
 
 def _identity(version: str) -> dict[str, Any]:
@@ -69,7 +70,7 @@ def test_a_kit_version_is_kept_and_named_as_the_kit_s() -> None:
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_post_names_both_versions_and_where_they_came_from(upgrade: Summary, lang: str) -> None:
-    text = render_post(upgrade, lang)
+    text = render_post(as_typed(upgrade), lang)
     unconfirmed = catalogue(lang).label(None)
     lines = _setup_lines(text, ("legacy", "vllm", "dynamo"))
     for name, version in (("legacy", "0.31.0"), ("vllm", "0.32.0")):
@@ -80,7 +81,7 @@ def test_the_post_names_both_versions_and_where_they_came_from(upgrade: Summary,
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_report_setup_and_gaps_name_only_the_silent_server(upgrade: Summary, lang: str) -> None:
-    text = render_markdown(upgrade, lang)
+    text = render_markdown(as_typed(upgrade), lang)
     unconfirmed = catalogue(lang).label(None)
     setup = text.split("\n## 3. ")[0]
     for version in ("0.31.0", "0.32.0"):
@@ -102,9 +103,9 @@ def test_a_server_that_says_something_but_no_version_is_not_unconfirmed(complete
     summary = read_summary(complete)
     assert summary.targets["vllm"].statement == "system_fingerprint fp_abc"
     for lang in ("en", "ko"):
-        line = _setup_lines(render_post(summary, lang), ("vllm",))["vllm"]
+        line = _setup_lines(render_post(as_typed(summary), lang), ("vllm",))["vllm"]
         assert "`system_fingerprint fp_abc`" in line and catalogue(lang).label(None) not in line, line
-        gaps = render_markdown(summary, lang).split("\n## 8. ")[1]
+        gaps = render_markdown(as_typed(summary), lang).split("\n## 8. ")[1]
         assert "`vllm.version`" in gaps  # its version is still not known
 
 

@@ -23,6 +23,7 @@ from embedswap.report.post import render_post
 from embedswap.summary.sections.models import model_change
 from embedswap.summary.types_models import ModelChange
 from embedswap.summary.types_plan import Plan, plan_for
+from typed_summary import as_typed
 
 LANGS = ["ko"] * 6 + ["en"] * 4
 
@@ -225,8 +226,8 @@ def test_the_summary_post_and_report_say_another_model_and_parity_is_not_failed(
     assert summary.parity.other_model[0].backend == "e5"
     words = {"en": "serves another model", "ko": "다른 모델을 서빙", "ja": "別のモデルを提供", "zh": "另一个模型"}
     for lang, phrase in words.items():
-        assert phrase in render_post(summary, lang), lang
-        report = render_markdown(summary, lang)
+        assert phrase in render_post(as_typed(summary), lang), lang
+        report = render_markdown(as_typed(summary), lang)
         assert phrase in report and "counts other tokens" not in report, lang
     assert not any(c.startswith("diagnosis_tokenizer") for d in summary.decisions.diagnosis.values() for c in d.codes)
 

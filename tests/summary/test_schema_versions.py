@@ -20,6 +20,7 @@ from embedswap.analysis.upgrade import SCHEMA_VERSION, read_summary, upgrade_sum
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BY_VERSION = {1: FIXTURES / "summary_complete.json", 2: FIXTURES / "versions" / "summary_v2.json",
@@ -40,7 +41,7 @@ def test_a_summary_of_each_version_loads_and_renders_in_every_language(version: 
     summary = read_summary(_load(version))
     assert summary.schema_version == SCHEMA_VERSION
     for lang in LANGUAGES:
-        assert render_markdown(summary, lang).strip() and render_post(summary, lang).strip(), lang
+        assert render_markdown(as_typed(summary), lang).strip() and render_post(as_typed(summary), lang).strip(), lang
 
 
 def test_version_2_s_models_and_two_index_fields_become_the_plan_and_one_decision() -> None:

@@ -20,6 +20,7 @@ from embedswap.summary.model import Summary, validate_summary
 from embedswap.report.format import esc
 from embedswap.reasons import INNER, LIST_PARAMS, REASONS, explain, reason_of
 from embedswap.analysis.upgrade import SCHEMA_VERSION, SummaryError, load_summary, upgrade_summary
+from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 V1_FIXTURES = ["summary_complete.json", "summary_smoke.json", "summary_v1_qwen3_tiny.json"]
@@ -49,7 +50,7 @@ def test_version_1_summaries_upgrade_and_validate(name: str) -> None:
 def test_the_real_version_1_attempt_renders_in_every_language() -> None:
     summary = load("summary_v1_qwen3_tiny.json")
     for lang in LANGUAGES:
-        text = render_markdown(summary, lang)
+        text = render_markdown(as_typed(summary), lang)
         assert [int(n) for n in re.findall(r"^## (\d)\. ", text, flags=re.M)] == list(range(1, 10)), lang
 
 
@@ -81,7 +82,7 @@ def test_decisions_are_in_the_summary(tmp_path: Path, complete_upgraded: dict[st
     for name, outcome in decisions["shim"].items():
         assert outcome["compared"] >= outcome["differ_before"] >= len(outcome["closed"]) > 0
         assert outcome["differ_after"] == len(outcome["remaining"])
-        assert f"{outcome['differ_before']}" in render_markdown(summary, "en")
+        assert f"{outcome['differ_before']}" in render_markdown(as_typed(summary), "en")
     # what is stored is what a CI reads back
     path = tmp_path / "summary.json"
     path.write_text(json.dumps(summary), encoding="utf-8")
@@ -95,7 +96,7 @@ def test_a_stored_decision_is_what_the_report_states(complete_upgraded: dict[str
     for code, phrase in (("reindex", "re-index with the candidate"), ("none", "calls for neither")):
         changed = copy.deepcopy(summary)
         changed["decisions"]["ranking"]["by_candidate"][name]["decision"] = code
-        assert phrase in render_markdown(changed, "en")
+        assert phrase in render_markdown(as_typed(changed), "en")
 
 
 def test_a_summary_from_a_newer_kit_or_of_another_shape_is_refused(tmp_path: Path) -> None:
@@ -157,10 +158,10 @@ def test_no_reason_is_left_in_english(lang: str) -> None:
     summary["parity"]["not_run"] = planted
     summary["parity"]["multimodal"]["why"] = explain("no_images")
     del summary["ranking"]  # an older summary without the section
-    english = render_markdown(summary, "en")
+    english = render_markdown(as_typed(summary), "en")
     assert all(esc(p["why"]) in english for p in planted)  # the English report does carry them
     for fixture in [summary, load("summary_smoke.json"), load("summary_v1_qwen3_tiny.json")]:
-        text = render_markdown(fixture, lang)
+        text = render_markdown(as_typed(fixture), lang)
         left = [f for f in _english_fragments(lang) if f in text]
         assert left == [], left
 
@@ -192,7 +193,7 @@ def test_a_nan_figure_is_null_with_its_place_recorded_and_listed() -> None:
     assert math.isnan(summary["shim"]["rows"][2]["cosine"])  # the input is copied, not changed
     cleaned["non_finite"] = paths
     json.dumps(cleaned, allow_nan=False)
-    ko = render_markdown(cleaned, "ko")
+    ko = render_markdown(as_typed(cleaned), "ko")
     assert "`rows.2.cosine`" in ko and "유한한 수가 아님" in ko
 
 

@@ -23,6 +23,7 @@ from embedswap.report.claim import CLOSE, OPEN, SEP, Claim, plain, tracing
 from embedswap.report.format import fmt
 from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
+from typed_summary import as_typed
 
 ALL_FIGURES = {name: True for name in figures.FIGURES}
 MARKED = re.compile(f"{OPEN}(\\d+){SEP}(.*?){CLOSE}", re.S)
@@ -94,8 +95,8 @@ def _stored_problems(c: Claim, data: dict[str, Any], lang: str) -> list[str]:
 def claim_problems(summary: Summary, lang: str, figures_on: dict[str, bool] | None = None) -> list[str]:
     """Every way the post of ``summary`` in ``lang`` misstates a claim (empty: none)."""
     with tracing() as claims:
-        text = render_post(summary, lang, ALL_FIGURES if figures_on is None else figures_on)
-    if plain(text) != render_post(summary, lang, ALL_FIGURES if figures_on is None else figures_on):
+        text = render_post(as_typed(summary), lang, ALL_FIGURES if figures_on is None else figures_on)
+    if plain(text) != render_post(as_typed(summary), lang, ALL_FIGURES if figures_on is None else figures_on):
         return [f"{lang}: the traced post is not the post"]
     data = summary.model_dump(mode="json", by_alias=True)
     labels = _labels(summary, lang)

@@ -18,6 +18,7 @@ from embedswap.report.format import fmt
 from embedswap.report.front_matter import description
 from embedswap.report.publish import headline
 from embedswap.summary.model import Summary
+from typed_summary import as_typed
 
 DECIMAL = re.compile(r"(?<![\dA-Za-z_.])\d[\d,]*\.\d+(?![\dA-Za-z_.])")  # 36.8, 1,565.7; not a version (1.6.2)
 FIXED = ("sequential", "concurrent")
@@ -125,14 +126,14 @@ def post_problems(summary: Summary, post: str, lang: str) -> list[str]:
 
 
 def front_matter_problems(summary: Summary, lang: str) -> list[str]:
-    text = description(headline(summary), lang)
+    text = description(headline(as_typed(summary)), lang)
     ok = allowed(summary)
     return [f"front matter ({lang}): {n} is in no decision" for n in decimals(text) if n not in ok]
 
 
 def figure_problems(summary: Summary) -> list[str]:
     """The latency figure's data against decisions.shown, value by value."""
-    frame = figures.latency_frame(summary, ablations=True)
+    frame = figures.latency_frame(as_typed(summary), ablations=True)
     problems = []
     for row in frame.itertuples():
         point = summary.decisions.shown.at(row.target, row.run)

@@ -50,3 +50,9 @@ def typed_summary(summary: dict[str, Any]) -> Summary:
 def decisions_of(summary: dict[str, Any]) -> dict[str, Any]:
     """The ``decisions`` a whole summary.json dict of any version has, as stored (``summary["decisions"] = ...``)."""
     return decisions_json(decide(validate_body(upgrade_summary(summary))))
+
+
+def as_typed(summary: Summary | dict[str, Any]) -> Summary:
+    """What a test hands the kit's readers: a fixture's summary.json dict read as the report reads it (upgraded, then
+    typed); a typed summary as it is. The kit's readers take the typed summary only (issue 62)."""
+    return summary if isinstance(summary, Summary) else read_summary(summary)

@@ -40,7 +40,7 @@ from embedswap.summary.types_index import choice_of
 from embedswap.summary.types_models import ModelChange
 from embedswap.summary.types_plan import plan_for
 
-__all__ = ["SummaryError", "as_summary", "load_summary", "read_summary", "upgrade_summary"]
+__all__ = ["SummaryError", "load_summary", "read_summary", "upgrade_summary"]
 
 SCHEMA_VERSION = 3
 # sections a version-1 summary may lack
@@ -150,12 +150,6 @@ def _rename_direction(intervals: dict[str, Any] | None) -> None:
 def read_summary(data: dict[str, Any], source: str = "summary.json") -> Summary:
     """The typed summary of an in-memory summary.json of any version: upgraded once, validated once."""
     return validate_summary(upgrade_summary(data), source=source)
-
-
-def as_summary(summary: Summary | dict[str, Any]) -> Summary:
-    """``summary`` as the typed model: a :class:`Summary` as it is, a summary.json dict read by :func:`read_summary`
-    (the readers that take either: the notebooks' tables)."""
-    return summary if isinstance(summary, Summary) else read_summary(summary)
 
 
 def load_summary(path: Path) -> Summary:

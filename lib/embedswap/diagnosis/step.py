@@ -36,7 +36,6 @@ from embedswap.reasons import not_measured
 from embedswap.summary.model import Summary
 from embedswap.summary.sections.plan import plan_of_attempt
 from embedswap.summary.types_decisions import DiagnosisDecision
-from embedswap.analysis.upgrade import as_summary
 
 CAPTURE = "diagnosis/vectors.json"
 QUERY_FILE = "query_vectors_server_instruction.npy"  # measure.capture_queries: input_type "query"
@@ -290,11 +289,11 @@ def _whys(decided: DiagnosisDecision | None) -> str:
     return "; ".join(r.why or "" for r in decided.reasons) if decided is not None else ""
 
 
-def diagnosis_table(summary: Summary | dict[str, Any]) -> Any:
+def diagnosis_table(summary: Summary) -> Any:
     """Notebook 03's table: one row per diagnosed server (its cause, the step, the sentence with the fix)."""
     import pandas as pd
 
-    typed = as_summary(summary)
+    typed = summary
     section, decisions = typed.diagnosis, typed.decisions.diagnosis
     if (section is None or not section.measured) and not decisions:
         return pd.DataFrame([{"diagnosis": section.why if section is not None else None}])

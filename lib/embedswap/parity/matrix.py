@@ -20,7 +20,6 @@ import numpy as np
 from embedswap.reasons import REASONS, explain
 from embedswap.stats.vectors import rowwise_cosine
 from embedswap.summary.model import Summary
-from embedswap.analysis.upgrade import as_summary
 
 BATCH_INVARIANCE = "batch_invariance"
 LONG_CONTEXT = "long_context"
@@ -179,12 +178,12 @@ def chunked_prefill_refusal(pooling: str, is_causal: bool) -> str | None:
     return None
 
 
-def matrix_table(summary: Summary | dict[str, Any]) -> Any:
+def matrix_table(summary: Summary) -> Any:
     """Notebook 05's view of the matrix: one line per row (check, backend, setting, n, cos min/median, 1 - cos min,
     gate, result or why it did not run, cold-start figures), as a pandas DataFrame."""
     import pandas as pd
 
-    matrix = as_summary(summary).parity.matrix
+    matrix = summary.parity.matrix
     if matrix is None or not matrix.rows:
         return pd.DataFrame([{"parity matrix": (matrix.why if matrix is not None else None) or "not in this summary"}])
     lines = []

@@ -50,14 +50,8 @@ from embedswap.analysis.common import is_measured as _measured  # noqa: E402
 from embedswap.summary.model import Summary  # noqa: E402
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget  # noqa: E402
 from embedswap.summary.types_post import ShownPoint  # noqa: E402
-from embedswap.analysis.upgrade import read_summary  # noqa: E402
 from embedswap.report.figure_words import PALETTE, FigureWords, in_language  # noqa: E402
 from embedswap.report.figures_index import index_shares  # noqa: E402
-
-
-def _typed(summary: Summary | dict[str, Any]) -> Summary:
-    """The typed summary; a dict (a notebook's summary.json) is upgraded and validated as the report reads it."""
-    return summary if isinstance(summary, Summary) else read_summary(summary)
 
 
 def _fixed_point(entry: LatencyTarget | None, run: str) -> LatencyPoint | None:
@@ -70,9 +64,8 @@ JITTER_SEED = 0
 
 
 @in_language("cosine_by_language")
-def cosine_by_language(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
+def cosine_by_language(summary: Summary, words: FigureWords) -> Figure | None:
     """Per-document cosine of each candidate against the legacy server, by language (box + points)."""
-    summary = _typed(summary)
     rows = []
     for name, comparison in summary.vectors.comparisons.items():
         if not _measured(comparison):
@@ -130,13 +123,12 @@ def shown_point(summary: Summary, name: str, run: str) -> ShownPoint:
     return summary.decisions.shown.at(name, run) or ShownPoint()
 
 
-def latency_frame(summary: Summary | dict[str, Any], ablations: bool = False) -> pd.DataFrame:
+def latency_frame(summary: Summary, ablations: bool = False) -> pd.DataFrame:
     """One row per (target, operating point) with p50_ms, p99_ms, docs_per_s; points without numbers dropped.
 
     ``sweep`` tells a sweep point from the article's two points; ``ablations`` adds the lock ablation's variants.
     The values are the report's one statistic (``decisions.shown``).
     """
-    summary = _typed(summary)
     rows = []
     for name, entry in _latency_entries(summary, ablations):
         for sweep, points in ((False, fixed_points_of(entry)), (True, sweep_points_of(entry))):
@@ -177,10 +169,9 @@ def _spread_marks(ax: Any, summary: Summary, frame: pd.DataFrame, targets: list[
 
 
 @in_language("latency_points")
-def latency_points(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
+def latency_points(summary: Summary, words: FigureWords) -> Figure | None:
     """p50 and p99 latency (ms) and throughput (docs/s) per target at the article's operating points (grouped
     bars; the concurrency sweep has its own figure, :func:`latency_sweep`)."""
-    summary = _typed(summary)
     frame = latency_frame(summary)
     frame = frame[~frame["sweep"].astype(bool)]
     if frame.empty:
@@ -227,10 +218,9 @@ def _bands(left: Any, right: Any, summary: Summary, name: str, data: pd.DataFram
 
 
 @in_language("latency_sweep")
-def latency_sweep(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
+def latency_sweep(summary: Summary, words: FigureWords) -> Figure | None:
     """The concurrency sweep: p50 (solid) and p99 (dashed) latency, and throughput, against concurrency, one line
     per target (the lock ablation's variants included)."""
-    summary = _typed(summary)
     frame = latency_frame(summary, ablations=True)
     frame = frame[frame["sweep"].astype(bool) & frame["concurrency"].notna()]
     if frame.empty:
@@ -270,9 +260,8 @@ def latency_sweep(summary: Summary | dict[str, Any], words: FigureWords) -> Figu
 
 # --- parity ----------------------------------------------------------------------------------------------------
 @in_language("parity_backends")
-def parity_backends(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
+def parity_backends(summary: Summary, words: FigureWords) -> Figure | None:
     """cos_min and cos_median of every backend against the golden reference, with the gate threshold."""
-    summary = _typed(summary)
     rows = []
     thresholds = set()
     for row in summary.parity.rows:
@@ -303,11 +292,10 @@ def parity_backends(summary: Summary | dict[str, Any], words: FigureWords) -> Fi
 
 # --- capacity --------------------------------------------------------------------------------------------------
 @in_language("capacity_curve")
-def capacity_curve(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
+def capacity_curve(summary: Summary, words: FigureWords) -> Figure | None:
     """The open-loop sweep: p99 from the scheduled send against the offered rate (median of the repeats, bars: their
     min..max), the p99 target, and each server's capacity (dotted line, band: its interval over repeats); right,
     throughput and goodput against the offered rate."""
-    summary = _typed(summary)
     decided = summary.decisions.capacity
     if summary.capacity is None or decided is None or not decided.servers:
         return None

@@ -5,18 +5,15 @@ some shares had it), with the (1 - 2 alpha) interval of the change from the lega
 
 from __future__ import annotations
 
-from typing import Any
 
 from matplotlib.figure import Figure
 
 from embedswap.summary.model import Summary
-from embedswap.analysis.upgrade import read_summary
 from embedswap.report.figure_words import PALETTE, FigureWords, in_language
 
 
 @in_language("index_shares")
-def index_shares(summary: Summary | dict[str, Any], words: FigureWords) -> Figure | None:
-    summary = summary if isinstance(summary, Summary) else read_summary(summary)
+def index_shares(summary: Summary, words: FigureWords) -> Figure | None:
     decided = {n: d for n, d in summary.decisions.index.items() if d.cells}
     if not decided:
         return None

@@ -12,20 +12,17 @@ from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt
 from embedswap.report.sections import build_context
 from embedswap.summary.model import Summary
-from embedswap.analysis.upgrade import read_summary
 
 TEMPLATE = "report.md.j2"
 
 
-def render_markdown(summary: Summary | dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,
+def render_markdown(summary: Summary, lang: str = "ko", figures: dict[str, bool] | None = None,
                     manifest: dict[str, Any] | None = None, attempt_dir: Path | None = None,
                     title: str | None = None, article: Article | None = None) -> str:
     """The report of one summary (any schema version: older ones are upgraded) in one language, as markdown
     (figures referenced as figures/<name>.png)."""
     if lang not in LANGUAGES:
         raise ReportError(f"no report catalogue for language '{lang}' (known: {', '.join(LANGUAGES)})")
-    if not isinstance(summary, Summary):
-        summary = read_summary(summary)
     context = build_context(summary, lang, figures if figures is not None else {},
                             article if article is not None else load_article(), manifest, attempt_dir, title)
     env = environment(lang, {"fmt": fmt, "code": code, "esc": esc})

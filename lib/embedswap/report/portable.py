@@ -22,9 +22,8 @@ import shlex
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from embedswap.summary.model import ModelInfo, Summary
+from embedswap.summary.model import Summary
 
 VENVS = "/.venvs/"
 
@@ -126,9 +125,8 @@ def project_of(experiment_dir: Path | None) -> Path:
     return project_root()
 
 
-def locality(summary: Summary | dict[str, Any], experiment_dir: Path | None) -> Locality:
-    # a report section may still hand over the summary's dict form
-    model = summary.model if isinstance(summary, Summary) else ModelInfo.model_validate(summary["model"])
+def locality(summary: Summary, experiment_dir: Path | None) -> Locality:
+    model = summary.model
     return Locality.of(project_of(experiment_dir), model.path, model.spec)
 
 

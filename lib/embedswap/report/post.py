@@ -29,7 +29,6 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_common import Reason
 from embedswap.summary.types_decisions import RatioInterval
 from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
-from embedswap.analysis.upgrade import read_summary
 
 TEMPLATE = "post.md.j2"
 FULL_REPORT = "report.{lang}.md"  # the appendix beside the post; publish rewrites the link per site
@@ -367,14 +366,12 @@ def _vectors_why(ctx: ReportContext) -> list[dict[str, Any]]:
     return out
 
 
-def render_post(summary: Summary | dict[str, Any], lang: str = "ko", figures: dict[str, bool] | None = None,
+def render_post(summary: Summary, lang: str = "ko", figures: dict[str, bool] | None = None,
                 title: str | None = None, article: Article | None = None) -> str:
     """The post of one summary in one language, as markdown (figures as figures/<name>.png, the full report as
     report.<lang>.md)."""
     if lang not in LANGUAGES:
         raise ReportError(f"no report catalogue for language '{lang}' (known: {', '.join(LANGUAGES)})")
-    if not isinstance(summary, Summary):
-        summary = read_summary(summary)
     context = build_post_context(summary, lang, figures if figures is not None else {},
                                  article if article is not None else load_article(), title)
     env = environment(lang, {"fmt": fmt, "code": code, "esc": esc, "josa": josa})

@@ -32,7 +32,7 @@ from embedswap.report.post import FULL_REPORT, render_post
 from embedswap.report.report_data import Headline, ModelRef, ReportJson, read_report_json
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import RatioFigure
-from embedswap.analysis.upgrade import load_summary, read_summary
+from embedswap.analysis.upgrade import load_summary
 
 REPORT_JSON = "report.json"
 
@@ -54,11 +54,8 @@ def draw_figures(summary: Summary, lang: str = "en") -> dict[str, bytes]:
     return out
 
 
-def headline(summary: Summary | dict[str, Any]) -> Headline:
-    """The numbers the index and the console show, copied from the summary (nothing computed). A dict is read as
-    summary.json of any version (upgraded, then validated)."""
-    if not isinstance(summary, Summary):
-        summary = read_summary(summary)
+def headline(summary: Summary) -> Headline:
+    """The numbers the index and the console show, copied from the summary (nothing computed)."""
     candidate = summary.roles.candidate
     comparison = summary.vectors.comparison(candidate)
     lat = summary.latency.of(candidate)

@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 import pandas as pd
 
 from embedswap.summary.model import Summary
-from embedswap.analysis.upgrade import as_summary
 
 
-def capacity_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
+def capacity_table(summary: Summary) -> pd.DataFrame:
     """Capacity at the latency target per server, with its interval over repeats, the knee's bracket, replicas
     for ``latency.traffic``, where it sheds load and why its goodput falls below its throughput; empty when
     ``latency.open_loop`` was not configured."""
-    decided = as_summary(summary).decisions.capacity
+    decided = summary.decisions.capacity
     if decided is None:
         return pd.DataFrame()
     rows = []

@@ -21,7 +21,6 @@ from embedswap.reasons import not_measured
 from embedswap.redact import redact
 from embedswap.summary.sections.ranking import shim_queries
 from embedswap.summary.model import Summary
-from embedswap.analysis.upgrade import as_summary
 
 
 def query_rows(n: int, limit: int, seed: int) -> np.ndarray:
@@ -98,11 +97,11 @@ def _store_failed(capture: dict[str, Any]) -> bool:
                for entry in (capture.get("by_candidate") or {}).values())
 
 
-def index_table(summary: Summary | dict[str, Any]) -> Any:
+def index_table(summary: Summary) -> Any:
     """Step 03's table: per candidate the decision and the figures behind it (from ``decisions.index``)."""
     import pandas as pd
 
-    typed = as_summary(summary)
+    typed = summary
     rows = []
     plan = typed.index.hnsw_plan if typed.index is not None else None
     # the shares HNSW was built and searched at (index.hnsw_shares); a summary without a plan had it at every share

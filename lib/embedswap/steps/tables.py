@@ -1,8 +1,8 @@
 """The tables the notebooks show (pandas): targets, vectors, contract, instruction, latency, parity.
 
-Each reads the typed :class:`~embedswap.summary.model.Summary` (the decisions are already in it); a summary.json
-dict of any version is accepted too and read as the report reads it (:func:`~embedswap.analysis.upgrade.
-read_summary`). Split out of ``embedswap.steps``, which re-exports every function here.
+Each reads the typed :class:`~embedswap.summary.model.Summary` (the decisions are already in it; a summary.json
+of any version is read into it once, by :func:`~embedswap.analysis.upgrade.load_summary`). Split out of
+``embedswap.steps``, which re-exports every function here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import pandas as pd
 from embedswap.report.format import fmt
 from embedswap.steps.context import StepContext, StepError
 from embedswap.summary.model import Summary
-from embedswap.analysis.upgrade import as_summary
 from embedswap.measure.tokens import ensure_tokenizer_counts
 
 
@@ -41,9 +40,9 @@ def require_captures(ctx: StepContext) -> None:
     ensure_tokenizer_counts(ctx.experiment, ctx.workload, ctx.attempt)  # attempts made before it was captured
 
 
-def vector_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
+def vector_table(summary: Summary) -> pd.DataFrame:
     """The article's vector table, one column per server."""
-    vectors = as_summary(summary).vectors
+    vectors = summary.vectors
     rows: dict[str, dict[str, Any]] = {}
     for name, info in vectors.by_target.items():
         if not info.measured:
@@ -65,8 +64,8 @@ def vector_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def contract_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
-    contract = as_summary(summary).contract
+def contract_table(summary: Summary) -> pd.DataFrame:
+    contract = summary.contract
     if not isinstance(contract, list):  # not measured: the section says why
         return pd.DataFrame([{"contract": contract.why}])
     rows = []
@@ -81,9 +80,9 @@ def contract_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("probe")
 
 
-def instruction_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
+def instruction_table(summary: Summary) -> pd.DataFrame:
     """The query instruction three ways per server (applied / ignored / another vector), then /v2/embed."""
-    section = as_summary(summary).instruction
+    section = summary.instruction
     if not section.measured:
         return pd.DataFrame([{"instruction": section.why}])
     rows = [{"server": row.target, "request": row.variant, "status": row.status,
@@ -97,10 +96,10 @@ def instruction_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["server", "request"])
 
 
-def long_input_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
+def long_input_table(summary: Summary) -> pd.DataFrame:
     """Per server, what it did with an input longer than the model takes (refused, truncated, pieces averaged) and
     each hypothesis' cosine to its answer."""
-    section = as_summary(summary).long_input
+    section = summary.long_input
     if section is None or not section.measured:
         return pd.DataFrame([{"long input": section.why if section is not None else "not captured"}])
     rows = []
@@ -114,11 +113,11 @@ def long_input_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
 
 
 # --- 04: latency -------------------------------------------------------------------------------------------------
-def latency_table(summary: Summary | dict[str, Any], section: str = "latency") -> pd.DataFrame:
+def latency_table(summary: Summary, section: str = "latency") -> pd.DataFrame:
     """One row per server with the report's figures (``decisions.shown``: pooled over the repeats when the summary
     has per-request data) and, for a candidate, its one stored ratio to the legacy server as the report prints it
     (``Summary.latency_ratio``); ``section="ablation"`` gives the legacy server against its variants."""
-    typed = as_summary(summary)
+    typed = summary
     part = typed.latency if section == "latency" else typed.ablation
     if not part.by_target:
         return pd.DataFrame([{section: getattr(part, "why", None)}])
@@ -147,11 +146,11 @@ def latency_table(summary: Summary | dict[str, Any], section: str = "latency") -
     return pd.DataFrame(rows).set_index("target").round(1)
 
 
-def parity_table(summary: Summary | dict[str, Any]) -> pd.DataFrame:
+def parity_table(summary: Summary) -> pd.DataFrame:
     """One line per backend and modality; backends that were not measured, and the text+image gate when it was
     not measured, are lines with a note instead of figures. A row's columns are the keys its summary.json row has
     (``exclude_unset``), without the lists a table cannot show."""
-    parity = as_summary(summary).parity
+    parity = summary.parity
     rows: list[dict[str, Any]] = [row.model_dump(by_alias=True, exclude_unset=True, mode="json",
                                                  exclude={"worst", "source"}) for row in parity.rows]
     for missing in parity.not_run:

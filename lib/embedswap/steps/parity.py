@@ -17,7 +17,7 @@ from embedswap.config.experiment import Experiment, resolve_path
 from embedswap.config.sections import ParityBackendSpec
 from embedswap.diagnosis.step import diagnose_row
 from embedswap.models import local_copy, resolve_model_path
-from embedswap.summary.sections.models import another_models
+from embedswap.summary.sections.models import another_models, model_change
 from embedswap.parity.checks import captured_matrix
 from embedswap.parity.multimodal_step import captured_multimodal
 from embedswap.parity.backends import backend_from_spec, measure_backend
@@ -101,8 +101,12 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         config = experiment.targets[name]
         own_path = local_copy(config.model) if name in others else None
         if name in others and own_path is None:
-            other_model.append({"backend": name, **why_fields("parity_no_local_model", name=name,
-                                                              model=config.model or "?")})
+            # the model as configured, else as the server stated it; neither: said so, never named (issue 64)
+            change = model_change(experiment, attempt, ctx.workload, name)
+            why = (why_fields("parity_no_local_model_unstated", name=name)
+                   if change.candidate_model_source == "not_stated" else
+                   why_fields("parity_no_local_model", name=name, model=change.candidate_model or "?"))
+            other_model.append({"backend": name, **why})
             continue
         dtype = getattr(config, "dtype", None) or "engine default"
         device = "remote" if config.kind == "external" else "cpu"

@@ -86,7 +86,7 @@ def handler(behaviour: Behaviour) -> type[JsonHandler]:
             behaviour.requests.append(("GET", self.path, None))
             name = behaviour.model or "embedder"
             if behaviour.shape == "tei" and self.path == "/info":
-                self.answer(200, {"model_id": name, "version": "fake"} if behaviour.states_model else {"version": "fake"})
+                self.answer(200, {"version": "fake", **({"model_id": name} if behaviour.states_model else {})})
             elif behaviour.shape == "ollama" and self.path == "/api/tags":
                 self.answer(200, {"models": [{"name": name, "model": name}] if behaviour.states_model else []})
             elif self.path in (f"{behaviour.prefix}/models", "/health", "/api/tags", "/info"):

@@ -18,7 +18,7 @@ from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.josa import josa
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, pair_claims, parity_claim,
                                           probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
-from embedswap.report.sections.faults import comparable, corrupting, headlines
+from embedswap.report.sections.faults import comparable, conclusion_headlines, corrupting
 from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
@@ -312,7 +312,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
                           else "none" if not vectors_measured else "differ" if any(
             c.vectors == "differ" or (c.vectors is None and c.code == "not_swappable")  # older summaries
             for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
-        "faults": headlines(ctx),
+        "faults": conclusion_headlines(ctx),
         "contract_state": ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
                            "same" if all(g["differ"] == "0" for g in groups) else "differs"),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),

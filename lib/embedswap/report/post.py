@@ -300,6 +300,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
             same["each"] = True
     retry = any(g["retry"] for g in groups)
     changes = change_items(ctx)
+    shapes = [c for c in post.conclusions if c.api_shape]  # decisions.post: candidates speaking another API shape
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
                             "unconfirmed": ctx.label(None)},
@@ -314,7 +315,9 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
             for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
         "faults": conclusion_headlines(ctx),
         "contract_state": ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
-                           "same" if all(g["differ"] == "0" for g in groups) else "differs"),
+                           "differs" if any(g["differ"] != "0" for g in groups) else
+                           "api_shape" if shapes else "same"),  # alike beyond another API shape (issue 64)
+        "shape_lines": ", ".join(f"{code(c.name)} ({code(c.api_shape)})" for c in shapes),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),

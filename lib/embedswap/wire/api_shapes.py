@@ -30,6 +30,10 @@ HEALTH_PATHS = {"openai": "/v1/models", "cohere-v2": "/v1/models", "tei": "/heal
 # route (``data[].id``, read by ``EmbeddingClient.models``), TEI at ``GET /info`` (``model_id``), Ollama at
 # ``GET /api/tags`` (``models[].name``); the echoed ``model`` of an answer is read beside these
 MODEL_ROUTES = {"tei": "/info", "ollama": "/api/tags"}
+# what an answer of each shape cannot carry (issue 64): TEI's ``[[...]]`` has no ``usage``. A candidate of such a
+# shape lacks it against a legacy server whose answers carry it once, as a property of the shape (one client change,
+# analysis.client_changes), not as a difference on every probe (answers.classify)
+ANSWER_LACKS: dict[str, frozenset[str]] = {"tei": frozenset({"usage"})}
 # where each shape takes the inputs
 INPUT_KEYS = {"openai": "input", "cohere-v2": "texts", "tei": "inputs", "ollama": "input"}
 # Cohere's names for the roles of a text

@@ -279,6 +279,15 @@ def _versions(ctx: ReportContext) -> list[dict[str, Any]]:
             for v in ctx.decisions.post.versions]
 
 
+def _contract_state(groups: list[dict[str, Any]], conclusions: list[CandidateConclusion]) -> dict[str, Any]:
+    """The contract sentence's state, and the candidates speaking another API shape than the legacy server
+    (``decisions.post`` ``api_shape``): answers alike beyond the shape are not "same" (issue 64)."""
+    shapes = [c for c in conclusions if c.api_shape]
+    state = ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
+             "differs" if any(g["differ"] != "0" for g in groups) else "api_shape" if shapes else "same")
+    return {"contract_state": state, "shape_lines": ", ".join(f"{code(c.name)} ({code(c.api_shape)})" for c in shapes)}
+
+
 def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], article: Article | None,
                        title: str | None) -> dict[str, Any]:
     ctx = ReportContext(summary, lang, figures, article, None, None, title)
@@ -300,7 +309,6 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
             same["each"] = True
     retry = any(g["retry"] for g in groups)
     changes = change_items(ctx)
-    shapes = [c for c in post.conclusions if c.api_shape]  # decisions.post: candidates speaking another API shape
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
                             "unconfirmed": ctx.label(None)},
@@ -314,10 +322,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
             c.vectors == "differ" or (c.vectors is None and c.code == "not_swappable")  # older summaries
             for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
         "faults": conclusion_headlines(ctx),
-        "contract_state": ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
-                           "differs" if any(g["differ"] != "0" for g in groups) else
-                           "api_shape" if shapes else "same"),  # alike beyond another API shape (issue 64)
-        "shape_lines": ", ".join(f"{code(c.name)} ({code(c.api_shape)})" for c in shapes),
+        **_contract_state(groups, post.conclusions),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),

@@ -54,8 +54,8 @@ CANDIDATE_SIDE_RULES = {"cap_batch"}
 # ``index_order_ok``) or a probe whose did (aspect ``order``): the kit re-sorted them, a client reading data[]
 # positionally would not. Listed last.
 ORDER_RULE = "order_by_index"
-RULE_ORDER = [SHAPE_RULE] + [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES] + [k for k, _ in ASPECT_RULES
-                                                                              if k != ORDER_RULE]
+RULE_ORDER = [SHAPE_RULE, *(k for k, _, _ in CHANGE_RULES), *(k for k, _ in CROSS_RULES),
+              *(k for k, _ in ASPECT_RULES if k != ORDER_RULE)]
 
 
 def _reordered(summary: SummaryBody) -> list[ChangeHit]:

@@ -135,6 +135,14 @@ REASONS: dict[str, str] = {
                              "reference is of another model)",
     "diagnosis_another_model": "'{name}' serves another model ({model}) than the legacy server ({legacy_model}): its "
                                "vectors differ by nature, not by a tokenizer, truncation or pooling of the same model",
+    # issue 64: a server that does not state its model is never named with the experiment's model
+    "parity_no_local_model_unstated": "not measured: '{name}' serves another model, which the server does not state "
+                                      "and its `model` key in experiment.yaml does not name, so there is no local copy "
+                                      "to build its reference from (the fp32 reference is of another model)",
+    "diagnosis_another_model_unstated": "'{name}' serves another model than the legacy server ({legacy_model}), one "
+                                        "the server does not state and its `model` key in experiment.yaml does not "
+                                        "name: its vectors differ by nature, not by a tokenizer, truncation or "
+                                        "pooling of the same model",
     # the parts of detail_both_200_but's {differences}, joined by "; "
     "difference_n_vectors": "{legacy} vs {candidate} vectors",
     "difference_dimensions": "{legacy} vs {candidate} dimensions",

@@ -17,7 +17,8 @@ from embedswap.report.catalogue import LANGUAGES, catalogue, fill
 TABLES = ("post.contract_conclusions", "post.vectors_conclusions", "post.closings")
 CONTEXT = {"groups": [{"cosine": "1.0000", "threshold": "0.999"}], "g": {"label": "`same`", "shim_left": False},
            "contract_lines": [{"label": "`same`", "compared": "20", "differ": "3", "each": False}],
-           "models_conclusion": "`other` serves another model.", "index_choice": "`other` re-embed"}
+           "models_conclusion": "`other` serves another model.", "index_choice": "`other` re-embed",
+           "shape_lines": "`other` (`tei`)"}
 
 
 def _rendered(lang: str, table: str, code: str) -> str:

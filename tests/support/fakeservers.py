@@ -37,12 +37,15 @@ class Behaviour:
     prefix of the OpenAI routes ("/v1" or ""); ``model``: the model name echoed (None: the one asked for);
     ``ignore_encoding``: floats whatever ``encoding_format`` asks; ``error_200``: inputs (exact texts) answered
     200 with an error object and no data, as a hosted service answers an empty string; ``service_ms``: a seeded
-    lognormal sleep (sigma 0.1) around it per embeddings request, a server of known speed (``seed``)."""
+    lognormal sleep (sigma 0.1) around it per embeddings request, a server of known speed (``seed``);
+    ``states_model``: a TEI or Ollama server states its model (``model``, else "embedder") on its own shape's route
+    (TEI ``/info`` ``model_id``, Ollama ``/api/tags``), as the real ones do; False: it states none."""
 
     def __init__(self, *, scale: float = 1.0, slice_renormalise: bool = True, usage: str | None = "words",
                  reverse: bool = False, shape: str = "openai", prefix: str = "/v1", model: str | None = None,
                  ignore_encoding: bool = True, error_200: tuple[str, ...] = (), service_ms: float = 0.0,
-                 seed: int = 0) -> None:
+                 seed: int = 0, states_model: bool = True) -> None:
+        self.states_model = states_model
         self.scale, self.slice_renormalise, self.usage = scale, slice_renormalise, usage
         self.model, self.ignore_encoding, self.error_200 = model, ignore_encoding, error_200
         self.reverse, self.shape, self.prefix = reverse, shape, prefix
@@ -81,7 +84,12 @@ def handler(behaviour: Behaviour) -> type[JsonHandler]:
     class Handler(JsonHandler):
         def do_GET(self) -> None:  # noqa: N802
             behaviour.requests.append(("GET", self.path, None))
-            if self.path in (f"{behaviour.prefix}/models", "/health", "/api/tags", "/info"):
+            name = behaviour.model or "embedder"
+            if behaviour.shape == "tei" and self.path == "/info":
+                self.answer(200, {"version": "fake", **({"model_id": name} if behaviour.states_model else {})})
+            elif behaviour.shape == "ollama" and self.path == "/api/tags":
+                self.answer(200, {"models": [{"name": name, "model": name}] if behaviour.states_model else []})
+            elif self.path in (f"{behaviour.prefix}/models", "/health", "/api/tags", "/info"):
                 self.answer(200, {"object": "list", "data": [{"id": "embedder", "object": "model"}]})
             else:
                 self.answer(404, {"error": "not found"})

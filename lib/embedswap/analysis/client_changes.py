@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from embedswap.analysis.common import failed_status, roles, shim_rows, shimmed, verdict_of
+from embedswap.analysis.common import api_shape, failed_status, roles, shim_rows, shimmed, verdict_of
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import ChangeHit, ClientChange, ShimLeft, ShimStatus
 from embedswap.summary.types_sections import ShimRow
@@ -45,14 +45,17 @@ ASPECT_RULES: list[tuple[str, str]] = [("renormalise", "length"), ("count_tokens
 # that input right and counting tokens client-side fixes nothing (issue 63: "count it in the client" where usage
 # was present and equal to the tokenizer's count).
 ASPECT_UNLESS = {"count_tokens": "direction"}
+# A property of the candidate's API shape (issue 64): TEI's answer carries no usage. One change for the shape,
+# stated once with the probes it touched, where the per-probe verdicts leave it uncompared (ProbeReading.shape)
+SHAPE_RULE = "shape_usage"
 # Rules that apply only when the candidate is the side that failed (status other than 200).
 CANDIDATE_SIDE_RULES = {"cap_batch"}
 # A candidate whose workload answers came back with data[] out of `index` order (the vectors section's
 # ``index_order_ok``) or a probe whose did (aspect ``order``): the kit re-sorted them, a client reading data[]
 # positionally would not. Listed last.
 ORDER_RULE = "order_by_index"
-RULE_ORDER = [k for k, _, _ in CHANGE_RULES] + [k for k, _ in CROSS_RULES] + [k for k, _ in ASPECT_RULES
-                                                                              if k != ORDER_RULE]
+RULE_ORDER = [SHAPE_RULE, *(k for k, _, _ in CHANGE_RULES), *(k for k, _ in CROSS_RULES),
+              *(k for k, _ in ASPECT_RULES if k != ORDER_RULE)]
 
 
 def _reordered(summary: SummaryBody) -> list[ChangeHit]:
@@ -103,6 +106,8 @@ def _hits(contract: list[ProbeRow]) -> dict[str, list[ChangeHit]]:
             for key, aspect in ASPECT_RULES:
                 if aspect in verdict.aspects and ASPECT_UNLESS.get(key) not in verdict.aspects:
                     found.setdefault(key, []).append(hit)
+            if "usage" in verdict.shape:
+                found.setdefault(SHAPE_RULE, []).append(hit)
     return found
 
 
@@ -164,6 +169,8 @@ def client_changes(summary: SummaryBody) -> list[ClientChange]:
                                           shim=_through_shim(summary, mine)))
             continue
         params = {"batch": batch, "limit_tokens": legacy_tokens.get("over_long_input") if key == "truncate" else None}
+        if key == SHAPE_RULE:  # the shapes that lack it, as configured (targets.<name>.api_shape)
+            params = {"shape": ", ".join(dict.fromkeys(api_shape(summary, h.candidate) or "?" for h in hits))}
         items.append(ClientChange(rule=key, probes=hits, params=params, shim=_through_shim(summary, hits)))
     reordered = _reordered(summary) + found.get(ORDER_RULE, [])
     if reordered:  # the shim re-sorts by index (client.parse_response); not probed as a separate row

@@ -46,3 +46,10 @@ def shimmed(summary: SummaryBody) -> list[str]:
     """Candidates probed through the shim (they have verdicts through it)."""
     rows = shim_rows(summary)
     return [n for n in roles(summary)[1] if any(verdict_of(r, "verdicts", n) for r in rows)]
+
+
+def api_shape(summary: SummaryBody, name: str) -> str | None:
+    """The API shape a server was configured to speak (``targets.<name>.api_shape``; the kit's own servers and
+    summaries from before the key speak OpenAI's), None for a server the summary does not hold."""
+    target = summary.targets.get(name)
+    return str(getattr(target.config, "api_shape", None) or "openai") if target is not None else None

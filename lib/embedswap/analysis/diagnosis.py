@@ -40,7 +40,11 @@ def _another_model(summary: SummaryBody, name: str) -> DiagnosisDecision:
     change = found.model if found is not None else None
     params = {"name": name, "model": (change.candidate_model if change else None) or "?",
               "legacy_model": (change.legacy_model if change else None) or "?"}
-    code = "diagnosis_another_model"
+    # a model the server did not state and the configuration does not name is said so, never named (issue 64)
+    unstated = change is not None and change.candidate_model_source == "not_stated"
+    code = "diagnosis_another_model_unstated" if unstated else "diagnosis_another_model"
+    if unstated:
+        params.pop("model")
     return DiagnosisDecision(code=code, codes=[code], step="vectors",
                              reasons=[Finding(code=code, params=params, why=explain(code, **params))])
 

@@ -14,7 +14,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from embedswap.analysis.common import is_measured, roles, shim_rows
+from embedswap.analysis.common import api_shape, is_measured, roles, shim_rows
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import LatencyDecisions, PointIntervals, RankingDecision
 from embedswap.summary.types_post import (CandidateConclusion, CandidateGroup, PostDecision, ProbeAnswer, Separator,
@@ -93,18 +93,20 @@ def _conclusion(summary: SummaryBody, legacy: str, name: str, ranking: RankingDe
     decided = ranking.of(name) if ranking is not None else None
     reindex = decided is not None and decided.decision == "reindex"
     vectors = vectors_verdict(summary, legacy, name, cosine, threshold)
+    theirs, shape = api_shape(summary, legacy), api_shape(summary, name)
+    shape = shape if shape is not None and theirs is not None and shape != theirs else None
     if not compared and cosine is None and vectors != "another_model":
         code = "not_measured"
     elif vectors == "another_model":
         code = "another_model"
     elif vectors == "differ" or reindex:
         code = "not_swappable"
-    elif differ == 0:
+    elif differ == 0 and shape is None:  # another API shape is a client change however alike the answers
         code = "drop_in"
     else:
         code = "client_changes"
     return CandidateConclusion(name=name, code=code, compared=compared, differ=differ, **lists, cosine_min=cosine,
-                               threshold=threshold, vectors=vectors, answers=answers)
+                               threshold=threshold, vectors=vectors, answers=answers, api_shape=shape)
 
 
 def _gate(summary: SummaryBody, name: str) -> bool | None:

@@ -48,6 +48,9 @@ class Classified:
     # departures from the request both servers share (encoding_asked, model_asked, ...): a note about both, never a
     # difference (DESIGN "A comparison has two sides")
     shared: list[str] = field(default_factory=list)
+    # what the candidate's API shape cannot carry and the legacy answer had (``usage`` for TEI): left uncompared
+    # here, stated once as a client change (issue 64)
+    shape: list[str] = field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
         """The verdict as the summary stores it (``detail_reason`` beside the English ``detail``)."""
@@ -56,6 +59,8 @@ class Classified:
             out["detail_reason"] = self.reason
         if self.shared:
             out["shared"] = self.shared
+        if self.shape:
+            out["shape"] = self.shape
         return out
 
 
@@ -153,7 +158,8 @@ def _usage_difference(legacy: dict[str, Any], candidate: dict[str, Any]) -> dict
 
 
 def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float = 0.999,
-             against_request: bool = True, read_against: ReadAgainst = "legacy") -> Classified:
+             against_request: bool = True, read_against: ReadAgainst = "legacy",
+             shape_lacks: frozenset[str] = frozenset()) -> Classified:
     """Compare one probe's answers. Each side: status, error, encoding, dim, n_vectors, prompt_tokens, vector
     (and optionally model, index_order_ok, tokenizer_tokens). The verdict is the worst aspect's: a vector
     difference (direction, length, dimension, count, order) is silent-divergence; usage or model alone is
@@ -164,7 +170,9 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     ``read_against``, the candidate's plan (summary.types_plan): ``own`` where it serves another model, so its
     vectors' direction and length, its token counts and its echoed model cannot match the legacy server's; an answer
     that differs in those only is ``another-model`` (statuses, counts, dimensions and the request checks are still
-    compared)."""
+    compared).
+    ``shape_lacks``: what the candidate's API shape cannot carry (``api_shapes.ANSWER_LACKS``); an answer without
+    it is not a difference, and the verdict lists it in ``shape``."""
     if legacy.get("not_applicable") or candidate.get("not_applicable"):
         side = legacy if legacy.get("not_applicable") else candidate
         return _verdict("not-applicable", "detail_not_applicable", shape=side.get("api_shape") or "?",
@@ -175,7 +183,9 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     if intermittent is not None:  # identical requests answered otherwise: no comparison says anything systematic
         return intermittent
     legacy, candidate = representative(legacy, same_threshold), representative(candidate, same_threshold)
-    found = _classify(legacy, candidate, same_threshold, against_request)
+    found = _classify(legacy, candidate, same_threshold, against_request, shape_lacks)
+    if legacy.get("status") == candidate.get("status") == 200 and _shape_lacks_usage(legacy, candidate, shape_lacks):
+        found.shape = ["usage"]
     if read_against == "own" and found.verdict in ("silent-divergence", "metadata-difference") \
             and set(found.aspects) <= MODEL_ASPECTS:
         found = _verdict("another-model", "detail_another_model", found.cosine, found.aspects)
@@ -184,6 +194,12 @@ def classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: 
     if both_vary:  # both answer identical requests otherwise among themselves: a note about both
         found.shared.append("repeats")
     return found
+
+
+def _shape_lacks_usage(legacy: dict[str, Any], candidate: dict[str, Any], shape_lacks: frozenset[str]) -> bool:
+    """The legacy answer counted tokens and the candidate's shape has no field for them (TEI)."""
+    return ("usage" in shape_lacks and candidate.get("prompt_tokens") is None
+            and legacy.get("prompt_tokens") is not None)
 
 
 def departures(record: dict[str, Any]) -> list[str]:
@@ -202,7 +218,7 @@ def shared_departures(legacy: dict[str, Any], candidate: dict[str, Any]) -> list
 
 
 def _classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold: float,
-              against_request: bool) -> Classified:
+              against_request: bool, shape_lacks: frozenset[str] = frozenset()) -> Classified:
     """The verdict on two representative answers; a departure from the request counts only where the legacy
     server's answer to the same request does not depart the same way."""
     legacy_broken = check_broken(legacy) if against_request else None
@@ -235,7 +251,8 @@ def _classify(legacy: dict[str, Any], candidate: dict[str, Any], same_threshold:
         else:
             candidate_metadata.append((aspect, why))
     metadata: list[dict[str, Any]] = []
-    usage = _usage_difference(legacy, candidate)
+    # usage the candidate's shape cannot carry: the shape's property, stated once (Classified.shape)
+    usage = None if _shape_lacks_usage(legacy, candidate, shape_lacks) else _usage_difference(legacy, candidate)
     if usage is not None:
         metadata.append(usage)
         aspects.append("usage")

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from embedswap.wire.api_shapes import request_body
+from embedswap.wire.api_shapes import MODEL_ROUTES, request_body, stated_models
 from embedswap.wire.client import EmbeddingClient
 
 VERSION_ROUTES = ("/version", "/info", "/props")
@@ -65,6 +65,24 @@ def _openapi_info(client: EmbeddingClient) -> dict[str, str] | None:
     return None if not said or said.items() <= OPENAPI_DEFAULTS.items() else said
 
 
+def served_models(client: EmbeddingClient) -> list[str] | None:
+    """The models the server lists on its own shape's route (``api_shapes.MODEL_ROUTES``: TEI ``/info``, Ollama
+    ``/api/tags``; OpenAI-style servers their models route), None where it has none or was not asked (a target
+    whose server has no GET routes: ``models_path`` None)."""
+    if client.models_path is None:
+        return None
+    route = MODEL_ROUTES.get(client.api_shape)
+    try:
+        if route is None:
+            return client.models()
+        response = client.raw("GET", route, timeout_s=TIMEOUT_S)
+        if response.status_code != 200:
+            return None
+        return stated_models(client.api_shape, response.json()) or None
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, RuntimeError):
+        return None
+
+
 def server_identity(client: EmbeddingClient, text: str, get_routes: bool = True) -> dict[str, Any]:
     """What the server says about itself while it answers ``text`` (one embeddings request, the models route and
     the version routes). ``get_routes`` false (a target with ``health_check: false``, whose server has no GET
@@ -72,10 +90,7 @@ def server_identity(client: EmbeddingClient, text: str, get_routes: bool = True)
     # models_path and status say how it was asked and whether the embeddings request was answered (not identity)
     out: dict[str, Any] = {"served_models": None, "model": None, "system_fingerprint": None, "headers": {},
                            "routes": {}, "models_path": client.models_path, "status": None}
-    try:
-        out["served_models"] = client.models() if client.models_path is not None else None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, RuntimeError):
-        pass
+    out["served_models"] = served_models(client)
     body = json.dumps(request_body(client.api_shape, client.model, [text]), ensure_ascii=False).encode()
     try:
         response = client.raw("POST", client.embeddings_path, content=body)

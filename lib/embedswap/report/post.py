@@ -18,7 +18,7 @@ from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.josa import josa
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, pair_claims, parity_claim,
                                           probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
-from embedswap.report.sections.faults import comparable, corrupting, headlines
+from embedswap.report.sections.faults import comparable, conclusion_headlines, corrupting
 from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
@@ -278,6 +278,15 @@ def _versions(ctx: ReportContext) -> list[dict[str, Any]]:
             for v in ctx.decisions.post.versions]
 
 
+def _contract_state(groups: list[dict[str, Any]], conclusions: list[CandidateConclusion]) -> dict[str, Any]:
+    """The contract sentence's state, and the candidates speaking another API shape than the legacy server
+    (``decisions.post`` ``api_shape``): answers alike beyond the shape are not "same" (issue 64)."""
+    shapes = [c for c in conclusions if c.api_shape]
+    state = ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
+             "differs" if any(g["differ"] != "0" for g in groups) else "api_shape" if shapes else "same")
+    return {"contract_state": state, "shape_lines": ", ".join(f"{code(c.name)} ({code(c.api_shape)})" for c in shapes)}
+
+
 def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], article: Article | None,
                        title: str | None) -> dict[str, Any]:
     ctx = ReportContext(summary, lang, figures, article, None, None, title)
@@ -311,9 +320,8 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
                           else "none" if not vectors_measured else "differ" if any(
             c.vectors == "differ" or (c.vectors is None and c.code == "not_swappable")  # older summaries
             for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
-        "faults": headlines(ctx),
-        "contract_state": ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
-                           "same" if all(g["differ"] == "0" for g in groups) else "differs"),
+        "faults": conclusion_headlines(ctx),
+        **_contract_state(groups, post.conclusions),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),

@@ -90,7 +90,8 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
     not_run = []
     # a server of another model (issue 57) is gated against its own model's fp32 reference where a local copy
     # exists, and not measured otherwise: never failed against the experiment's model
-    others = plan_of_attempt(experiment, attempt, ctx.workload).others()
+    plan = plan_of_attempt(experiment, attempt, ctx.workload)
+    others = plan.others()
     other_model = []
     for name in experiment.target_order():
         if name in not_asked:
@@ -101,8 +102,12 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         config = experiment.targets[name]
         own_path = local_copy(config.model) if name in others else None
         if name in others and own_path is None:
-            other_model.append({"backend": name, **why_fields("parity_no_local_model", name=name,
-                                                              model=config.model or "?")})
+            # the model as configured, else as the server stated it; neither: said so, never named (issue 64)
+            change = plan.by_candidate[name].model
+            why = (why_fields("parity_no_local_model_unstated", name=name)
+                   if change.candidate_model_source == "not_stated" else
+                   why_fields("parity_no_local_model", name=name, model=change.candidate_model or "?"))
+            other_model.append({"backend": name, **why})
             continue
         dtype = getattr(config, "dtype", None) or "engine default"
         device = "remote" if config.kind == "external" else "cpu"

@@ -29,6 +29,9 @@ class FaultEvent(Strict):
     path: str | None = None  # the route it was sent to
     retried: list[int] = []  # statuses of the answers to the sends retried after a stale connection (0: none)
     others: list[int] = []  # statuses the probe's other sends got
+    # every send of the probe (and every send once more) got no answer: how the server answers that request, the
+    # probe's own verdict, counted in no transport rate (issue 64)
+    every_send: bool = False
 
 
 class TargetFaults(Strict):

@@ -13,6 +13,9 @@ from embedswap.summary.types_common import Number, Section, Strict
 # beside them and decides nothing (one model served by another engine can count otherwise in one language)
 EvidenceKind = Literal["configured", "stated", "cosine", "dimensions", "tokenizer"]
 ModelCode = Literal["same_model", "another_model", "undetermined"]
+# where a candidate's model name was read (issue 64): its configuration (``targets.<name>.model``, or the spec the
+# kit loads into a server it starts), what the server stated, or neither
+ModelSource = Literal["configured", "stated", "not_stated"]
 
 
 class ModelEvidence(Strict):
@@ -32,7 +35,8 @@ class ModelChange(Section):
     """One candidate: does it serve the legacy server's model, and why the kit says so."""
     code: ModelCode = "undetermined"
     legacy_model: str | None = None  # the model the legacy server serves (its target's ``model`` or the experiment's)
-    candidate_model: str | None = None  # as configured, else as the server states it
+    candidate_model: str | None = None  # as configured, else as the server states it; None: neither says
+    candidate_model_source: ModelSource | None = None  # None: a summary from before issue 64
     local_copy: bool = False  # the candidate's model has weights on this machine (a parity reference is possible)
     evidence: list[ModelEvidence] = []
 

@@ -93,6 +93,9 @@ class CandidateConclusion(Strict):
     # the vectors reads (None: a summary from before it)
     vectors: VectorsCode | None = None
     answers: list[ProbeAnswer] = []
+    # the candidate's API shape where it is not the legacy server's (issue 64): the client changes with it, so it
+    # is never a drop-in; ``differ`` counts the differences beyond the shape
+    api_shape: str | None = None
 
 
 class VersionRow(Strict):

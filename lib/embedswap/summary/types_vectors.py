@@ -142,6 +142,9 @@ class ProbeReading(Strict):
     detail_reason: Reason | None = None
     # departures from the request both servers show (request_checks aspects): a note about both, not a difference
     shared: list[str] = []
+    # what the candidate's API shape cannot carry and the legacy answer had (``usage`` for TEI; issue 64): not a
+    # difference of this probe, one client change for the shape (analysis.client_changes ``shape_usage``)
+    shape: list[str] = []
     # the legacy answer it was read against: None = the legacy server's answer to the same request; a probe name =
     # its answer to that probe (the legacy server does not serve this probe's route and the candidate does)
     baseline: str | None = None

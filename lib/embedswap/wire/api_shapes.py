@@ -26,6 +26,14 @@ SHAPES: tuple[str, ...] = ("openai", "cohere-v2", "tei", "ollama")
 EMBEDDINGS_PATHS = {"openai": "/v1/embeddings", "cohere-v2": "/v2/embed", "tei": "/embed", "ollama": "/api/embed"}
 # the route that says the server is up (a GET answering 200)
 HEALTH_PATHS = {"openai": "/v1/models", "cohere-v2": "/v1/models", "tei": "/health", "ollama": "/api/tags"}
+# where a server of each shape states the model it serves (issue 64): OpenAI-style servers list it at their models
+# route (``data[].id``, read by ``EmbeddingClient.models``), TEI at ``GET /info`` (``model_id``), Ollama at
+# ``GET /api/tags`` (``models[].name``); the echoed ``model`` of an answer is read beside these
+MODEL_ROUTES = {"tei": "/info", "ollama": "/api/tags"}
+# what an answer of each shape cannot carry (issue 64): TEI's ``[[...]]`` has no ``usage``. A candidate of such a
+# shape lacks it against a legacy server whose answers carry it once, as a property of the shape (one client change,
+# analysis.client_changes), not as a difference on every probe (answers.classify)
+ANSWER_LACKS: dict[str, frozenset[str]] = {"tei": frozenset({"usage"})}
 # where each shape takes the inputs
 INPUT_KEYS = {"openai": "input", "cohere-v2": "texts", "tei": "inputs", "ollama": "input"}
 # Cohere's names for the roles of a text
@@ -109,3 +117,16 @@ def shaped_request(spec: Any, raw: bytes, body: dict[str, Any] | None, shape: st
     except NotApplicable as exc:
         return b"", "", exc.field
     return json.dumps(shaped, ensure_ascii=False).encode(), embeddings_path, None
+
+
+def stated_models(shape: str, answer: Any) -> list[str]:
+    """The model names a ``GET MODEL_ROUTES[shape]`` answer states (empty where it states none)."""
+    if not isinstance(answer, dict):
+        return []
+    if shape == "tei":
+        found = [answer.get("model_id")]
+    elif shape == "ollama":
+        found = [m.get("name") or m.get("model") for m in answer.get("models") or [] if isinstance(m, dict)]
+    else:
+        found = [m.get("id") for m in answer.get("data") or [] if isinstance(m, dict)]
+    return [str(name) for name in found if isinstance(name, str) and name.strip()]

@@ -62,7 +62,8 @@ def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
             limit = ""
             if key == "truncate" and params.get("limit_tokens"):
                 limit = fill(terms["truncate_limit"], n=fmt(params["limit_tokens"], "int"))
-            text = fill(terms[key], limit=limit, batch=params.get("batch"), aspects=_change_aspects(ctx, change))
+            text = fill(terms[key], limit=limit, batch=params.get("batch"), aspects=_change_aspects(ctx, change),
+                        shape=code(params.get("shape") or "?"))
         shim = change.shim
         if not shim.probed:
             shim_text = None

@@ -54,7 +54,7 @@ def _event(ctx: ReportContext, event: FaultEvent) -> dict[str, Any]:
             "sends": fmt(event.sends, "int"), "probe": code(event.probe) if event.probe else None,
             "path": code(event.path) if event.path else None, "part": ctx.terms["fault_parts"][event.part],
             "retried": _statuses(event.retried, ctx) if event.retried else None,
-            "others": _statuses(event.others, ctx) if event.others else None}
+            "others": _statuses(event.others, ctx) if event.others else None, "every_send": event.every_send}
 
 
 def headlines(ctx: ReportContext) -> list[dict[str, Any]]:
@@ -77,6 +77,15 @@ def headlines(ctx: ReportContext) -> list[dict[str, Any]]:
                     "corrupting": name in corrupting(ctx), "code": _code(ctx, name, entry), "margin": margin,
                     "events": [_event(ctx, e) for e in entry.events]})
     return out
+
+
+def conclusion_headlines(ctx: ReportContext) -> list[dict[str, Any]]:
+    """The post's conclusion keeps the servers whose faults were decided to be a finding (``decisions.faults`` code
+    other than ``none``), each with its intermittent events only: a stale connection a client's retry closed is a
+    non-finding, and a probe that got no answer on every send is its own verdict, both worded in the full report
+    (issues 63, 64)."""
+    return [{**f, "events": [e for e in f["events"] if not e["every_send"]]} for f in headlines(ctx)
+            if f["code"] != "none"]
 
 
 def table(ctx: ReportContext) -> str | None:

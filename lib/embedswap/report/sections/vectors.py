@@ -115,8 +115,11 @@ def another_model_entries(ctx: ReportContext) -> list[dict[str, Any]]:
         change = found.model
         said = [e for e in change.evidence if e.says_another]
         cosine = next((e for e in change.evidence if e.kind == "cosine"), None)
+        # a model neither stated nor configured is said so, never named (issue 64)
+        model = (fill(ctx.terms["models"]["not_stated"], name=name) if change.candidate_model_source == "not_stated"
+                 else code(change.candidate_model or MISSING))
         entry = {
-            "name": code(name), "model": code(change.candidate_model or MISSING),
+            "name": code(name), "model": model,
             "legacy_model": code(change.legacy_model or MISSING),
             "evidence": ctx.terms["models"]["list_sep"].join(fill(words[e.kind], legacy=esc(e.legacy or MISSING),
                                                         candidate=esc(e.candidate or MISSING)) for e in said),

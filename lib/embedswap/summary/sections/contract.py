@@ -14,6 +14,12 @@ from embedswap.answers.classify import classify, departures
 from embedswap.answers.repeats import representative, spread
 from embedswap.reasons import explain, not_measured, reason
 from embedswap.stats.vectors import pair_cosine
+from embedswap.wire.api_shapes import ANSWER_LACKS
+
+
+def api_shape(experiment: Experiment, name: str) -> str:
+    """The API shape a target speaks (only an external target names one; the kit's servers speak OpenAI's)."""
+    return str(getattr(experiment.targets[name], "api_shape", "openai"))
 
 
 def _probe_side(record: dict[str, Any] | None, threshold: float) -> dict[str, Any]:
@@ -142,7 +148,8 @@ def contract_section(experiment: Experiment, attempt: Attempt, plan: Plan | None
                 row["verdicts"][name] = {"verdict": None, "detail": "not measured on both servers", "cosine": None}
             else:
                 read_against = plan.probes_against(name)
-                found = {**classify(legacy, candidate, threshold, read_against=read_against).record(),
+                found = {**classify(legacy, candidate, threshold, read_against=read_against,
+                                    shape_lacks=ANSWER_LACKS.get(api_shape(experiment, name), frozenset())).record(),
                          **({"baseline": against} if against else {})}
                 if read_against == "own" and against is None:
                     found = _within_verdict(found, within_server(probe, legacy, candidate, probes.get("plain", {}),

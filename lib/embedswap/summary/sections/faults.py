@@ -5,8 +5,9 @@ Counted over the requests that are well-formed by construction: the workload's b
 runs, and the probes. A probe's 4xx or 5xx to a request built to be refused is the probe's verdict, not a fault:
 it counts as an answer (the transport delivered it) and never as unusable. A request sent once more after a stale
 keep-alive connection (``stale_retry`` on its record) counts once, by its second answer, which is what a client
-sees; the first try is kept as an event. The decision on these figures is ``decisions.faults``
-(analysis.faults).
+sees; the first try is kept as an event. A probe that got no answer on any send (:func:`never_answered`) is that
+probe's verdict too, not a transport fault: kept as an event (``every_send``), counted in no part. The decision on
+these figures is ``decisions.faults`` (analysis.faults).
 """
 
 from __future__ import annotations
@@ -23,8 +24,21 @@ PARTS = {"workload": ("workload_requests.jsonl",), "queries": ("query_requests.j
 EVENTS_KEPT = 20  # a server that drops many requests is told by its rates; the first events name what happened
 
 
+# a probe whose every try got no answer is told from an intermittent drop only where it was tried more than once
+DETERMINISTIC_MIN_TRIES = 2
+
+
 def _answers(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [record, *(record.get("repeats") or [])]
+
+
+def never_answered(record: dict[str, Any]) -> bool:
+    """A probe whose every send, and every send once more after a stale connection, got no answer (issue 64): how
+    the server answers that request (the empty string dropped each time), so the probe's own verdict names it; it
+    is no transport fault and counts in no rate."""
+    answers = _answers(record)
+    tries = len(answers) + sum(1 for a in answers if a.get("stale_retry"))
+    return tries >= DETERMINISTIC_MIN_TRIES and not any(a.get("status") for a in answers)
 
 
 def _records(attempt: Attempt, name: str, part: str, usual: int | None = None) -> list[dict[str, Any]]:
@@ -39,7 +53,7 @@ def _records(attempt: Attempt, name: str, part: str, usual: int | None = None) -
             if part != "probes":
                 out.append(record)
                 continue
-            if record.get("not_applicable"):
+            if record.get("not_applicable") or never_answered(record):
                 continue
             asked = isinstance(record.get("sent"), dict) and "dimensions" in record["sent"]
             for answer in _answers(record):
@@ -68,16 +82,20 @@ def _events(attempt: Attempt, name: str) -> list[dict[str, Any]]:
                 if part != "probes" or record.get("not_applicable"):
                     stale += [a.get("status") or 0 for a in answers if a.get("stale_retry")]
                     continue
-                lost = Counter(k for a in answers for k in [
-                    *(["stale_connection"] if a.get("stale_retry") else []),
-                    *([fault_kind(a.get("status"), a.get("error"))] if not a.get("status") else [])]
-                    if k in TRANSPORT)
-                for kind, count in lost.items():
-                    out.append({"part": part, "kind": kind, "count": count, "sends": len(answers),
-                                "probe": record.get("probe"), "path": record.get("sent_path") or record.get("path"),
-                                "retried": [a.get("status") or 0 for a in answers if a.get("stale_retry")],
-                                "others": sorted({a.get("status") or 0 for a in answers
-                                                  if a.get("status") and not a.get("stale_retry")})})
+                # one event per probe (one sentence): the sends that met a fault, named by the kind of the answers
+                # that never came, else by the stale connection their first try met
+                hit = [a for a in answers if a.get("stale_retry") or not a.get("status")]
+                if not hit:
+                    continue
+                kinds = [k for a in hit if not a.get("status")
+                         and (k := fault_kind(a.get("status"), a.get("error"))) in TRANSPORT]
+                out.append({"part": part, "kind": Counter(kinds).most_common(1)[0][0] if kinds else "stale_connection",
+                            "count": len(hit), "sends": len(answers), "probe": record.get("probe"),
+                            "path": record.get("sent_path") or record.get("path"),
+                            "retried": [a.get("status") or 0 for a in answers if a.get("stale_retry")],
+                            "others": sorted({a.get("status") or 0 for a in answers
+                                              if a.get("status") and not a.get("stale_retry")}),
+                            **({"every_send": True} if never_answered(record) else {})})
         if stale:
             out.append({"part": part, "kind": "stale_connection", "count": len(stale), "retried": sorted(set(stale))})
     return out[:EVENTS_KEPT]

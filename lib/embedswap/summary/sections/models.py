@@ -32,7 +32,7 @@ from embedswap.measure.server_tokens import CAPTURE as TOKENS_FILE  # each docum
 from embedswap.measure.workload import Workload
 from embedswap.models import local_copy
 from embedswap.stats.vectors import rowwise_cosine
-from embedswap.summary.types_models import ModelChange, ModelEvidence
+from embedswap.summary.types_models import ModelChange, ModelEvidence, ModelSource
 
 
 def configured_model(experiment: Experiment, name: str) -> str:
@@ -66,7 +66,21 @@ def _stated(attempt: Attempt, name: str) -> set[str]:
         return set()
     identity = attempt.read_json(f"{name}/target.json").get("identity") or {}
     names = list(identity.get("served_models") or []) + ([identity["model"]] if identity.get("model") else [])
+    info = (identity.get("routes") or {}).get("/info")  # TEI states it there (captures from before issue 64 too)
+    if isinstance(info, dict) and info.get("model_id"):
+        names.append(info["model_id"])
     return {_plain(n) for n in names if n}
+
+
+def _candidate_model(experiment: Experiment, name: str, stated: set[str]) -> tuple[str | None, ModelSource]:
+    """The candidate's model and where it was read: its ``targets.<name>.model``, the spec the kit loads into a
+    server it starts, else the names the server stated; otherwise none (issue 64: the experiment's model is the
+    legacy server's, never a name for a server that did not say what it serves)."""
+    if experiment.targets[name].model or _loads(experiment, name):
+        return configured_model(experiment, name), "configured"
+    if stated:
+        return ", ".join(sorted(stated)), "stated"
+    return None, "not_stated"
 
 
 def _vectors(attempt: Attempt, name: str) -> np.ndarray | None:
@@ -118,12 +132,15 @@ def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, n
     """One candidate's model against the legacy server's, from the evidence (see the module doc)."""
     legacy = experiment.legacy
     evidence: list[ModelEvidence] = []
-    legacy_model, candidate_model = configured_model(experiment, legacy), configured_model(experiment, name)
-    if experiment.targets[name].model or experiment.targets[legacy].model or (
-            _loads(experiment, name) and _loads(experiment, legacy)):
+    legacy_model = configured_model(experiment, legacy)
+    stated = _stated(attempt, name)
+    candidate_model, source = _candidate_model(experiment, name, stated)
+    # the configuration decides where it names the candidate's model (an external server without ``model`` is not
+    # configured by the legacy server's ``model``: issue 64)
+    if source == "configured" and (experiment.targets[name].model or experiment.targets[legacy].model
+                                   or _loads(experiment, legacy)):
         evidence.append(ModelEvidence(kind="configured", legacy=legacy_model, candidate=candidate_model,
                                       says_another=not (_names(experiment, name) & _names(experiment, legacy))))
-    stated = _stated(attempt, name)
     if stated:
         theirs = _stated(attempt, legacy) or _names(experiment, legacy)
         evidence.append(ModelEvidence(kind="stated", legacy=", ".join(sorted(theirs)), candidate=", ".join(sorted(stated)),
@@ -147,7 +164,6 @@ def model_change(experiment: Experiment, attempt: Attempt, workload: Workload, n
         code = "same_model"
     else:
         code = "undetermined"
-    if code == "another_model" and not experiment.targets[name].model and stated:
-        candidate_model = ", ".join(sorted(stated))  # not configured: the name the server states
     return ModelChange(measured=bool(evidence), code=code, legacy_model=legacy_model, candidate_model=candidate_model,
+                       candidate_model_source=source,
                        local_copy=local_copy(experiment.targets[name].model) is not None, evidence=evidence)

@@ -17,6 +17,7 @@ from embedswap.config import load_experiment
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
 from embedswap.summary.sections.faults import faults_section
+from typed_summary import as_typed
 
 DROPPED = "RemoteProtocolError: Server disconnected without sending a response."
 LOST = {"status": 0, "error": DROPPED}
@@ -81,7 +82,7 @@ def _conclusion(post: str) -> str:
 def test_the_conclusion_leaves_a_non_finding_and_a_probe_s_own_finding_to_the_report(
         complete_upgraded: dict[str, Any], lang: str) -> None:
     summary = _with_faults(complete_upgraded, {**NO_FAULT, "events": [STALE_404, EVERY_SEND]})
-    post, report = render_post(summary, lang), render_markdown(summary, lang)
+    post, report = render_post(as_typed(summary), lang), render_markdown(as_typed(summary), lang)
     assert "`empty_string`" not in _conclusion(post) and "`v2_embed_query`" not in _conclusion(post), lang
     assert "5.0%" not in _conclusion(post)  # no transport-fault rate, no margin
     # in the full report, under the server's name, one sentence per probe
@@ -93,7 +94,7 @@ def test_the_conclusion_leaves_a_non_finding_and_a_probe_s_own_finding_to_the_re
 
 
 def test_the_report_words_the_probe_s_own_finding_once(complete_upgraded: dict[str, Any]) -> None:
-    report = render_markdown(_with_faults(complete_upgraded, {**NO_FAULT, "events": [EVERY_SEND]}), "en")
+    report = render_markdown(as_typed(_with_faults(complete_upgraded, {**NO_FAULT, "events": [EVERY_SEND]})), "en")
     lines = [line for line in report.splitlines() if "`empty_string` (`/v1/embeddings`)" in line]
     assert len(lines) == 1 and ("got no answer on every one of its 3 sends, and again when sent once more: that is "
                                 "how this server answers the request, not an intermittent transport fault") in lines[0]
@@ -107,6 +108,6 @@ def test_intermittent_faults_stay_in_the_conclusion_without_the_probe_s_own_find
               "parts": {"workload": {"answers": 180, "unusable": 0, "by_kind": {}},
                         "probes": {"answers": 82, "unusable": 1, "by_kind": {"connection": 1}}},
               "events": [intermittent, EVERY_SEND]}
-    conclusion = _conclusion(render_post(_with_faults(complete_upgraded, dynamo), "en"))
+    conclusion = _conclusion(render_post(as_typed(_with_faults(complete_upgraded, dynamo)), "en"))
     assert "`dynamo` answered 1 of 262 requests (0.4%)" in conclusion and "transport faults" in conclusion
     assert "1 of 3 sends of the probe `v2_embed_query`" in conclusion and "`empty_string`" not in conclusion

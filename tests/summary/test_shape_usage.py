@@ -18,6 +18,7 @@ from embedswap.report.format import code
 from embedswap.report.post import render_post
 from embedswap.wire.api_shapes import ANSWER_LACKS
 from embedswap.wire.client import parse_response
+from typed_summary import as_typed
 
 V = [0.6, 0.8, 0.0]
 
@@ -75,7 +76,7 @@ def test_the_shape_is_one_client_change_and_no_probe_differs_by_it(tmp_path: Pat
     assert (conclusion.differ, conclusion.api_shape, conclusion.code) == (1, "tei", "client_changes")
     for lang in ("ko", "en", "ja", "zh"):
         said = fill(catalogue(lang).terms["changes"]["shape_usage"], shape=code("tei"))
-        assert render_post(summary, lang).count(said) == 1, lang
+        assert render_post(as_typed(summary), lang).count(said) == 1, lang
 
 
 def test_alike_answers_in_another_shape_are_no_drop_in(tmp_path: Path) -> None:
@@ -93,8 +94,8 @@ def test_alike_answers_in_another_shape_are_no_drop_in(tmp_path: Path) -> None:
     summary = ctx.summary()
     conclusion = summary.decisions.post.conclusion("tei")
     assert (conclusion.differ, conclusion.code, conclusion.api_shape) == (0, "client_changes", "tei")
-    post = render_post(summary, "en")
+    post = render_post(as_typed(summary), "en")
     assert "Swapping only the address works" not in post and "the address alone can be swapped" not in post
     assert post.count("Swapping only the address does not work: `tei` (`tei`) speaks another API shape") == 1
     for lang in ("ko", "ja", "zh"):
-        assert "`tei` (`tei`)" in render_post(summary, lang), lang
+        assert "`tei` (`tei`)" in render_post(as_typed(summary), lang), lang

@@ -19,6 +19,7 @@ from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
 from embedswap.summary.sections.models import model_change
 from embedswap.wire.client import EmbeddingClient
+from typed_summary import as_typed
 
 LANGS = ["ko"] * 6 + ["en"] * 4
 E5 = "intfloat/multilingual-e5-small"
@@ -77,11 +78,11 @@ def test_a_model_neither_stated_nor_configured_is_never_named_with_the_experimen
     assert summary.decisions.diagnosis["tei"].code == "diagnosis_another_model_unstated"
     for lang in ("ko", "en", "ja", "zh"):
         unstated = fill(catalogue(lang).terms["models"]["not_stated"], name="tei")
-        post, report = render_post(summary, lang), render_markdown(summary, lang)
+        post, report = render_post(as_typed(summary), lang), render_markdown(as_typed(summary), lang)
         assert unstated in post and unstated in report, lang
         # the experiment's model is the legacy server's, named once beside it in the conclusion, never as tei's
         conclusion = next(line for line in post.splitlines() if unstated in line)
         assert conclusion.count(ctx.experiment.model.path) == 1, (lang, conclusion)
-    post = render_post(summary, "en")
+    post = render_post(as_typed(summary), "en")
     assert ("`tei` serves another model (not stated by the server; `targets.tei.model` would name it) than the "
             f"legacy server (`{ctx.experiment.model.path}`)") in post

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from embedswap.analysis.common import is_measured, roles, shim_rows
+from embedswap.analysis.post_story import article_comparisons, shim_trades
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import LatencyDecisions, PointIntervals, RankingDecision
 from embedswap.summary.types_post import (CandidateConclusion, CandidateGroup, PostDecision, ProbeAnswer, Separator,
@@ -292,4 +293,17 @@ def post_decision(summary: SummaryBody, latency: LatencyDecisions, ranking: Rank
     return PostDecision(conclusions=[_conclusion(summary, legacy, n, ranking) for n in candidates],
                         groups=_groups(summary, legacy, candidates, latency.points),
                         versions=_versions(summary, [legacy, *candidates]),
-                        not_measured=_not_measured(summary, candidates))
+                        not_measured=_not_measured(summary, candidates),
+                        article=article_comparisons(summary, latency, article_engines(summary, candidates)),
+                        shim_trades=shim_trades(summary, ranking))
+
+
+def article_engines(summary: SummaryBody, candidates: list[str]) -> list[str]:
+    """The candidates that run the article's engine (a Dynamo graph over vLLM, or vLLM alone): only their latency
+    is set against the article's figures (an A/A run's or another engine's is not the article's subject)."""
+    out = []
+    for name in candidates:
+        kind, text = _engine(summary, name)
+        if _is_dynamo(summary, name) or kind == "vllm" or "vllm" in text:
+            out.append(name)
+    return out

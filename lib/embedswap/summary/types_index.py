@@ -8,6 +8,7 @@ from typing import Literal
 from embedswap.summary.types_common import Number, Section, Spread, Strict
 from embedswap.summary.types_equivalence import Verdict
 from embedswap.summary.types_index_options import IndexOptions, OptionCode
+from embedswap.summary.types_post import Fact
 
 Method = Literal["exact", "hnsw"]
 QuerySource = Literal["legacy", "candidate"]
@@ -160,3 +161,7 @@ class IndexDecision(Strict):
     # the option chosen is this candidate's one index decision, and ``code`` above is the sample's cross search, a
     # figure beside it (issue 57: one decision per candidate, every reader prints this one)
     options: OptionCode | None = None
+    # the queries the candidate's cells were searched with (experiment.config.index.queries): the decision holds
+    # for those only ('shim': queries sent through the shim, not the address swap's); None: not measured, or a
+    # summary decided before the condition was stored (the upgrade adds it)
+    condition: Fact | None = None

@@ -45,7 +45,7 @@ def _relation(verdict: Verdict | None, article_direction: str) -> tuple[ArticleR
     return "no_difference", None  # equivalent, or non-inferior without a direction: not the article's difference
 
 
-def _why(summary: SummaryBody) -> tuple[str | None, list[Fact]]:
+def _why(summary: SummaryBody) -> tuple[Literal["cpu_only", "other_gpu"] | None, list[Fact]]:
     """The host facts that may explain a difference from the article's figures (measured on one laptop GPU)."""
     env = summary.environment
     if env is None:

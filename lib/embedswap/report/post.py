@@ -16,6 +16,7 @@ from embedswap.report.catalogue import LANGUAGES, environment, fill
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.josa import josa
+from embedswap.report.post_story import article_statements, shim_trades
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, pair_claims, parity_claim,
                                           probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
 from embedswap.report.sections.faults import comparable, corrupting, headlines
@@ -145,6 +146,10 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     heads = [r.headline for r in claims]
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
             "statistic": shown.statistic, "ratios": ratios, "claims": claims, "pairs": pair_claims(ctx),
+            # candidates whose sentences would read word for word share one (the conclusion's form, the body's)
+            "brief": _merged(ctx, claims, lambda r: (r.seq_p50.short, r.conc_rate.short), "name"),
+            "lines": _merged(ctx, claims, lambda r: (r.seq_p50.text, r.conc_rate.text, r.seq_from, r.seq_to,
+                                                     r.rate_from, r.rate_to), "name"),
             "p99_notes": list(dict.fromkeys(r.p99_note for r in claims if r.p99_note)),
             "heading": ("faster" if heads and all(h.direction == "faster" for h in heads) else
                         "slower" if heads and all(h.direction == "slower" for h in heads) else
@@ -337,7 +342,11 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_models(ctx)),
         "models_conclusion": " ".join(m["conclusion"] for m in models),
         "index_choice": _index_choice(ctx),
-        "index_options": option_tables(ctx),
+        "index_options": _merged(ctx, option_tables(ctx), lambda o: repr({k: v for k, v in o.items() if k not in (
+            "name", "table")}), "name"),  # the post prints no option table: equal choices are one sentence
+        "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
+                               lambda d: (d["handling"], d["refused"]), "name"),
+        "article_cmp": article_statements(ctx, article), "shim_trades": shim_trades(ctx),
     }
 
 

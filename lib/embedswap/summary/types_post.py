@@ -133,7 +133,7 @@ class ArticleComparison(Strict):
     go the article's way): ``cpu_only`` with the host's cores, or ``other_gpu``, against the article's hardware."""
     subjects: list[str]
     figures: list[ArticleFigure]
-    why: str | None = None
+    why: Literal["cpu_only", "other_gpu"] | None = None
     facts: list[Fact] = []
 
 

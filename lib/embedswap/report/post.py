@@ -342,6 +342,13 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_models(ctx)),
         "models_conclusion": " ".join(m["conclusion"] for m in models),
         "index_choice": _index_choice(ctx),
+        **_shared(ctx, article),
+    }
+
+
+def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
+    """Statements that candidates with equal findings share (no twin sentences), and the stored story ones."""
+    return {
         "index_options": _merged(ctx, option_tables(ctx), lambda o: repr({k: v for k, v in o.items() if k not in (
             "name", "table")}), "name"),  # the post prints no option table: equal choices are one sentence
         "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],

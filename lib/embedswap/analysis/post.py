@@ -294,16 +294,16 @@ def post_decision(summary: SummaryBody, latency: LatencyDecisions, ranking: Rank
                         groups=_groups(summary, legacy, candidates, latency.points),
                         versions=_versions(summary, [legacy, *candidates]),
                         not_measured=_not_measured(summary, candidates),
-                        article=article_comparisons(summary, latency, article_engines(summary, candidates)),
+                        article=article_comparisons(summary, latency, article_engines(summary, legacy, candidates)),
                         shim_trades=shim_trades(summary, ranking))
 
 
-def article_engines(summary: SummaryBody, candidates: list[str]) -> list[str]:
-    """The candidates that run the article's engine (a Dynamo graph over vLLM, or vLLM alone): only their latency
-    is set against the article's figures (an A/A run's or another engine's is not the article's subject)."""
-    out = []
-    for name in candidates:
+def article_engines(summary: SummaryBody, legacy: str, candidates: list[str]) -> list[str]:
+    """The candidates that run the article's engine (a Dynamo graph over vLLM, or vLLM alone) in place of a legacy
+    server that does not: only their latency is set against the article's figures (the article swapped a
+    home-made server for that engine; an A/A run, or vLLM against vLLM, is not its subject)."""
+    def article_engine(name: str) -> bool:
         kind, text = _engine(summary, name)
-        if _is_dynamo(summary, name) or kind == "vllm" or "vllm" in text:
-            out.append(name)
-    return out
+        return _is_dynamo(summary, name) or kind == "vllm" or "vllm" in text
+
+    return [] if article_engine(legacy) else [n for n in candidates if article_engine(n)]

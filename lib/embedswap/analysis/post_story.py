@@ -11,6 +11,7 @@ Candidates whose statements are equal share one (``subjects`` names all of them)
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Any, Literal, TypeVar
@@ -28,9 +29,17 @@ ARTICLE_FIGURES: dict[str, tuple[str, str, bool]] = {"seq_p50": ("sequential", "
 S = TypeVar("S", ArticleComparison, ShimTrade)
 
 
-def _published() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
-    return data
+@dataclass(frozen=True)
+class Published:
+    """What the comparison reads of the article's data: its published ratios and the GPU it measured on."""
+    ratios: dict[str, float]
+    gpu: str
+
+
+def _published() -> Published:
+    data = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
+    return Published(ratios={k: float(v) for k, v in data["latency"]["published_ratios"].items()},
+                     gpu=str(data["environment"]["gpu"]))
 
 
 def _relation(verdict: Verdict | None, article_direction: str) -> tuple[ArticleRelation, Literal["faster", "slower"] | None]:
@@ -50,7 +59,7 @@ def _why(summary: SummaryBody) -> tuple[Literal["cpu_only", "other_gpu"] | None,
     env = summary.environment
     if env is None:
         return None, []
-    article = Fact(key="article_hardware", value=_published()["environment"]["gpu"], source="article:environment.gpu")
+    article = Fact(key="article_hardware", value=_published().gpu, source="article:environment.gpu")
     if not env.gpu:
         return "cpu_only", [Fact(key="host_gpu", value=None, source="environment.gpu"),
                             Fact(key="host_cores", value=env.cpu_count, source="environment.cpu_count"), article]
@@ -76,7 +85,7 @@ def article_comparisons(summary: SummaryBody, latency: LatencyDecisions, names: 
     legacy = summary.roles.legacy
     if legacy in corrupt:
         return []
-    ratios = _published()["latency"]["published_ratios"]
+    ratios = _published().ratios
     why, facts = _why(summary)
     out = []
     for name in names:

@@ -155,6 +155,7 @@ def test_the_options_decide_the_candidates_one_index_decision(monkeypatch) -> No
     monkeypatch.setattr(index_decision, "candidate_decision", lambda entry, *a: sampled[entry.name])
     monkeypatch.setattr(index_decision, "index_config", lambda summary: None)
     monkeypatch.setattr(index_decision, "_costs", lambda *a: [])
+    monkeypatch.setattr(index_decision, "index_condition", lambda summary: None)
     summary = SimpleNamespace(index=SimpleNamespace(measured=True, by_candidate={
         n: SimpleNamespace(measured=True, name=n) for n in sampled}, distance="cosine"))
     options = {"e5": IndexOptionsDecision(code="orthogonal"), "tiny": IndexOptionsDecision(code="not_decided")}
@@ -181,9 +182,9 @@ def test_the_post_and_report_say_the_options_decision_once(complete: dict) -> No
     assert name not in {c.name.strip("`") for c in post_claims.index_claims(ctx)}  # the options line says it
     words = _candidate(ctx, name, decision)
     assert (words["decision"], words["option"]) == ("by_options", "orthogonal map")
-    from embedswap.report.post import _index_choice
+    from embedswap.report.post_lines import index_choice
 
-    assert _index_choice(ctx) == ""  # the closing names it only for a candidate serving another model
+    assert index_choice(ctx) == ""  # the closing names it only for a candidate serving another model
 
 
 def test_the_chosen_option_is_said_with_its_cost(tmp_path: Path, complete: dict) -> None:

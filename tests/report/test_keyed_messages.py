@@ -17,7 +17,9 @@ from embedswap.summary.types_index import IndexDecision, StoreInfo
 from embedswap.summary.types_index_options import IndexOptionsDecision
 from embedswap.summary.types_long_input import LongInputCode
 from embedswap.summary.types_parity import MatrixRow
-from embedswap.summary.types_post import CandidateCode, CandidateGroup, LatencyShown
+from embedswap.config.index import IndexConfig
+from embedswap.summary.types_post import (ArticleComparison, ArticleFigure, ArticleRelation, CandidateCode,
+                                          CandidateGroup, LatencyShown, ShimTrade)
 from embedswap.summary.types_vectors import ProbeVerdict
 
 
@@ -52,7 +54,22 @@ KEYED: dict[str, set[str]] = {
     "post.contract_conclusions": {"differs", "same", "none", "api_shape"},  # api_shape: issue 64
     "post.contract_headings": {"differs", "same", "none", "api_shape"},
     "post.latency_headings": {"faster", "slower", "inconclusive", "plain"},
+    # issue 63: the queries an index decision holds for (decisions.index.<c>.condition, index.queries' values)
+    "post.index_conditions": _codes(IndexConfig, "queries"),
+    "post.index_measured_with": _codes(IndexConfig, "queries"),
+    "post.shim_trades": _codes(ShimTrade, "code"),
+    "post.article_why": _codes(ArticleComparison, "why"),
 }
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_every_article_relation_has_its_words(lang: str) -> None:
+    """decisions.post.article's relations: a relation with a direction is worded per direction (the only
+    direction word the sentence says is the verdict's), the others once."""
+    directed = {"same_direction", "reversed"}
+    want = {f"{r}_{d}" for r in directed for d in _codes(ArticleFigure, "direction")} | (
+        set(get_args(ArticleRelation)) - directed)
+    assert set(catalogue(lang).terms["post"]["article_relation"]) == want
 
 
 def test_the_codes_come_from_the_summary_types() -> None:

@@ -13,6 +13,7 @@ from embedswap.report.catalogue import LANGUAGES, catalogue
 from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import Verdict, HostDrift
+from embedswap.analysis.post import post_decision
 from embedswap.analysis.upgrade import read_summary
 from post_claims_check import overclaims, stated_directions
 from typed_summary import as_typed
@@ -39,6 +40,14 @@ def _latency(summary: Summary, code: str, direction: str | None, reason: str = "
             point.p50, point.docs_per_s = verdict(point.p50), verdict(point.docs_per_s)
         if reason == "host_drift":
             ratio.drift = HostDrift(factor=1.31)
+    return _decided(out)
+
+
+def _decided(out: Summary) -> Summary:
+    """The post's decisions drawn again from the verdicts set here, as decide() draws them from its own: a
+    statement that reads them (the article comparison, the shim's trade) says what they now say."""
+    d = out.decisions
+    d.post = post_decision(out, d.latency, d.ranking if d.ranking.by_candidate else None)
     return out
 
 
@@ -49,7 +58,7 @@ def _ranking(summary: Summary, code: str, direction: str | None) -> Summary:
                                                  high=0.288, margin=0.05)
         # the metrics the post prints beside the combined verdict say the same
         c.naive.metrics = {k: v.but(code=code, direction=direction) for k, v in c.naive.metrics.items()}
-    return out
+    return _decided(out)
 
 
 VARIANTS = {

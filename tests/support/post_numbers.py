@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+from embedswap.analysis.common import is_measured
 from embedswap.report import figures
 from embedswap.report.article_data import load_article
 from embedswap.report.format import fmt
@@ -103,6 +104,10 @@ def _verdict_numbers(summary: Summary) -> set[str]:
         out |= {fmt(o.recall_floor, "score"), fmt(o.ndcg_margin, "score")}
     for t in summary.targets.values():
         out.add(fmt(t.start_seconds, "s"))
+    ranking = summary.ranking  # the shim's trade prints nDCG@10 as measured: legacy, address swap, through the shim
+    runs = [ranking.legacy] + [r for c in ranking.by_candidate.values() for r in (c.naive, c.shim)] \
+        if is_measured(ranking) else []
+    out |= {fmt(r.ndcg_at_10, "score") for r in runs if r is not None and r.ndcg_at_10 is not None}
     return out
 
 

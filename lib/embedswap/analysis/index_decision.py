@@ -31,6 +31,7 @@ from embedswap.index.cost import reembed_cost
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_common import Number
 from embedswap.summary.types_decisions import Interval, PointIntervals
+from embedswap.summary.types_post import Fact
 from embedswap.summary.types_index import (AdapterDecision, CellDecision, CellValues, IndexCandidate, IndexDecision,
                                            ReembedCost, choice_of)
 from embedswap.summary.types_index_options import IndexOptionsDecision
@@ -42,6 +43,15 @@ COST_POINT = "concurrent"  # the article's operating point
 def index_config(summary: SummaryBody) -> IndexConfig:
     configured = summary.experiment.config.get("index")  # open: experiment.yaml as the user wrote it
     return IndexConfig.model_validate(configured) if isinstance(configured, dict) else IndexConfig()
+
+
+def index_condition(summary: SummaryBody) -> Fact:
+    """The queries every candidate cell was searched with: a decision on them holds for those queries only (the
+    shim's prompt-prefixed ones by default, not the address swap's)."""
+    configured = summary.experiment.config.get("index")
+    stored = isinstance(configured, dict) and "queries" in configured
+    return Fact(key="index_queries", value=index_config(summary).queries,
+                source="experiment.config.index.queries" if stored else "default:IndexConfig.queries")
 
 
 def _typed(v: eq.Verdict | None) -> eq.Verdict | None:
@@ -226,8 +236,10 @@ def index_decisions(summary: SummaryBody, config: DecisionsConfig,
             code = entry.reason.code if entry.reason else ""
             out[name] = IndexDecision.sampled("blocked" if code == "dimensions_differ" else "not_measured", reason=code)
             continue
-        out[name] = candidate_decision(entry, config, index, section.distance,
-                                       _costs(summary, latency_points or {}, name, index))
+        decided = candidate_decision(entry, config, index, section.distance,
+                                     _costs(summary, latency_points or {}, name, index))
+        decided.condition = index_condition(summary)
+        out[name] = decided
     for name, chosen in (options or {}).items():
         if chosen.code != "not_decided" and name in out:
             choice, kind = choice_of(chosen.code)

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from embedswap.analysis.common import api_shape, is_measured, roles, shim_rows
+from embedswap.analysis.post_story import article_comparisons, shim_trades
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import LatencyDecisions, PointIntervals, RankingDecision
 from embedswap.summary.types_post import (CandidateConclusion, CandidateGroup, PostDecision, ProbeAnswer, Separator,
@@ -294,4 +295,17 @@ def post_decision(summary: SummaryBody, latency: LatencyDecisions, ranking: Rank
     return PostDecision(conclusions=[_conclusion(summary, legacy, n, ranking) for n in candidates],
                         groups=_groups(summary, legacy, candidates, latency.points),
                         versions=_versions(summary, [legacy, *candidates]),
-                        not_measured=_not_measured(summary, candidates))
+                        not_measured=_not_measured(summary, candidates),
+                        article=article_comparisons(summary, latency, article_engines(summary, legacy, candidates)),
+                        shim_trades=shim_trades(summary, ranking))
+
+
+def article_engines(summary: SummaryBody, legacy: str, candidates: list[str]) -> list[str]:
+    """The candidates that run the article's engine (a Dynamo graph over vLLM, or vLLM alone) in place of a legacy
+    server that does not: only their latency is set against the article's figures (the article swapped a
+    home-made server for that engine; an A/A run, or vLLM against vLLM, is not its subject)."""
+    def article_engine(name: str) -> bool:
+        kind, text = _engine(summary, name)
+        return _is_dynamo(summary, name) or kind == "vllm" or "vllm" in text
+
+    return [] if article_engine(legacy) else [n for n in candidates if article_engine(n)]

@@ -34,6 +34,7 @@ from typing import Any
 
 from embedswap.analysis import decide, decisions_config, decisions_json, post_decisions
 from embedswap.analysis.faults import fault_decisions
+from embedswap.analysis.index_decision import index_condition
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
 from embedswap.summary.types_index import choice_of
@@ -45,6 +46,7 @@ __all__ = ["SummaryError", "load_summary", "read_summary", "upgrade_summary"]
 SCHEMA_VERSION = 3
 # sections a version-1 summary may lack
 LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction", "diagnosis")
+MEASURED_INDEX = ("keep_index", "re_embed", "adapter")  # index decisions made on searched cells
 
 
 def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of any version in, current JSON out
@@ -73,6 +75,7 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
         parts = post_decisions(validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])
         out["decisions"] = {**out["decisions"], "shown": parts.shown.model_dump(mode="python", exclude_unset=True),
                             "post": parts.post.model_dump(mode="python", exclude_unset=True)}
+    _post_story(out)
     if isinstance(out.get("faults"), dict) and "faults" not in out["decisions"]:  # decided before issue 56
         body = validate_body({**out, "schema_version": SCHEMA_VERSION})
         judged = fault_decisions(body, decisions_config(body))
@@ -106,6 +109,23 @@ def _one_index_vocabulary(decisions: dict[str, Any]) -> None:
         choice, kind = choice_of(option or entry["sample"])
         entry.update(choice=choice, decided_on="options" if option else "sample",
                      **({"map_kind": kind} if kind is not None else {}))
+
+
+def _post_story(out: dict[str, Any]) -> None:
+    """Decisions stored before issue 63, in place: the index decisions get the queries they hold for, and the post
+    its article comparison and shim trades, from the stored latency and ranking decisions."""
+    decisions = out["decisions"]
+    index = decisions.get("index") if isinstance(decisions.get("index"), dict) else {}
+    if any(isinstance(d, dict) and "condition" not in d and d.get("sample") in MEASURED_INDEX for d in index.values()):
+        condition = index_condition(validate_body({**out, "schema_version": SCHEMA_VERSION})).model_dump()
+        for d in index.values():
+            if isinstance(d, dict) and d.get("sample") in MEASURED_INDEX:
+                d.setdefault("condition", condition)
+    post = decisions.get("post")
+    if isinstance(post, dict) and not {"article", "shim_trades"} <= set(post):
+        parts = post_decisions(validate_body({**out, "schema_version": SCHEMA_VERSION}), decisions)
+        post.setdefault("article", [a.model_dump(mode="python") for a in parts.post.article or []])
+        post.setdefault("shim_trades", [t.model_dump(mode="python") for t in parts.post.shim_trades or []])
 
 
 def _probe_baselines(summary: dict[str, Any]) -> None:

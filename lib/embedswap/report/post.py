@@ -15,7 +15,9 @@ from embedswap.report.article_data import Article, load_article
 from embedswap.report.catalogue import LANGUAGES, environment, fill
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
+from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
+from embedswap.report.post_story import article_statements, shim_trades
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, pair_claims, parity_claim,
                                           probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
 from embedswap.report.sections.faults import comparable, conclusion_headlines, corrupting
@@ -26,7 +28,6 @@ from embedswap.report.sections.status import status
 from embedswap.report.sections.vectors import another_model_entries
 from embedswap.report.sections.index_options import option_tables
 from embedswap.summary.model import Summary
-from embedswap.summary.types_common import Reason
 from embedswap.summary.types_decisions import RatioInterval
 from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
 
@@ -144,6 +145,10 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     heads = [r.headline for r in claims]
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
             "statistic": shown.statistic, "ratios": ratios, "claims": claims, "pairs": pair_claims(ctx),
+            # candidates whose sentences would read word for word share one (the conclusion's form, the body's)
+            "brief": _merged(ctx, claims, lambda r: (r.seq_p50.short, r.conc_rate.short), "name"),
+            "lines": _merged(ctx, claims, lambda r: (r.seq_p50.text, r.conc_rate.text, r.seq_from, r.seq_to,
+                                                     r.rate_from, r.rate_to), "name"),
             "p99_notes": list(dict.fromkeys(r.p99_note for r in claims if r.p99_note)),
             "heading": ("faster" if heads and all(h.direction == "faster" for h in heads) else
                         "slower" if heads and all(h.direction == "slower" for h in heads) else
@@ -341,37 +346,22 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "todo": [i["text"] for i in changes if not i["shim_done"]],
         "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
-        "vectors_why": _vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_model_entries(ctx)),
+        "vectors_why": vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_model_entries(ctx)),
         "models_conclusion": " ".join(m["conclusion"] for m in models),
-        "index_choice": _index_choice(ctx),
-        "index_options": option_tables(ctx),
+        "index_choice": index_choice(ctx),
+        **_shared(ctx, article),
     }
 
 
-def _index_choice(ctx: ReportContext) -> str:
-    """The another-model conclusion's index decision of each such candidate, where the index options made it
-    (``decisions.index.<name>``, the one decision; the ranking section's options line gives the why)."""
-    names = ctx.terms["index_options"]["names"]
-    chosen = [(n, d.option) for n in ctx.candidates if ctx.summary.plan.another_model(n)
-              and (d := ctx.decisions.index.get(n)) is not None and d.decided_on == "options"]
-    return ctx.terms["models"]["list_sep"].join(f"{code(n)} {names[option]}" for n, option in chosen)
-
-
-# the causes the post names beside the cosines: those a reader cannot see in the figures (a tokenizer that splits
-# one language otherwise, a longer context); the full report's diagnosis section has every cause
-POST_CAUSES = ("diagnosis_tokenizer_drops", "diagnosis_tokenizer_differs", "diagnosis_context_longer")
-
-
-def _vectors_why(ctx: ReportContext) -> list[dict[str, Any]]:
-    """Per candidate whose diagnosis names one of :data:`POST_CAUSES`: its reasons, one sentence each."""
-    out = []
-    for name, decided in ctx.decisions.diagnosis.items():
-        if name == ctx.legacy or not set(decided.codes) & set(POST_CAUSES):
-            continue
-        whys = [ctx.worded(Reason(code=r.code, params=r.params or {}) if r.code else None, r.why)
-                for r in decided.reasons]
-        out.append({"name": name, "why": "; ".join(w for w in whys if w)})
-    return out
+def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
+    """Statements that candidates with equal findings share (no twin sentences), and the stored story ones."""
+    return {
+        "index_options": _merged(ctx, option_tables(ctx), lambda o: repr({k: v for k, v in o.items() if k not in (
+            "name", "table")}), "name"),  # the post prints no option table: equal choices are one sentence
+        "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
+                               lambda d: (d["handling"], d["refused"]), "name"),
+        "article_cmp": article_statements(ctx, article), "shim_trades": shim_trades(ctx),
+    }
 
 
 def render_post(summary: Summary, lang: str = "ko", figures: dict[str, bool] | None = None,

@@ -62,6 +62,7 @@ class IndexClaim(BaseModel):
     replicas: str | None = None
     window: str | None = None
     retained: str | None = None
+    condition: str | None = None  # the queries the decision holds for (decisions.index.<c>.condition: shim, naive)
 
 
 class ShimCoverage(BaseModel):
@@ -231,7 +232,8 @@ def index_claims(ctx: ReportContext) -> list[IndexClaim]:
                               hours=fmt(cost.hours_per_replica, "s") if cost else None,
                               replicas=fmt(cost.replicas, "int") if cost else None,
                               window=fmt(cost.window_hours, "s") if cost else None,
-                              retained=fmt(d.adapter.retained, "cos4") if d.adapter and d.adapter.retained else None))
+                              retained=fmt(d.adapter.retained, "cos4") if d.adapter and d.adapter.retained else None,
+                              condition=str(d.condition.value) if d.condition is not None else None))
     return out
 
 

@@ -8,6 +8,7 @@ from typing import Literal
 from embedswap.summary.types_common import Number, Section, Spread, Strict
 from embedswap.summary.types_equivalence import Verdict
 from embedswap.summary.types_index_options import IndexOptions, OptionCode
+from embedswap.summary.types_post import Fact
 
 Method = Literal["exact", "hnsw"]
 QuerySource = Literal["legacy", "candidate"]
@@ -181,6 +182,10 @@ class IndexDecision(Strict):
     adapter: AdapterDecision | None = None
     cost: ReembedCost | None = None  # at the article's operating point (concurrent)
     cost_best: ReembedCost | None = None  # at the sweep's best concurrency
+    # the queries the candidate's cells were searched with (experiment.config.index.queries): the decision holds
+    # for those only ('shim': queries sent through the shim, not the address swap's); None: not measured, or a
+    # summary decided before the condition was stored (the upgrade adds it)
+    condition: Fact | None = None
 
     @property
     def option(self) -> OptionCode | None:

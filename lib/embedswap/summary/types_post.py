@@ -107,12 +107,63 @@ class VersionRow(Strict):
     same: bool | None = None
 
 
+class Fact(Strict):
+    """One stored fact a statement rests on or cites, with where it is stored: a dotted path in summary.json, or
+    ``article:`` and a path in the article's data (embedswap/data/article_000.json). A statement about several
+    candidates with equal values cites the first one's path."""
+    key: str
+    value: str | int | float | bool | None = None
+    source: str
+
+
+# how this run's stored verdict on a figure stands to the article's published ratio of that figure
+ArticleRelation = Literal["same_direction", "reversed", "no_difference", "inconclusive", "not_measured"]
+
+
+class ArticleFigure(Strict):
+    """One of the article's published ratios (``article``) beside this run's verdict on the same figure: its code
+    gives ``relation``, its direction is the only direction word the sentence may say (``direction``)."""
+    figure: Literal["seq_p50", "conc_docs_per_s"]
+    article: Fact
+    relation: ArticleRelation
+    direction: Literal["faster", "slower"] | None = None
+    verdicts: list[str] = []  # the stored verdicts' paths, one per subject
+
+
+class ArticleComparison(Strict):
+    """This run's latency verdicts against the article's own figures, for candidates that run the article's engine
+    (Dynamo, vLLM); ``why`` holds the host facts that may explain a difference (set only where a figure does not
+    go the article's way): ``cpu_only`` with the host's cores, or ``other_gpu``, against the article's hardware."""
+    subjects: list[str]
+    figures: list[ArticleFigure]
+    why: Literal["cpu_only", "other_gpu"] | None = None
+    facts: list[Fact] = []
+
+
+class ShimTrade(Strict):
+    """What the shim trades where the address swap ranks otherwise than the legacy server (nDCG@10 verdict
+    ``different``/``non_inferior``) and the shim restores the legacy ranking (its nDCG@10 verdict ``equivalent``):
+    ``gives_up_better`` (the candidate's own ranking was better: the shim gives it up) or ``fixes_worse`` (it was
+    worse: the shim is the fix). ``direction`` is the address swap's verdict's."""
+    subjects: list[str]
+    code: Literal["gives_up_better", "fixes_worse"]
+    direction: Literal["better", "worse"]
+    legacy: Fact
+    candidate: Fact
+    shim: Fact
+    verdicts: list[str] = []  # the two stored verdicts' paths (address swap, shim) of the first subject
+
+
 class PostDecision(Strict):
     """The post's conclusions, computed before rendering."""
     conclusions: list[CandidateConclusion] = []
     groups: list[CandidateGroup] = []
     versions: list[VersionRow] = []
     not_measured: list[str] = []  # codes: what the run did not measure, worded by the catalogues
+    # issue 63: statements that read several stored decisions together (analysis/post_story.py); None: a summary
+    # decided before them (the upgrade computes them)
+    article: list[ArticleComparison] | None = None
+    shim_trades: list[ShimTrade] | None = None
 
     def conclusion(self, name: str) -> CandidateConclusion | None:
         return next((c for c in self.conclusions if c.name == name), None)

@@ -61,6 +61,11 @@ def _cost(ctx: ReportContext, name: str, options: IndexOptions, chosen: str) -> 
                 overhead=f"{option.overhead_ms:+.2f}", mib=f"{option.storage_bytes / MIB:.2f}")
 
 
+def _condition(ctx: ReportContext, name: str) -> str | None:
+    decided = ctx.decisions.index.get(name)
+    return str(decided.condition.value) if decided is not None and decided.condition is not None else None
+
+
 def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
     """Per candidate with measured options: its name, decision code, the words of the options that lost, table."""
     section = ctx.summary.index
@@ -88,5 +93,7 @@ def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
             "pairs": fmt(options.training_pairs, "int") if options.training_pairs is not None else None,
             "mlp_fitted": options.of("mlp") is not None,
             "cost": _cost(ctx, name, options, decision.code) if decision.code != "not_decided" else "",
+            # the queries the options were searched with (decisions.index.<c>.condition): a choice holds for those
+            "condition": _condition(ctx, name) if decision.code != "not_decided" else None,
             "table": _table(ctx, options, decision)})
     return out

@@ -1,0 +1,75 @@
+"""The post's statements stored in ``decisions.post`` by :mod:`embedswap.analysis.post_story`, in the language:
+this run's latency against the article's own figures, and the trade a shim makes. Only words and formatting here:
+which statement is made, its relation and its figures are the stored ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.report.article_data import Article
+from embedswap.report.catalogue import fill
+from embedswap.report.claim import label
+from embedswap.report.format import code, fmt
+from embedswap.report.sections.context import ReportContext
+from embedswap.summary.types_post import ArticleComparison, ArticleFigure, Fact
+
+METRIC = {"seq_p50": "seq_p50", "conc_docs_per_s": "conc_rate"}  # an article figure -> its claim label's metric
+
+
+def _names(ctx: ReportContext, subjects: list[str]) -> str:
+    return ctx.terms["post"]["list_sep"].join(code(s) for s in subjects)
+
+
+def _fact(facts: list[Fact], key: str) -> Fact | None:
+    return next((f for f in facts if f.key == key), None)
+
+
+def _key(f: ArticleFigure) -> str:
+    return f"{f.relation}_{f.direction}" if f.relation in ("same_direction", "reversed") else f.relation
+
+
+def _relations(ctx: ReportContext, figures: list[ArticleFigure]) -> str:
+    """Each figure's relation in words; figures with one relation share one phrase (no twin clauses)."""
+    post = ctx.terms["post"]
+    keys = list(dict.fromkeys(_key(f) for f in figures))
+    out = []
+    for key in keys:
+        labels = [label(ctx, METRIC[f.figure]) for f in figures if _key(f) == key]
+        both = fill(post["article_both"], a=labels[0], b=labels[1]) if len(labels) == 2 else labels[0]
+        out.append(fill(post["article_relation"][key], label=both))
+    return post["article_join"].join(out)
+
+
+def article_statements(ctx: ReportContext, article: Article | None) -> list[dict[str, Any]]:
+    """``decisions.post.article`` worded: the article's ratios as published (``raw``: 2.8 prints as 2.8), the
+    relation of each figure and, where a figure does not go the article's way, the host facts."""
+    stored: list[ArticleComparison] = ctx.decisions.post.article or []
+    if article is None:
+        return []
+    times = ctx.terms["post"]["times"]
+    out = []
+    for c in stored:
+        by = {f.figure: f for f in c.figures}
+        seq, rate = by.get("seq_p50"), by.get("conc_docs_per_s")
+        if seq is None or rate is None:
+            continue
+        cores, gpu = _fact(c.facts, "host_cores"), _fact(c.facts, "host_gpu")
+        out.append({
+            "names": _names(ctx, c.subjects),
+            # the article's figure at the article's concurrency (its label), this run's verdicts at this run's
+            "seq_label": label(ctx, "seq_p50"), "rate_label": fill(ctx.terms["equivalence"]["comparisons"][
+                "conc_rate"], c=fmt(article.latency.concurrency, "raw")),
+            "seq": fill(times, x=fmt(seq.article.value, "raw")), "rate": fill(times, x=fmt(rate.article.value, "raw")),
+            "words": _relations(ctx, [seq, rate]),
+            "why": c.why, "cores": fmt(cores.value if cores else None, "raw"),
+            "gpu": str(gpu.value) if gpu is not None and gpu.value else "",
+            "hardware": article.environment.hardware.in_lang(ctx.lang)})
+    return out
+
+
+def shim_trades(ctx: ReportContext) -> list[dict[str, Any]]:
+    """``decisions.post.shim_trades`` worded: nDCG@10 of the legacy server, of the address swap and through the
+    shim, at the ranking's precision (3 decimals)."""
+    return [{"code": t.code, "names": _names(ctx, t.subjects), "legacy": fmt(t.legacy.value, "score"),
+             "candidate": fmt(t.candidate.value, "score"), "shim": fmt(t.shim.value, "score")}
+            for t in ctx.decisions.post.shim_trades or []]

@@ -95,6 +95,30 @@ def vllm_fp32_minilm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Poole
 
 
 @pytest.fixture(scope="session")
+def legacy_minilm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PooledServer]:
+    """The kit's own legacy server (``targets.legacy.LegacyServerTarget``: ``python -m embedswap.legacy_server``,
+    the kit's interpreter and this checkout's code) serving the template's MiniLM in float32 with its global lock,
+    as an experiment's default ``kind: legacy`` target starts it: the baseline of the files that compare against it
+    without owning its lifecycle (the table above)."""
+    from embedswap.config.targets import LegacyTarget
+    from embedswap.targets.legacy import LegacyServerTarget
+
+    root = tmp_path_factory.mktemp("pool-legacy")
+    (port,) = free_ports(1)
+    model, path = _minilm(root)
+    # 300 s: beside an engine start on 2 cores (make test's second pass); ~10 s alone
+    server = LegacyServerTarget("pool-legacy", LegacyTarget(kind="legacy", port=port, startup_timeout_s=300),
+                                model, path, root / "logs")
+    try:
+        server.start()  # in its own process group; stops what it started if the start fails
+        yield PooledServer("legacy", port, f"http://127.0.0.1:{port}", model.served_name,
+                           root / "logs" / "pool-legacy.log")
+    finally:
+        server.stop()
+    assert wait_no_processes([port]) == []
+
+
+@pytest.fixture(scope="session")
 def infinity_minilm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PooledServer]:
     """Infinity 0.0.78 (``.venvs/infinity``) serving MiniLM with the torch engine on the CPU, without model warm-up
     or BetterTransformer: the A/A of Infinity and the candidate of the upgrade pair."""

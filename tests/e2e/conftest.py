@@ -33,8 +33,9 @@ environment built, nothing skipped; a start that fails on purpose counts): 52 st
 Their subject is the other server (its contract, its cause, the kit's diagnosis or a run's outcome), never the
 legacy server's start: no assertion reads a step 02 swap record, a legacy log, a startup timing or ``kind: legacy``.
 What they no longer check: test_latency_only_e2e.py's and test_corrupting_server_e2e.py's "no process left on the
-ports" after the run (the kit's own servers stopped at the end of ``embedswap run``), which test_capacity_e2e.py and
-test_host_drift_e2e.py assert for a whole run whose servers the kit starts, and test_orphans.py after a Ctrl-C.
+ports" after the run (the kit's own servers stopped at the end of ``embedswap run``), which test_capacity_e2e.py,
+the qwen3 and zoo runs assert after whole runs whose servers the kit starts, test_long_input_e2e.py and
+test_llamacpp_e2e.py after steps 01-03 (the kit's vLLM and llama.cpp servers), and test_orphans.py after a Ctrl-C.
 
 Kept, each its own starts (before = after):
 

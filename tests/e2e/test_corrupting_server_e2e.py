@@ -1,6 +1,7 @@
 """End to end: `embedswap run` against a server that corrupts some of its answers.
 
-One reference legacy server (started with the kit's own target) answers both sides: the legacy target reaches it
+One reference legacy server (the worker's shared one, ``legacy_minilm`` of tests/e2e/conftest.py: the kit's own
+target, started once a run) answers both sides: the legacy target reaches it
 directly, the candidate through the corrupting proxy (tests/support/corrupting_proxy.py), which spoils answers on a
 schedule once the workload has passed (a vector one value short, an index twice, a bare NaN, a body cut in half, a
 pause). The kit must count the unusable answers by kind (never more than were injected), call the probes that
@@ -13,17 +14,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from corrupting_proxy import Schedule, corrupting_proxy
-from embedswap.captures import new_attempt
-from embedswap.config import load_experiment
-from embedswap.targets import build_target
-from realkit import legacy_target, make_experiment, run_whole_experiment, wait_no_processes
-from ports import free_ports
+from realkit import make_experiment, pooled_target, run_whole_experiment
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="legacy-minilm")]
+# the group of the files sharing the kit's legacy server (tests/e2e/conftest.py's legacy_minilm): one worker, one start
 
 WORKLOAD_BATCHES = 5  # data/documents.jsonl: 40 documents in batches of 8, one repeat: left whole
 # small periods: the run sends ~50 answers through the proxy (queries, probes x3, shim probes, 14 latency requests)
@@ -31,17 +30,12 @@ SCHEDULE = dict(wrong_length=4, bad_index=6, nan=9, cut=11, pause=13, pause_s=2.
 KIND_OF_RULE = {"wrong_length": "wrong_length", "bad_index": "bad_index", "nan": "non_finite", "cut": "cut_body"}
 
 
-def test_a_corrupting_server_is_told_apart(tmp_path: Path) -> None:
-    (upstream_port,) = free_ports(1)
-    helper = make_experiment(tmp_path / "upstream", "upstream", legacy_target(upstream_port),
-                             {"candidate": legacy_target(upstream_port)})
-    upstream = build_target(load_experiment(helper), "legacy", new_attempt(helper).logs)
+def test_a_corrupting_server_is_told_apart(tmp_path: Path, legacy_minilm: Any) -> None:
     schedule = Schedule(**SCHEDULE)
-    with upstream, corrupting_proxy(upstream.base_url, schedule) as proxy:
-        folder = make_experiment(tmp_path, "corrupting", {"kind": "external", "url": upstream.base_url},
+    with corrupting_proxy(legacy_minilm.url, schedule) as proxy:
+        folder = make_experiment(tmp_path, "corrupting", pooled_target(legacy_minilm),
                                  {"candidate": {"kind": "external", "url": proxy}})
         done = run_whole_experiment(folder, timeout_s=1500)
-    assert wait_no_processes([upstream_port]) == []
     attempt = sorted((folder / "attempts").iterdir())[-1]
     summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
     assert summary["steps"], done.stdout[-3000:] + done.stderr[-3000:]

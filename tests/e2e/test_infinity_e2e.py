@@ -25,11 +25,12 @@ from embedswap.config import load_experiment
 from embedswap.measure.contract import CATALOGUE
 from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
 from embedswap.targets.base import ManagedProcess
-from realkit import EMBEDSWAP, REPO, legacy_target, make_experiment, wait_no_processes
+from realkit import EMBEDSWAP, REPO, make_experiment, pooled_target, wait_no_processes
 from ports import free_ports
 from answering import infinity_env, wait_answering
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="legacy-minilm")]
+# the group of the files sharing the kit's legacy server (tests/e2e/conftest.py's legacy_minilm): one worker, one start
 
 INFINITY_PYTHON = Path(os.environ.get("EMBEDSWAP_INFINITY_PYTHON") or REPO / ".venvs/infinity/bin/python")
 CAPTURE = ["workload", "probes"]
@@ -48,14 +49,15 @@ def _infinity(python: Path, model: str, served: str, port: int, log: Path) -> Ma
 
 
 @pytest.fixture(scope="module")
-def infinity_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def infinity_run(tmp_path_factory: pytest.TempPathFactory, legacy_minilm: Any) -> Iterator[dict[str, Any]]:
     assert INFINITY_PYTHON.exists(), (f"{INFINITY_PYTHON} is missing: `make infinity` builds it (make test does), "
                                       "or set EMBEDSWAP_INFINITY_PYTHON")
     root = tmp_path_factory.mktemp("infinity")
-    legacy_port, port = free_ports(2)
+    (port,) = free_ports(1)
     candidate = {"kind": "external", "url": f"http://127.0.0.1:{port}", "embeddings_path": "/embeddings",
                  "health_path": "/models", "capture": CAPTURE, "startup_timeout_s": 120}
-    folder = make_experiment(root, "infinity", legacy_target(legacy_port, capture=CAPTURE),
+    # the legacy side is the worker's shared legacy server (kind external): this file tests Infinity's contract
+    folder = make_experiment(root, "infinity", pooled_target(legacy_minilm, CAPTURE),
                              {"infinity": candidate}, probes=PROBES)
     served = load_experiment(folder).model.served_name
     started = time.monotonic()
@@ -69,7 +71,7 @@ def infinity_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
                              timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     finally:
         server.stop()
-    assert wait_no_processes([legacy_port, port]) == []
+    assert wait_no_processes([port]) == []  # the shared legacy server runs on: its fixture stops it
     attempt = next((folder / "attempts").iterdir())
     summary_path = attempt / "summary.json"
     assert summary_path.exists(), run.stdout[-3000:] + run.stderr[-3000:]

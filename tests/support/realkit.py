@@ -62,6 +62,16 @@ def legacy_target(port: int, capture: list[str] | None = None, extra_args: list[
     return target
 
 
+def pooled_target(server: Any, capture: list[str] | None = None, **more: Any) -> dict[str, Any]:
+    """A shared server of tests/e2e/conftest.py (its ``PooledServer``: ``legacy_minilm``...) as an experiment's
+    target: ``kind: external`` at its URL, so the kit neither starts nor stops it (its fixture does, once a run)."""
+    target: dict[str, Any] = {"kind": "external", "url": server.url}
+    if capture:
+        target["capture"] = capture
+    target.update(more)
+    return target
+
+
 def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: dict[str, dict[str, Any]],
                     latency: dict[str, Any] | None = None, probes: list[str] | str = FEW_PROBES,
                     repeats: int = 1, restore: bool = False) -> Path:

@@ -23,14 +23,13 @@ from embedswap.captures import new_attempt, verify_attempt
 from embedswap.wire.client import auth_headers
 from embedswap.config import load_experiment
 from embedswap.legacy.cli import parse_args
-from embedswap.measure.capture import measure_target
 from embedswap.redact import REDACTED, redact
 from embedswap.scaffold import new_experiment
-from embedswap.pipeline.build import build_summary, write_summary
+from embedswap.pipeline.build import write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import ManagedProcess
-from embedswap.measure.workload import load_workload
-from realkit import DATA, EMBEDSWAP, JsonHandler, files_containing, legacy_target, make_experiment, wait_no_processes
+from realkit import (DATA, EMBEDSWAP, JsonHandler, files_containing, legacy_target, make_experiment, measured_attempt,
+                     wait_no_processes)
 from ports import free_ports
 
 KEY_ENV = "EMBEDSWAP_TEST_EMBED_API_KEY"
@@ -133,11 +132,7 @@ def _external_experiment(root: Path, port: int) -> Path:
 
 def test_key_never_reaches_captures_summary_or_report(tmp_path: Path, api_key: str, echo_server: int) -> None:
     folder = _external_experiment(tmp_path, echo_server)
-    experiment = load_experiment(folder)
-    attempt = new_attempt(folder)
-    for name in experiment.target_order():
-        measure_target(experiment, folder, attempt, name, f"capture:{name}")
-    summary = build_summary(experiment, folder, attempt, load_workload(experiment, folder))
+    attempt, summary = measured_attempt(folder)
     write_summary(summary, attempt)
     from embedswap.report.publish import render_report
 

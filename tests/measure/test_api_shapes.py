@@ -13,16 +13,13 @@ import pytest
 import yaml
 
 from embedswap.wire.api_shapes import NotApplicable, translate
-from embedswap.captures import new_attempt
 from embedswap.config import ConfigError, load_experiment
-from embedswap.measure.capture import measure_target
 from embedswap.report.publish import render_report
-from embedswap.pipeline.build import build_summary, write_summary
+from embedswap.pipeline.build import write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import TargetStartError
-from embedswap.measure.workload import load_workload
 from fakeservers import Behaviour, serve
-from realkit import make_experiment
+from realkit import make_experiment, measured_attempt
 
 PROBES = ["plain", "encoding_float", "token_ids", "instruction_field", "unknown_model", "dimensions_reduced",
           "input_type_query"]
@@ -65,11 +62,7 @@ def shapes_flow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict
                       **{name: target(name, api_shape=shape) for name, shape in SHAPES.items()}}
         candidates["ollama"]["health_check"] = False  # no health route asked: taken as up
         folder = make_experiment(root, "shapes", target("legacy"), candidates, probes=PROBES)
-        experiment = load_experiment(folder)
-        attempt = new_attempt(folder)
-        for name in experiment.target_order():
-            measure_target(experiment, folder, attempt, name, f"capture:{name}")
-        summary = build_summary(experiment, folder, attempt, load_workload(experiment, folder))
+        attempt, summary = measured_attempt(folder)
         write_summary(summary, attempt)
         written = render_report(folder, attempt.name)
         yield summary, attempt, written["report.en.md"].read_text(encoding="utf-8"), behaviours
@@ -109,11 +102,14 @@ def test_probes_a_shape_cannot_express_are_not_applicable(shapes_flow: Any) -> N
         for probe in na:
             assert verdicts[probe]["detail_reason"]["code"] == "detail_not_applicable"
         others = {p: v["verdict"] for p, v in verdicts.items() if p not in na}
-        # TEI sends no usage: its answers differ in usage only; the others are the same answers
-        allowed = {"metadata-difference"} if name == "tei" else {"same"}
-        assert set(others.values()) <= allowed, (name, others)
+        # the same answers; TEI's carry no usage, which its shape cannot carry: not a difference per probe, the
+        # verdict names it (``shape``) and the client changes state it once (issue 64)
+        assert set(others.values()) <= {"same"}, (name, others)
+        if name == "tei":
+            assert all(verdicts[p].get("shape") == ["usage"] for p in others), verdicts
     changes = {c["rule"] for c in summary["decisions"]["client_changes"]}
     assert "review" not in changes and "send_text" not in changes  # not applicable is not a finding
+    assert "shape_usage" in changes
     assert "not applicable: the ollama API cannot express token ids" in report
 
 

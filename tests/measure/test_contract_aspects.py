@@ -13,14 +13,11 @@ from typing import Any
 
 import pytest
 
-from embedswap.captures import new_attempt
-from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
 from embedswap.report.publish import render_report
 from embedswap.pipeline.build import build_summary, write_summary
-from embedswap.measure.workload import load_workload
 from fakeservers import Behaviour, serve
-from realkit import make_experiment
+from realkit import make_experiment, measured_attempt
 
 PROBES = ["plain", "dimensions_reduced", "encoding_float"]
 
@@ -38,11 +35,7 @@ def flow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, A
         ports = {name: stack.enter_context(serve(b)) for name, b in behaviours.items()}
         folder = make_experiment(root, "aspects", _external(ports["legacy"]),
                                  {n: _external(ports[n]) for n in ("scaled", "sliced")}, probes=PROBES)
-        experiment = load_experiment(folder)
-        attempt = new_attempt(folder)
-        for name in experiment.target_order():
-            measure_target(experiment, folder, attempt, name, f"capture:{name}")
-        summary = build_summary(experiment, folder, attempt, load_workload(experiment, folder))
+        attempt, summary = measured_attempt(folder)
     write_summary(summary, attempt)
     written = render_report(folder, attempt.name)
     yield summary, written["report.en.md"].read_text(encoding="utf-8")

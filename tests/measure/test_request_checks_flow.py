@@ -10,14 +10,11 @@ from typing import Any
 
 import pytest
 
-from embedswap.captures import new_attempt
-from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
-from embedswap.measure.workload import load_workload
 from embedswap.report.publish import render_report
 from embedswap.pipeline.build import build_summary, write_summary
 from fakeservers import Behaviour, serve
-from realkit import make_experiment
+from realkit import make_experiment, measured_attempt
 
 PROBES = ["plain", "empty_string", "encoding_base64", "over_long_input"]
 
@@ -34,11 +31,7 @@ def flow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, A
         ports = {name: stack.enter_context(serve(b)) for name, b in behaviours.items()}
         folder = make_experiment(root, "request-checks", _external(ports["legacy"]),
                                  {"hosted": _external(ports["hosted"])}, probes=PROBES)
-        experiment = load_experiment(folder)
-        attempt = new_attempt(folder)
-        for name in experiment.target_order():
-            measure_target(experiment, folder, attempt, name, f"capture:{name}")
-        summary = build_summary(experiment, folder, attempt, load_workload(experiment, folder))
+        attempt, summary = measured_attempt(folder)
     write_summary(summary, attempt)
     written = render_report(folder, attempt.name)
     yield summary, written["report.en.md"].read_text(encoding="utf-8")

@@ -11,14 +11,11 @@ from typing import Any
 
 import pytest
 
-from embedswap.captures import new_attempt
-from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
-from embedswap.measure.workload import load_workload
 from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.report.publish import render_report
 from fakeservers import Behaviour, serve
-from realkit import make_experiment
+from realkit import make_experiment, measured_attempt
 
 PROBES = ["plain", "batch8_member", "whitespace_padded", "unicode_mixed"]
 E5 = "intfloat/multilingual-e5-small"
@@ -35,11 +32,7 @@ def flow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, A
         tei = {"kind": "external", "url": f"http://127.0.0.1:{ports['tei']}", "api_shape": "tei",
                "capture": ["workload", "probes"]}
         folder = make_experiment(root, "shape-flow", legacy, {"tei": tei}, probes=PROBES)
-        experiment = load_experiment(folder)
-        attempt = new_attempt(folder)
-        for name in experiment.target_order():
-            measure_target(experiment, folder, attempt, name, f"capture:{name}")
-        summary = build_summary(experiment, folder, attempt, load_workload(experiment, folder))
+        attempt, summary = measured_attempt(folder)
     write_summary(summary, attempt)
     written = render_report(folder, attempt.name)
     yield summary, written["post.en.md"].read_text(encoding="utf-8"), written["report.en.md"].read_text("utf-8")

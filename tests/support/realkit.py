@@ -99,6 +99,22 @@ def make_experiment(root: Path, slug: str, legacy: dict[str, Any], candidates: d
     return folder
 
 
+def measured_attempt(folder: Path) -> tuple[Attempt, dict[str, Any]]:
+    """Steps 01-02's captures of every target of ``folder``'s experiment in a new attempt, then its summary (not yet
+    written): what the in-process flow tests run between starting their fake servers and reading the report."""
+    from embedswap.captures import new_attempt
+    from embedswap.config import load_experiment
+    from embedswap.measure.capture import measure_target
+    from embedswap.measure.workload import load_workload
+    from embedswap.pipeline.build import build_summary
+
+    experiment = load_experiment(folder)
+    attempt = new_attempt(folder)
+    for name in experiment.target_order():
+        measure_target(experiment, folder, attempt, name, f"capture:{name}")
+    return attempt, build_summary(experiment, folder, attempt, load_workload(experiment, folder))
+
+
 def copy_attempt(attempt: Attempt, experiment_dir: Path) -> Attempt:
     """The same attempt (captures, manifest, steps) under another experiment folder."""
     target = experiment_dir / "attempts" / attempt.name

@@ -41,9 +41,9 @@ def test_a_corrupting_server_is_told_apart(tmp_path: Path, legacy_minilm: Any) -
     assert summary["steps"], done.stdout[-3000:] + done.stderr[-3000:]
 
     faults = summary["faults"]["by_target"]
-    assert faults["legacy"]["unusable"] == 0 and not faults["legacy"]["corrupting"]
+    assert faults["legacy"]["unusable"] == 0  # its decision, "none", is checked below
     candidate = faults["candidate"]
-    assert candidate["corrupting"] is True and candidate["unusable"] > 0
+    assert candidate["unusable"] > 0  # corrupting: decisions.faults says so, below
     assert 0 < candidate["share"] == round(candidate["unusable"] / candidate["answers"], 4)
     for rule, kind in KIND_OF_RULE.items():  # each kind seen, never more often than it was injected
         assert 1 <= candidate["by_kind"].get(kind, 0) <= schedule.count(rule), (kind, candidate, schedule.done)

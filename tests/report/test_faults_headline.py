@@ -18,7 +18,7 @@ from embedswap.summary.sections.faults import faults_section
 from embedswap.analysis.upgrade import read_summary
 from typed_summary import as_typed
 
-CORRUPTING = {"answers": 90, "unusable": 13, "share": 0.1444, "corrupting": True, "by_part": {"latency": 13},
+CORRUPTING = {"answers": 90, "unusable": 13, "share": 0.1444, "by_part": {"latency": 13},
               "by_kind": {"wrong_length": 9, "bad_index": 2, "non_finite": 1, "cut_body": 1}}
 
 
@@ -88,10 +88,10 @@ def test_the_section_counts_every_capture_by_kind(tmp_path: Path) -> None:
     vllm = section["by_target"]["vllm"]
     assert vllm["answers"] == 3 + 4 + 5 and vllm["unusable"] == 6
     assert vllm["by_kind"] == {"wrong_length": 2, "cut_body": 1, "status": 1, "timeout": 1, "non_finite": 1}
-    assert vllm["by_part"] == {"workload": 1, "latency": 3, "probes": 2} and vllm["corrupting"] is True
+    assert vllm["by_part"] == {"workload": 1, "latency": 3, "probes": 2} and "corrupting" not in vllm  # decided
     assert vllm["parts"]["probes"] == {"answers": 5, "unusable": 2, "by_kind": {"wrong_length": 1, "non_finite": 1}}
     assert section["by_target"]["legacy"] == {
-        "answers": 1, "unusable": 0, "share": 0.0, "by_kind": {}, "corrupting": False, "by_part": {},
+        "answers": 1, "unusable": 0, "share": 0.0, "by_kind": {}, "by_part": {},
         "parts": {"workload": {"answers": 1, "unusable": 0, "by_kind": {}}}}
 
 
@@ -127,7 +127,7 @@ def test_a_dropped_and_a_retried_request_are_kept_as_events(tmp_path: Path) -> N
         {"probe": "v2_embed_query", "path": "/v2/embed", "sent": {"texts": ["a"]}, "status": 404, "error": "nf",
          "repeats": [{"status": 404, "error": "nf"}, {"status": 0, "error": dropped}]}])
     dynamo = faults_section(load_experiment(folder), attempt)["by_target"]["dynamo"]
-    assert dynamo["answers"] == 5 and dynamo["by_kind"] == {"connection": 1} and dynamo["corrupting"] is False
+    assert dynamo["answers"] == 5 and dynamo["by_kind"] == {"connection": 1}
     assert dynamo["events"] == [
         {"part": "workload", "kind": "stale_connection", "count": 1, "retried": [200]},
         {"part": "probes", "kind": "connection", "count": 1, "sends": 3, "probe": "v2_embed_query",
@@ -145,8 +145,8 @@ DROPPED = {"answers": 262, "unusable": 1, "share": 0.0038, "corrupting": True, "
 def test_a_dropped_connection_is_stated_and_the_comparisons_stay(complete_upgraded: dict[str, Any]) -> None:
     """The demo's Dynamo (issue 56): one of three sends to a route it does not serve got no answer. It is named
     with its probe and kind; its vectors and latency are still compared (``corrupting`` as an older kit wrote it
-    is not read: the kinds decide)."""
-    summary = with_faults(complete_upgraded, dynamo=DROPPED,
+    is dropped at load: the kinds decide)."""
+    summary = with_faults({**complete_upgraded, "schema_version": 2}, dynamo=DROPPED,
                           legacy={"answers": 262, "unusable": 0, "share": 0, "by_kind": {}})
     post = render_post(as_typed(summary), "en")
     assert ("`dynamo` answered 1 of 262 requests (0.4%) with an answer that could not be used (no answer 1). They "

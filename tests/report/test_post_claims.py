@@ -47,7 +47,7 @@ def _decided(out: Summary) -> Summary:
     """The post's decisions drawn again from the verdicts set here, as decide() draws them from its own: a
     statement that reads them (the article comparison, the shim's trade) says what they now say."""
     d = out.decisions
-    d.post = post_decision(out, d.latency, d.ranking if d.ranking.by_candidate else None)
+    d.post = post_decision(out, d.latency, d.ranking if d.ranking.by_candidate else None, d.faults)
     return out
 
 

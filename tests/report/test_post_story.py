@@ -276,7 +276,8 @@ def test_a_gpu_host_names_its_gpu_and_an_aa_run_is_not_compared(complete_upgrade
     assert comparison.why == "other_gpu" and any(f.value == "NVIDIA L4" for f in comparison.facts)
     legacy = summary.model_copy(deep=True)  # the legacy server runs vLLM itself: not the article's swap
     legacy.targets["legacy"].config.kind = "vllm"
-    assert post_decision(legacy, legacy.decisions.latency, legacy.decisions.ranking).article == []
+    assert post_decision(legacy, legacy.decisions.latency, legacy.decisions.ranking,
+                         legacy.decisions.faults).article == []
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

@@ -69,5 +69,5 @@ def with_verdicts(data: dict[str, Any], *, latency: tuple[str, str | None] | Non
             (naive, direction), shim = ranking
             c.naive.metrics["ndcg_at_10"] = Verdict(code=naive, direction=direction, margin=0.02)  # type: ignore[arg-type]
             c.shim.metrics["ndcg_at_10"] = Verdict(code=shim, margin=0.02)  # type: ignore[arg-type]
-    d.post = post_decision(out, d.latency, d.ranking if d.ranking.by_candidate else None)
+    d.post = post_decision(out, d.latency, d.ranking if d.ranking.by_candidate else None, d.faults)
     return out

@@ -23,6 +23,7 @@ from embedswap.analysis import (capacity, client_changes, diagnosis, faults, ind
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions, LatencyDecisions, RankingDecision
+from embedswap.summary.types_faults import FaultDecisions
 from embedswap.summary.types_post import LatencyShown, PostDecision
 
 
@@ -67,7 +68,7 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
         diagnosis_queries=diagnosis.diagnosis_query_decisions(summary),
         # the post's conclusions, and the figures it shows, last: they read the decisions above
         shown=latency_shown.latency_shown(summary, latency.points),
-        post=post.post_decision(summary, latency, ranking),
+        post=post.post_decision(summary, latency, ranking, judged),
     )
     # set only when there is one: summary.json has no ``capacity``/``vectors``/... key otherwise
     if summary.capacity is not None:
@@ -82,12 +83,15 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
 
 
 def post_decisions(summary: SummaryBody, stored: dict[str, Any]) -> PostParts:
-    """``shown`` and ``post`` alone, from the latency and ranking decisions a summary already stores (one decided
-    before they existed); ``stored`` is that summary's ``decisions`` as JSON, read here into the models."""
+    """``shown`` and ``post`` alone, from the latency, ranking and faults decisions a summary already stores (one
+    decided before they existed); ``stored`` is that summary's ``decisions`` as JSON, read here into the models (the
+    faults decided now where a summary from before issue 56 stores none: a pure function of its faults section)."""
     latency = LatencyDecisions.model_validate(stored.get("latency") or {})
     ranking = RankingDecision.model_validate(stored["ranking"]) if stored.get("ranking") else None
+    judged = (FaultDecisions.model_validate(stored["faults"]) if stored.get("faults")
+              else faults.fault_decisions(summary, decisions_config(summary)))
     return PostParts(shown=latency_shown.latency_shown(summary, latency.points),
-                     post=post.post_decision(summary, latency, ranking))
+                     post=post.post_decision(summary, latency, ranking, judged))
 
 
 def decisions_json(decisions: Decisions) -> dict[str, Any]:  # the JSON boundary: summary.json's section as a dict

@@ -18,6 +18,7 @@ from embedswap.analysis.common import api_shape, is_measured, roles, shim_rows
 from embedswap.analysis.post_story import article_comparisons, shim_trades
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import LatencyDecisions, PointIntervals, RankingDecision
+from embedswap.summary.types_faults import FaultDecisions
 from embedswap.summary.types_post import (CandidateConclusion, CandidateGroup, PostDecision, ProbeAnswer, Separator,
                                           VectorsCode, VersionRow)
 from embedswap.summary.types_vectors import ProbeRow
@@ -287,16 +288,18 @@ def _not_measured(summary: SummaryBody, candidates: list[str]) -> list[str]:
     return out
 
 
-def post_decision(summary: SummaryBody, latency: LatencyDecisions, ranking: RankingDecision | None) -> PostDecision:
-    """``decisions.post``; ``latency`` and ``ranking`` are the latency and ranking decisions as
+def post_decision(summary: SummaryBody, latency: LatencyDecisions, ranking: RankingDecision | None,
+                  faults: FaultDecisions | None) -> PostDecision:
+    """``decisions.post``; ``latency``, ``ranking`` and ``faults`` are those decisions as
     :func:`embedswap.analysis.decide` computes them (the intervals separate members; a re-index decides; None: no
-    ranking decision stored)."""
+    ranking decision stored, or no faults section)."""
     legacy, candidates = roles(summary)
     return PostDecision(conclusions=[_conclusion(summary, legacy, n, ranking) for n in candidates],
                         groups=_groups(summary, legacy, candidates, latency.points),
                         versions=_versions(summary, [legacy, *candidates]),
                         not_measured=_not_measured(summary, candidates),
-                        article=article_comparisons(summary, latency, article_engines(summary, legacy, candidates)),
+                        article=article_comparisons(summary, latency, article_engines(summary, legacy, candidates),
+                                                    set(faults.corrupting()) if faults is not None else set()),
                         shim_trades=shim_trades(summary, ranking))
 
 

@@ -78,10 +78,11 @@ def _merge(statements: Sequence[S], key: Callable[[S], Any]) -> list[S]:
     return out
 
 
-def article_comparisons(summary: SummaryBody, latency: LatencyDecisions, names: list[str]) -> list[ArticleComparison]:
-    """``names``: the candidates that run the article's engine. None stated when every figure is unmeasured or the
-    legacy server's answers were corrupt (no latency comparison stands then)."""
-    corrupt = set(summary.faults.corrupting()) if summary.faults is not None else set()
+def article_comparisons(summary: SummaryBody, latency: LatencyDecisions, names: list[str],
+                        corrupt: set[str]) -> list[ArticleComparison]:
+    """``names``: the candidates that run the article's engine; ``corrupt``: the servers ``decisions.faults`` found
+    corrupting. None stated when every figure is unmeasured or the legacy server's answers were corrupt (no latency
+    comparison stands then)."""
     legacy = summary.roles.legacy
     if legacy in corrupt:
         return []

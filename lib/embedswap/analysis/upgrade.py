@@ -65,6 +65,7 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
     _probe_baselines(out)
     if version < 3:
         _models_to_plan(out)
+        _no_corrupting_flag(out)
     if version < 2 or not isinstance(out.get("decisions"), dict):
         out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
     if version < 3:
@@ -95,6 +96,15 @@ def _models_to_plan(summary: dict[str, Any]) -> None:
     head = {k: v for k, v in models.items() if k != "by_candidate"}
     summary["plan"] = {**head, "by_candidate": {name: plan_for(change).model_dump(mode="json", exclude_defaults=True)
                                                 for name, change in changes.items()}}
+
+
+def _no_corrupting_flag(summary: dict[str, Any]) -> None:
+    """Version 2 -> 3, in place: the faults section's per-server ``corrupting`` flag is dropped (``decisions.faults``
+    decides it from ``by_kind``; before issue 56 the flag also counted cut bodies, which are transport faults)."""
+    faults = summary.get("faults")
+    for entry in ((faults.get("by_target") or {}).values() if isinstance(faults, dict) else []):
+        if isinstance(entry, dict):
+            entry.pop("corrupting", None)
 
 
 def _one_index_vocabulary(decisions: dict[str, Any]) -> None:

@@ -7,7 +7,6 @@ from typing import Literal
 
 from embedswap.summary.types_common import Number, Strict
 from embedswap.summary.types_equivalence import Verdict
-from embedswap.wire.answer_faults import CORRUPT
 
 Part = Literal["workload", "queries", "latency", "probes"]
 
@@ -40,10 +39,7 @@ class TargetFaults(Strict):
     answers: int = 0
     unusable: int = 0
     share: Number = 0  # unusable / answers
-    by_kind: dict[str, int] = {}
-    # some 200s came back with wrong content (a kind of answer_faults.CORRUPT): a finding at any count. Summaries
-    # from before issue 56 set it for cut bodies too; readers use Faults.corrupting(), which reads by_kind
-    corrupting: bool = False
+    by_kind: dict[str, int] = {}  # a kind of answer_faults.CORRUPT at any count: decisions.faults says corrupting
     by_part: dict[str, int] = {}  # unusable answers per capture (workload, queries, probes, latency)
     parts: dict[str, PartFaults] = {}  # absent in summaries from before issue 56
     events: list[FaultEvent] = []
@@ -55,10 +51,6 @@ class Faults(Strict):
 
     def of(self, name: str | None) -> TargetFaults | None:
         return self.by_target.get(name) if name is not None else None
-
-    def corrupting(self) -> list[str]:
-        """The servers whose 200s were corrupt at least once, in the section's order."""
-        return [name for name, t in self.by_target.items() if any(k in CORRUPT for k in t.by_kind)]
 
 
 # --- the decision (analysis.faults) ---------------------------------------------------------------------------

@@ -14,16 +14,13 @@ from typing import Any
 from embedswap.report.catalogue import fill
 from embedswap.report.format import code, fmt, md_table
 from embedswap.report.sections.context import ReportContext
-from embedswap.summary.types_faults import FaultEvent, TargetFaults
+from embedswap.summary.types_faults import FaultEvent
 
 
 def corrupting(ctx: ReportContext) -> set[str]:
-    """The servers whose 200s were corrupt at least once (none for a summary from before the section)."""
-    judged = ctx.decisions.faults if ctx.decisions is not None else None
-    if judged is not None:
-        return set(judged.corrupting())
-    faults = ctx.summary.faults
-    return set(faults.corrupting()) if faults is not None else set()
+    """The servers ``decisions.faults`` found corrupting (none without a faults section)."""
+    judged = ctx.decisions.faults
+    return set(judged.corrupting()) if judged is not None else set()
 
 
 def comparable(ctx: ReportContext) -> list[str]:
@@ -35,12 +32,11 @@ def comparable(ctx: ReportContext) -> list[str]:
     return [name for name in ctx.candidates if name not in broken]
 
 
-def _code(ctx: ReportContext, name: str, entry: TargetFaults) -> str:
-    judged = ctx.decisions.faults if ctx.decisions is not None else None
+def _code(ctx: ReportContext, name: str) -> str:
+    """The server's stored fault decision (every summary with a faults section has them after its upgrade)."""
+    judged = ctx.decisions.faults
     decided = judged.of(name) if judged is not None else None
-    if decided is not None:
-        return decided.code
-    return "corrupting" if name in corrupting(ctx) else "transport_within_margin" if entry.unusable else "none"
+    return decided.code if decided is not None else "none"
 
 
 def _statuses(values: list[int], ctx: ReportContext) -> str:
@@ -74,7 +70,7 @@ def headlines(ctx: ReportContext) -> list[dict[str, Any]]:
             f"{words.get(kind, kind)} {fmt(count, 'int')}" for kind, count in entry.by_kind.items())
         out.append({"name": code(name), "share": f"{fmt(entry.share * 100, 's')}%", "unusable": fmt(entry.unusable, "int"),
                     "unusable_n": entry.unusable, "answers": fmt(entry.answers, "int"), "kinds": kinds,
-                    "corrupting": name in corrupting(ctx), "code": _code(ctx, name, entry), "margin": margin,
+                    "corrupting": name in corrupting(ctx), "code": _code(ctx, name), "margin": margin,
                     "events": [_event(ctx, e) for e in entry.events]})
     return out
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
-from embedswap.wire.answer_faults import CORRUPT, TRANSPORT, count_kinds, fault_kind, other_length, usual_dim
+from embedswap.wire.answer_faults import TRANSPORT, count_kinds, fault_kind, other_length, usual_dim
 
 PARTS = {"workload": ("workload_requests.jsonl",), "queries": ("query_requests.jsonl",),
          "latency": ("latency_requests.jsonl", "latency_sweep_requests.jsonl"), "probes": ("probes.jsonl",)}
@@ -117,9 +117,9 @@ def target_faults(attempt: Attempt, name: str) -> dict[str, Any] | None:
     unusable = sum(by_kind.values())
     events = _events(attempt, name)
     return {"answers": answers, "unusable": unusable, "share": round(unusable / answers, 4),
+            # silent corruption (a CORRUPT kind) is a finding at any count, transport faults by rate: both are
+            # decisions.faults' to say (analysis.faults), not a flag here
             "by_kind": dict(sorted(by_kind.items(), key=lambda kv: -kv[1])),
-            # silent corruption: a finding at any count (transport faults are judged by rate: decisions.faults)
-            "corrupting": any(kind in CORRUPT for kind in by_kind),
             "by_part": {p: v["unusable"] for p, v in parts.items() if v["unusable"]}, "parts": parts,
             **({"events": events} if events else {})}
 

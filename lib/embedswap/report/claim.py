@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from embedswap.report.catalogue import fill
 from embedswap.report.format import fmt
 from embedswap.report.sections.context import ReportContext
+from embedswap.stats.equivalence import message_key, shown_direction
 from embedswap.summary.types_decisions import LatencyRatio, RatioInterval, Verdict
 
 # the reasons an inconclusive verdict can carry that the post words apart (others: the catalogue's "other")
@@ -133,7 +134,7 @@ def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None 
     def show(x: float | None) -> str:
         return times(ctx, x) if kind == "ratio" else fmt(x, kind)
 
-    out = Claim(code=v.code, direction=v.direction if v.code in ("different", "non_inferior") else None,
+    out = Claim(code=v.code, direction=shown_direction(v),
                 reason=_reason(ctx, v, ratio) if v.code == "inconclusive" else "",
                 n_needed=fmt(v.n_needed, "int") if v.n_needed else None, value=show(shown),
                 low=show(low) if low is not None else None, high=show(high) if high is not None else None,
@@ -147,7 +148,7 @@ def words(ctx: ReportContext, c: Claim, table: str = "claim") -> str:
     """The claim's sentence part: the catalogue's message of its code and direction, nothing else (``table``:
     ``claim``, the whole claim; ``claim_brief``, value and verdict only)."""
     t, whole = ctx.terms["post"][table], ctx.terms["post"]["claim"]
-    key = f"{c.code}_{c.direction}" if c.direction else c.code
+    key = message_key(c.code, c.direction)
     interval = fill(whole["interval"], low=c.low, high=c.high) if c.low is not None and c.high is not None else ""
     needed = fill(whole["needed"], n=c.n_needed) if c.n_needed else ""
     text = fill(t[key], value=c.value, interval=interval, reason=c.reason, needed=needed, margin=c.margin or "—",

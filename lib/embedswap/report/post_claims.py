@@ -188,8 +188,8 @@ def _variant_claims(ctx: ReportContext, name: str, kind: str, v: RankingVariant,
     source = f"decisions.ranking.by_candidate.{name}.{kind}"
     variant = "address_swap" if kind == "naive" else "shim"
     ndcg = v.metrics.get("ndcg_at_10")
-    if question == "non_inferiority" and ndcg is not None:
-        return claim(ctx, ndcg, kind="delta", metric="ndcg_at_10", subjects=[name], variant=variant,
+    if question == "non_inferiority" and ndcg is not None:  # the verdict the report words too (speaking)
+        return claim(ctx, v.speaking(question), kind="delta", metric="ndcg_at_10", subjects=[name], variant=variant,
                      source=f"{source}.metrics.ndcg_at_10"), None
     combined = v.equivalence
     metric = combined.slices[0] if combined is not None and combined.slices else "ndcg_at_10"

@@ -137,6 +137,18 @@ def _tost_power(n: int, sd: float, margin: float, delta: float, alpha: float, on
     return max(0.0, p_low + p_up - 1.0)
 
 
+def shown_direction(v: Verdict) -> str | None:
+    """The direction a verdict's words carry: only a difference's and a non-inferior one's (better beyond the
+    margin); an equivalent or inconclusive verdict has none to say."""
+    return v.direction if v.code in ("different", "non_inferior") else None
+
+
+def message_key(code: str, direction: str | None) -> str:
+    """The one wording rule, for the report and the post: a verdict's message is keyed by its code and the
+    direction it carries."""
+    return f"{code}_{direction}" if direction else code
+
+
 def _smallest_n(power_of: Any, target: float) -> int | None:
     lo, hi = 2, 2
     while power_of(hi) < target:

@@ -81,6 +81,14 @@ class RankingVariant(Strict):
         """The paired test of one metric's delta (ndcg_at_10, recall_at_5, mrr_at_10), or None: not tested."""
         return self.tests.get(metric)
 
+    def speaking(self, question: str) -> Verdict | None:
+        """The verdict the variant's words follow, one rule for the report and the post: the combined one for the same
+        model (``equivalence``); nDCG@10's for another model (``non_inferiority``, the plan's question: what the
+        judgements say decides a model change, issue 57), the combined one where nDCG@10 has none."""
+        if question == "non_inferiority" and "ndcg_at_10" in self.metrics:
+            return self.metrics["ndcg_at_10"]
+        return self.equivalence
+
 
 class RankingCandidate(Strict):
     naive: RankingVariant

@@ -9,6 +9,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.ranking_verdict import by_candidate
 from embedswap.report.catalogue import fill
+from embedswap.stats.equivalence import message_key, shown_direction
 from embedswap.report.format import MISSING, code, combined_label, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.stats import delta_cell, paired
@@ -71,24 +72,28 @@ def _rows(ctx: ReportContext, entries: dict[str, CandidateRanking],
     return rows, why
 
 
+# another model's verdict (non-inferiority) in the report's words, keyed as the post keys it (equivalence.message_key)
+NON_INFERIORITY_STATE = {"non_inferior_better": "rank_better", "non_inferior": "rank_not_worse",
+                         "equivalent": "rank_not_worse", "different_worse": "rank_worse", "different": "rank_worse"}
+
+
 def _state(t: dict[str, Any], verdict: RankingVariant, undecided: bool, question: RankingQuestion) -> str:
     """The verdict in words: the same ranking or not (equivalence); superior / non-inferior / worse (another
-    model's non-inferiority question, its plan's)."""
+    model's non-inferiority question, its plan's), from the verdict the post words too (``speaking``)."""
     if undecided:
         return t["rank_undecided"]
-    if question == "equivalence":
+    spoken = verdict.speaking(question)
+    if question == "equivalence" or spoken is None:
         return t["rank_same"] if verdict.unchanged else t["rank_differs"]
-    found = verdict.equivalence  # combine() keeps no direction for non-inferior: superior is every metric better
-    metrics = verdict.metrics.values()
-    if found is not None and found.code == "non_inferior" and metrics and all(m.direction == "better" for m in metrics):
-        return t["rank_better"]
-    return t["rank_not_worse"] if verdict.unchanged else t["rank_worse"]
+    key = message_key(spoken.code, shown_direction(spoken))
+    return t[NON_INFERIORITY_STATE.get(key, "rank_worse" if spoken.direction == "worse" else "rank_not_worse")]
 
 
 def _line(ctx: ReportContext, entry: CandidateRanking, kind: str,
           verdict: RankingVariant | None, question: RankingQuestion = "equivalence") -> tuple[str, str] | None:
     """(long, short) sentence for one variant's verdict, or None without a number."""
-    undecided = verdict is not None and verdict.equivalence is not None and verdict.equivalence.code == "inconclusive"
+    spoken = verdict.speaking(question) if verdict is not None else None
+    undecided = spoken is not None and spoken.code == "inconclusive"
     if verdict is None or (verdict.unchanged is None and not undecided):
         return None
     t = ctx.terms

@@ -207,6 +207,15 @@ REASONS: dict[str, str] = {
     "rewrite_not_json": "body not a JSON object: sent as is",
     "rewrite_renormalised": "vectors re-normalised (L2)",
     "shim_usage_server": "`usage` as the server sent it (null where it sent none): the shim never makes up a count",
+    "shim_usage_counted": "`usage` counted by the shim with the model's tokenizer where the server sends none "
+                          "(labelled so): it matches the legacy server's count on all {compared} probes captured",
+    "shim_usage_count_differs": "`usage` as the server sent it, though counting was asked: the model's tokenizer "
+                                "counts {counted} where the legacy server counted {legacy} ({probe}; {n} of "
+                                "{compared} probes differ)",
+    "shim_usage_unverified": "`usage` as the server sent it, though counting was asked: no legacy probe captures "
+                             "with both counts to check the tokenizer's count against",
+    "rewrite_shape": "said in the {shape} shape at {path}, answered in OpenAI's",
+    "rewrite_usage_counted": "usage counted by the shim (model tokenizer)",
     # vectors that depend on batch mates (diagnosis.hypotheses, BATCHINGS)
     "diagnosis_batch_mask_ignored": "'{name}' ignores the attention mask: its vectors include the padding of "
                                     "their batch, so they depend on batch mates; pass the attention mask to the "

@@ -31,6 +31,10 @@ class _TargetBase(_Strict):
     # server whose weights have no local copy. Unset: the experiment's model. Said here, it is evidence of "another
     # model" that needs no measurement; the kit also finds it unsaid, from the vectors (summary.sections.models).
     model: str | None = None
+    # `usage` in the client migration shim's answers where this server sends none (TEI's shape has no field for it):
+    # "server" leaves it null; "counted" asks the shim to count it with the model's tokenizer, labelled as its own,
+    # granted only where that count matches the legacy server's on the probe captures (shim.settings.usage_check)
+    shim_usage: Literal["server", "counted"] = "server"
 
     @field_validator("model")
     @classmethod

@@ -14,6 +14,8 @@ from embedswap.measure.tokens import probe_token_counter
 from embedswap.measure.workload import Workload
 
 from embedswap.measure.errors import StepFailed
+from embedswap.shim.shapes import SHIM_SHAPES
+from embedswap.wire.api_shapes import ApiShape
 
 
 def _shim_token_limit(experiment: Experiment, prefix: str, model_path: str) -> int | None:
@@ -31,21 +33,25 @@ def _shim_token_limit(experiment: Experiment, prefix: str, model_path: str) -> i
 def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
                         prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None = None, *,
                         headers: dict[str, str] | None = None, verify_tls: bool = True,
-                        embeddings_path: str = DEFAULT_PROBE_PATH, api_shape: str = "openai") -> None:
+                        embeddings_path: str | None = DEFAULT_PROBE_PATH, api_shape: ApiShape = "openai") -> None:
     """The probe catalogue again, through the client migration shim (``embedswap.shim``), against a candidate.
 
     The shim's settings come from the candidate's own probe captures (``probe_records``; None reads
     ``captures/<prefix>/probes.jsonl``) compared with the legacy server's, and are written to
     ``captures/<prefix>/shim_config.json``; the answers to ``captures/<prefix>/shim_probes.jsonl`` in the
-    format of ``probes.jsonl`` (plus a ``shim`` field: what was rewritten, what went upstream, attempts).
+    format of ``probes.jsonl`` (plus a ``shim`` field: what was rewritten, what went upstream, attempts, and
+    ``usage: "counted"`` where the shim counted the tokens itself). The shim says each request in the candidate's
+    ``api_shape`` at ``embeddings_path`` (``embedswap.shim.shapes``), so a TEI candidate is re-probed as the old
+    OpenAI-style client would reach it through the shim.
     Does nothing for the legacy target or when the candidate has no probe captures. An unexpected error is
     raised as StepFailed, so the candidate's other measurements (latency) still run.
     """
     try:
-        if api_shape != "openai":  # the shim is an OpenAI-API client: nothing to put in front of another shape
+        if api_shape not in SHIM_SHAPES:  # a shape the shim cannot say: nothing to put in front of it
             return
         _capture_shim_probes(client_base_url, experiment, workload, attempt, prefix, model_path, probe_records,
-                             headers=headers, verify_tls=verify_tls, embeddings_path=embeddings_path)
+                             headers=headers, verify_tls=verify_tls, embeddings_path=embeddings_path,
+                             api_shape=api_shape)
     except StepFailed:
         raise
     except Exception as exc:
@@ -55,7 +61,7 @@ def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: 
 def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
                          prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None, *,
                          headers: dict[str, str] | None, verify_tls: bool,
-                         embeddings_path: str = DEFAULT_PROBE_PATH) -> None:
+                         embeddings_path: str | None = DEFAULT_PROBE_PATH, api_shape: ApiShape = "openai") -> None:
     from embedswap.shim.client import EmbeddingShim
     from embedswap.shim.settings import ShimConfig
 
@@ -78,10 +84,11 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
         query_task=experiment.model.query_task,
         same_threshold=experiment.parity.text_threshold,
         timeout_s=experiment.latency.timeout_s,
+        count_usage=getattr(experiment.targets.get(prefix), "shim_usage", "server") == "counted",
     )
     attempt.write_json(f"{prefix}/shim_config.json", config.to_dict())
     with EmbeddingShim(client_base_url, config, experiment.model.served_name, headers=headers,
-                       verify_tls=verify_tls, embeddings_path=embeddings_path) as shim:
+                       verify_tls=verify_tls, embeddings_path=embeddings_path, api_shape=api_shape) as shim:
         # the direct probes' context (same token limit, same window): a re-probe sends the direct probe's request
         ctx = run_context(experiment, workload, shim.embed([workload.documents[0].text]), model_path,
                           fallback_dim=config.native_dim or 0)

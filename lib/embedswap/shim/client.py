@@ -12,9 +12,11 @@ from typing import Any
 
 import httpx
 
+from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, ApiShape
 from embedswap.wire.client import EmbeddingResponse, parse_response
 from embedswap.shim.settings import QUERY_FIELDS, ShimConfig, ShimRequestError
-from embedswap.shim.text import Truncator, l2_renormalise, load_tokenizer
+from embedswap.shim.shapes import count_tokens, say_in_shape
+from embedswap.shim.text import Truncator, l2_renormalise, load_tokenizer, model_token_limit
 
 # --- the rewritten request --------------------------------------------------------------------------------------------
 @dataclass
@@ -35,14 +37,19 @@ class EmbeddingShim:
 
     ``base_url``: the server's root (``http://host:port``) or its ``/v1`` URL. ``transport``: an httpx transport
     for the upstream requests (tests pass ``httpx.MockTransport``). ``sleep``: the backoff's sleep function.
+    ``api_shape``: the shape the server speaks (the candidate's ``targets.<name>.api_shape``); the caller's
+    OpenAI-style request is said in it and its answer read back (``embedswap.shim.shapes``).
+    ``embeddings_path``: the server's route (default: the shape's own, e.g. ``/embed`` for TEI).
     """
 
     def __init__(self, base_url: str, config: ShimConfig | None = None, model: str = "embedder", *,
                  timeout_s: float | None = None, headers: dict[str, str] | None = None, verify_tls: bool = True,
                  transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
-                 embeddings_path: str = "/v1/embeddings") -> None:
+                 embeddings_path: str | None = None, api_shape: ApiShape = "openai") -> None:
         self.config = config or ShimConfig()
-        self.embeddings_path = embeddings_path  # the server's own route (e.g. Infinity's /embeddings)
+        self.api_shape: ApiShape = api_shape
+        # the server's own route (e.g. Infinity's /embeddings, TEI's /embed)
+        self.embeddings_path = embeddings_path or EMBEDDINGS_PATHS[api_shape]
         self.model = model
         root = base_url.rstrip("/")
         self.base_url = root[: -len("/v1")] if root.endswith("/v1") else root
@@ -51,6 +58,7 @@ class EmbeddingShim:
                                   verify=verify_tls, transport=transport)
         self._truncator: Truncator | None = None
         self._truncator_lock = threading.Lock()
+        self._counter: Any = None  # the tokenizer that counts usage (config.usage "counted"), loaded on first use
 
     def __enter__(self) -> EmbeddingShim:
         return self
@@ -168,6 +176,17 @@ class EmbeddingShim:
                 plan.notes.append(f"{cut} input(s) truncated to {truncator.limit} tokens")
         return plan
 
+    def counted_usage(self, body: dict[str, Any]) -> int | None:
+        """The model tokenizer's count of an (OpenAI-shaped) body the shim sent, cut at the limit the server cuts
+        at; None without a tokenizer."""
+        path = self.config.tokenizer_path
+        if path is None:
+            return None
+        with self._truncator_lock:
+            if self._counter is None:
+                self._counter = load_tokenizer(path)
+        return count_tokens(self._counter, body, self.config.max_input_tokens or model_token_limit(path))
+
     # --- sending ---------------------------------------------------------------------------------------------------
     def _send(self, content: bytes, headers: dict[str, str]) -> tuple[httpx.Response | None, Exception | None, int]:
         """POST with the retry policy. Returns (response, transport error, attempts)."""
@@ -203,21 +222,27 @@ class EmbeddingShim:
         started = time.perf_counter()
         try:
             plan = self.rewrite(body)
+            upstream_body = say_in_shape(plan.body, self.api_shape)
         except ShimRequestError as exc:
             answer = EmbeddingResponse(status=400, latency_ms=0.0, error=str(exc))
             answer.extra["shim"] = {"attempts": 0, "local": True, "param": exc.param, "rewrites": []}
             return answer, None
-        content = json.dumps(plan.body, ensure_ascii=False).encode()
+        if self.api_shape != "openai":
+            plan.notes.append(f"said in the {self.api_shape} shape at {self.embeddings_path}, answered in OpenAI's")
+        content = json.dumps(upstream_body, ensure_ascii=False).encode()
         response, error, attempts = self._send(content, {**(headers or {}), "Content-Type": "application/json"})
         elapsed = (time.perf_counter() - started) * 1000
         info: dict[str, Any] = {"attempts": attempts, "local": False, "rewrites": plan.notes,
-                                "sent_upstream": plan.body, "requested_encoding": plan.requested_encoding}
+                                "sent_upstream": upstream_body, "requested_encoding": plan.requested_encoding}
         if response is None:
             answer = EmbeddingResponse(status=0, latency_ms=elapsed, error=f"{type(error).__name__}: {error}"[:300])
             answer.extra["shim"] = info
             return answer, error
         answer = parse_response(response, elapsed)
         info["upstream_encoding"] = answer.encoding
+        if self.api_shape != "openai":
+            info["upstream_shape"] = self.api_shape
+            answer.shape = "openai"  # the caller gets OpenAI's form from the shim (data[], index, usage)
         if answer.ok and answer.vectors is not None:
             if self.config.force_float:  # asked for floats in the caller's stead: the caller gets numbers
                 answer.encoding = "float"  # (a pass-through shim keeps the server's encoding, as a bare client)
@@ -232,5 +257,12 @@ class EmbeddingShim:
             if self.config.renormalise and answer.vectors is not None:  # e.g. a server's unrenormalised slice
                 answer.vectors = [l2_renormalise(v) for v in answer.vectors]
                 info["rewrites"] = [*plan.notes, "vectors re-normalised (L2)"]
+        if answer.ok and self.config.usage == "counted" and answer.prompt_tokens is None:
+            # the server sent no count (TEI's shape has none): the tokenizer's, labelled as the shim's own
+            counted = self.counted_usage(plan.body)
+            if counted is not None:
+                answer.prompt_tokens = counted
+                info["usage"] = "counted"
+                info["rewrites"] = [*info["rewrites"], "usage counted by the shim (model tokenizer)"]
         answer.extra["shim"] = info
         return answer, response

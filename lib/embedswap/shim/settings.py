@@ -7,7 +7,7 @@ import random
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
 
@@ -23,6 +23,9 @@ CLIENT_ERROR_PROBES = frozenset({
 QUERY_FIELDS = ("input_type", "instruction")
 # vLLM: "This model's maximum context length is 256 tokens. However, ..."
 _LIMIT_PATTERN = re.compile(r"maximum (?:context|input) length is (\d+) tokens", re.IGNORECASE)
+
+
+UsageSource = Literal["server", "counted"]
 
 
 class ShimRequestError(ValueError):
@@ -57,8 +60,11 @@ class ShimConfig:
     # L2-renormalise every vector the server answers: its vectors were not unit length where the legacy server's
     # were (e.g. `dimensions` sliced without re-normalising, as Infinity 0.0.78 does); a dot-product index needs it.
     renormalise: bool = False
-    # `usage` in the answer: "server" = as the server sent it, null where it sent none (never a made-up count)
-    usage: str = "server"
+    # `usage` in the answer: "server" = as the server sent it, null where it sent none (never a made-up count);
+    # "counted" = where the server sent none (TEI's shape has no field for it), the model's tokenizer counts the
+    # inputs sent, labelled as the shim's count. from_probes sets it only when asked and when that count matches
+    # the legacy server's on every probe captured (a count the old client never saw would be a made-up one)
+    usage: UsageSource = "server"
     # Answer an empty string with a 400 here, as the legacy server did (vLLM embeds "" as [CLS][SEP]).
     reject_empty_strings: bool = False
     # Retries: only these statuses, never the ones learned to be disguised client errors.
@@ -76,6 +82,8 @@ class ShimConfig:
     reason_codes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.usage not in ("server", "counted"):
+            raise ValueError(f"usage must be 'server' or 'counted', got {self.usage!r}")
         if "{query}" not in self.query_template:
             raise ValueError("query_template must contain '{query}'")
         if self.max_input_tokens is not None and self.max_input_tokens < 1:
@@ -94,7 +102,8 @@ class ShimConfig:
                    "model_override": self.model_override is not None, "drop_fields": bool(self.drop_fields),
                    "force_float": self.force_float, "renormalise": self.renormalise,
                    "reject_empty_strings": self.reject_empty_strings,
-                   "non_retryable_statuses": bool(self.non_retryable_statuses)}
+                   "non_retryable_statuses": bool(self.non_retryable_statuses),
+                   "usage": self.usage == "counted"}
         return [name for name, on in changes.items() if on]
 
     def should_retry(self, status: int) -> bool:
@@ -121,7 +130,7 @@ class ShimConfig:
                     legacy_records: Iterable[dict[str, Any]] | None = None, *,
                     served_name: str | None = None, tokenizer_path: str | None = None,
                     max_input_tokens: int | None = None, same_threshold: float = 0.999,
-                    **overrides: Any) -> ShimConfig:
+                    count_usage: bool = False, **overrides: Any) -> ShimConfig:
         """Settings derived from a candidate's probe captures (records of ``probes.jsonl``).
 
         ``legacy_records``: the legacy server's probe captures; with them the query-prompt decision uses the
@@ -129,6 +138,8 @@ class ShimConfig:
         them the shim applies the prompt itself, which is right whether or not the server would have.
         ``max_input_tokens``: the limit to truncate to when the over-long probe failed without stating one
         (Dynamo's frontend answers a bare 500); else the limit comes from the error text.
+        ``count_usage``: the user asks the shim to count ``usage`` where the candidate sends none (``usage``
+        "counted"); granted only where the tokenizer's count matches the legacy server's on its probe captures.
         ``overrides``: any ShimConfig field, taking precedence over what was derived.
         """
         from embedswap.answers.classify import classify
@@ -270,7 +281,11 @@ class ShimConfig:
         elif base64_probe is not None and base64_probe.get("encoding") == "base64":
             because("force_float", "shim_force_float")
 
-        because("usage", "shim_usage_server")  # said in the report: the shim counts nothing itself
+        if count_usage:  # asked for: granted where the legacy server's counts are the tokenizer's
+            settings["usage"], code, params = usage_check(legacy)
+            because("usage", code, **params)
+        else:
+            because("usage", "shim_usage_server")  # said in the report: the shim counts nothing itself
 
         # vector length: unit-length legacy answers, candidate answers of another length
         off = _not_unit_length(candidate, legacy)
@@ -283,6 +298,24 @@ class ShimConfig:
         for key in extra_reasons:  # a reason given by hand is a free text: it replaces the derived code
             codes.pop(key, None)
         return cls(**settings, reasons={**reasons, **extra_reasons}, reason_codes=codes)
+
+
+def usage_check(legacy: dict[str, dict[str, Any]] | None) -> tuple[UsageSource, str, dict[str, Any]]:
+    """Whether the shim may count ``usage`` itself: (setting, reason code, its parameters). Only where every legacy
+    probe answered 200 with a count carries the model tokenizer's count of the same request (``tokenizer_tokens``,
+    written at capture) and they are equal: otherwise the old client's budgets were kept in another unit."""
+    if legacy is None:
+        return "server", "shim_usage_unverified", {}
+    compared = [(name, r.get("prompt_tokens"), r.get("tokenizer_tokens")) for name, r in legacy.items()
+                if r.get("status") == 200 and isinstance(r.get("prompt_tokens"), int)]
+    if not compared or any(expected is None for _, _, expected in compared):
+        return "server", "shim_usage_unverified", {}
+    differ = [(name, theirs, ours) for name, theirs, ours in compared if theirs != ours]
+    if differ:
+        name, theirs, ours = differ[0]
+        return "server", "shim_usage_count_differs", {"probe": name, "legacy": theirs, "counted": ours,
+                                                      "n": len(differ), "compared": len(compared)}
+    return "counted", "shim_usage_counted", {"compared": len(compared)}
 
 
 CLIENT_PREFIXED_QUERIES = "query_vectors_client_prefixed.npy"  # the prompt put in the text by the client

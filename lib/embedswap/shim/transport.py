@@ -12,7 +12,9 @@ import httpx
 
 from embedswap.shim.client import EmbeddingShim
 from embedswap.shim.settings import ShimConfig
+from embedswap.shim.shapes import USAGE_COUNTED, USAGE_HEADER
 from embedswap.shim.text import encode_base64
+from embedswap.wire.api_shapes import ApiShape
 
 _HOP_HEADERS = frozenset({"host", "content-length", "transfer-encoding", "connection", "accept-encoding"})
 
@@ -32,14 +34,17 @@ class ShimTransport(httpx.BaseTransport):
 
     Other requests (``GET /v1/models``, ...) are forwarded unchanged. The request's own headers (the SDK's
     ``Authorization``) travel upstream. Every answer carries ``x-should-retry: false``: the shim has already
-    retried what may be retried (see the module docstring).
+    retried what may be retried (see the module docstring). ``api_shape``/``embeddings_path``: the upstream's shape
+    and route (a TEI server: ``"tei"``, ``/embed``); the caller keeps calling ``POST /v1/embeddings`` and gets
+    OpenAI's answer, with ``usage`` counted by the shim where the config says so (labelled by ``USAGE_HEADER``).
     """
 
     def __init__(self, config: ShimConfig, upstream_base_url: str, *, model: str = "embedder",
                  headers: dict[str, str] | None = None, verify_tls: bool = True,
-                 inner: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                 inner: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
+                 api_shape: ApiShape = "openai", embeddings_path: str | None = None) -> None:
         self.shim = EmbeddingShim(upstream_base_url, config, model, headers=headers, verify_tls=verify_tls,
-                                  transport=inner, sleep=sleep)
+                                  transport=inner, sleep=sleep, api_shape=api_shape, embeddings_path=embeddings_path)
 
     def close(self) -> None:
         self.shim.close()
@@ -81,11 +86,13 @@ class ShimTransport(httpx.BaseTransport):
                 "data": [{"object": "embedding", "index": i, "embedding": encode_base64(v) if as_base64 else v}
                          for i, v in enumerate(answer.vectors)],
                 "model": answer.model or body.get("model"),
-                # the server's own count, or null where it sent none: the shim never invents a number
+                # the server's own count, or null where it sent none; the model tokenizer's count only where the
+                # config says usage "counted" (and then labelled by the header): never an unlabelled made-up number
                 "usage": (None if answer.prompt_tokens is None else
                           {"prompt_tokens": answer.prompt_tokens, "total_tokens": answer.prompt_tokens}),
             }
-            return _json_response(200, payload)
+            counted = answer.extra["shim"].get("usage") == "counted"
+            return _json_response(200, payload, {USAGE_HEADER: USAGE_COUNTED} if counted else None)
         if upstream is None or answer.extra["shim"].get("local"):  # answered by the shim itself
             return _json_response(answer.status, _error_payload(answer.error or "invalid request", answer.status,
                                                                 answer.extra["shim"].get("param")))

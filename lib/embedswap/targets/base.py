@@ -20,6 +20,7 @@ import psutil
 from embedswap.config.sections import ModelConfig
 from embedswap.redact import redact, redact_file, register_secret_env
 from embedswap.targets.log_lines import with_error_line
+from embedswap.wire.api_shapes import ApiShape
 
 LOG_TAIL_LINES = 40
 
@@ -201,7 +202,7 @@ class Target(ABC):
         return True
 
     # the routes and request shape of the server (embedswap.wire.api_shapes); an external target may have others
-    def api_shape(self) -> str:
+    def api_shape(self) -> ApiShape:
         return "openai"
 
     def embeddings_path(self) -> str:

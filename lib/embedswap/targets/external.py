@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import httpx
 
-from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS
+from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS, ApiShape
 from embedswap.wire.client import auth_headers
 from embedswap.config.targets import ExternalTarget
 from embedswap.targets.base import Target, TargetStartError
@@ -32,7 +32,7 @@ class ExternalServerTarget(Target):
     def verify_tls(self) -> bool:
         return self.config.verify_tls
 
-    def api_shape(self) -> str:
+    def api_shape(self) -> ApiShape:
         return self.config.api_shape
 
     def embeddings_path(self) -> str:

@@ -10,7 +10,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -32,7 +32,8 @@ def unit_vector(text: str, dim: int = DIM) -> np.ndarray:
 class Behaviour:
     """What a fake server does. ``scale``: every vector multiplied by it; ``slice_renormalise``: whether
     ``dimensions`` is answered by slicing + re-normalising (the reference) or slicing only (Infinity 0.0.78);
-    ``usage``: "words" (words + 2, the reference), "chars" (characters, as Infinity counts), or None (omitted);
+    ``usage``: "words" (words + 2, the reference), "chars" (characters, as Infinity counts), a function of one text
+    (e.g. the model tokenizer's count, as a real server of the model counts), or None (omitted);
     ``reverse``: data[] in reverse index order; ``shape``: openai | cohere-v2 | tei | ollama; ``prefix``: route
     prefix of the OpenAI routes ("/v1" or ""); ``model``: the model name echoed (None: the one asked for);
     ``ignore_encoding``: floats whatever ``encoding_format`` asks; ``error_200``: inputs (exact texts) answered
@@ -41,7 +42,8 @@ class Behaviour:
     ``states_model``: a TEI or Ollama server states its model (``model``, else "embedder") on its own shape's route
     (TEI ``/info`` ``model_id``, Ollama ``/api/tags``), as the real ones do; False: it states none."""
 
-    def __init__(self, *, scale: float = 1.0, slice_renormalise: bool = True, usage: str | None = "words",
+    def __init__(self, *, scale: float = 1.0, slice_renormalise: bool = True,
+                 usage: str | Callable[[str], int] | None = "words",
                  reverse: bool = False, shape: str = "openai", prefix: str = "/v1", model: str | None = None,
                  ignore_encoding: bool = True, error_200: tuple[str, ...] = (), service_ms: float = 0.0,
                  seed: int = 0, states_model: bool = True) -> None:
@@ -72,9 +74,11 @@ def _embed(texts: list[Any], behaviour: Behaviour, dimensions: Any) -> list[list
     return out
 
 
-def _tokens(texts: list[Any], how: str | None) -> int | None:
+def _tokens(texts: list[Any], how: str | Callable[[str], int] | None) -> int | None:
     if how is None:
         return None
+    if callable(how):
+        return sum(how(t) if isinstance(t, str) else len(t) for t in texts)
     if how == "chars":
         return sum(len(t) if isinstance(t, str) else len(t) for t in texts)
     return sum(len(t.split()) + 2 if isinstance(t, str) else len(t) for t in texts)

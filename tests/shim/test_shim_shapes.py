@@ -112,7 +112,8 @@ def test_ollama_and_cohere_keep_the_server_s_own_count(shape: str, route: str, s
     behaviour = Behaviour(shape=shape)
     with serve(behaviour) as port:
         root = f"http://127.0.0.1:{port}"
-        transport = ShimTransport(ShimConfig(usage="counted", tokenizer_path=MODEL), root, api_shape=shape)  # type: ignore[arg-type]
+        config = ShimConfig(usage="counted", tokenizer_path=MODEL)
+        transport = ShimTransport(config, root, api_shape=shape)  # type: ignore[arg-type]
         answer = _post(transport, root, {"model": SERVED, "input": TEXTS})
         transport.close()
     assert behaviour.requests[-1] == ("POST", route, sent)

@@ -17,6 +17,11 @@ from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.models import local_model_folder, resolve_model_path, sentence_transformers_prompts
 from embedswap.measure.workload import Workload
+# what the model's tokenizer counts for one request: the shim counts `usage` with it too, so it lives in the shim
+from embedswap.shim.text import request_token_count
+
+__all__ = ["TOKENIZER_COUNTS", "count_tokens", "ensure_tokenizer_counts", "probe_token_counter",
+           "query_with_instruction", "request_token_count"]
 
 TOKENIZER_COUNTS = "reference/tokenizer_counts.json"
 
@@ -67,38 +72,11 @@ def ensure_tokenizer_counts(experiment: Experiment, workload: Workload, attempt:
     return counts
 
 
-def request_token_count(tokenizer: Any, body: dict[str, Any] | None, max_length: int | None) -> int | None:
-    """What the model's own tokenizer counts for one request's inputs (special tokens included, each input cut at
-    ``max_length`` as the servers cut or refuse it): the yardstick a probe's ``usage.prompt_tokens`` is compared
-    with. None for a body that holds no inputs the tokenizer can count (a raw body, a number)."""
-    if not isinstance(body, dict):
-        return None
-    inputs = body.get("input", body.get("texts", body.get("inputs")))
-    if isinstance(inputs, str):
-        inputs = [inputs]
-    if not isinstance(inputs, list) or not inputs:
-        return None
-    if all(isinstance(x, int) and not isinstance(x, bool) for x in inputs):  # one pre-tokenised input
-        return min(len(inputs), max_length or len(inputs))
-    total = 0
-    for item in inputs:
-        if isinstance(item, str):
-            ids = tokenizer(item, add_special_tokens=True, truncation=max_length is not None,
-                            max_length=max_length)["input_ids"]
-            total += len(ids)
-        elif isinstance(item, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in item):
-            total += min(len(item), max_length or len(item))
-        else:
-            return None
-    return total
-
-
 def probe_token_counter(experiment: Experiment, model_path: str, whole: bool = False) -> Any:
     """``body -> the model tokenizer's count of its inputs`` (None where it cannot count): the yardstick of each
     probe's ``usage`` (a server that counts something else, or omits usage, says so against it). Each input is
     cut at the limit as the servers cut or refuse it; ``whole``: not cut (the tokens the input has)."""
     from embedswap.shim.text import load_tokenizer, model_token_limit
-    from embedswap.measure.tokens import request_token_count
 
     try:
         tokenizer = load_tokenizer(model_path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from embedswap.shim.settings import ShimRequestError
+from embedswap.shim.text import request_token_count
 from embedswap.wire.api_shapes import SHAPES, ApiShape, NotApplicable, translate
 
 # the shapes the shim speaks upstream: every shape the kit reads (translate says each; parse_response reads each)
@@ -40,8 +41,6 @@ def count_tokens(tokenizer: Any, body: dict[str, Any], limit: int | None) -> int
     """The model tokenizer's count of the inputs the shim sent (special tokens included, each cut at ``limit`` as
     the server cuts it): the ``usage.prompt_tokens`` a server of this model would have reported; None where the
     inputs cannot be counted (a wrong-typed input)."""
-    from embedswap.measure.tokens import request_token_count
-
     try:
         return request_token_count(tokenizer, body, limit)
     except Exception:  # an input the tokenizer refuses: no count (null), never a guessed one

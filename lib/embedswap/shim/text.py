@@ -87,3 +87,29 @@ class Truncator:
                 return cut, True
         with self._lock:  # pathological text: fall back to the decoded ids
             return self.tokenizer.decode(ids[: max(0, budget - 64)]), True
+
+
+def request_token_count(tokenizer: Any, body: dict[str, Any] | None, max_length: int | None) -> int | None:
+    """What the model's own tokenizer counts for one request's inputs (special tokens included, each input cut at
+    ``max_length`` as the servers cut or refuse it): the yardstick a probe's ``usage.prompt_tokens`` is compared
+    with. None for a body that holds no inputs the tokenizer can count (a raw body, a number)."""
+    if not isinstance(body, dict):
+        return None
+    inputs = body.get("input", body.get("texts", body.get("inputs")))
+    if isinstance(inputs, str):
+        inputs = [inputs]
+    if not isinstance(inputs, list) or not inputs:
+        return None
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in inputs):  # one pre-tokenised input
+        return min(len(inputs), max_length or len(inputs))
+    total = 0
+    for item in inputs:
+        if isinstance(item, str):
+            ids = tokenizer(item, add_special_tokens=True, truncation=max_length is not None,
+                            max_length=max_length)["input_ids"]
+            total += len(ids)
+        elif isinstance(item, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in item):
+            total += min(len(item), max_length or len(item))
+        else:
+            return None
+    return total

@@ -85,6 +85,7 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
         same_threshold=experiment.parity.text_threshold,
         timeout_s=experiment.latency.timeout_s,
         count_usage=getattr(experiment.targets.get(prefix), "shim_usage", "server") == "counted",
+        api_shape=api_shape,
     )
     attempt.write_json(f"{prefix}/shim_config.json", config.to_dict())
     with EmbeddingShim(client_base_url, config, experiment.model.served_name, headers=headers,

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
+from embedswap.wire.api_shapes import ANSWER_LACKS, ApiShape
 
 # Statuses that mean "try again later": overloaded (503), rate limited (429), Anthropic-style overloaded (529).
 RETRY_STATUSES = frozenset({429, 503, 529})
@@ -130,7 +131,7 @@ class ShimConfig:
                     legacy_records: Iterable[dict[str, Any]] | None = None, *,
                     served_name: str | None = None, tokenizer_path: str | None = None,
                     max_input_tokens: int | None = None, same_threshold: float = 0.999,
-                    count_usage: bool = False, **overrides: Any) -> ShimConfig:
+                    count_usage: bool = False, api_shape: ApiShape = "openai", **overrides: Any) -> ShimConfig:
         """Settings derived from a candidate's probe captures (records of ``probes.jsonl``).
 
         ``legacy_records``: the legacy server's probe captures; with them the query-prompt decision uses the
@@ -140,6 +141,8 @@ class ShimConfig:
         (Dynamo's frontend answers a bare 500); else the limit comes from the error text.
         ``count_usage``: the user asks the shim to count ``usage`` where the candidate sends none (``usage``
         "counted"); granted only where the tokenizer's count matches the legacy server's on its probe captures.
+        ``api_shape``: the candidate's shape; what its answers cannot carry (TEI: usage) is no sign that it treats a
+        field otherwise than the legacy server (the probes are compared as the contract section compares them).
         ``overrides``: any ShimConfig field, taking precedence over what was derived.
         """
         from embedswap.answers.classify import classify
@@ -150,6 +153,7 @@ class ShimConfig:
 
         reasons: dict[str, str] = {}
         codes: dict[str, dict[str, Any]] = {}
+        lacks = ANSWER_LACKS.get(api_shape, frozenset())
         settings: dict[str, Any] = {"tokenizer_path": tokenizer_path}
 
         def because(setting: str, code: str, **params: Any) -> None:
@@ -165,7 +169,8 @@ class ShimConfig:
             it changes a request only where the two servers differ); False without legacy captures."""
             if legacy is None or name not in legacy or name not in candidate:
                 return False
-            return classify(legacy[name], candidate[name], same_threshold).verdict in ("same", "not-applicable")
+            return classify(legacy[name], candidate[name], same_threshold,
+                            shape_lacks=lacks).verdict in ("same", "not-applicable")
 
         # native dimension: from any successful document answer
         for name in ("plain", "encoding_float", "batch8_member", "unicode_mixed", "input_type_query"):
@@ -206,7 +211,7 @@ class ShimConfig:
                 query_findings.append((name, "rejected",
                                        reason("shim_finding_rejected", probe=name, status=record.get("status"))))
             elif legacy is not None and name in legacy:
-                verdict = classify(legacy[name], record, same_threshold)
+                verdict = classify(legacy[name], record, same_threshold, shape_lacks=lacks)
                 detail = reason_of(verdict.detail) or verdict.detail
                 query_findings.append((name, verdict.verdict, reason("shim_finding_verdict", probe=name,
                                                                      verdict=verdict.verdict, detail=detail)))

@@ -33,8 +33,10 @@ def say_in_shape(body: dict[str, Any], shape: ApiShape) -> dict[str, Any]:
         # served_name=None: TEI serves one model and has no field for it; the name is left out, not checked
         return translate(out, shape, served_name=None)
     except NotApplicable as exc:
+        # a named field may be dropped on purpose (ShimConfig.drop_fields); token ids have no text to send instead
+        remedy = "list it in drop_fields to have it removed" if exc.field.startswith("`") else "send the text"
         raise ShimRequestError(f"the {shape} API cannot express {exc.field}; the shim does not drop it silently "
-                               "(list it in drop_fields to have it removed)", exc.field.strip("`")) from exc
+                               f"({remedy})", exc.field.strip("`")) from exc
 
 
 def count_tokens(tokenizer: Any, body: dict[str, Any], limit: int | None) -> int | None:

@@ -54,17 +54,23 @@ Two details of the official client that the transport handles:
   already, so every answer the transport returns carries ``x-should-retry: false``, which the SDK obeys: a
   disguised 500 is not resent, and retries do not multiply (3 SDK tries x 4 shim tries).
 
+A candidate of another API shape (``api_shape``: TEI, Ollama, Cohere v2) is spoken to in its own shape at its own
+route, and answered back in OpenAI's form; ``usage`` that shape does not carry is counted with the model's
+tokenizer only under ``ShimConfig.usage = "counted"``, and labelled so (``shapes``).
+
 The package's modules: ``settings`` (``ShimConfig`` and how it is derived from the probes), ``text`` (tokenizer,
-truncation, re-normalising, base64), ``client`` (``EmbeddingShim``: rewrite, send with retries, post-process) and
-``transport`` (``ShimTransport``). ``embedswap.shim`` re-exports them, so every import stays as it was.
+truncation, re-normalising, base64), ``client`` (``EmbeddingShim``: rewrite, send with retries, post-process),
+``shapes`` (another API shape upstream) and ``transport`` (``ShimTransport``). ``embedswap.shim`` re-exports them,
+so every import stays as it was.
 """
 
 from embedswap.shim.client import EmbeddingShim, Rewrite
 from embedswap.shim.settings import (CLIENT_ERROR_PROBES, QUERY_FIELDS, RETRY_STATUSES, ShimConfig,
                                      ShimRequestError)
+from embedswap.shim.shapes import SHIM_SHAPES, USAGE_COUNTED, USAGE_HEADER
 from embedswap.shim.text import Truncator, encode_base64, l2_renormalise, load_tokenizer, model_token_limit
 from embedswap.shim.transport import ShimTransport
 
-__all__ = ["CLIENT_ERROR_PROBES", "QUERY_FIELDS", "RETRY_STATUSES", "EmbeddingShim", "Rewrite", "ShimConfig",
-           "ShimRequestError", "ShimTransport", "Truncator", "encode_base64", "l2_renormalise", "load_tokenizer",
-           "model_token_limit"]
+__all__ = ["CLIENT_ERROR_PROBES", "QUERY_FIELDS", "RETRY_STATUSES", "SHIM_SHAPES", "USAGE_COUNTED", "USAGE_HEADER",
+           "EmbeddingShim", "Rewrite", "ShimConfig", "ShimRequestError", "ShimTransport", "Truncator",
+           "encode_base64", "l2_renormalise", "load_tokenizer", "model_token_limit"]

@@ -141,3 +141,13 @@ def test_counting_is_granted_only_where_legacy_counted_as_the_tokenizer() -> Non
     assert ShimConfig.from_probes(candidate, None, count_usage=True).usage == "server"
     not_asked = ShimConfig.from_probes(candidate, _legacy({"plain": (12, 12)}))
     assert not_asked.usage == "server" and not_asked.reason_codes["usage"]["code"] == "shim_usage_server"
+
+
+def test_the_count_cuts_each_input_where_the_yardstick_cut_it(tei: tuple[Behaviour, str]) -> None:
+    """The legacy counts were checked against the tokenizer cut at the experiment's limit: the shim counts the same."""
+    _, root = tei
+    long_text = " ".join(["word"] * 40)
+    config = ShimConfig(usage="counted", tokenizer_path=MODEL, count_limit_tokens=8)
+    with EmbeddingShim(root, config, SERVED, api_shape="tei") as shim:
+        answer = shim.embed([long_text, TEXTS[0]])
+    assert answer.prompt_tokens == 8 + _tokenizer_count(TEXTS[:1])

@@ -33,7 +33,7 @@ def _shim_token_limit(experiment: Experiment, prefix: str, model_path: str) -> i
 def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
                         prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None = None, *,
                         headers: dict[str, str] | None = None, verify_tls: bool = True,
-                        embeddings_path: str | None = DEFAULT_PROBE_PATH, api_shape: ApiShape = "openai") -> None:
+                        embeddings_path: str | None = None, api_shape: ApiShape = "openai") -> None:
     """The probe catalogue again, through the client migration shim (``embedswap.shim``), against a candidate.
 
     The shim's settings come from the candidate's own probe captures (``probe_records``; None reads
@@ -61,7 +61,7 @@ def capture_shim_probes(client_base_url: str, experiment: Experiment, workload: 
 def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload: Workload, attempt: Attempt,
                          prefix: str, model_path: str, probe_records: list[dict[str, Any]] | None, *,
                          headers: dict[str, str] | None, verify_tls: bool,
-                         embeddings_path: str | None = DEFAULT_PROBE_PATH, api_shape: ApiShape = "openai") -> None:
+                         embeddings_path: str | None = None, api_shape: ApiShape = "openai") -> None:
     from embedswap.shim.client import EmbeddingShim
     from embedswap.shim.settings import ShimConfig
 
@@ -86,6 +86,7 @@ def _capture_shim_probes(client_base_url: str, experiment: Experiment, workload:
         timeout_s=experiment.latency.timeout_s,
         count_usage=getattr(experiment.targets.get(prefix), "shim_usage", "server") == "counted",
         api_shape=api_shape,
+        count_limit_tokens=experiment.model.max_input_tokens,  # as the probes' yardstick (probe_token_counter)
     )
     attempt.write_json(f"{prefix}/shim_config.json", config.to_dict())
     with EmbeddingShim(client_base_url, config, experiment.model.served_name, headers=headers,

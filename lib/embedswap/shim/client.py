@@ -185,7 +185,9 @@ class EmbeddingShim:
         with self._truncator_lock:
             if self._counter is None:
                 self._counter = load_tokenizer(path)
-        return count_tokens(self._counter, body, self.config.max_input_tokens or model_token_limit(path))
+        limits = [v for v in (self.config.max_input_tokens, self.config.count_limit_tokens, model_token_limit(path))
+                  if v]
+        return count_tokens(self._counter, body, min(limits) if limits else None)
 
     # --- sending ---------------------------------------------------------------------------------------------------
     def _send(self, content: bytes, headers: dict[str, str]) -> tuple[httpx.Response | None, Exception | None, int]:

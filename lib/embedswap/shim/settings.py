@@ -66,6 +66,9 @@ class ShimConfig:
     # inputs sent, labelled as the shim's count. from_probes sets it only when asked and when that count matches
     # the legacy server's on every probe captured (a count the old client never saw would be a made-up one)
     usage: UsageSource = "server"
+    # the length each input is cut at for that count (the experiment's max_input_tokens: the yardstick the legacy
+    # counts were checked against); None: the model's own limit, or max_input_tokens where the shim truncates
+    count_limit_tokens: int | None = None
     # Answer an empty string with a 400 here, as the legacy server did (vLLM embeds "" as [CLS][SEP]).
     reject_empty_strings: bool = False
     # Retries: only these statuses, never the ones learned to be disguised client errors.

@@ -1,8 +1,8 @@
 """Another API shape with a real server nobody here wrote (issue 64): vLLM's own Cohere-style route ``/v2/embed``
 (``api_shape: cohere-v2``) as the candidate against the same vLLM server spoken to in the OpenAI shape as legacy.
 One server, two shapes: whatever differs is the shape's, so the conclusion must name the shape change once (not a
-drop-in), count no difference beyond it on the requests both shapes carry, and read the stated model on the shape's
-own model route. The worker's shared vLLM fp32 server (``vllm_fp32_minilm``): no engine start of its own."""
+drop-in), count no difference beyond it on the requests both shapes carry, read the stated model on the shape's
+own model route, and the shim must carry the old client's calls in the candidate's shape. The worker's shared vLLM fp32 server (``vllm_fp32_minilm``): no engine start of its own."""
 
 from __future__ import annotations
 
@@ -45,6 +45,10 @@ def test_the_shape_change_is_named_once_and_nothing_beyond_it_differs(cohere_run
     assert conclusion["code"] != "drop_in"  # the client's requests change with the shape
     assert post.count("speaks another API shape than the legacy server") == 1, post
     assert "Swapping only the address works" not in post
+    # the shim said the old client's OpenAI calls in the Cohere shape to the real server and read its answers back
+    # (step 02's re-probe): every probe compared, none different through it
+    shim = summary["decisions"]["shim"]["cohere"]
+    assert (shim["compared"], shim["differ_after"], shim["opened"]) == (len(PROBES), 0, []), shim
 
 
 def test_the_same_model_is_read_on_the_shape_s_own_model_route(cohere_run: dict[str, Any],

@@ -50,13 +50,18 @@ def test_usage_the_shape_cannot_carry_is_no_difference_of_the_probe() -> None:
 PROBES = ("plain", "batch8_member", "whitespace_padded", "unicode_mixed", "same_text_twice")
 
 
-def test_the_shape_is_one_client_change_and_no_probe_differs_by_it(tmp_path: Path) -> None:
+def _tei_step(tmp_path: Path) -> steps.StepContext:
+    """A step over an experiment whose candidate ``tei`` speaks TEI's shape to an OpenAI-shaped legacy server."""
     config = {"name": "t", "date": "2026-12-06", "workload": {"documents": "d.jsonl"},
               "targets": {"legacy": {"kind": "legacy", "port": 18801},
                           "tei": {"kind": "external", "url": "http://127.0.0.1:18803", "api_shape": "tei"}},
               "candidates": ["tei"]}
-    ctx = steps.open_step(write_experiment(tmp_path / "exp", config, [{"id": "d0", "lang": "en", "text": "a"}]),
-                          create=True)
+    return steps.open_step(write_experiment(tmp_path / "exp", config, [{"id": "d0", "lang": "en", "text": "a"}]),
+                           create=True)
+
+
+def test_the_shape_is_one_client_change_and_no_probe_differs_by_it(tmp_path: Path) -> None:
+    ctx = _tei_step(tmp_path)
     vectors = np.eye(3)
     legacy = [{"probe": p, "sent": {"input": ["a"]}, **_openai(list(vectors[i % 3]), 5 + i)}
               for i, p in enumerate(PROBES)]
@@ -82,12 +87,7 @@ def test_the_shape_is_one_client_change_and_no_probe_differs_by_it(tmp_path: Pat
 def test_alike_answers_in_another_shape_are_no_drop_in(tmp_path: Path) -> None:
     """Every answer alike beyond the shape: the post says the address alone does not do, names the shape once, and
     its count of differing requests is 0 (issue 64)."""
-    config = {"name": "t", "date": "2026-12-06", "workload": {"documents": "d.jsonl"},
-              "targets": {"legacy": {"kind": "legacy", "port": 18801},
-                          "tei": {"kind": "external", "url": "http://127.0.0.1:18803", "api_shape": "tei"}},
-              "candidates": ["tei"]}
-    ctx = steps.open_step(write_experiment(tmp_path / "exp", config, [{"id": "d0", "lang": "en", "text": "a"}]),
-                          create=True)
+    ctx = _tei_step(tmp_path)
     ctx.attempt.write_jsonl("legacy/probes.jsonl", [{"probe": p, "sent": {"input": ["a"]}, **_openai(V, 5)}
                                                     for p in PROBES])
     ctx.attempt.write_jsonl("tei/probes.jsonl", [{"probe": p, "sent": {"inputs": ["a"]}, **_tei(V)} for p in PROBES])

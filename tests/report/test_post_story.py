@@ -308,7 +308,7 @@ def test_a_relation_against_its_verdict_fails(shim_story: dict[str, Any]) -> Non
 
 def test_the_stored_story_survives_an_older_summary(shim_story: dict[str, Any]) -> None:
     """A summary decided before issue 63 (no condition, no article comparison, no trades) gets them on reading."""
-    older = json.loads(json.dumps(shim_story, default=str))
+    older = {**json.loads(json.dumps(shim_story, default=str)), "schema_version": 2}  # migrated at load
     for d in older["decisions"]["index"].values():
         d.pop("condition", None)
     for key in ("article", "shim_trades"):

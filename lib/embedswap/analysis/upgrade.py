@@ -76,7 +76,8 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
         parts = post_decisions(validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])
         out["decisions"] = {**out["decisions"], "shown": parts.shown.model_dump(mode="python", exclude_unset=True),
                             "post": parts.post.model_dump(mode="python", exclude_unset=True)}
-    _post_story(out)
+    if version < 3:
+        _post_story(out)
     if isinstance(out.get("faults"), dict) and "faults" not in out["decisions"]:  # decided before issue 56
         body = validate_body({**out, "schema_version": SCHEMA_VERSION})
         judged = fault_decisions(body, decisions_config(body))
@@ -122,7 +123,7 @@ def _one_index_vocabulary(decisions: dict[str, Any]) -> None:
 
 
 def _post_story(out: dict[str, Any]) -> None:
-    """Decisions stored before issue 63, in place: the index decisions get the queries they hold for, and the post
+    """Version 2 -> 3 (decisions stored before issue 63), in place: the index decisions get the queries they hold for, and the post
     its article comparison and shim trades, from the stored latency and ranking decisions."""
     decisions = out["decisions"]
     index = decisions.get("index") if isinstance(decisions.get("index"), dict) else {}

@@ -293,8 +293,7 @@ def diagnosis_table(summary: Summary) -> Any:
     """Notebook 03's table: one row per diagnosed server (its cause, the step, the sentence with the fix)."""
     import pandas as pd
 
-    typed = summary
-    section, decisions = typed.diagnosis, typed.decisions.diagnosis
+    section, decisions = summary.diagnosis, summary.decisions.diagnosis
     if (section is None or not section.measured) and not decisions:
         return pd.DataFrame([{"diagnosis": section.why if section is not None else None}])
     rows = []
@@ -303,6 +302,6 @@ def diagnosis_table(summary: Summary) -> Any:
         rows.append({"server": name, "cause": decided.code if decided else None,
                      "step": decided.step if decided else None,
                      "why": _whys(decided) or "reproduces the model's own pipeline"})
-    for name, decided in typed.decisions.diagnosis_queries.items():
+    for name, decided in summary.decisions.diagnosis_queries.items():
         rows.append({"server": name, "cause": decided.code, "step": "queries", "why": _whys(decided)})
     return pd.DataFrame(rows)

@@ -101,12 +101,11 @@ def index_table(summary: Summary) -> Any:
     """Step 03's table: per candidate the decision and the figures behind it (from ``decisions.index``)."""
     import pandas as pd
 
-    typed = summary
     rows = []
-    plan = typed.index.hnsw_plan if typed.index is not None else None
+    plan = summary.index.hnsw_plan if summary.index is not None else None
     # the shares HNSW was built and searched at (index.hnsw_shares); a summary without a plan had it at every share
     hnsw_at = "all" if plan is None or not plan.exact_only else " ".join(f"{s:g}" for s in plan.shares)
-    for name, d in typed.decisions.index.items():
+    for name, d in summary.decisions.index.items():
         cross, adapter, cost = d.cross, d.adapter, d.cost
         rows.append({
             # the one decision; the sample's cross search beside it as its evidence
@@ -123,5 +122,6 @@ def index_table(summary: Summary) -> Any:
             "reembed_hours": cost.hours_per_replica if cost else None, "replicas": cost.replicas if cost else None,
         })
     if not rows:
-        return pd.DataFrame([{"index": "not measured", "why": typed.index.why if typed.index is not None else None}])
+        why = summary.index.why if summary.index is not None else None
+        return pd.DataFrame([{"index": "not measured", "why": why}])
     return pd.DataFrame(rows).set_index("candidate")

@@ -117,11 +117,10 @@ def latency_table(summary: Summary, section: str = "latency") -> pd.DataFrame:
     """One row per server with the report's figures (``decisions.shown``: pooled over the repeats when the summary
     has per-request data) and, for a candidate, its one stored ratio to the legacy server as the report prints it
     (``Summary.latency_ratio``); ``section="ablation"`` gives the legacy server against its variants."""
-    typed = summary
-    part = typed.latency if section == "latency" else typed.ablation
+    part = summary.latency if section == "latency" else summary.ablation
     if not part.by_target:
         return pd.DataFrame([{section: getattr(part, "why", None)}])
-    shown = typed.decisions.shown
+    shown = summary.decisions.shown
     rows: list[dict[str, Any]] = []
     for name, info in part.by_target.items():
         if not info.measured or info.sequential is None or info.concurrent is None:
@@ -137,10 +136,10 @@ def latency_table(summary: Summary, section: str = "latency") -> pd.DataFrame:
             "docs/s per repeat": info.concurrent.spread.docs_per_s if info.concurrent.spread else None,
             "errors": info.sequential.errors + info.concurrent.errors,
         }
-        if section == "latency" and name != typed.roles.legacy:
+        if section == "latency" and name != summary.roles.legacy:
             for label, run, figure in (("seq p50 ratio", "sequential", "p50"),
                                        (f"c{c} docs/s ratio", "concurrent", "docs_per_s")):
-                entry = typed.latency_ratio(name, run, figure)
+                entry = summary.latency_ratio(name, run, figure)
                 row[label] = fmt(entry.value if entry is not None else None, "ratio")
         rows.append(row)
     return pd.DataFrame(rows).set_index("target").round(1)

@@ -8,12 +8,16 @@ in this environment on first use.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import KernelSpec, KernelSpecManager, NoSuchKernel
+from traitlets import default
 
 KERNEL_NAME = "embedswap"
 
@@ -28,7 +32,29 @@ def kit_kernel_spec() -> KernelSpec:
 
 
 class KitKernelManager(AsyncKernelManager):
-    """A kernel manager that starts this interpreter whatever kernel name the notebook asks for."""
+    """A kernel manager that starts this interpreter whatever kernel name the notebook asks for.
+
+    Its kernel talks over Unix sockets in a folder of its own, not TCP. Over TCP, jupyter_client picks five free
+    ports, closes them and lets the kernel bind them a moment later; a server starting beside it (vLLM and
+    Dynamo open ZMQ and NATS ports of their own) can take one in between. CI's run of 757dc36 lost step 02 of
+    a whole experiment that way ("ZMQError: Address already in use", "Kernel died before replying to
+    kernel_info"). A socket file in a fresh folder cannot be taken by anyone else.
+    """
+
+    @default("transport")
+    def _transport_default(self) -> str:
+        return "ipc"
+
+    @default("ip")
+    def _kit_ip_default(self) -> str:  # the sockets' path prefix; short, as a Unix socket path is (<108 bytes)
+        if self.transport != "ipc":
+            return super()._ip_default()
+        return os.path.join(tempfile.mkdtemp(prefix="embedswap-kernel-"), "k")
+
+    def cleanup_ipc_files(self) -> None:
+        super().cleanup_ipc_files()
+        if self.transport == "ipc" and os.path.basename(self.ip) == "k":
+            shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
 
     @property
     def kernel_spec(self) -> KernelSpec:  # type: ignore[override]

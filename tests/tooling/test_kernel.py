@@ -1,0 +1,42 @@
+"""The notebooks' kernel talks over Unix sockets in a folder of its own, so no server's port can be taken from it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+from embedswap.kernel import KitKernelManager
+
+
+async def _run_once(km: KitKernelManager) -> tuple[dict, str]:
+    await km.start_kernel()
+    try:
+        info = json.loads(Path(km.connection_file).read_text())
+        client = km.client()
+        client.start_channels()
+        await client.wait_for_ready(timeout=60)
+        reply = await client.execute_interactive("print(6 * 7)", output_hook=lambda msg: None, timeout=60)
+        client.stop_channels()
+        return info, reply["content"]["status"]
+    finally:
+        await km.shutdown_kernel(now=True)
+
+
+def test_the_kernel_binds_socket_files_not_tcp_ports_and_removes_them() -> None:
+    km = KitKernelManager()
+    info, status = asyncio.run(_run_once(km))
+    assert status == "ok"
+    assert info["transport"] == "ipc"
+    folder = Path(info["ip"]).parent
+    assert folder.name.startswith("embedswap-kernel-")
+    assert not folder.exists(), "the socket folder outlived the kernel"
+
+
+def test_two_kernels_get_two_folders() -> None:
+    a, b = KitKernelManager(), KitKernelManager()
+    a.transport = b.transport = "ipc"
+    assert os.path.dirname(a.ip) != os.path.dirname(b.ip)
+    a.cleanup_ipc_files()
+    b.cleanup_ipc_files()

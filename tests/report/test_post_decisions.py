@@ -94,8 +94,12 @@ def test_the_restore_step_is_run_or_not_measured(lang: str) -> None:
     summary.restore = Restore(measured=True, target="legacy", start_seconds=6.0, status=200, restored=True,
                               cosine_to_step01_min=1.0)
     on = render_post(as_typed(summary), lang)
-    procedure = catalogue(lang).message("post.procedure")[:8]
-    step_off, step_on = _lines(off, procedure), _lines(on, procedure)
+    procedure = catalogue(lang).message("post.procedure").splitlines()[0]
+
+    def last_step(post: str) -> list[str]:  # the procedure is a numbered list under its lead line
+        return post[post.index(procedure):].split("\n\n")[1].splitlines()[-1:]
+
+    step_off, step_on = last_step(off), last_step(on)
     assert step_off and NOT_MEASURED[lang] in step_off[0]
     assert step_on and NOT_MEASURED[lang] not in step_on[0]
     assert len(_lines(off, NOT_MEASURED[lang])) > len(_lines(on, NOT_MEASURED[lang]))
@@ -144,7 +148,8 @@ def test_a_row_compared_with_another_probe_says_so(lang: str) -> None:
     row = next(line for line in post.splitlines() if line.startswith("|") and "v2/embed" in line)
     baseline = fill(words["compared_with"], probe=words["probe_words"]["input_type_query"])
     assert baseline in row
-    header = next(line for line in post.splitlines() if line.startswith("|") and "`legacy`" in line)
+    header = next(line for line in post.splitlines() if line.startswith("|") and "`legacy`" in line
+                  and words["verdict_col"] in line)  # the contract table's (the vectors table comes first)
     column = [c.strip() for c in header.strip("|").split("|")].index(fill(words["this_run"], name="`legacy`"))
     cell = [c.strip() for c in row.strip("|").split("|")][column]
     assert cell.startswith("200"), row  # the baseline's answer, not the legacy server's 404 to the route
@@ -158,6 +163,7 @@ def test_the_empty_string_is_not_listed_as_refused(lang: str) -> None:
     assert "empty_string" in conclusion.accepted and "empty_string" not in conclusion.refused
     post = render_post(as_typed(summary), lang)
     phrase = catalogue(lang).terms["post"]["probe_words"]["empty_string"]
-    accepted = catalogue(lang).message("post.contract_accepted").split("{{")[0]
+    # the sentence opens with the requests it is about: the phrase, then the message's words after it
+    accepted = catalogue(lang).message("post.contract_accepted").split("}}")[1].split("{{")[0]
     line = next(x for x in post.splitlines() if x.startswith("- `vllm`") and accepted in x)
-    assert line.split(accepted)[1].startswith(phrase)
+    assert phrase + accepted in line

@@ -51,11 +51,18 @@ def test_every_probe_has_words_in_every_language() -> None:
 
 
 def test_the_korean_post_is_within_the_articles_length() -> None:
-    """Issue 55: the post of the complete fixture (two candidates, every section) stays within 1.2x the Korean
-    original's words outside tables (article_000.json ``prose_words``); identical findings are said once."""
-    from embedswap.report.article_data import load_article
+    """Issue 63, point 5: the post of the complete fixture (two candidates, every section) stays within 1.2x the
+    Korean original's words, both counted by one function (``report.length.words``: tables included, front matter,
+    code blocks and comments left out); identical findings are said once."""
+    from embedswap.report import length
 
-    article = load_article().prose_words
+    article = length.words(length.article_text())
     post = render_post(as_typed(_summary("summary_complete.json")), "ko")
-    words = sum(len(line.split()) for line in _prose(post))
-    assert article and words <= 1.2 * article, (words, article)
+    assert article > 1000 and length.words(post) <= length.LIMIT * article, (length.words(post), article)
+
+
+def test_the_length_counts_tables_and_leaves_out_front_matter_and_code() -> None:
+    from embedswap.report.length import words
+
+    text = "---\ntitle: a b c\n---\n\n두 단어 - 그리고\n\n| 항목 | 값 |\n| --- | ---: |\n| 차원 | 384 |\n\n```bash\nx y z\n```\n<!-- a b -->\n"
+    assert words(text) == 7  # 두, 단어, 그리고; 항목, 값; 차원, 384

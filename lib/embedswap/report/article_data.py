@@ -126,8 +126,8 @@ class Article(Strict):
     """data/article_000.json: where the figures come from and the figures themselves."""
     source: Localized
     status: str
-    # the Korean original's length: whitespace-separated words outside its tables (seeds/000, counted 2026-12-05);
-    # the post of a run is kept within 1.2x of it (tests/report/test_post_korean.py)
+    # the Korean original's length as counted on 2026-12-05 (words outside its tables); kept for older readers:
+    # the length check now counts the article's text itself (report/length.py, data/article_000.ko.md)
     prose_words: int | None = None
     environment: Environment
     workload: Workload

@@ -24,7 +24,8 @@ from embedswap.report.sections.faults import comparable, conclusion_headlines, c
 from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
-from embedswap.report.sections.status import status
+from embedswap.report.sections.article import _vectors_table
+from embedswap.report.sections.status import setup, status
 from embedswap.report.sections.vectors import another_model_entries
 from embedswap.report.sections.index_options import option_tables
 from embedswap.summary.model import Summary
@@ -88,7 +89,8 @@ def _contract(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     for probe in probes:
         entry = by_article.get(probe)
         source = next(r for r in rows if r.probe == probe)
-        row = [esc(ctx.words.probes.get(probe, probe)) + (
+        # the probe's short phrase, as the sentences under the table name it
+        row = [esc(ctx.terms["post"]["probe_words"].get(probe) or ctx.words.probes.get(probe, probe)) + (
             " (" + fill(p["compared_with"], probe=probe_phrase(ctx, source.baseline())) + ")"
             if source.baseline() else "")]
         if article is not None:
@@ -215,9 +217,20 @@ def _ranking_key(k: Any) -> Any:
             k.naive_ndcg.same_finding() if k.naive_ndcg else None, k.shim_ndcg.same_finding() if k.shim_ndcg else None)
 
 
+def _says(ctx: ReportContext, probe: str | None, name: str | None) -> str | None:
+    """What a server said in its error answer to a probe (contract[].by_target.<name>.error), quoted as stored."""
+    rows = ctx.summary.contract if isinstance(ctx.summary.contract, list) else []
+    row = next((r for r in rows if r.probe == probe), None)
+    side = row.by_target.get(name or "") if row is not None else None
+    return code(side.error) if side is not None and side.error else None
+
+
 def _separator(ctx: ReportContext, s: Separator) -> dict[str, Any]:
+    first = s.probes[0] if s.probes else None
     return {"kind": s.kind, "probes": _probes(ctx, s.probes), "client": code(s.client_error or ""),
             "server": code(s.server_error or ""), "origin": code(s.origin) if s.origin else None,
+            "first": _probes(ctx, [first]) if first else "",
+            "client_says": _says(ctx, first, s.client_error), "server_says": _says(ctx, first, s.server_error),
             "rates": [{"name": code(n), "rate": fmt(v, "rate")} for n, v in s.rates.items()]}
 
 
@@ -342,7 +355,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "index": _merged(ctx, index_claims(ctx), lambda i: i.model_dump(exclude={"name"}).__repr__(), "name"),
         "shim_cov": _merged(ctx, shim_coverage(ctx), lambda c: c.model_dump(exclude={"name"}).__repr__(), "name"),
         "contract_groups": _merged(ctx, groups, _group_key),
-        "closing_groups": _merged(ctx, groups, lambda g: _group_key(g, ("retry",))),
+        "closing_groups": _merged(ctx, groups, _group_key),  # the retry item is the to-do list's
         "todo": [i["text"] for i in changes if not i["shim_done"]],
         "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
@@ -361,6 +374,10 @@ def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
         "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
                                lambda d: (d["handling"], d["refused"]), "name"),
         "article_cmp": article_statements(ctx, article), "shim_trades": shim_trades(ctx),
+        # the workload line and the candidates' launch commands as stored (report/sections/status.py's setup),
+        # the article's vectors table beside this run's (report/sections/article.py)
+        "setup": setup(ctx),
+        "vectors_table": _vectors_table(ctx) if article is not None and is_measured(ctx.summary.vectors) else None,
     }
 
 

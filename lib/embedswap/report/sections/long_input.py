@@ -43,5 +43,6 @@ def long_input(ctx: ReportContext) -> dict[str, Any]:
             "threshold": fmt(section.threshold, "raw"),
             "sources": ctx.refs_for([f"captures/{f.target}/long_input.json" for f in findings]),
             "legacy": None if legacy is None else {"name": legacy.target, "handling": handling(ctx, legacy)},
-            "differing": [{"name": f.target, "handling": handling(ctx, f), "refused": f.code == "refused"}
+            "differing": [{"name": f.target, "handling": handling(ctx, f), "refused": f.code == "refused",
+                           "status": fmt(f.status, "raw")}
                           for f in differing]}

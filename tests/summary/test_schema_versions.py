@@ -1,7 +1,9 @@
 """One stored summary per schema version (1 to the current one), each loaded through the migrations and rendered in
 every language (issue 62): an old file is upgraded once, at load, and the readers see one shape.
 
-- version 1: tests/fixtures/summary_complete.json (no decisions; the kit of 2026-11);
+- version 1: tests/fixtures/versions/summary_v1.json, written by the kit at 2ed678e, the last commit whose
+  SCHEMA_VERSION was 1 (its own ``build_summary`` on captures written by tests/fixtures/versions/make_summary_v1.py:
+  no decisions, no reason codes, no ranking verdicts, none of the later sections);
 - version 2: tests/fixtures/versions/summary_v2.json, written by the kit at 7acde53 (the index summary of
   tests/support/index_summary.py with a ``models`` section naming one candidate another model, and the index
   options' choice stored beside the sample's code, as that kit stored them);
@@ -23,7 +25,7 @@ from embedswap.report.post import render_post
 from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-BY_VERSION = {1: FIXTURES / "summary_complete.json", 2: FIXTURES / "versions" / "summary_v2.json",
+BY_VERSION = {1: FIXTURES / "versions" / "summary_v1.json", 2: FIXTURES / "versions" / "summary_v2.json",
               3: FIXTURES / "versions" / "summary_v3.json"}
 
 
@@ -42,6 +44,19 @@ def test_a_summary_of_each_version_loads_and_renders_in_every_language(version: 
     assert summary.schema_version == SCHEMA_VERSION
     for lang in LANGUAGES:
         assert render_markdown(as_typed(summary), lang).strip() and render_post(as_typed(summary), lang).strip(), lang
+
+
+def test_version_1_gets_the_later_sections_not_measured_and_its_decisions() -> None:
+    stored = _load(1)
+    assert "decisions" not in stored and "plan" not in stored and "models" not in stored
+    summary = read_summary(stored)
+    for key in ("diagnosis", "plan"):  # sections the version-1 kit never wrote
+        section = getattr(summary, key)
+        assert section.measured is False and section.reason is not None and section.reason.code == "section_absent", key
+    assert summary.plan.others() == set()  # every candidate read as the same model, as it was then
+    # decided at load from the measured sections: the candidate ignores the query prompt, the client adds it
+    assert summary.ranking.measured and summary.decisions.ranking.by_candidate["vllm"].decision == "client"
+    assert set(summary.decisions.index) <= set(stored["roles"]["candidates"])
 
 
 def test_version_2_s_models_and_two_index_fields_become_the_plan_and_one_decision() -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from embedswap.summary.types_capacity import Capacity
-from embedswap.summary.types_common import Number, Section, Strict
+from embedswap.summary.types_common import ABSENT, Number, Reason, Section, Strict
 from embedswap.summary.types_decisions import Decisions, RatioFigure, RatioInterval
 from embedswap.summary.types_faults import Faults
 from embedswap.summary.types_index import Index
@@ -169,7 +169,7 @@ class SummaryBody(Strict):
     vectors: Vectors
     contract: list[ProbeRow] | Section  # the probe rows, or why there are none
     instruction: Instruction
-    long_input: LongInput | None = None  # absent in summaries from before the long-input capture
+    long_input: LongInput = Field(default_factory=lambda: LongInput(measured=False, reason=Reason(code=ABSENT)))
     latency: Latency
     ablation: Ablation
     matryoshka: Matryoshka | None = None
@@ -178,9 +178,10 @@ class SummaryBody(Strict):
     diagnosis: Diagnosis | None = None
     ranking: Ranking
     shim: Shim
-    timing: Timing | None = None  # absent in summaries from before it
+    timing: Timing = Field(default_factory=lambda: Timing(measured=False, reason=Reason(code=ABSENT)))
     capacity: Capacity | None = None  # the open-loop sweep; absent unless latency.open_loop is configured
-    index: Index | None = None  # keep the index or re-embed it (absent in summaries from before it)
+    # keep the index or re-embed it
+    index: Index = Field(default_factory=lambda: Index(measured=False, reason=Reason(code=ABSENT)))
     faults: Faults | None = None  # unusable answers per server, by kind (absent in summaries from before it)
     # per candidate, what its comparison is (same model or another, read against what), decided in step 03 (issue 62)
     plan: Plan = Field(default_factory=lambda: Plan(measured=False))

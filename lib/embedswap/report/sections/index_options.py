@@ -71,7 +71,7 @@ def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
     section = ctx.summary.index
     decided = ctx.decisions.index_options
     out = []
-    for name, options in (section.options.items() if section is not None else []):
+    for name, options in section.options.items():
         decision = decided.get(name)
         if decision is None or not options.measured:
             continue

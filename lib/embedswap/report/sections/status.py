@@ -134,7 +134,7 @@ def _samples(work: WorkloadInfo) -> dict[str, Any]:
 def _time_table(ctx: ReportContext) -> str | None:
     """Seconds per step (``timing.steps``: recorded durations only) and each one's share of their sum."""
     timing = ctx.summary.timing
-    if timing is None or not timing.measured or not timing.steps:
+    if not timing.measured or not timing.steps:
         return None
     t = ctx.terms
     rows = [[code(r.step), esc(r.status), fmt(r.seconds, "s"), fmt(r.share, "pct")] for r in timing.steps]
@@ -144,7 +144,7 @@ def _time_table(ctx: ReportContext) -> str | None:
 
 def _server_time_table(ctx: ReportContext) -> str | None:
     """Per server: start-up, then seconds per capture part (``timing.servers``), then the whole measurement."""
-    servers = ctx.summary.timing.servers if ctx.summary.timing is not None else {}
+    servers = ctx.summary.timing.servers
     if not servers:
         return None
     from embedswap.summary.timing import PARTS

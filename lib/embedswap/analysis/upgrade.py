@@ -146,7 +146,8 @@ def _decided_since(out: dict[str, Any]) -> None:
     decisions = out["decisions"]
     latency = decisions.get("latency") if isinstance(decisions.get("latency"), dict) else {}
     stale = {"ranking": _stale_ranking(decisions.get("ranking")),
-             "latency": any(isinstance(e, dict) and "verdicts" not in e for e in (latency.get("ratios") or {}).values()),
+             "latency": any(isinstance(e, dict) and "verdicts" not in e
+                            for e in (latency.get("ratios") or {}).values()),
              "parity_multimodal": "parity_multimodal" not in decisions}
     post = decisions.get("post") if isinstance(decisions.get("post"), dict) else {}
     redraw = stale["ranking"] or stale["latency"] or any(

@@ -72,6 +72,7 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
         _models_to_plan(out)
         _no_corrupting_flag(out)
         _fault_parts(out)
+        _recorded_then(out)
     if version < 2 or not isinstance(out.get("decisions"), dict):
         out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
     elif version < 3:
@@ -124,6 +125,27 @@ def _fault_parts(summary: dict[str, Any]) -> None:
         if isinstance(entry, dict) and not entry.get("parts"):
             entry["parts"] = {"all": {"answers": entry.get("answers", 0), "unusable": entry.get("unusable", 0),
                                       "by_kind": entry.get("by_kind") or {}}}
+
+
+def _recorded_then(summary: dict[str, Any]) -> None:
+    """Version 2 -> 3, in place, what the kit that wrote the summary knew without recording it: a server's version
+    came from the kit's launcher (``version_source`` "kit": no server was asked then); an ablation row's lock is the
+    configured one; a ranking that held the primary candidate alone (no ``by_candidate``) holds it there too."""
+    for info in (summary.get("targets") or {}).values():
+        if isinstance(info, dict) and info.get("version") and not info.get("version_source"):
+            info["version_source"] = "kit"
+    configs = ((summary.get("experiment") or {}).get("config") or {}).get("targets") or {}
+    ablation = summary.get("ablation") if isinstance(summary.get("ablation"), dict) else {}
+    for name, row in (ablation.get("by_target") or {}).items():
+        if isinstance(row, dict) and "lock" not in row:
+            row["lock"] = (configs.get(name) or {}).get("lock")
+    ranking = summary.get("ranking") if isinstance(summary.get("ranking"), dict) else {}
+    primary = (summary.get("roles") or {}).get("candidate")
+    if ranking.get("measured") and primary and not ranking.get("by_candidate"):
+        deltas = ranking.get("deltas") or {}
+        ranking["by_candidate"] = {primary: {
+            "measured": True, **{key: ranking.get(f"candidate_{key}") or {"measured": False} for key in ("naive", "shim")},
+            "deltas": {key: deltas[f"candidate_{key}"] for key in ("naive", "shim") if f"candidate_{key}" in deltas}}}
 
 
 def _stale_ranking(ranking: Any) -> bool:

@@ -146,10 +146,10 @@ class Target(Section):
     rss_bytes_by_process: dict[str, int] = {}  # per process (frontend, worker)
     host_available_bytes_before_start: int | None = None
     host_available_bytes_after_start: int | None = None
-    identity: ServerIdentity | None = None  # absent in summaries from before it
+    identity: ServerIdentity | None = None  # None: the server's capture holds no identity (it was not asked)
     # where ``version`` came from: the kit's launcher (``targets/*.py``), or what the server said about itself
     # (``identity``, read by measure.identity.stated_version) where the kit has none (an external server); None
-    # where neither says, and in summaries from before it (their version, if any, is the kit's)
+    # where neither says
     version_source: Literal["kit", "server"] | None = None
     said: dict[str, str] = {}  # what the server says about itself, as the guard reads it (identity_parts, as text)
     statement: str | None = None  # the same in short: its version's part ("/version 0.32.0"), else its telling one

@@ -46,7 +46,7 @@ class TargetFaults(Strict):
 
 
 class Faults(Strict):
-    """Every measured server's unusable answers (absent in summaries from before it)."""
+    """Every measured server's unusable answers."""
     by_target: dict[str, TargetFaults] = {}
 
     def of(self, name: str | None) -> TargetFaults | None:

@@ -25,7 +25,7 @@ def diagnosis(ctx: ReportContext) -> dict[str, Any]:
     return {"state": measured, "label": ctx.label(measured), "why": ctx.why(section), "findings": findings,
             "servers": ", ".join(code(n) for n in (section.by_target if section is not None else {})),
             "texts": section.texts if section is not None else None, "sources": ctx.refs_for(sources),
-            # the query vectors (step 03): None in summaries from before the query diagnosis
+            # the query vectors (step 03): None where the diagnosis holds none
             "queries": None if queries is None else ("measured" if is_measured(queries) else "not_measured"),
             "query_findings": _findings(ctx, ctx.decisions.diagnosis_queries),
             "query_servers": ", ".join(code(n) for n in (queries.by_target if queries is not None else {})),
@@ -36,7 +36,7 @@ def diagnosis(ctx: ReportContext) -> dict[str, Any]:
 
 
 def _sample(section: Any) -> dict[str, str] | None:
-    """The documents diagnosed when they were a sample (None: the whole corpus, or a summary from before)."""
+    """The documents diagnosed when they were a sample (None: the whole corpus)."""
     sample = getattr(section, "sample", None)
     if sample is None or sample.whole:
         return None

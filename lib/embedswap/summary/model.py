@@ -175,7 +175,7 @@ class SummaryBody(Strict):
     matryoshka: Matryoshka | None = None
     restore: Restore | None = None
     parity: Parity
-    diagnosis: Diagnosis | None = None
+    diagnosis: Diagnosis = Field(default_factory=lambda: Diagnosis(measured=False, reason=Reason(code=ABSENT)))
     ranking: Ranking
     shim: Shim
     timing: Timing = Field(default_factory=lambda: Timing(measured=False, reason=Reason(code=ABSENT)))

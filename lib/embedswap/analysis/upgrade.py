@@ -97,12 +97,18 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
 
 
 def _models_to_plan(summary: dict[str, Any]) -> None:
-    """Version 2 -> 3, in place: ``models`` (the model evidence per candidate) becomes ``plan``."""
+    """Version 2 -> 3, in place: ``models`` (the model evidence per candidate) becomes ``plan``. Evidence stored
+    before it said where the candidate's model was read (issue 64) read it from the configuration where it names
+    one, and had none otherwise."""
     models = summary.pop("models", None)
     if not isinstance(models, dict):
         summary["plan"] = not_measured("section_absent")
         return
-    changes = {name: ModelChange.model_validate(change) for name, change in (models.get("by_candidate") or {}).items()}
+    by_candidate = models.get("by_candidate") or {}
+    for change in by_candidate.values():
+        if isinstance(change, dict) and not change.get("candidate_model_source"):
+            change["candidate_model_source"] = "configured" if change.get("candidate_model") else "not_stated"
+    changes = {name: ModelChange.model_validate(change) for name, change in by_candidate.items()}
     head = {k: v for k, v in models.items() if k != "by_candidate"}
     summary["plan"] = {**head, "by_candidate": {name: plan_for(change).model_dump(mode="json", exclude_defaults=True)
                                                 for name, change in changes.items()}}

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
-from typed_summary import summary_body
+from typed_summary import body_dict, summary_body
 
 from embedswap.analysis import latency_ratios as lr
 from embedswap.analysis import ranking_verdict as rv
+from embedswap.analysis.upgrade import read_summary
 from embedswap.analysis import shim_outcome as so
 from embedswap.summary.types_decisions import PairedTest
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
@@ -103,16 +104,19 @@ def test_ranking_verdicts_draw_nothing_on_random_weights() -> None:
     assert out.meaningful is False and out.by_candidate == {}
 
 
-def test_by_candidate_reads_an_older_summary_with_the_primary_candidate_only() -> None:
+def test_a_version_2_ranking_of_the_primary_candidate_only_is_migrated_to_by_candidate() -> None:
     section = {"measured": True, "candidate_naive": {"measured": True, "top5_overlap": 1.0},
                "candidate_shim": {"measured": True, "top5_overlap": 0.5},
                "deltas": {"candidate_naive": {"ndcg_at_10": 0.0}, "candidate_shim": {"ndcg_at_10": 0.3}}}
-    entries = rv.by_candidate(summary_body({"ranking": section, "roles": {"candidate": "dynamo"}}))
+
+    def loaded(ranking: dict[str, Any]) -> Any:
+        return read_summary({**body_dict({"ranking": ranking, "roles": {"candidate": "dynamo"}}), "schema_version": 2})
+
+    entries = rv.by_candidate(loaded(section))
     assert list(entries) == ["dynamo"]
     assert entries["dynamo"].shim == RankingRun(measured=True, top5_overlap=0.5)
     assert entries["dynamo"].deltas == {"naive": MetricDeltas(ndcg_at_10=0.0), "shim": MetricDeltas(ndcg_at_10=0.3)}
-    unmeasured = {"ranking": {**section, "measured": False}, "roles": {"candidate": "dynamo"}}
-    assert rv.by_candidate(summary_body(unmeasured)) == {}
+    assert rv.by_candidate(loaded({**section, "measured": False})) == {}
 
 
 def test_a_candidate_missing_from_the_ranking_has_no_shim_verdict() -> None:
@@ -236,10 +240,11 @@ def test_no_shim_rows_no_outcome() -> None:
 
 
 # --- what the mutation run (scripts/mutation.py, sessions ranking_verdict and latency_ratios) found unchecked ------
-def test_by_candidate_from_an_older_summary_is_measured_with_both_variants() -> None:
+def test_by_candidate_migrated_from_version_2_is_measured_with_both_variants() -> None:
     section = {"measured": True, "candidate_naive": {"measured": True, "top5_overlap": 0.25},
                "candidate_shim": {"measured": True, "top5_overlap": 0.5}}
-    (entry,) = rv.by_candidate(summary_body({"ranking": section, "roles": {"candidate": "dynamo"}})).values()
+    stored = {**body_dict({"ranking": section, "roles": {"candidate": "dynamo"}}), "schema_version": 2}
+    (entry,) = rv.by_candidate(read_summary(stored)).values()
     assert entry.measured is True and entry.naive == RankingRun(measured=True, top5_overlap=0.25)
     assert entry.shim == RankingRun(measured=True, top5_overlap=0.5)
     assert entry.deltas == {}  # no deltas stored: none made up (each variant reads as None)

@@ -111,13 +111,6 @@ def test_margins_come_from_the_experiment() -> None:
         _decide(SAME, SAME, {"decisions": {"margins": {"ndcg_at_10": -1}}})
 
 
-def test_a_summary_decided_before_the_verdicts_still_loads() -> None:
-    old = {"meaningful": True, "tolerance": {"top5_overlap_min": 0.95, "delta_max": 0.01, "alpha": 0.05},
-           "by_candidate": {"vllm": {"naive": {"unchanged": True}, "shim": {"unchanged": True}, "decision": "none"}}}
-    loaded = RankingDecision.model_validate(old)
-    assert loaded.margins is None and loaded.by_candidate["vllm"].shim.equivalence is None
-
-
 # --- MRR@10 (issue 57, point 2) ------------------------------------------------------------------------------------
 def _mrr_summary(legacy_mrr: list[float], variant_mrr: list[float], langs: list[str] | None = None) -> dict:
     """nDCG, recall and the overlap unchanged on every query; MRR@10 per query as given (one relevant document each:

@@ -29,7 +29,8 @@ from embedswap.summary.types_post import LatencyShown, PostDecision
 
 @dataclass(frozen=True)
 class PostParts:
-    """The two decisions an older summary lacks (``shown``, ``post``), computed from the ones it stores."""
+    """The two decisions drawn from the stored ones (``shown``, ``post``): what the migrations add to decisions stored
+    without them."""
     shown: LatencyShown
     post: PostDecision
 
@@ -85,7 +86,7 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
 def post_decisions(summary: SummaryBody, stored: dict[str, Any]) -> PostParts:
     """``shown`` and ``post`` alone, from the latency, ranking and faults decisions a summary already stores (one
     decided before they existed); ``stored`` is that summary's ``decisions`` as JSON, read here into the models (the
-    faults decided now where a summary from before issue 56 stores none: a pure function of its faults section)."""
+    faults decided now where the summary stores none: a pure function of its faults section)."""
     latency = LatencyDecisions.model_validate(stored.get("latency") or {})
     ranking = RankingDecision.model_validate(stored["ranking"]) if stored.get("ranking") else None
     judged = (FaultDecisions.model_validate(stored["faults"]) if stored.get("faults")

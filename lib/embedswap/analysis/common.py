@@ -49,7 +49,7 @@ def shimmed(summary: SummaryBody) -> list[str]:
 
 
 def api_shape(summary: SummaryBody, name: str) -> str | None:
-    """The API shape a server was configured to speak (``targets.<name>.api_shape``; the kit's own servers and
-    summaries from before the key speak OpenAI's), None for a server the summary does not hold."""
+    """The API shape a server was configured to speak (``targets.<name>.api_shape``; the kit's own servers and a
+    target configured without the key speak OpenAI's), None for a server the summary does not hold."""
     target = summary.targets.get(name)
     return str(getattr(target.config, "api_shape", None) or "openai") if target is not None else None

@@ -53,7 +53,7 @@ def diagnosis_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecision]:
     """``{server: {code, codes, step, reasons}}`` for every server whose vectors differ (see the module doc); a
     candidate serving another model gets ``diagnosis_another_model`` instead of the findings."""
     out: dict[str, DiagnosisDecision] = {}
-    findings = summary.diagnosis.by_target if summary.diagnosis is not None else {}
+    findings = summary.diagnosis.by_target
     for name, finding in findings.items():
         decided = _decision(finding, name, "vectors")
         if decided:
@@ -71,7 +71,7 @@ def diagnosis_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecision]:
 def diagnosis_query_decisions(summary: SummaryBody) -> dict[str, DiagnosisDecision]:
     """``{server: {code, codes, step: "queries", reasons}}`` for every server whose query vectors differ from the
     model's with its query prompt (an ignored ``input_type`` gives ``diagnosis_prompt_missing``)."""
-    queries = summary.diagnosis.queries if summary.diagnosis is not None else None
+    queries = summary.diagnosis.queries
     out: dict[str, DiagnosisDecision] = {}
     for name, finding in (queries.by_target if queries is not None else {}).items():
         if summary.plan.another_model(name):  # its query vectors are another model's too: no prompt is missing

@@ -19,10 +19,8 @@ from embedswap.wire.answer_faults import CORRUPT
 
 
 def _parts(entry: TargetFaults) -> dict[str, PartFaults]:
-    """The per-part figures; a summary from before them has its totals as one part, ``all``."""
-    if entry.parts:
-        return entry.parts
-    return {"all": PartFaults(answers=entry.answers, unusable=entry.unusable, by_kind=entry.by_kind)}
+    """The per-part figures (every server with an answer has one part at least)."""
+    return entry.parts
 
 
 def _transport(part: PartFaults) -> dict[str, int]:

@@ -227,7 +227,7 @@ def index_decisions(summary: SummaryBody, config: DecisionsConfig,
     corpus' held-out folds, the larger and the judged measurement), their choice is the decision; the sample's
     cross search stays its evidence (``sample``)."""
     section = summary.index
-    if section is None or not section.measured:
+    if not section.measured:
         return {}
     index = index_config(summary)
     out: dict[str, IndexDecision] = {}

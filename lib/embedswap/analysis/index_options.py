@@ -68,6 +68,6 @@ def options_decision(options: IndexOptions, config: DecisionsConfig) -> IndexOpt
 def index_options_decisions(summary: SummaryBody, config: DecisionsConfig) -> dict[str, IndexOptionsDecision]:
     """``decisions.index_options``: candidate -> decision (empty where no options were measured)."""
     index = summary.index
-    if index is None or not index.measured:
+    if not index.measured:
         return {}
     return {name: options_decision(entry, config) for name, entry in index.options.items() if entry.measured}

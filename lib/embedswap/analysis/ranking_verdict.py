@@ -95,17 +95,8 @@ def unchanged_from(verdict: eq.Verdict | None) -> bool | None:
 
 
 def by_candidate(summary: SummaryBody) -> dict[str, CandidateRanking]:
-    """The ranking section's per-candidate entries (older summaries held the primary candidate only)."""
-    section = summary.ranking
-    entries = section.by_candidate
-    primary = summary.roles.candidate
-    if not entries and primary and is_measured(section):
-        deltas = {key: section.deltas[old] for key, old in (("naive", "candidate_naive"), ("shim", "candidate_shim"))
-                  if old in section.deltas}
-        entries = {primary: CandidateRanking(
-            measured=True, naive=section.candidate_naive or RankingRun(measured=False),
-            shim=section.candidate_shim or RankingRun(measured=False), deltas=deltas)}
-    return entries
+    """The ranking section's per-candidate entries."""
+    return summary.ranking.by_candidate
 
 
 def _variant_verdict(entry: CandidateRanking | None, kind: str, legacy: RankingRun | None,

@@ -46,6 +46,8 @@ __all__ = ["SummaryError", "load_summary", "read_summary", "upgrade_summary"]
 SCHEMA_VERSION = 3
 # sections a version-1 summary may lack
 LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction", "diagnosis")
+# sections a version-1 or -2 summary may lack (the kits before them wrote none); the current kit writes every one
+VERSION_3_SECTIONS = ("long_input", "timing", "index")
 MEASURED_INDEX = ("keep_index", "re_embed", "adapter")  # index decisions made on searched cells
 
 
@@ -64,10 +66,17 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
     attach_reasons(out)
     _probe_baselines(out)
     if version < 3:
+        for key in VERSION_3_SECTIONS:
+            if not isinstance(out.get(key), dict):
+                out[key] = not_measured("section_absent")
         _models_to_plan(out)
         _no_corrupting_flag(out)
+        _fault_parts(out)
+        _recorded_then(out)
     if version < 2 or not isinstance(out.get("decisions"), dict):
         out["decisions"] = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
+    elif version < 3:
+        _decided_since(out)
     if version < 3:
         _one_index_vocabulary(out["decisions"])
     # before the post's decisions are drawn from them: they read the stored latency decisions as the model does
@@ -88,12 +97,18 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
 
 
 def _models_to_plan(summary: dict[str, Any]) -> None:
-    """Version 2 -> 3, in place: ``models`` (the model evidence per candidate) becomes ``plan``."""
+    """Version 2 -> 3, in place: ``models`` (the model evidence per candidate) becomes ``plan``. Evidence stored
+    before it said where the candidate's model was read (issue 64) read it from the configuration where it names
+    one, and had none otherwise."""
     models = summary.pop("models", None)
     if not isinstance(models, dict):
         summary["plan"] = not_measured("section_absent")
         return
-    changes = {name: ModelChange.model_validate(change) for name, change in (models.get("by_candidate") or {}).items()}
+    by_candidate = models.get("by_candidate") or {}
+    for change in by_candidate.values():
+        if isinstance(change, dict) and not change.get("candidate_model_source"):
+            change["candidate_model_source"] = "configured" if change.get("candidate_model") else "not_stated"
+    changes = {name: ModelChange.model_validate(change) for name, change in by_candidate.items()}
     head = {k: v for k, v in models.items() if k != "by_candidate"}
     summary["plan"] = {**head, "by_candidate": {name: plan_for(change).model_dump(mode="json", exclude_defaults=True)
                                                 for name, change in changes.items()}}
@@ -106,6 +121,76 @@ def _no_corrupting_flag(summary: dict[str, Any]) -> None:
     for entry in ((faults.get("by_target") or {}).values() if isinstance(faults, dict) else []):
         if isinstance(entry, dict):
             entry.pop("corrupting", None)
+
+
+def _fault_parts(summary: dict[str, Any]) -> None:
+    """Version 2 -> 3, in place: a server's faults stored before the per-part figures (issue 56) get their totals as
+    one part, ``all`` (what the faults decision then read)."""
+    faults = summary.get("faults")
+    for entry in ((faults.get("by_target") or {}).values() if isinstance(faults, dict) else []):
+        if isinstance(entry, dict) and not entry.get("parts"):
+            entry["parts"] = {"all": {"answers": entry.get("answers", 0), "unusable": entry.get("unusable", 0),
+                                      "by_kind": entry.get("by_kind") or {}}}
+
+
+def _recorded_then(summary: dict[str, Any]) -> None:
+    """Version 2 -> 3, in place, what the kit that wrote the summary knew without recording it: a server's version
+    came from the kit's launcher (``version_source`` "kit": no server was asked then); an ablation row's lock is the
+    configured one; a ranking that held the primary candidate alone (no ``by_candidate``) holds it there too."""
+    for info in (summary.get("targets") or {}).values():
+        if isinstance(info, dict) and info.get("version") and not info.get("version_source"):
+            info["version_source"] = "kit"
+    configs = ((summary.get("experiment") or {}).get("config") or {}).get("targets") or {}
+    ablation = summary.get("ablation") if isinstance(summary.get("ablation"), dict) else {}
+    for name, row in (ablation.get("by_target") or {}).items():
+        if isinstance(row, dict) and "lock" not in row:
+            row["lock"] = (configs.get(name) or {}).get("lock")
+    ranking = summary.get("ranking") if isinstance(summary.get("ranking"), dict) else {}
+    primary = (summary.get("roles") or {}).get("candidate")
+    if ranking.get("measured") and primary and not ranking.get("by_candidate"):
+        deltas = ranking.get("deltas") or {}
+        ranking["by_candidate"] = {primary: {
+            "measured": True, **{key: ranking.get(f"candidate_{key}") or {"measured": False} for key in ("naive", "shim")},
+            "deltas": {key: deltas[f"candidate_{key}"] for key in ("naive", "shim") if f"candidate_{key}" in deltas}}}
+
+
+def _stale_ranking(ranking: Any) -> bool:
+    """Ranking decisions stored before the margins were two (``delta_max``), before MRR@10 or the stated alpha, or
+    before a measured variant got its equivalence verdicts and language slices."""
+    if not isinstance(ranking, dict):
+        return False
+    if not {"ndcg_margin", "recall_margin", "mrr_margin", "alpha"} <= set(ranking.get("tolerance") or {}):
+        return True
+    variants = [v for entry in (ranking.get("by_candidate") or {}).values() if isinstance(entry, dict)
+                for k, v in entry.items() if k in ("naive", "shim") and isinstance(v, dict)]
+    return any(v.get("tests") and not {"equivalence", "metrics", "slices"} <= set(v) for v in variants)
+
+
+def _decided_since(out: dict[str, Any]) -> None:
+    """Version 2 -> 3, in place: a decision the stored ones were made before is decided now, whole (a pure function
+    of the summary): the ranking verdicts (see :func:`_stale_ranking`), the latency ratios' verdicts against the
+    margins, the multimodal parity finding; the post's decisions (drawn from them, and before its per-candidate
+    vectors verdict) are then drawn again."""
+    decisions = out["decisions"]
+    latency = decisions.get("latency") if isinstance(decisions.get("latency"), dict) else {}
+    stale = {"ranking": _stale_ranking(decisions.get("ranking")),
+             "latency": any(isinstance(e, dict) and "verdicts" not in e
+                            for e in (latency.get("ratios") or {}).values()),
+             "parity_multimodal": "parity_multimodal" not in decisions}
+    post = decisions.get("post") if isinstance(decisions.get("post"), dict) else {}
+    redraw = stale["ranking"] or stale["latency"] or any(
+        isinstance(c, dict) and "vectors" not in c for c in post.get("conclusions") or [])
+    if not (redraw or any(stale.values())):
+        return
+    fresh = decisions_json(decide(validate_body({**out, "schema_version": SCHEMA_VERSION})))
+    for key in (k for k, old in stale.items() if old):
+        if key in fresh:
+            decisions[key] = fresh[key]
+        else:
+            decisions.pop(key, None)
+    if redraw:
+        decisions.pop("shown", None)
+        decisions.pop("post", None)
 
 
 def _one_index_vocabulary(decisions: dict[str, Any]) -> None:

@@ -109,7 +109,7 @@ def usage_against_truncation(record: dict[str, Any]) -> dict[str, Any] | None:
     (the model tokenizer's count): fewer is the count of a cut input (the tokens actually embedded), more than
     the limit counts tokens that were cut away."""
     used, cut, limit = record.get("prompt_tokens"), record.get("tokenizer_tokens"), record.get("token_limit")
-    whole = record.get("input_tokens", cut)  # captures from before it was kept: the count cut at the limit
+    whole = record.get("input_tokens", cut)  # a record without the whole count: the count cut at the limit
     if not isinstance(used, int) or not isinstance(cut, int) or not isinstance(whole, int):
         return None
     n = record.get("n_vectors") or 1

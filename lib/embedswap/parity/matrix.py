@@ -34,7 +34,7 @@ CHUNKED_PREFILL_POOLING = frozenset({"lasttoken"})
 
 
 # What each row ran, as a code and its parameters; the report words it through the catalogues
-# ([terms.parity_matrix.settings]); the English text stays in ``setting`` for readers of older summaries.
+# ([terms.parity_matrix.settings]); the English text stays in ``setting``, the row's own record.
 SETTINGS = {
     "batch": "{dtype} alone vs batch {size}",
     "chunked_off": "chunked prefill off, {inputs} inputs of {tokens} tokens, max_model_len {max_model_len}",

@@ -52,7 +52,7 @@ def index_shares(summary: Summary, words: FigureWords) -> Figure | None:
             ax.fill_between(xs, lows, highs, color=colour, alpha=0.15 if method == "exact" else 0.08)
     ax.set_xlabel(words("xlabel"))
     ax.set_ylabel(words(f"ylabels.{basis}"))
-    ax.set_title(words("title", distance=summary.index.distance if summary.index else "?"))
+    ax.set_title(words("title", distance=summary.index.distance or "?"))
     ax.set_xlim(-0.02, 1.02)
     ax.legend(loc="lower left", fontsize="small")
     return fig

@@ -336,8 +336,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         # code: a candidate can be not swappable for its ranking while its vectors are byte-identical
         "vectors_state": ("another_model" if any(c.vectors == "another_model" for c in post.conclusions)
                           else "none" if not vectors_measured else "differ" if any(
-            c.vectors == "differ" or (c.vectors is None and c.code == "not_swappable")  # older summaries
-            for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
+            c.vectors == "differ" for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
         "faults": conclusion_headlines(ctx),
         **_contract_state(groups, post.conclusions),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),

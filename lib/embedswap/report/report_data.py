@@ -24,7 +24,7 @@ class Headline(Strict):
     concurrency: int | None
     latency_state: bool | None
     parity_pass: bool | None
-    # candidate / legacy, the one stored ratio (Summary.latency_ratio); absent in report.json files from before it
+    # candidate / legacy, the one stored ratio (Summary.latency_ratio); None in a report.json written without it
     candidate_seq_p50_ratio: Number | None = None
     candidate_conc_docs_per_s_ratio: Number | None = None
     # every candidate, the lowest cosine over them and whether the run had a GPU (absent in older report.json)

@@ -102,7 +102,7 @@ def index_table(summary: Summary) -> Any:
     import pandas as pd
 
     rows = []
-    plan = summary.index.hnsw_plan if summary.index is not None else None
+    plan = summary.index.hnsw_plan
     # the shares HNSW was built and searched at (index.hnsw_shares); a summary without a plan had it at every share
     hnsw_at = "all" if plan is None or not plan.exact_only else " ".join(f"{s:g}" for s in plan.shares)
     for name, d in summary.decisions.index.items():
@@ -122,6 +122,6 @@ def index_table(summary: Summary) -> Any:
             "reembed_hours": cost.hours_per_replica if cost else None, "replicas": cost.replicas if cost else None,
         })
     if not rows:
-        why = summary.index.why if summary.index is not None else None
+        why = summary.index.why
         return pd.DataFrame([{"index": "not measured", "why": why}])
     return pd.DataFrame(rows).set_index("candidate")

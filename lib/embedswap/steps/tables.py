@@ -100,8 +100,8 @@ def long_input_table(summary: Summary) -> pd.DataFrame:
     """Per server, what it did with an input longer than the model takes (refused, truncated, pieces averaged) and
     each hypothesis' cosine to its answer."""
     section = summary.long_input
-    if section is None or not section.measured:
-        return pd.DataFrame([{"long input": section.why if section is not None else "not captured"}])
+    if not section.measured:
+        return pd.DataFrame([{"long input": section.why}])
     rows = []
     for name, found in section.by_target.items():
         row: dict[str, Any] = {"server": name, "handling": found.code, "limit": found.limit, "status": found.status,

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from embedswap.summary.types_capacity import Capacity
-from embedswap.summary.types_common import Number, Section, Strict
+from embedswap.summary.types_common import ABSENT, Number, Reason, Section, Strict
 from embedswap.summary.types_decisions import Decisions, RatioFigure, RatioInterval
 from embedswap.summary.types_faults import Faults
 from embedswap.summary.types_index import Index
@@ -146,10 +146,10 @@ class Target(Section):
     rss_bytes_by_process: dict[str, int] = {}  # per process (frontend, worker)
     host_available_bytes_before_start: int | None = None
     host_available_bytes_after_start: int | None = None
-    identity: ServerIdentity | None = None  # absent in summaries from before it
+    identity: ServerIdentity | None = None  # None: the server's capture holds no identity (it was not asked)
     # where ``version`` came from: the kit's launcher (``targets/*.py``), or what the server said about itself
     # (``identity``, read by measure.identity.stated_version) where the kit has none (an external server); None
-    # where neither says, and in summaries from before it (their version, if any, is the kit's)
+    # where neither says
     version_source: Literal["kit", "server"] | None = None
     said: dict[str, str] = {}  # what the server says about itself, as the guard reads it (identity_parts, as text)
     statement: str | None = None  # the same in short: its version's part ("/version 0.32.0"), else its telling one
@@ -169,18 +169,19 @@ class SummaryBody(Strict):
     vectors: Vectors
     contract: list[ProbeRow] | Section  # the probe rows, or why there are none
     instruction: Instruction
-    long_input: LongInput | None = None  # absent in summaries from before the long-input capture
+    long_input: LongInput = Field(default_factory=lambda: LongInput(measured=False, reason=Reason(code=ABSENT)))
     latency: Latency
     ablation: Ablation
     matryoshka: Matryoshka | None = None
     restore: Restore | None = None
     parity: Parity
-    diagnosis: Diagnosis | None = None
+    diagnosis: Diagnosis = Field(default_factory=lambda: Diagnosis(measured=False, reason=Reason(code=ABSENT)))
     ranking: Ranking
     shim: Shim
-    timing: Timing | None = None  # absent in summaries from before it
+    timing: Timing = Field(default_factory=lambda: Timing(measured=False, reason=Reason(code=ABSENT)))
     capacity: Capacity | None = None  # the open-loop sweep; absent unless latency.open_loop is configured
-    index: Index | None = None  # keep the index or re-embed it (absent in summaries from before it)
+    # keep the index or re-embed it
+    index: Index = Field(default_factory=lambda: Index(measured=False, reason=Reason(code=ABSENT)))
     faults: Faults | None = None  # unusable answers per server, by kind (absent in summaries from before it)
     # per candidate, what its comparison is (same model or another, read against what), decided in step 03 (issue 62)
     plan: Plan = Field(default_factory=lambda: Plan(measured=False))

@@ -32,12 +32,21 @@ class Finding(BaseModel):
     params: dict[str, Any] | None = None  # open: each code has its own parameters
 
 
+# the reason of a section the summary holds no record of (the migrations give it to each section a kit did not write)
+ABSENT = "section_absent"
+
+
 class Section(Strict):
     """A part of the summary: measured, or not measured with a reason (``why`` is the English sentence); the
     figures of a section that was not measured are absent (their defaults)."""
     measured: bool
     why: str | None = None
     reason: Reason | None = None
+
+    @property
+    def absent(self) -> bool:
+        """The summary holds no record of this part at all (reason ``section_absent``): a report leaves it out."""
+        return self.reason is not None and self.reason.code == ABSENT
 
 
 class Spread(Strict):

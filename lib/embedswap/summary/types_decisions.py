@@ -71,10 +71,10 @@ class RankingVariant(Strict):
     changed_queries: int | None = None
     queries: int | None = None
     tests: dict[str, PairedTest] = {}
-    # absent in summaries decided before the equivalence verdicts: the combined verdict and one per metric
+    # the combined verdict and one per metric (None and empty: the variant was not measured)
     equivalence: Verdict | None = None
     metrics: dict[str, Verdict] = {}
-    # per metric, its verdict per query language (Holm-corrected across the languages); absent in older summaries
+    # per metric, its verdict per query language (Holm-corrected across the languages); empty where not measured
     slices: dict[str, SlicedVerdicts] = {}
 
     def test(self, metric: str) -> PairedTest | None:
@@ -104,11 +104,9 @@ class RankingTolerance(Strict):
     top5_overlap_min: float | None = None
     ndcg_margin: float | None = None
     recall_margin: float | None = None
-    mrr_margin: float | None = None  # absent in summaries decided before MRR@10
-    alpha: float = 0.05  # summaries from before alpha was stated were decided at 0.05
+    mrr_margin: float | None = None
+    alpha: float = 0.05  # the significance level the verdicts were decided at (the kit's default)
     power: float | None = None
-    # summaries decided before the two margins stated one tolerance for both deltas
-    delta_max: float | None = None
 
 
 class RankingDecision(Strict):
@@ -179,7 +177,7 @@ class LatencyRatio(Strict):
     bootstrap interval and n (``intervals``, the one stored value every reader prints), and the verdicts against
     the margins decided on it."""
     intervals: dict[str, PointRatio] = {}
-    # the verdicts against decisions.margins per point (error gate, ratios, host drift); absent in older summaries
+    # the verdicts against decisions.margins per point (error gate, ratios, host drift), one per interval
     verdicts: dict[str, PointVerdicts] = {}
     verdict: Verdict | None = None  # the article's two points combined: the latency headline
     drift: HostDrift | None = None
@@ -306,7 +304,7 @@ class Decisions(Strict):
     latency: LatencyDecisions
     shim: dict[str, ShimOutcome] = {}
     parity_matrix: list[MatrixFinding] = []
-    parity_multimodal: MultimodalFinding | None = None  # absent in summaries from before the multimodal part
+    parity_multimodal: MultimodalFinding | None = None  # None: no multimodal part in step 05
     diagnosis: dict[str, DiagnosisDecision] = {}
     diagnosis_queries: dict[str, DiagnosisDecision] = {}  # the same for the query vectors (step 03)
     # per candidate, the per-document cosine to legacy against decisions.margins.cosine, per document language

@@ -41,12 +41,12 @@ class TargetFaults(Strict):
     share: Number = 0  # unusable / answers
     by_kind: dict[str, int] = {}  # a kind of answer_faults.CORRUPT at any count: decisions.faults says corrupting
     by_part: dict[str, int] = {}  # unusable answers per capture (workload, queries, probes, latency)
-    parts: dict[str, PartFaults] = {}  # absent in summaries from before issue 56
+    parts: dict[str, PartFaults] = {}  # per capture part with answers (workload, queries, probes, latency)
     events: list[FaultEvent] = []
 
 
 class Faults(Strict):
-    """Every measured server's unusable answers (absent in summaries from before it)."""
+    """Every measured server's unusable answers."""
     by_target: dict[str, TargetFaults] = {}
 
     def of(self, name: str | None) -> TargetFaults | None:

@@ -86,7 +86,7 @@ class Index(Section):
     k: int | None = None
     ef_search: int | None = None
     shares: list[Number] = []
-    # absent in summaries from before the plan existed: every share then had its HNSW build and search
+    # None: the index capture recorded no plan, every share had its HNSW build and search
     hnsw_plan: HnswPlan | None = None
     seed: int | None = None
     judged: bool = False

@@ -83,7 +83,7 @@ class LatencyTarget(Section):
     sweep_reason: Reason | None = None
     rss_peak_bytes: int | None = None
     rss_samples: int | None = None
-    host: HostPhase | None = None  # absent in captures from before the host was recorded
+    host: HostPhase | None = None  # None: the capture recorded no host readings
     source: str | None = None
     lock: bool | None = None  # ablation only: whether the legacy variant holds its global lock
     interleaved_with: str | None = None  # legacy runs in blocks alternating with this candidate's (interleave)

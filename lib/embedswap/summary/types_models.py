@@ -36,7 +36,7 @@ class ModelChange(Section):
     code: ModelCode = "undetermined"
     legacy_model: str | None = None  # the model the legacy server serves (its target's ``model`` or the experiment's)
     candidate_model: str | None = None  # as configured, else as the server states it; None: neither says
-    candidate_model_source: ModelSource | None = None  # None: a summary from before issue 64
+    candidate_model_source: ModelSource | None = None  # where candidate_model was read (models._candidate_model)
     local_copy: bool = False  # the candidate's model has weights on this machine (a parity reference is possible)
     evidence: list[ModelEvidence] = []
 

@@ -159,9 +159,9 @@ class Parity(Section):
     thresholds: dict[str, Number] = {}  # text, multimodal
     reference: str | None = None
     sample: ParitySample | None = None
-    matrix: ParityMatrix | None = None  # absent in summaries from before the parity matrix
+    matrix: ParityMatrix | None = None  # None: step 05's rows.json holds no matrix
     multimodal: MultimodalParity | None = None
-    witnesses: WitnessAgreement | None = None  # absent in summaries from before the witnesses
+    witnesses: WitnessAgreement | None = None  # None: no witnesses were captured (parity.witnesses)
 
     def threshold(self, part: str) -> Number | None:
         """The cosine gate one part (text, multimodal) was held to, or None: not stated."""

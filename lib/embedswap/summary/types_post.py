@@ -90,8 +90,8 @@ class CandidateConclusion(Strict):
     cosine_min: float | None = None
     threshold: float | None = None
     # the vectors' verdict against the legacy server's (analysis.post.vectors_verdict): what every sentence about
-    # the vectors reads (None: a summary from before it)
-    vectors: VectorsCode | None = None
+    # the vectors reads
+    vectors: VectorsCode = "not_measured"
     answers: list[ProbeAnswer] = []
     # the candidate's API shape where it is not the legacy server's (issue 64): the client changes with it, so it
     # is never a drop-in; ``differ`` counts the differences beyond the shape

@@ -106,10 +106,10 @@ class Restore(Section):
 
 class QueryRanking(Strict):
     """One query's ranking figures."""
-    lang: str | None = None  # the query's language (absent in summaries from before the language slices)
+    lang: str | None = None  # the query's language (None or "und": the workload does not say)
     ndcg_at_10: Number | None = None
     recall_at_5: Number | None = None
-    mrr_at_10: Number | None = None  # absent in summaries from before MRR@10
+    mrr_at_10: Number | None = None  # None: not judged, or not recorded with the run
     top1_score: Number | None = None
     top5: list[str] = []
     top10: list[str] | None = None
@@ -164,7 +164,7 @@ class RankingRun(Section):
     agreement: Agreement | None = None
     ndcg_at_10: Number | None = None
     recall_at_5: Number | None = None
-    mrr_at_10: Number | None = None  # absent in summaries from before MRR@10
+    mrr_at_10: Number | None = None  # None: not judged, or not recorded with the run
     top5_overlap: Number | None = None
     queries: int | None = None
     judged_queries: int | None = None
@@ -176,7 +176,7 @@ class MetricDeltas(Strict):
     """variant - legacy (None: one side not measured)."""
     ndcg_at_10: Number | None = None
     recall_at_5: Number | None = None
-    mrr_at_10: Number | None = None  # absent in summaries from before MRR@10
+    mrr_at_10: Number | None = None  # None: not judged, or not recorded with the run
 
 
 class CandidateRanking(Strict):

@@ -126,9 +126,9 @@ class ProbeSide(Strict):
     not_applicable: bool | None = None  # the target's API shape cannot say this probe: nothing was sent
     api_shape: str | None = None
     not_applicable_field: str | None = None
-    model: str | None = None  # the echoed model name (captures from before it was kept: None)
+    model: str | None = None  # the echoed model name (None: the answer or its capture names none)
     token_limit: int | None = None  # the model's own token limit at capture time (measure.model_limits)
-    repeats: RepeatSpread | None = None  # the probe sent more than once (captures from before: None)
+    repeats: RepeatSpread | None = None  # the probe sent more than once (None: its capture records one send)
     prefix_cache: PrefixCacheUse | None = None  # same_text_twice: the server's cache counters around it, if any
 
 

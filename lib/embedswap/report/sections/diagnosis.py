@@ -19,13 +19,13 @@ def diagnosis(ctx: ReportContext) -> dict[str, Any]:
     measured = is_measured(section) or bool(findings)
     sources = ["captures/diagnosis/vectors.json"] + (["captures/parity/rows.json"]
                                                      if any(f["step"] == "parity" for f in findings) else [])
-    queries = section.queries if section is not None else None
+    queries = section.queries
     if queries is not None and queries.reason is not None and queries.reason.code == "no_queries":
         queries = None  # a workload without queries: the ranking section already says so
     return {"state": measured, "label": ctx.label(measured), "why": ctx.why(section), "findings": findings,
-            "servers": ", ".join(code(n) for n in (section.by_target if section is not None else {})),
-            "texts": section.texts if section is not None else None, "sources": ctx.refs_for(sources),
-            # the query vectors (step 03): None in summaries from before the query diagnosis
+            "servers": ", ".join(code(n) for n in section.by_target),
+            "texts": section.texts, "sources": ctx.refs_for(sources),
+            # the query vectors (step 03): None where the diagnosis holds none
             "queries": None if queries is None else ("measured" if is_measured(queries) else "not_measured"),
             "query_findings": _findings(ctx, ctx.decisions.diagnosis_queries),
             "query_servers": ", ".join(code(n) for n in (queries.by_target if queries is not None else {})),
@@ -36,8 +36,8 @@ def diagnosis(ctx: ReportContext) -> dict[str, Any]:
 
 
 def _sample(section: Any) -> dict[str, str] | None:
-    """The documents diagnosed when they were a sample (None: the whole corpus, or a summary from before)."""
-    sample = getattr(section, "sample", None)
+    """The documents diagnosed when they were a sample (None: the whole corpus)."""
+    sample = section.sample
     if sample is None or sample.whole:
         return None
     return {"documents": fmt(sample.documents, "int"), "of": fmt(sample.of, "int"),

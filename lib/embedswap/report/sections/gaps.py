@@ -14,14 +14,13 @@ from embedswap.summary.types_common import Reason, Section
 
 # The summary's sections in report order.
 SECTION_KEYS = ("targets", "vectors", "ranking", "contract", "shim", "latency", "ablation", "parity")
-# The later sections that count in the status line and are listed when an older summary lacks them (the loader
-# marks them absent, reason section_absent); the instruction section is neither, as before.
+# The sections that count in the status line and are listed where the summary holds no record of them
+# (``Section.absent``); the instruction section is neither.
 STATUS_SECTIONS = ("ranking", "shim", "ablation")
-ABSENT = "section_absent"
 
 
 def _absent(node: Section | None) -> bool:
-    return node is not None and node.reason is not None and node.reason.code == ABSENT
+    return node is not None and node.absent
 
 
 def _fields(node: BaseModel) -> Iterator[tuple[str, Any]]:

@@ -62,7 +62,7 @@ def _cost(ctx: ReportContext, decision: IndexDecision) -> list[dict[str, str]]:
 
 
 def _candidate(ctx: ReportContext, name: str, decision: IndexDecision) -> dict[str, Any]:
-    entry = ctx.summary.index.of(name) if ctx.summary.index is not None else None
+    entry = ctx.summary.index.of(name)
     adapter = decision.adapter
     why = ""
     if entry is not None and not entry.measured:
@@ -94,7 +94,7 @@ def _candidate(ctx: ReportContext, name: str, decision: IndexDecision) -> dict[s
 
 
 def _hnsw(plan: HnswPlan | None) -> dict[str, Any] | None:
-    """The plan's figures when some shares had no HNSW search (None: every share had it, or an older summary)."""
+    """The plan's figures when some shares had no HNSW search (None: every share had it)."""
     if plan is None or not plan.exact_only:
         return None
     return {"shares": fmt(plan.shares, "pct"), "exact_only": fmt(plan.exact_only, "pct"), "setting": plan.setting,
@@ -104,10 +104,9 @@ def _hnsw(plan: HnswPlan | None) -> dict[str, Any] | None:
 def index(ctx: ReportContext) -> dict[str, Any]:
     """The section's template values: ``state``, ``store``, ``candidates`` (one dict each), ``figure``."""
     section = ctx.summary.index
-    if section is None or not is_measured(section):
-        # a summary from before the index part has no section at all
-        default = ctx.words.reason("section_absent" if section is None else "index_not_run")
-        return {"state": False, "label": ctx.label(False), "why": ctx.why(section, default), "candidates": [],
+    if not is_measured(section):
+        return {"state": False, "label": ctx.label(False),
+                "why": ctx.why(section, ctx.words.reason("index_not_run")), "candidates": [],
                 "figure": None}
     store = section.store
     return {

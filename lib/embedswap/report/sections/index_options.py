@@ -71,7 +71,7 @@ def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
     section = ctx.summary.index
     decided = ctx.decisions.index_options
     out = []
-    for name, options in (section.options.items() if section is not None else []):
+    for name, options in section.options.items():
         decision = decided.get(name)
         if decision is None or not options.measured:
             continue
@@ -88,7 +88,7 @@ def option_tables(ctx: ReportContext) -> list[dict[str, Any]]:
             "folds": fmt(options.folds, "int"),
             "per_fold": fmt(options.documents_per_fold, "int"), "queries": fmt(options.queries, "int"),
             "depth": fmt(options.rescore_depth, "int"), "share": fmt(options.dual_read_share, "pct"),
-            # whether the mlp map was fitted, and why not (too few training pairs per fold); None: an older summary
+            # whether the mlp map was fitted, and why not (too few training pairs per fold); None: not recorded
             "mlp_min": fmt(options.mlp_min_pairs, "int") if options.mlp_min_pairs is not None else None,
             "pairs": fmt(options.training_pairs, "int") if options.training_pairs is not None else None,
             "mlp_fitted": options.of("mlp") is not None,

@@ -79,24 +79,19 @@ def ratio_table(ctx: ReportContext) -> str | None:
     """Every point both sides measured (article points and sweep): candidate / legacy with interval and verdict."""
     t = ctx.terms
     rows = []
-    decided = False
     for name in comparable(ctx):  # a server that corrupts answers is timed on the survivors: no ratio
         stored = ctx.decisions.latency.ratio(name)
         for run, entry in (stored.intervals if stored is not None else {}).items():
             point = {"sequential": "seq", "concurrent": f"c{ctx.concurrency()}"}.get(run, run.replace("_", " "))
             verdicts = stored.verdicts_at(run) if stored is not None else None
-            decided = decided or verdicts is not None
             cells = [ratio_cell(t, getattr(entry, key), verdicts, key, stored.drift if stored else None)
                      for key in ("p50", "p99", "docs_per_s")]
             rows.append([code(name), esc(point), *cells, " / ".join(fmt(v, "int") for v in entry.p50.n),
                          drift_text(t, stored.drift if stored else None)])
     if not rows:
         return None
-    if not decided:  # an older summary: the intervals' own reading, no drift column
-        rows = [r[:-1] for r in rows]
-    rate = t["equivalence"]["rate_answered"] if decided else t["stats"]["rate_ratio"]
-    header = [t["target"], t["point"], t["stats"]["p50_ratio"], t["stats"]["p99_ratio"], rate,
-              t["stats"]["n_pair"]] + ([t["equivalence"]["drift"]] if decided else [])
+    header = [t["target"], t["point"], t["stats"]["p50_ratio"], t["stats"]["p99_ratio"],
+              t["equivalence"]["rate_answered"], t["stats"]["n_pair"], t["equivalence"]["drift"]]
     return md_table(header, rows, ["l", "l"] + ["r"] * (len(header) - 2))
 
 

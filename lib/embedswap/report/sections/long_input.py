@@ -28,9 +28,10 @@ def _table(ctx: ReportContext, findings: list[LongInputFinding]) -> str:
 
 
 def long_input(ctx: ReportContext) -> dict[str, Any]:
-    """The long-input section: absent in summaries from before it, else the table or why it was not measured."""
+    """The long-input section: left out where the summary holds no record of it, else the table or why it was not
+    measured."""
     section = ctx.summary.long_input
-    if section is None:
+    if section.absent:
         return {"state": None, "legacy": None, "differing": []}
     if not section.measured:
         return {"state": False, "why": ctx.why(section), "legacy": None, "differing": []}

@@ -24,7 +24,7 @@ def _drift(value: float | None) -> str:
 
 
 def _setting(ctx: ReportContext, code_: str | None, params: dict[str, Any], text: str | None) -> str:
-    """A row's setting in the report's language (its code and parameters); older summaries carry English text."""
+    """A row's setting in the report's language (its code and parameters); a row without a code the catalogue words shows its English text."""
     words = ctx.terms["parity_matrix"]["settings"]
     if code_ in words:
         return esc(fill(words[code_], **(params or {})))

@@ -43,7 +43,7 @@ def _cells(ctx: ReportContext, variant: RankingRun | None, deltas: MetricDeltas 
             ref if reference else delta_cell(d.ndcg_at_10, test("ndcg_at_10")),
             fmt(variant.recall_at_5, "score"),
             ref if reference else delta_cell(d.recall_at_5, test("recall_at_5")),
-            fmt(variant.mrr_at_10, "score"),  # "—" in summaries from before MRR@10
+            fmt(variant.mrr_at_10, "score"),  # "—" where not measured
             ref if reference else delta_cell(d.mrr_at_10, test("mrr_at_10")),
             ref if reference else fmt(variant.top5_overlap, "score"),
             f"{fmt(variant.judged_queries, 'int')} / {fmt(variant.queries, 'int')}"]
@@ -203,16 +203,12 @@ def ranking(ctx: ReportContext) -> dict[str, Any]:
     decided = ctx.decisions.ranking
     meaningless = not decided.meaningful
     tolerance = decided.tolerance
-    # older summaries stated one delta tolerance (delta_max) instead of the two margins
-    ndcg_margin = tolerance.ndcg_margin if tolerance.ndcg_margin is not None else tolerance.delta_max
-    recall_margin = tolerance.recall_margin if tolerance.recall_margin is not None else tolerance.delta_max
     empty = {"state": False, "meaningless": meaningless, "table": None, "findings": [], "why": [],
              "definitions": t["ranking_defs"], "sources": MISSING, "queries": MISSING, "agreement": None,
              "judged": True,
              "tolerance": {"overlap": fmt(tolerance.top5_overlap_min, "score"),
-                           "ndcg": fmt(ndcg_margin, "score"), "recall": fmt(recall_margin, "score"),
-                           # None: decided before MRR@10, the sentence names no MRR margin
-                           "mrr": fmt(tolerance.mrr_margin, "score") if tolerance.mrr_margin is not None else None,
+                           "ndcg": fmt(tolerance.ndcg_margin, "score"),
+                           "recall": fmt(tolerance.recall_margin, "score"), "mrr": fmt(tolerance.mrr_margin, "score"),
                            "alpha": fmt(tolerance.alpha, "raw"),
                            "interval": fmt(round(100 * (1 - 2 * tolerance.alpha), 6), "raw")}}
     if not is_measured(section):

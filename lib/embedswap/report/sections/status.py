@@ -33,15 +33,15 @@ def _kind(info: Target | None) -> str:
 def stated(info: Target | None) -> dict[str, Any]:
     """A server's version as the setup words it: ``code`` picks the sentence (``common.versions``): ``kit`` (its
     launcher found it), ``server`` (the server states it about itself), ``said`` (no version, but the server says
-    something else about itself), ``silent`` (asked, it says nothing), ``unconfirmed`` (not asked: a summary from
-    before identities were recorded), ``not_measured``."""
+    something else about itself), ``silent`` (asked, it says nothing), ``unconfirmed`` (not asked: the server's
+    capture holds no identity), ``not_measured``."""
     measured = _measured(info)
     version = info.version if info is not None else None
     statement = info.statement if info is not None else None
-    if version:  # a summary from before version_source: its version could only be the kit's
-        code_ = (info.version_source if info is not None else None) or "kit"
+    if version and info is not None:  # a version the launcher found is the kit's (pipeline.build.version_fields)
+        code_ = info.version_source or "kit"
     else:
-        asked = info is not None and info.identity is not None  # older summaries never asked the server
+        asked = info is not None and info.identity is not None  # not asked: the capture holds no identity
         code_ = ("not_measured" if not measured else "said" if statement else "silent" if asked
                  else "unconfirmed")
     return {"code": code_, "version": esc(version) if version else None, "statement": statement}
@@ -134,7 +134,7 @@ def _samples(work: WorkloadInfo) -> dict[str, Any]:
 def _time_table(ctx: ReportContext) -> str | None:
     """Seconds per step (``timing.steps``: recorded durations only) and each one's share of their sum."""
     timing = ctx.summary.timing
-    if timing is None or not timing.measured or not timing.steps:
+    if not timing.measured or not timing.steps:
         return None
     t = ctx.terms
     rows = [[code(r.step), esc(r.status), fmt(r.seconds, "s"), fmt(r.share, "pct")] for r in timing.steps]
@@ -144,7 +144,7 @@ def _time_table(ctx: ReportContext) -> str | None:
 
 def _server_time_table(ctx: ReportContext) -> str | None:
     """Per server: start-up, then seconds per capture part (``timing.servers``), then the whole measurement."""
-    servers = ctx.summary.timing.servers if ctx.summary.timing is not None else {}
+    servers = ctx.summary.timing.servers
     if not servers:
         return None
     from embedswap.summary.timing import PARTS

@@ -81,10 +81,8 @@ def ablation(ctx: ReportContext) -> dict[str, Any]:
               t["errors"], t["rss_peak"]]
     rows = []
     row_why = []
-    configs = ctx.summary.experiment.config.get("targets") or {}  # open: experiment.yaml as the user wrote it
     for name, info in rows_in.items():
-        # the variant's own record of its lock; else the lock as configured (a summary from before it was recorded)
-        lock = info.lock if "lock" in info.model_fields_set else (configs.get(name) or {}).get("lock")
+        lock = info.lock  # the variant's own record of its lock (None: its kind has none)
         lock_cell = MISSING if lock is None else t["on" if lock else "off"]
         state = latency_state(info)
         if state is False:

@@ -79,8 +79,8 @@ def drift_text(terms: dict[str, Any], drift: HostDrift | None) -> str:
 def ratio_cell(terms: dict[str, Any], entry: RatioInterval | None, point: PointVerdicts | None, key: str,
                drift: HostDrift | None) -> str:
     """A candidate/legacy ratio with its verdict against the margin: '0.68× [0.66–0.70]: non-inferior'; a failed
-    point its statuses instead of a ratio; a ratio undone by host drift the drift beside it. Without a stored
-    verdict (an older summary) the interval's own reading."""
+    point its statuses instead of a ratio; a ratio undone by host drift the drift beside it. Where the point
+    decided no verdict on the figure (``PointVerdicts.figure`` None) the interval's own reading."""
     verdict = point.figure(key) if point is not None else None
     if verdict is None:
         return plain_ratio(terms, entry)

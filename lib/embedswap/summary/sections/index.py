@@ -161,7 +161,7 @@ def index_section(experiment: Any, attempt: Any, workload: Any) -> dict[str, Any
             continue
         docs = {"legacy": attempt.read_array(f"{legacy}/doc_vectors.npy", mmap=True)[0],
                 "candidate": attempt.read_array(f"{name}/doc_vectors.npy", mmap=True)[0]}
-        # each candidate's own query file (its derived shim's); captures from before it name the primary's only
+        # each candidate's own query file (its derived shim's); a capture without them names the primary's only
         mine = (files.get("by_candidate") or {}).get(name) or files.get("candidate")
         queries = {"legacy": attempt.read_array(f"{legacy}/{files.get('legacy')}")[rows],
                    "candidate": (attempt.read_array(f"{name}/{mine}")

@@ -97,6 +97,6 @@ def score_options(capture: dict[str, Any], relevance: np.ndarray) -> dict[str, A
 
 
 def options_section(capture: dict[str, Any], relevance: np.ndarray) -> dict[str, Any]:
-    """``index.options``: per candidate (empty where the capture has none: a kit from before issue 57)."""
+    """``index.options``: per candidate (empty where the capture holds none)."""
     return {name: score_options(entry, relevance) for name, entry in (capture.get("options") or {}).items()}
 

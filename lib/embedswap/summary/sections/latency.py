@@ -36,7 +36,7 @@ def _requests_by_run(attempt: Attempt, name: str) -> dict[str, dict[str, list[An
 
 def _outcomes(records: list[dict[str, Any]]) -> dict[str, Any]:
     """A point's failed requests by class (429, 5xx, timeout, other) and the distinct Retry-After values the
-    refusals sent, in the order first seen (captures from before Retry-After was recorded have none)."""
+    refusals sent, in the order first seen (none where the captures recorded no Retry-After)."""
     classes: dict[str, int] = {}
     waits: list[str] = []
     for r in records:

@@ -66,7 +66,7 @@ def _stated(attempt: Attempt, name: str) -> set[str]:
         return set()
     identity = attempt.read_json(f"{name}/target.json").get("identity") or {}
     names = list(identity.get("served_models") or []) + ([identity["model"]] if identity.get("model") else [])
-    info = (identity.get("routes") or {}).get("/info")  # TEI states it there (captures from before issue 64 too)
+    info = (identity.get("routes") or {}).get("/info")  # TEI states it there (and a capture that kept /info alone)
     if isinstance(info, dict) and info.get("model_id"):
         names.append(info["model_id"])
     return {_plain(n) for n in names if n}

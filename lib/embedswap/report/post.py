@@ -19,6 +19,7 @@ from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
 from embedswap.report.post_story import article_statements, shim_trades
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, latency_statements, pair_claims,
+                                          setup_fact,
                                           parity_claim,
                                           probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
 from embedswap.report.sections.faults import comparable, conclusion_headlines, corrupting
@@ -336,8 +337,8 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "not_measured": [ctx.terms["post"]["not_measured"][c] for c in post.not_measured],
         "article": article, "full_report": FULL_REPORT.format(lang=lang),
         "figure_cosine": ctx.figure("cosine_by_language") if vectors_measured else None,
-        "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
-        "batch_size": fmt(summary.workload.batch_size, "int"),  # workload.batch_size, never the document count
+        # the workload sentence's facts as the document states them (workload.batch_size, never the document count)
+        **{key: fmt(setup_fact(ctx, "post.setup_workload", key), "int") for key in ("documents", "queries", "batch_size")},
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
         "ranking": _merged(ctx, ranking_claims(ctx), _ranking_key, "name"),
         "index": _merged(ctx, index_claims(ctx), lambda i: i.model_dump(exclude={"name"}).__repr__(), "name"),

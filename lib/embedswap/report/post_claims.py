@@ -207,6 +207,19 @@ def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
     return out
 
 
+def setup_fact(ctx: ReportContext, key: str, fact: str) -> object:
+    """A fact one statement of the document cites (``post.setup_workload``'s batch size...); None: not stated."""
+    found = next((s.fact(fact) for s in _document(ctx).statements(key)), None)
+    return found.value if found is not None else None
+
+
+def _condition(ctx: ReportContext, name: str) -> str | None:
+    """The queries a candidate's index decision holds for, as its document statement cites them."""
+    line = next((s for s in _document(ctx).statements("post.index_line") if name in s.subjects), None)
+    found = line.fact("index_queries") if line is not None else None
+    return str(found.value) if found is not None and found.value is not None else None
+
+
 def index_claims(ctx: ReportContext) -> list[IndexClaim]:
     out = []
     for name in ctx.candidates:
@@ -220,7 +233,7 @@ def index_claims(ctx: ReportContext) -> list[IndexClaim]:
                               replicas=fmt(cost.replicas, "int") if cost else None,
                               window=fmt(cost.window_hours, "s") if cost else None,
                               retained=fmt(d.adapter.retained, "cos4") if d.adapter and d.adapter.retained else None,
-                              condition=str(d.condition.value) if d.condition is not None else None))
+                              condition=_condition(ctx, name)))
     return out
 
 

@@ -120,6 +120,10 @@ def test_the_ranking_verdicts_decide_per_language(e5_run: dict[str, Any]) -> Non
     from claims_check import claim_problems
     from post_numbers import post_problems
 
+    from embedswap.report.post_checks import document_problems
+
+    assert document_problems(e5_run["summary"]) == []  # the post document against its sources (issue 63)
+
     for lang in ("en", "ko"):  # every figure is its stored metric's, every number in a decision (issue 55)
         summary = e5_run["summary"]
         assert claim_problems(summary, lang) == [] and post_problems(summary, render_post(summary, lang), lang) == []

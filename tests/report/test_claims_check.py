@@ -23,7 +23,7 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_equivalence import Verdict
 from embedswap.summary.types_faults import FaultDecisions, TargetFaultDecision
 from claims_check import claim_problems
-from typed_summary import as_typed
+from typed_summary import as_typed, post_redrawn
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SUMMARIES = sorted(p.name for p in FIXTURES.glob("summary_*.json"))
@@ -85,17 +85,15 @@ def test_a_metric_printed_under_another_metrics_name_is_caught(monkeypatch: pyte
 def test_a_comparison_of_two_candidates_without_a_pair_verdict_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """The issue's third error: "vllm is faster than dynamo" from two ratios to the legacy server."""
     def from_ratios(ctx: Any) -> list[post_claims.LatencyClaims]:
-        ratio = ctx.decisions.latency.ratios["dynamo"]  # dynamo over the legacy server, said of dynamo and vllm
-        worded = claim_module.claim(ctx, ratio.verdicts["concurrent"].docs_per_s, ratio.figure("concurrent", "docs_per_s"),
-                                    ratio.figure("concurrent", "docs_per_s").value, ratio=ratio, metric="conc_rate",
-                                    subjects=["dynamo", "vllm"],
-                                    source="decisions.latency.ratios.dynamo.verdicts.concurrent.docs_per_s")
+        line = next(s for s in ctx.decisions.post.document.statements("post.latency_claim") if "dynamo" in s.subjects)
+        rate = next(c for c in line.claims_of("dynamo") if c.metric == "conc_rate")  # dynamo over the legacy server
+        worded = claim_module.stated(ctx, rate.model_copy(update={"subjects": ["dynamo", "vllm"]}))
         first = post_claims.latency_claims(ctx)[0]
         return [first.model_copy(update={"names": ["dynamo", "vllm"], "conc_rate": worded})]
 
     monkeypatch.setattr(post_module, "pair_claims", from_ratios)
     problems = claim_problems(_summary("summary_complete.json"), "en")
-    assert any("no pairwise verdict" in p for p in problems), problems
+    assert any("['dynamo', 'vllm']" in p and "not a claim of the post document" in p for p in problems), problems
 
 
 def test_two_sentences_that_contradict_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,15 +105,15 @@ def test_two_sentences_that_contradict_are_caught(monkeypatch: pytest.MonkeyPatc
         found = real(ctx)
         first = found[0]
         name = ctx.candidates[0]
-        shim = post_claims._variant_claims(ctx, name, "shim", ctx.decisions.ranking.of(name).shim)[0]
-        wrong = claim_module.claim(ctx, ctx.decisions.ranking.of(name).shim.equivalence, kind="delta",
-                                   metric=first.naive.metric, subjects=[name], variant="address_swap",
-                                   source=shim.source)
+        line = next(s for s in ctx.decisions.post.document.statements("post.ranking_line") if name in s.subjects)
+        shim = next(c for c in line.claims_of(name) if c.variant == "shim")
+        wrong = claim_module.stated(ctx, shim.model_copy(update={"metric": first.naive.metric,
+                                                                 "variant": "address_swap"}), "delta")
         return [*found, first.model_copy(update={"naive": wrong})]
 
     monkeypatch.setattr(post_module, "ranking_claims", crossed)
     problems = claim_problems(_summary("summary_complete.json"), "en")
-    assert any("disagree" in p for p in problems), problems
+    assert any("not a claim of the post document" in p for p in problems), problems
 
 
 # --- property-generated summaries ---------------------------------------------------------------------------
@@ -168,7 +166,7 @@ def summaries(draw: st.DrawFn) -> Summary:
                                            "corrupting")), min_size=len(names), max_size=len(names)))
     d.faults = FaultDecisions(margin=0.05, by_target={n: TargetFaultDecision(
         code=c, corrupt={"nan": 1} if c == "corrupting" else {}) for n, c in zip(names, codes)})
-    return summary
+    return post_redrawn(summary)  # the post's statements drawn from the verdicts set here
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

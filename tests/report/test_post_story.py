@@ -22,13 +22,13 @@ import pytest
 import embedswap.report.post as post_module
 import embedswap.report.post_story as story_module
 from claims_check import claim_problems
+from embedswap.report.post_checks import direction_problems
 from embedswap.analysis.post import post_decision
 from embedswap.analysis.upgrade import read_summary
 from embedswap.report.catalogue import LANGUAGES, catalogue, fill
 from embedswap.report.format import fmt
 from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
-from post_claims_check import overclaims, stated_directions
 from post_numbers import post_problems
 from story_summary import story, with_verdicts
 from typed_summary import as_typed
@@ -286,7 +286,7 @@ def test_the_post_says_whether_it_goes_the_articles_way(shim_story: dict[str, An
         summary = with_verdicts(shim_story, latency=latency)
         post = render_post(as_typed(summary), lang)
         assert article_problems(summary, post, lang) == []
-        assert overclaims(post, lang, stated_directions(summary)) == []  # the verdict's direction words only
+        assert direction_problems(summary) == []  # the verdicts' directions only (on the post document)
         assert post_problems(summary, post, lang) == []
     why = catalogue(lang).message("post.article_why.cpu_only")
     assert _fixed(why) in render_post(as_typed(with_verdicts(shim_story, latency=("different", "slower"))), lang)

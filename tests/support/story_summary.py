@@ -9,11 +9,11 @@ import copy
 from typing import Any
 
 from embedswap.analysis import decide, decisions_json
-from embedswap.analysis.post import post_decision
 from embedswap.analysis.upgrade import read_summary
 from embedswap.summary.model import Summary, validate_body
 from embedswap.summary.types_equivalence import Verdict
 from index_summary import summary_with_index
+from typed_summary import post_redrawn
 
 OPTIONS = ("re_embed", "keep", "orthogonal", "affine", "rescore", "dual_read")
 
@@ -69,5 +69,8 @@ def with_verdicts(data: dict[str, Any], *, latency: tuple[str, str | None] | Non
             (naive, direction), shim = ranking
             c.naive.metrics["ndcg_at_10"] = Verdict(code=naive, direction=direction, margin=0.02)  # type: ignore[arg-type]
             c.shim.metrics["ndcg_at_10"] = Verdict(code=shim, margin=0.02)  # type: ignore[arg-type]
-    d.post = post_decision(out, d.latency, d.ranking if d.ranking.by_candidate else None, d.faults)
-    return out
+            for variant in (c.naive, c.shim):  # a combined verdict nDCG@10 decided is nDCG@10's, as a run stores it
+                combined = variant.equivalence
+                if combined is not None and (combined.slices or ["ndcg_at_10"])[0] == "ndcg_at_10":
+                    variant.equivalence = variant.metrics["ndcg_at_10"].but(slices=combined.slices)
+    return post_redrawn(out)

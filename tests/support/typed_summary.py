@@ -56,3 +56,15 @@ def as_typed(summary: Summary | dict[str, Any]) -> Summary:
     """What a test hands the kit's readers: a fixture's summary.json dict read as the report reads it (upgraded, then
     typed); a typed summary as it is. The kit's readers take the typed summary only (issue 62)."""
     return summary if isinstance(summary, Summary) else read_summary(summary)
+
+
+def post_redrawn(summary: Summary) -> Summary:
+    """``summary`` (changed in place by a test: its verdicts set by hand) with the post's decisions and its
+    document drawn again from its decisions, as :func:`embedswap.analysis.decide` draws them from its own."""
+    from embedswap.analysis.post import post_decision
+    from embedswap.analysis.post_document import post_document
+
+    d = summary.decisions
+    d.post = post_decision(summary, d.latency, d.ranking if d.ranking.by_candidate else None, d.faults)
+    d.post.document = post_document(summary, d)
+    return summary

@@ -18,7 +18,7 @@ from typing import Any
 
 from embedswap.analysis import (capacity, client_changes, diagnosis, faults, index_decision, index_options,
                                 latency_ratios,
-                                latency_shown, parity_matrix, parity_multimodal, post, ranking_verdict, shim_outcome,
+                                latency_shown, parity_matrix, parity_multimodal, post, post_document, ranking_verdict, shim_outcome,
                                 slices)
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
@@ -80,6 +80,8 @@ def decide(summary: SummaryBody, config: DecisionsConfig | None = None) -> Decis
         decided.faults = judged
     if options:
         decided.index_options = options
+    # the post's statements, last of all: they read every decision above (the index's condition, the faults)
+    decided.post.document = post_document.post_document(summary, decided)
     return decided
 
 

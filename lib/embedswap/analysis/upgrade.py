@@ -35,6 +35,7 @@ from typing import Any
 from embedswap.analysis import decide, decisions_config, decisions_json, post_decisions
 from embedswap.analysis.faults import fault_decisions
 from embedswap.analysis.index_decision import index_condition
+from embedswap.analysis.post_document import post_document
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
 from embedswap.summary.types_index import choice_of
@@ -92,7 +93,10 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
         judged = fault_decisions(body, decisions_config(body))
         if judged is not None:
             out["decisions"] = {**out["decisions"], "faults": judged.model_dump(mode="python")}
+            if isinstance(out["decisions"].get("post"), dict):  # the post's statements read the faults: drawn again
+                out["decisions"]["post"].pop("document", None)
     out["schema_version"] = SCHEMA_VERSION
+    _post_document(out)
     return out
 
 
@@ -222,6 +226,16 @@ def _post_story(out: dict[str, Any]) -> None:
         parts = post_decisions(validate_body({**out, "schema_version": SCHEMA_VERSION}), decisions)
         post.setdefault("article", [a.model_dump(mode="python") for a in parts.post.article or []])
         post.setdefault("shim_trades", [t.model_dump(mode="python") for t in parts.post.shim_trades or []])
+
+
+def _post_document(out: dict[str, Any]) -> None:
+    """Decisions stored before the post was a document (issue 63), in place: ``decisions.post.document`` drawn from
+    the decisions stored (the last migration: it reads them as the current model does)."""
+    post = out["decisions"].get("post")
+    if not isinstance(post, dict) or "document" in post:
+        return
+    typed = validate_summary(out)
+    post["document"] = post_document(typed, typed.decisions).model_dump(mode="python", exclude_unset=True)
 
 
 def _probe_baselines(summary: dict[str, Any]) -> None:

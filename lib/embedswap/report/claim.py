@@ -1,10 +1,12 @@
 """One claim of the post: a stored verdict with what it is about (the metric, the servers, the variant), where its
 figure is stored in summary.json, and its words in the language.
 
-A claim is built from ``Summary`` only (:func:`claim`); its label comes from its metric key
+A claim is worded from one claim of the post document (``decisions.post.document``, :func:`stated`): its figure
+and the interval its :class:`~embedswap.summary.estimate.Estimate` names, so the drift label goes with the
+widened interval only; its label comes from its metric key
 (``[terms.equivalence.comparisons]`` of the catalogue), never from the sentence around it, so a number cannot be
 printed under another metric's name (the top-5 overlap's -0.657 once stood after "nDCG@10 change"). While
-:func:`tracing` is active (the claims checker, tests/support/post_claims_check.py) every claim's words are wrapped
+:func:`tracing` is active (the label checker, tests/support/claims_check.py) every claim's words are wrapped
 in private-use marks that name the claim, so the checker can map each printed figure back to the claim it came
 from; outside it the words are plain text."""
 
@@ -21,8 +23,8 @@ from pydantic import BaseModel
 from embedswap.report.catalogue import fill
 from embedswap.report.format import fmt
 from embedswap.report.sections.context import ReportContext
-from embedswap.stats.equivalence import message_key, shown_direction
-from embedswap.summary.types_decisions import LatencyRatio, RatioInterval, Verdict
+from embedswap.stats.equivalence import message_key
+from embedswap.summary.types_post_document import PostClaim
 
 # the reasons an inconclusive verdict can carry that the post words apart (others: the catalogue's "other")
 WORDED_REASONS = ("host_drift", "missing_interval", "interval_crosses_margin", "too_few", "no_requests",
@@ -48,6 +50,7 @@ class Claim(BaseModel):
     margin: str | None = None
     statuses: str = ""
     drift: str | None = None  # the host drift bound the interval was widened by (None: not widened)
+    interval: str = "none"  # what the printed interval is (an Estimate's kind): the drift label follows it
     metric: str = ""
     label: str = ""
     subjects: list[str] = []
@@ -97,50 +100,32 @@ def times(ctx: ReportContext, value: float | None) -> str:
     return fmt(None, "raw") if value is None else fill(ctx.terms["post"]["times"], x=f"{value:.2f}")
 
 
-def _reason(ctx: ReportContext, v: Verdict, ratio: LatencyRatio | None = None) -> str:
-    words = ctx.terms["post"]["reasons"]
-    key = v.reason if v.reason in WORDED_REASONS else "other"
-    drift = ratio.drift.factor if ratio is not None and ratio.drift is not None else None
-    return fill(words[key], drift=times(ctx, drift), margin=times(ctx, v.margin) if v.margin else "—")
-
-
-def _drift(ctx: ReportContext, v: Verdict, ratio: LatencyRatio | None) -> str | None:
-    """The drift bound a decided latency verdict was widened by, where it was (the verdict rests on it)."""
-    bound = ratio.drift.bound if ratio is not None and ratio.drift is not None else None
-    if bound is None or round(bound, 2) <= 1 or v.code in ("inconclusive", "failed", "not_measured"):
-        return None  # a bound that prints as 1.00× widened nothing a reader could see
-    return times(ctx, bound)
-
-
-def claim(ctx: ReportContext, v: Verdict | None, interval: RatioInterval | None = None,
-          value: float | None = None, kind: str = "ratio", ratio: LatencyRatio | None = None, *, metric: str = "",
-          subjects: list[str] | None = None, variant: str = "", source: str = "") -> Claim:
-    """One stored verdict worded for the post: the value shown (``value``, else the verdict's estimate) with the
-    ratio's interval where one exists."""
-    about = {"metric": metric, "label": label(ctx, metric), "subjects": subjects or [], "variant": variant,
-             "source": source}
-    if v is None:
-        empty = Claim(code="not_measured", value=times(ctx, value) if kind == "ratio" else fmt(value, kind),
-                      figure=value, **about)
-        return empty.model_copy(update={"text": words(ctx, empty), "short": words(ctx, empty, "claim_brief")})
-    widened = _drift(ctx, v, ratio)
-    # a verdict decided on the interval widened by the host drift prints that interval, the one its label names;
-    # otherwise the ratio's own (unwidened) interval, as stored under decisions.latency.ratios.<c>.intervals
-    low = v.low if widened or interval is None else interval.low
-    high = v.high if widened or interval is None else interval.high
-    statuses = getattr(v, "statuses", {}) or {}
-    shown = value if value is not None else v.estimate
+def stated(ctx: ReportContext, c: PostClaim, kind: str = "ratio") -> Claim:
+    """One claim of the post document (``decisions.post.document``) worded: its figure and the interval its
+    estimate names, the drift label exactly where that interval is the one widened by the host drift."""
+    about = {"metric": c.metric, "label": label(ctx, c.metric), "subjects": c.subjects, "variant": c.variant,
+             "source": c.source}
+    e = c.estimate
 
     def show(x: float | None) -> str:
         return times(ctx, x) if kind == "ratio" else fmt(x, kind)
 
-    out = Claim(code=v.code, direction=shown_direction(v),
-                reason=_reason(ctx, v, ratio) if v.code == "inconclusive" else "",
-                n_needed=fmt(v.n_needed, "int") if v.n_needed else None, value=show(shown),
-                low=show(low) if low is not None else None, high=show(high) if high is not None else None,
-                margin=(show(v.margin) if kind == "ratio" else fmt(v.margin, "score")) if v.margin is not None else None,
-                statuses=", ".join(f"{k} × {n}" for k, n in statuses.items()), drift=widened,
-                figure=shown, **about)
+    if c.code == "not_measured":
+        out = Claim(code="not_measured", value=show(e.value), figure=e.value, **about)
+    else:
+        words_of = ctx.terms["post"]["reasons"]
+        reason = ""
+        if c.code == "inconclusive":
+            reason = fill(words_of[c.reason if c.reason in WORDED_REASONS else "other"],
+                          drift=times(ctx, c.drift_factor), margin=times(ctx, c.margin) if c.margin else "—")
+        out = Claim(code=c.code, direction=c.direction, reason=reason,
+                    n_needed=fmt(c.n_needed, "int") if c.n_needed else None, value=show(e.value),
+                    low=show(e.low) if e.low is not None else None, high=show(e.high) if e.high is not None else None,
+                    margin=(show(c.margin) if kind == "ratio" else fmt(c.margin, "score"))
+                    if c.margin is not None else None,
+                    statuses=", ".join(f"{k} × {n}" for k, n in c.statuses.items()),
+                    drift=times(ctx, e.widened_by) if e.interval == "widened_by_drift" else None,
+                    interval=e.interval, figure=e.value, **about)
     return out.model_copy(update={"text": words(ctx, out), "short": words(ctx, out, "claim_brief")})
 
 

@@ -18,7 +18,9 @@ from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
 from embedswap.report.post_story import article_statements, shim_trades
-from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, pair_claims, parity_claim,
+from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, latency_statements, pair_claims,
+                                          setup_fact,
+                                          parity_claim,
                                           probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
 from embedswap.report.sections.faults import comparable, conclusion_headlines, corrupting
 from embedswap.report.sections.long_input import long_input
@@ -147,10 +149,10 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     heads = [r.headline for r in claims]
     return {"table": md_table(header, rows, ["l"] + ["r"] * 5) if measured else None, "concurrency": c,
             "statistic": shown.statistic, "ratios": ratios, "claims": claims, "pairs": pair_claims(ctx),
-            # candidates whose sentences would read word for word share one (the conclusion's form, the body's)
-            "brief": _merged(ctx, claims, lambda r: (r.seq_p50.short, r.conc_rate.short), "name"),
-            "lines": _merged(ctx, claims, lambda r: (r.seq_p50.text, r.conc_rate.text, r.seq_from, r.seq_to,
-                                                     r.rate_from, r.rate_to), "name"),
+            # the document's statements: candidates whose statements are equal share one (the conclusion's
+            # form, the body's)
+            "brief": latency_statements(ctx, "post.c_latency_claim"),
+            "lines": latency_statements(ctx, "post.latency_claim"),
             "p99_notes": list(dict.fromkeys(r.p99_note for r in claims if r.p99_note)),
             "heading": ("faster" if heads and all(h.direction == "faster" for h in heads) else
                         "slower" if heads and all(h.direction == "slower" for h in heads) else
@@ -347,8 +349,8 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "not_measured": [ctx.terms["post"]["not_measured"][c] for c in post.not_measured],
         "article": article, "full_report": FULL_REPORT.format(lang=lang),
         "figure_cosine": ctx.figure("cosine_by_language") if vectors_measured else None,
-        "documents": fmt(summary.workload.documents, "int"), "queries": fmt(summary.workload.queries, "int"),
-        "batch_size": fmt(summary.workload.batch_size, "int"),  # workload.batch_size, never the document count
+        # the workload sentence's facts as the document states them (workload.batch_size, never the document count)
+        **{key: fmt(setup_fact(ctx, "post.setup_workload", key), "int") for key in ("documents", "queries", "batch_size")},
         "parity_measured": is_measured(summary.parity), "code": code, "esc": esc,
         "ranking": _merged(ctx, ranking_claims(ctx), _ranking_key, "name"),
         "index": _merged(ctx, index_claims(ctx), lambda i: i.model_dump(exclude={"name"}).__repr__(), "name"),

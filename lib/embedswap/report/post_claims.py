@@ -15,13 +15,15 @@ from pydantic import BaseModel
 
 from embedswap.analysis.common import is_measured
 from embedswap.report.catalogue import fill
-from embedswap.report.claim import Claim, claim, times
+from embedswap.report.claim import Claim, stated, times
+from embedswap.report.errors import ReportError
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.faults import comparable
 from embedswap.summary.types_index import IndexChoice
-from embedswap.summary.types_plan import RankingQuestion
-from embedswap.summary.types_decisions import LatencyRatio, RankingVariant
+from embedswap.summary.estimate import Estimate
+from embedswap.summary.types_decisions import LatencyRatio
+from embedswap.summary.types_post_document import PostClaim, PostDocument, Statement
 
 Figure = Literal["p50", "p99", "docs_per_s"]
 
@@ -102,61 +104,66 @@ def latency_ratio(ctx: ReportContext, name: str) -> LatencyRatio | None:
     return ctx.decisions.latency.ratios.get(name)
 
 
-def _shown(ctx: ReportContext, name: str | None, run: str, field: str) -> float | None:
-    point = ctx.decisions.shown.at(name, run)
-    return getattr(point, field) if point is not None else None
+def _document(ctx: ReportContext) -> PostDocument:
+    """The post's statements, decided before rendering (``decisions.post.document``)."""
+    document = ctx.decisions.post.document
+    if document is None:
+        raise ReportError("the summary stores no post document (decisions.post.document): load it with "
+                          "embedswap.analysis.upgrade.read_summary, which adds it to a summary decided before it")
+    return document
 
 
-def _latency_claims(ctx: ReportContext, ratio: LatencyRatio, subjects: list[str], source: str) -> dict[str, Claim]:
-    """The headline, sequential p50 and concurrent docs/s claims of one stored ratio (``source``: its path)."""
-    def one(run: str, figure: str, metric: str) -> Claim:
-        verdicts, interval = ratio.verdicts_at(run), ratio.figure(run, figure)  # type: ignore[arg-type]
-        if interval is None and len(subjects) == 1:  # a summary without per-request data: its value-only ratio
-            interval = ctx.summary.latency_ratio(subjects[0], run, figure)  # type: ignore[arg-type]
-        return claim(ctx, getattr(verdicts, figure) if verdicts else None, interval,
-                     interval.value if interval is not None else None, ratio=ratio, metric=metric, subjects=subjects,
-                     source=f"{source}.verdicts.{run}.{figure}")
+def _fact(statement: Statement, key: str, kind: str) -> str:
+    found = statement.fact(key)
+    return fmt(found.value if found is not None else None, kind)
 
-    return {"headline": claim(ctx, ratio.verdict, ratio=ratio, metric="latency", subjects=subjects,
-                              source=f"{source}.verdict"),
-            "seq_p50": one("sequential", "p50", "seq_p50"), "conc_rate": one("concurrent", "docs_per_s", "conc_rate")}
+
+def _one(ctx: ReportContext, statement: Statement, subject: str, name: str,
+         heads: dict[str, PostClaim]) -> LatencyClaims:
+    """One latency statement of the document worded for ``subject`` (``name``: the names it is said of)."""
+    by_metric = {c.metric: c for c in statement.claims_of(subject)}
+    head = heads.get(subject)
+    pair = len(statement.claims[0].subjects) > 1 if statement.claims else False
+    return LatencyClaims(
+        name=name, names=list(statement.claims[0].subjects) if pair else [subject],
+        headline=stated(ctx, head) if head is not None else stated(ctx, _unmeasured(subject, "latency")),
+        seq_p50=stated(ctx, by_metric.get("seq_p50") or _unmeasured(subject, "seq_p50")),
+        conc_rate=stated(ctx, by_metric.get("conc_rate") or _unmeasured(subject, "conc_rate")),
+        seq_from=_fact(statement, "seq_from", "ms"), seq_to=_fact(statement, "seq_to", "ms"),
+        rate_from=_fact(statement, "rate_from", "rate"), rate_to=_fact(statement, "rate_to", "rate"))
+
+
+def _unmeasured(subject: str, metric: str) -> PostClaim:
+    return PostClaim(subjects=[subject], metric=metric, code="not_measured", estimate=Estimate())
+
+
+def _heads(ctx: ReportContext) -> dict[str, PostClaim]:
+    return {c.subjects[0]: c for s in _document(ctx).statements("post.latency_headings") for c in s.claims}
 
 
 def latency_claims(ctx: ReportContext) -> list[LatencyClaims]:
-    out = []
-    for name in comparable(ctx):  # a server that corrupts answers is timed on the survivors: no ratio claimed
-        ratio = latency_ratio(ctx, name)
-        if ratio is None:
-            continue
-        # the one stored value per figure (decisions.latency.ratios, what Summary.latency_ratio reads)
-        out.append(LatencyClaims(
-            name=code(name), names=[name],
-            **_latency_claims(ctx, ratio, [name], f"decisions.latency.ratios.{name}"),
-            seq_from=fmt(_shown(ctx, ctx.legacy, "sequential", "p50_ms"), "ms"),
-            seq_to=fmt(_shown(ctx, name, "sequential", "p50_ms"), "ms"),
-            rate_from=fmt(_shown(ctx, ctx.legacy, "concurrent", "docs_per_s"), "rate"),
-            rate_to=fmt(_shown(ctx, name, "concurrent", "docs_per_s"), "rate"),
-            p99_note=_p99_note(ctx, name, ratio)))
+    """Per candidate whose latency the post states (``post.latency_claim`` of the document), its claims."""
+    heads, out = _heads(ctx), []
+    for statement in _document(ctx).statements("post.latency_claim"):
+        for subject in statement.subjects:
+            ratio = latency_ratio(ctx, subject)
+            one = _one(ctx, statement, subject, code(subject), heads)
+            out.append(one.model_copy(update={"p99_note": _p99_note(ctx, subject, ratio) if ratio else None}))
     return out
+
+
+def latency_statements(ctx: ReportContext, key: str) -> list[LatencyClaims]:
+    """The document's latency statements of one message (``post.latency_claim``, ``post.c_latency_claim``), each
+    said once for the candidates that share it (their names joined)."""
+    heads, sep = _heads(ctx), ctx.terms["post"]["list_sep"]
+    return [_one(ctx, s, s.subjects[0], sep.join(code(n) for n in s.subjects), heads)
+            for s in _document(ctx).statements(key) if s.subjects]
 
 
 def pair_claims(ctx: ReportContext) -> list[LatencyClaims]:
     """Two candidates compared with each other: only where ``decisions.latency.pairs`` stores their verdict
-    (the same margins and host drift as against the legacy server); ``name`` is the second over the first."""
-    usable = set(comparable(ctx))
-    out = []
-    for i, pair in enumerate(ctx.decisions.latency.pairs):
-        if not {pair.first, pair.second} <= usable:
-            continue
-        subjects = [pair.second, pair.first]
-        out.append(LatencyClaims(
-            name=code(pair.second), names=subjects,
-            **_latency_claims(ctx, pair.ratio, subjects, f"decisions.latency.pairs.{i}.ratio"),
-            seq_from=fmt(_shown(ctx, pair.first, "sequential", "p50_ms"), "ms"),
-            seq_to=fmt(_shown(ctx, pair.second, "sequential", "p50_ms"), "ms"),
-            rate_from=fmt(_shown(ctx, pair.first, "concurrent", "docs_per_s"), "rate"),
-            rate_to=fmt(_shown(ctx, pair.second, "concurrent", "docs_per_s"), "rate")))
-    return out
+    (``post.pair_claim`` of the document); ``name`` is the second over the first."""
+    return [_one(ctx, s, s.subjects[0], code(s.subjects[0]), {}) for s in _document(ctx).statements("post.pair_claim")]
 
 
 def _p99_note(ctx: ReportContext, name: str, ratio: LatencyRatio) -> str | None:
@@ -179,45 +186,38 @@ def _query_cosine(ctx: ReportContext, name: str) -> float | None:
     return spread.median if spread is not None else None
 
 
-def _variant_claims(ctx: ReportContext, name: str, kind: str, v: RankingVariant,
-                    question: RankingQuestion = "equivalence") -> tuple[Claim, Claim | None]:
-    """(the variant's combined verdict, nDCG@10's own where another metric decided the combined one). The combined
-    verdict's figure is that of the metric that decided it (``slices``' first), so it is labelled by that metric.
-    For a candidate serving another model (its plan's non-inferiority question), its nDCG@10 verdict on the judgements alone: the top-5 overlap with
-    another model's ranking changes by nature, and nDCG@10 is what decides a model change (issue 57)."""
-    source = f"decisions.ranking.by_candidate.{name}.{kind}"
-    variant = "address_swap" if kind == "naive" else "shim"
-    ndcg = v.metrics.get("ndcg_at_10")
-    if question == "non_inferiority" and ndcg is not None:  # the verdict the report words too (speaking)
-        return claim(ctx, v.speaking(question), kind="delta", metric="ndcg_at_10", subjects=[name], variant=variant,
-                     source=f"{source}.metrics.ndcg_at_10"), None
-    combined = v.equivalence
-    metric = combined.slices[0] if combined is not None and combined.slices else "ndcg_at_10"
-    first = claim(ctx, combined, kind="delta", metric=metric, subjects=[name], variant=variant,
-                  source=f"{source}.equivalence")
-    if metric == "ndcg_at_10" or ndcg is None:
-        return first, None
-    return first, claim(ctx, ndcg, kind="delta", metric="ndcg_at_10", subjects=[name], variant=variant,
-                        source=f"{source}.metrics.ndcg_at_10")
-
-
 def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
-    if not is_measured(ctx.summary.ranking):
-        return []
+    """Per candidate, its ranking claims as the document's ``post.ranking_line`` states them: the address swap's
+    and the shim's combined verdicts (labelled by the metric that decided them), nDCG@10's own beside them where
+    another metric decided."""
     out = []
-    for name in ctx.candidates:
-        c = ctx.decisions.ranking.of(name)
-        if c is None:
-            continue
-        cosine = _query_cosine(ctx, name)
-        question = ctx.summary.plan.ranking_question(name)
-        naive, naive_ndcg = _variant_claims(ctx, name, "naive", c.naive, question)
-        shim, shim_ndcg = _variant_claims(ctx, name, "shim", c.shim, question)
-        out.append(RankingClaims(name=code(name), naive=naive, shim=shim, naive_ndcg=naive_ndcg, shim_ndcg=shim_ndcg,
-                                 changed=fmt(c.naive.changed_queries, "int"), queries=fmt(c.naive.queries, "int"),
-                                 query_cosine=fmt(cosine, "cos4") if cosine is not None else None,
-                                 shim_changed=fmt(c.shim.changed_queries, "int")))
+    for statement in _document(ctx).statements("post.ranking_line"):
+        for name in statement.subjects:
+            claims = statement.claims_of(name)
+            naive = [stated(ctx, c, "delta") for c in claims if c.variant == "address_swap"]
+            shim = [stated(ctx, c, "delta") for c in claims if c.variant == "shim"]
+            cosine = _query_cosine(ctx, name)
+            out.append(RankingClaims(name=code(name), naive=naive[0], shim=shim[0],
+                                     naive_ndcg=naive[1] if len(naive) > 1 else None,
+                                     shim_ndcg=shim[1] if len(shim) > 1 else None,
+                                     changed=_fact(statement, "changed", "int"),
+                                     queries=_fact(statement, "queries", "int"),
+                                     query_cosine=fmt(cosine, "cos4") if cosine is not None else None,
+                                     shim_changed=_fact(statement, "shim_changed", "int")))
     return out
+
+
+def setup_fact(ctx: ReportContext, key: str, fact: str) -> object:
+    """A fact one statement of the document cites (``post.setup_workload``'s batch size...); None: not stated."""
+    found = next((s.fact(fact) for s in _document(ctx).statements(key)), None)
+    return found.value if found is not None else None
+
+
+def _condition(ctx: ReportContext, name: str) -> str | None:
+    """The queries a candidate's index decision holds for, as its document statement cites them."""
+    line = next((s for s in _document(ctx).statements("post.index_line") if name in s.subjects), None)
+    found = line.fact("index_queries") if line is not None else None
+    return str(found.value) if found is not None and found.value is not None else None
 
 
 def index_claims(ctx: ReportContext) -> list[IndexClaim]:
@@ -233,7 +233,7 @@ def index_claims(ctx: ReportContext) -> list[IndexClaim]:
                               replicas=fmt(cost.replicas, "int") if cost else None,
                               window=fmt(cost.window_hours, "s") if cost else None,
                               retained=fmt(d.adapter.retained, "cos4") if d.adapter and d.adapter.retained else None,
-                              condition=str(d.condition.value) if d.condition is not None else None))
+                              condition=_condition(ctx, name)))
     return out
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Literal
 
 from embedswap.summary.types_common import Strict
+from embedswap.summary.types_fact import Fact
+from embedswap.summary.types_post_document import PostDocument
 
 
 class ShownPoint(Strict):
@@ -107,15 +109,6 @@ class VersionRow(Strict):
     same: bool | None = None
 
 
-class Fact(Strict):
-    """One stored fact a statement rests on or cites, with where it is stored: a dotted path in summary.json, or
-    ``article:`` and a path in the article's data (embedswap/data/article_000.json). A statement about several
-    candidates with equal values cites the first one's path."""
-    key: str
-    value: str | int | float | bool | None = None
-    source: str
-
-
 # how this run's stored verdict on a figure stands to the article's published ratio of that figure
 ArticleRelation = Literal["same_direction", "reversed", "no_difference", "inconclusive", "not_measured"]
 
@@ -164,6 +157,9 @@ class PostDecision(Strict):
     # decided before them (the upgrade computes them)
     article: list[ArticleComparison] | None = None
     shim_trades: list[ShimTrade] | None = None
+    # issue 63: the post's statements, decided last (analysis/post_document.py); None: a summary decided before it
+    # (the upgrade computes it)
+    document: PostDocument | None = None
 
     def conclusion(self, name: str) -> CandidateConclusion | None:
         return next((c for c in self.conclusions if c.name == name), None)

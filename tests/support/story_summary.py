@@ -6,6 +6,7 @@ drawn again from them (as ``decide`` draws them from its own)."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from embedswap.analysis import decide, decisions_json
@@ -33,8 +34,22 @@ def options(per_fold: int) -> dict[str, Any]:
                  "storage_bytes": 0 if o == "keep" else 61440} for o in OPTIONS]}
 
 
+_STORIES: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
 def story(complete_upgraded: dict[str, Any], *, queries: str | None = "shim", per_fold: int | None = None,
           gpu: str | None = None, same_ranking: bool = False) -> dict[str, Any]:
+    """A copy of ``_story``'s summary, decided once per distinct input in a test process (deciding takes ~2 s: 35
+    tests of test_post_story.py ask for the same few; none of them patches a decision)."""
+    key = (json.dumps(complete_upgraded, sort_keys=True, allow_nan=True), queries, per_fold, gpu, same_ranking)
+    if key not in _STORIES:
+        _STORIES[key] = _story(complete_upgraded, queries=queries, per_fold=per_fold, gpu=gpu,
+                               same_ranking=same_ranking)
+    return copy.deepcopy(_STORIES[key])
+
+
+def _story(complete_upgraded: dict[str, Any], *, queries: str | None, per_fold: int | None, gpu: str | None,
+           same_ranking: bool) -> dict[str, Any]:
     """The complete summary with an index part searched with ``queries`` (None: not configured, the default),
     index options of ``per_fold`` documents per fold for both candidates (None: none), on a 2-core host
     (``gpu``: its GPU, else none), ``same_ranking``: dynamo ranks exactly as vllm (as two candidates over one

@@ -2,8 +2,8 @@
 
 Every ``{"measured": false, "why": ...}`` the kit writes carries ``reason: {code, params}`` beside its English
 ``why``; the report words the code in each language (``[reasons]`` of ``report/catalogue/<lang>.toml``). The codes
-are read off the English sentence by the patterns below, so one table serves the summaries this version writes and
-those older versions wrote (whose ``why`` has the same sentences): :func:`attach_reasons` runs on both. A ``why``
+are read off the English sentence by the patterns below: :func:`attach_reasons` (run by the migrations at load)
+gives every ``why`` in those sentences its code, whichever version wrote it. A ``why``
 that matches no pattern (an exception's or a server's own message) stays as recorded: it is data, not the kit's
 sentence.
 """

@@ -28,8 +28,8 @@ def with_faults(summary: dict[str, Any], **by_target: dict[str, Any]) -> dict[st
     return out
 
 
-def test_an_older_summary_has_no_faults_and_keeps_its_sentences(complete_upgraded: dict[str, Any]) -> None:
-    assert read_summary(complete_upgraded).faults is None
+def test_a_summary_without_the_faults_part_reads_it_absent_and_keeps_its_sentences(complete_upgraded: dict[str, Any]) -> None:
+    assert read_summary(complete_upgraded).faults.absent
     post = render_post(as_typed(complete_upgraded), "en")
     assert "The vectors were the same" in post and "`vllm` against the legacy server: sequential p50 0.68×" in post
 

@@ -41,8 +41,8 @@ def part_decision(part: PartFaults, config: DecisionsConfig, legacy: PartFaults 
 
 
 def fault_decisions(summary: SummaryBody, config: DecisionsConfig) -> FaultDecisions | None:
-    """None for a summary without the faults section."""
-    if summary.faults is None:
+    """None for a summary that holds no faults part (``Faults.absent``)."""
+    if summary.faults.absent:
         return None
     legacy = summary.faults.of(summary.roles.legacy)
     legacy_parts = _parts(legacy) if legacy is not None else {}

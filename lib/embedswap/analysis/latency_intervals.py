@@ -4,9 +4,8 @@ the summary holds for each point (``requests``: latency and docs per request, gr
 
 Stored under ``decisions.latency``: ``points.<target>.<run>`` (p50/p90/p99/docs/s with interval and n; run: ``sequential``, ``concurrent``,
 ``sweep_c<C>``), ``ratios.<candidate>.intervals.<run>`` (candidate / legacy) and, for the lock ablation,
-``lock.variants[i].intervals.<run>`` (lock-free / locked). A summary written before the per-request data was
-kept (schema 1, or a point without ``requests``) gets no interval: ``points`` omits it and a ratio's verdict is
-``missing``.
+``lock.variants[i].intervals.<run>`` (lock-free / locked). A point without per-request data (no ``requests``)
+gets no interval: ``points`` omits it and a ratio's verdict is ``missing``.
 """
 
 from __future__ import annotations

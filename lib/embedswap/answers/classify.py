@@ -41,7 +41,7 @@ class Classified:
     """How one candidate's answer reads against the legacy server's: a classification (``verdict`` keeps its stored
     name), not a decision against a margin (those are :class:`embedswap.stats.equivalence.Verdict`)."""
     verdict: str
-    detail: str  # the English sentence (explain(reason)): what summaries of older kits hold
+    detail: str  # the English sentence (explain(reason)), stored beside the reason code
     cosine: float | None = None
     aspects: list[str] = field(default_factory=list)  # what differs: dimension, direction, length, usage...
     reason: dict[str, Any] | None = None  # the detail as a reason code (embedswap.reasons), worded per language

@@ -62,7 +62,7 @@ class WorkloadInfo(Strict):
     queries: int = 0
     batch_size: int | None = None
     repeats: int | None = None
-    samples: WorkloadSamples | None = None
+    samples: WorkloadSamples | None = None  # which documents the latency runs and the parity reference used
 
 
 class Roles(Strict):
@@ -99,7 +99,7 @@ class Step(Strict):
 class TargetSettings(BaseModel):
     """A target's configuration as the user wrote it (experiment.yaml's ``targets.<name>``): the keys the report
     reads are typed; the rest stay as written (``extra="allow"``), since each kind of server has its own keys
-    (routes, manifests, ports) and summaries written by older kits must still load."""
+    (routes, manifests, ports), and a key this version does not type still loads."""
     model_config = ConfigDict(extra="allow")
     kind: str | None = None
     url: str | None = None
@@ -182,7 +182,8 @@ class SummaryBody(Strict):
     capacity: Capacity | None = None  # the open-loop sweep; absent unless latency.open_loop is configured
     # keep the index or re-embed it
     index: Index = Field(default_factory=lambda: Index(measured=False, reason=Reason(code=ABSENT)))
-    faults: Faults | None = None  # unusable answers per server, by kind (absent in summaries from before it)
+    # unusable answers per server, by kind; a summary.json without the part reads it absent
+    faults: Faults = Field(default_factory=lambda: Faults(measured=False, reason=Reason(code=ABSENT)))
     # per candidate, what its comparison is (same model or another, read against what), decided in step 03 (issue 62)
     plan: Plan = Field(default_factory=lambda: Plan(measured=False))
     # dotted paths of figures that were NaN or infinite and are stored as null (embedswap.summary.finite)

@@ -56,7 +56,7 @@ def _event(ctx: ReportContext, event: FaultEvent) -> dict[str, Any]:
 def headlines(ctx: ReportContext) -> list[dict[str, Any]]:
     """One line of figures per server with unusable answers or transport events, in the report's order."""
     faults = ctx.summary.faults
-    if faults is None:
+    if faults.absent:
         return []
     words = ctx.terms.get("fault_kinds", {})
     judged = ctx.decisions.faults if ctx.decisions is not None else None

@@ -119,7 +119,7 @@ def _resources_table(ctx: ReportContext) -> str:
 
 def _samples(work: WorkloadInfo) -> dict[str, Any]:
     """The latency and parity samples as the summary recorded them (``workload.samples``), formatted."""
-    out: dict[str, Any] = {"latency": None, "parity": None}  # an older summary has neither
+    out: dict[str, Any] = {"latency": None, "parity": None}  # none recorded: the report names no sample
     if work.samples is None:
         return out
     for key in out:

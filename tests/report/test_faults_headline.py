@@ -12,8 +12,10 @@ from synthetic_experiment import write_experiment
 
 from embedswap.captures import new_attempt
 from embedswap.config import load_experiment
+from embedswap.report.front_matter import description
 from embedswap.report.markdown import render_markdown
 from embedswap.report.post import render_post
+from embedswap.report.publish import headline
 from embedswap.summary.sections.faults import faults_section
 from embedswap.analysis.upgrade import read_summary
 from typed_summary import as_typed
@@ -47,6 +49,10 @@ def test_a_corrupting_candidate_gets_a_headline_and_no_comparison(complete_upgra
     assert "no ratio is given" in report
     latency = report[report.index("## 5. Latency"):]
     assert "- `vllm`: sequential p50 went from" not in latency and "- `dynamo`: sequential p50" in latency
+    head = headline(as_typed(summary))  # the front matter's description and the console: no ratio either
+    assert head.candidate == "vllm" and head.candidate_seq_p50_ratio is None
+    assert "Sequential p50" not in description(head, "en")
+    assert headline(as_typed(complete_upgraded)).candidate_seq_p50_ratio is not None  # a whole one keeps it
 
 
 @pytest.mark.parametrize("lang", ["ko", "ja", "zh"])

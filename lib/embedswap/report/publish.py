@@ -87,6 +87,9 @@ def headline(summary: Summary) -> Headline:
 
 
 def _ratio(summary: Summary, candidate: str | None, run: str, figure: RatioFigure) -> float | None:
+    faults = summary.decisions.faults
+    if faults is not None and set(faults.corrupting()) & {candidate, summary.roles.legacy}:
+        return None  # latency measured on the whole answers only: compared with no one (the post's own rule)
     entry = summary.latency_ratio(candidate, run, figure)  # the one stored ratio, as the report and the post print it
     return entry.value if entry is not None else None
 

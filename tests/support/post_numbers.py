@@ -2,8 +2,8 @@
 
 Decimal numbers are the ones that can disagree (a percentile, a throughput, a ratio, a cosine); each one the post
 prints must be the formatted value of ``decisions.shown`` (latency), the one stored ratio
-(``Summary.latency_ratio``), ``decisions.post`` (cosines, thresholds), the article's published figures, or the
-host's memory; the latency table's cells and the figure's data must be exactly ``decisions.shown``'s values. Used by tests/report/test_post_numbers.py on every
+(``Summary.latency_ratio``), ``decisions.post`` (cosines, thresholds), the vectors table's stored per-document
+cosine spread (``vectors.comparisons.<candidate>.cosine``), the article's published figures, or the host's memory; the latency table's cells and the figure's data must be exactly ``decisions.shown``'s values. Used by tests/report/test_post_numbers.py on every
 fixture and by the end-to-end test on the demo's own summary."""
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ def allowed(summary: Summary) -> set[str]:
             out.add(fmt(entry.value if entry is not None else None, "ratio").rstrip("×"))
     for c in summary.decisions.post.conclusions:  # a negative cosine prints its sign before the decimals read here
         out |= {x.lstrip("-") for x in (fmt(c.cosine_min, "cos4"), fmt(c.cosine_min, "cos"))} | {fmt(c.threshold, "raw")}
+    for name in summary.roles.candidates or [summary.roles.candidate]:  # the vectors table: the stored spread
+        comparison = summary.vectors.comparison(name)
+        spread = comparison.cosine if comparison is not None else None
+        if spread is not None:
+            out |= {fmt(x, "cos4").lstrip("-") for x in (spread.min, spread.median, spread.max) if x is not None}
     for t in summary.targets.values():  # what a server says of itself (BaseHTTP/0.6) is quoted, not measured
         out |= set(decimals(" ".join([t.version or "", *t.said.values()])))
     for pair in summary.decisions.latency.pairs:  # the pair's ratios, the one over the other

@@ -298,7 +298,8 @@ def test_the_post_leads_with_its_conclusion_and_its_numbers_agree(demo: dict) ->
     if summary.target("dynamo") is not None and summary.target("dynamo").start_seconds is not None \
             and summary.target("vllm") is not None and summary.target("vllm").start_seconds is not None \
             and "vllm" in (summary.target("vllm").config.kind, summary.target("vllm").kind):
-        assert "Dynamo 와 vLLM 단독을 둘 다 쟀습니다" in ko  # what Dynamo costs over vLLM alone
+        # what Dynamo costs over vLLM alone: both start times and memories in one sentence (post.engine_cost)
+        assert "띄운 뒤 정상 응답까지 `dynamo` 서버는" in ko and "`vllm` 서버는" in ko and "MiB" in ko
     if any(s.differ_before for s in summary.decisions.shim.values()):
         assert "shim(" in ko
     if summary.parity.rows:

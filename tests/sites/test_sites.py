@@ -154,7 +154,7 @@ def test_hugo_site_shows_the_post(experiment: Path, tmp_path: Path, serve: Any) 
     base = serve(site / "public")
     for lang in LANGS:
         front, tables = report_tables(experiment, lang)
-        assert tables == 2  # the post: one contract table, one latency table
+        assert tables == 3  # the post: the vectors table beside the article's, the contract table, the latency table
         check_post(f"{base}{'' if lang == 'ko' else '/' + lang}/posts/synthetic/", lang, front, tables, tmp_path,
                    experiment)
 

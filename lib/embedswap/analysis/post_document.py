@@ -14,6 +14,7 @@ from embedswap.analysis.post_claims import delta_claim, headline_claim, latency_
 from embedswap.analysis.post_story import ARTICLE_FIGURES
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
+from embedswap.summary.types_faults import comparable
 from embedswap.summary.types_post import Fact, LatencyShown
 from embedswap.summary.types_post_document import PostDocument, Section, Statement
 
@@ -65,18 +66,12 @@ def _shown_fact(shown: LatencyShown, key: str, name: str, run: str, field: str) 
                 source=f"decisions.shown.by_target.{name}.{run}.{field}")
 
 
-def comparable(decisions: Decisions, legacy: str, candidates: list[str]) -> list[str]:
-    """The candidates whose latency may be stated against the legacy server's (none when it corrupts answers)."""
-    broken = set(decisions.faults.corrupting()) if decisions.faults is not None else set()
-    return [] if legacy in broken else [n for n in candidates if n not in broken]
-
-
 def _latency(summary: SummaryBody, decisions: Decisions) -> tuple[list[Statement], list[Statement]]:
     """(the conclusion's latency statements, the latency section's)."""
     legacy, candidates = roles(summary)
     shown, latency = decisions.shown, decisions.latency
     heads, lines = [], []
-    for name in comparable(decisions, legacy, candidates):
+    for name in comparable(decisions.faults, legacy, candidates):
         ratio = latency.ratios.get(name)
         if ratio is None:
             continue
@@ -91,7 +86,7 @@ def _latency(summary: SummaryBody, decisions: Decisions) -> tuple[list[Statement
             _shown_fact(shown, "rate_from", legacy, "concurrent", "docs_per_s"),
             _shown_fact(shown, "rate_to", name, "concurrent", "docs_per_s")]))
     brief = [Statement(key="post.c_latency_claim", subjects=s.subjects, claims=s.claims) for s in lines]
-    usable = set(comparable(decisions, legacy, candidates))
+    usable = set(comparable(decisions.faults, legacy, candidates))
     pairs = []
     for i, pair in enumerate(latency.pairs):
         if not {pair.first, pair.second} <= usable:

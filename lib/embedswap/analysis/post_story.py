@@ -44,12 +44,20 @@ def _published() -> Published:
 
 def _relation(verdict: Verdict | None, article_direction: str) -> tuple[ArticleRelation, Literal["faster", "slower"] | None]:
     """How a stored verdict stands to the article's direction: only a verdict with a direction goes either way."""
-    if verdict is None or verdict.code in ("failed", "not_measured"):
+    return relation_of(verdict.code if verdict is not None else None,
+                       verdict.direction if verdict is not None else None, article_direction)
+
+
+def relation_of(code: str | None, direction: str | None,
+                article_direction: str) -> tuple[ArticleRelation, Literal["faster", "slower"] | None]:
+    """A verdict's code and direction as the article comparison words them (what it prints, and what candidates
+    sharing one sentence must agree on): equivalent and non-inferior without a direction read alike."""
+    if code is None or code in ("failed", "not_measured"):
         return "not_measured", None
-    direction = verdict.direction if verdict.code in ("different", "non_inferior") else None
-    if direction in ("faster", "slower"):
-        return ("same_direction" if direction == article_direction else "reversed"), direction
-    if verdict.code == "inconclusive":
+    moved = direction if code in ("different", "non_inferior") else None
+    if moved == "faster" or moved == "slower":
+        return ("same_direction" if moved == article_direction else "reversed"), moved
+    if code == "inconclusive":
         return "inconclusive", None
     return "no_difference", None  # equivalent, or non-inferior without a direction: not the article's difference
 

@@ -25,6 +25,7 @@ from importlib import resources
 from typing import Any
 
 from embedswap.analysis.post_document import printed_fact
+from embedswap.analysis.post_story import relation_of
 from embedswap.config.index import IndexConfig
 from embedswap.summary.model import Summary
 from embedswap.summary.types_post_document import PostClaim, PostDocument, Statement
@@ -213,7 +214,8 @@ def disagreement_problems(summary: Summary, document: PostDocument | None = None
 # verdict and direction (this run's figures are the latency lines'), every other one the whole finding
 PRINTS: dict[str, Callable[[PostClaim], Any]] = {
     "post.c_latency_claim": lambda c: (c.metric, c.code, c.direction, c.estimate.printed()[0]),
-    "post.article_comparison": lambda c: (c.metric, c.code, c.direction),
+    # the article comparison prints the relation (equivalent and non-inferior without a direction alike)
+    "post.article_comparison": lambda c: (c.metric, relation_of(c.code, c.direction, "faster")),
     "post.latency_headings": lambda c: (c.code, c.direction)}
 
 

@@ -32,6 +32,7 @@ from embedswap.report.post import FULL_REPORT, render_post
 from embedswap.report.report_data import Headline, ModelRef, ReportJson, read_report_json
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import RatioFigure
+from embedswap.summary.types_faults import comparable
 from embedswap.analysis.upgrade import load_summary
 
 REPORT_JSON = "report.json"
@@ -87,9 +88,8 @@ def headline(summary: Summary) -> Headline:
 
 
 def _ratio(summary: Summary, candidate: str | None, run: str, figure: RatioFigure) -> float | None:
-    faults = summary.decisions.faults
-    if faults is not None and set(faults.corrupting()) & {candidate, summary.roles.legacy}:
-        return None  # latency measured on the whole answers only: compared with no one (the post's own rule)
+    if candidate is None or not comparable(summary.decisions.faults, summary.roles.legacy, [candidate]):
+        return None  # a pair with a corrupting server: compared with no one, as in the body
     entry = summary.latency_ratio(candidate, run, figure)  # the one stored ratio, as the report and the post print it
     return entry.value if entry is not None else None
 

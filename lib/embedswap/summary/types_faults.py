@@ -95,3 +95,10 @@ class FaultDecisions(Strict):
 
     def corrupting(self) -> list[str]:
         return [name for name, t in self.by_target.items() if t.code == "corrupting"]
+
+
+def comparable(faults: FaultDecisions | None, legacy: str | None, candidates: list[str]) -> list[str]:
+    """The candidates whose figures may be stated against the legacy server's: none when the legacy server corrupts
+    answers, else those that do not (transport faults do not withdraw a comparison; no faults decision: all)."""
+    broken = set(faults.corrupting()) if faults is not None else set()
+    return [] if legacy in broken else [n for n in candidates if n not in broken]

@@ -14,7 +14,7 @@ from typing import Any
 from embedswap.report.catalogue import fill
 from embedswap.report.format import code, fmt, md_table
 from embedswap.report.sections.context import ReportContext
-from embedswap.summary.types_faults import FaultEvent
+from embedswap.summary.types_faults import FaultEvent, comparable as comparable_of
 
 
 def corrupting(ctx: ReportContext) -> set[str]:
@@ -26,10 +26,7 @@ def corrupting(ctx: ReportContext) -> set[str]:
 def comparable(ctx: ReportContext) -> list[str]:
     """The candidates whose figures may be stated against the legacy server's: none when the legacy server
     corrupts answers, else those that do not (transport faults do not withdraw a comparison)."""
-    broken = corrupting(ctx)
-    if ctx.legacy in broken:
-        return []
-    return [name for name in ctx.candidates if name not in broken]
+    return comparable_of(ctx.decisions.faults if ctx.decisions is not None else None, ctx.legacy, ctx.candidates)
 
 
 def _code(ctx: ReportContext, name: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from embedswap.summary.types_common import ABSENT, Number, Reason, Strict
+from embedswap.summary.types_common import Number, Section, Strict
 from embedswap.summary.types_equivalence import Verdict
 
 Part = Literal["workload", "queries", "latency", "probes"]
@@ -45,17 +45,12 @@ class TargetFaults(Strict):
     events: list[FaultEvent] = []
 
 
-class Faults(Strict):
+class Faults(Section):
     """Every measured server's unusable answers. A summary.json without this part reads as ``absent`` (reason
     ``section_absent``, as the other parts a writer left out): no faults decision, and the report says nothing of
     faults rather than "none"."""
-    measured: bool = True
-    reason: Reason | None = None
+    measured: bool = True  # a faults part is written whole; Section's ``absent`` marks one a writer left out
     by_target: dict[str, TargetFaults] = {}
-
-    @property
-    def absent(self) -> bool:
-        return self.reason is not None and self.reason.code == ABSENT
 
     def of(self, name: str | None) -> TargetFaults | None:
         return self.by_target.get(name) if name is not None else None

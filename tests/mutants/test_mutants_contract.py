@@ -170,9 +170,9 @@ def test_every_placeholder_is_filled() -> None:
     assert values["$long"] == "word " * 2000
     batch = values["$large_batch"]
     assert len(batch) == 512
-    assert batch[0] == "doc0 " + "x" * 75 + " #0"  # the first 80 characters of each document, then its number
-    assert batch[9] == "doc1 " + "x" * 75 + " #9"  # the documents repeat in order
-    assert batch[511] == "doc7 " + "x" * 75 + " #511"
+    assert batch[0] == "doc0 " + "x" * 11 + " #0"  # the first 16 characters of each document, then its number
+    assert batch[9] == "doc1 " + "x" * 11 + " #9"  # the documents repeat in order
+    assert batch[511] == "doc7 " + "x" * 11 + " #511"
     probes = {p.name: p for p in catalogue_specs()}
     ctx = context()
     assert build_request(probes["token_ids"], ctx)[1]["input"] == [[101, 7, 102]]

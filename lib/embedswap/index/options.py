@@ -22,14 +22,15 @@ that against the re-embedded index's own search, measured in the same fold.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sklearn.model_selection import KFold
 
 from embedswap.config.index import IndexConfig
 from embedswap.index.adapter import _unit
-from embedswap.index.maps import FittedMap, fit_map
+
+if TYPE_CHECKING:
+    from embedswap.index.maps import FittedMap
 from embedswap.vectorstore.session import Store
 from embedswap.vectorstore.tables import bulk_load, create_hnsw_index, create_table, drop_table
 from embedswap.vectorstore.tables import search as store_search
@@ -128,6 +129,12 @@ def option_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.nd
     docs = {"legacy": np.asarray(legacy_docs), "candidate": np.asarray(candidate_docs)}
     queries = {"legacy": np.asarray(legacy_queries), "candidate": np.asarray(candidate_queries)}
     folds = min(config.options.folds, len(docs["legacy"]))
+    # imported here, not above: scikit-learn takes ~2.9 s to import, and every notebook's kernel imported this
+    # module (for OPTIONS, through the summary builder) where only step 03's searches fit the maps
+    from sklearn.model_selection import KFold
+
+    from embedswap.index.maps import fit_map
+
     splitter = KFold(n_splits=folds, shuffle=True, random_state=config.seed)
     same_dim = docs["legacy"].shape[1] == docs["candidate"].shape[1]
     kinds = ["orthogonal", "affine"] if same_dim else ["affine"]  # a rotation needs one dimension

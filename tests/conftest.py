@@ -17,6 +17,9 @@ from slow_tests import ALONE, SLOW
 from synthetic_experiment import load_summary
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# the servers, kernels and CLIs the tests start write their bytecode, as under make (the Makefile's comment on
+# PYTHONDONTWRITEBYTECODE): without it each of them compiled torch's imports from source again, 7-9 s a process
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 @pytest.hookimpl(tryfirst=True)  # before the -m deselection reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,37 +1,23 @@
-"""The A/A checker of tests/support/aa_check.py (issue 54), without servers: it reads each post's conclusion sentences
-by their catalogue messages in every language, passes a summary in which nothing differs, and names the probe, the
-shim setting or the section of one that differs somewhere. The A/A runs on real servers are tests/e2e/test_aa_e2e.py.
-"""
+"""The A/A checker of tests/support/aa_check.py (issue 54), without servers: its sections' checks pass a summary in
+which nothing differs and name the probe, the shim setting or the section of one that differs somewhere; its post
+checks (tests/support/aa_post.py, issue 63) read the stored post document, not the markdown: an A/A-like summary
+passes, and one broken on purpose (a conclusion that is not drop-in, a statement that says a difference, a document
+that is not its summary's, a post not written or not rendered) fails, named. The A/A runs on real servers are
+tests/e2e/test_aa_e2e.py and its engine siblings."""
 
 from __future__ import annotations
 
 import copy
-import re
+import json
+from pathlib import Path
 from typing import Any
 
-import pytest
-
-from aa_check import _sentence, aa_failures
-from embedswap.report.catalogue import LANGUAGES, catalogue, fill
-
-TABLES = ("post.contract_conclusions", "post.vectors_conclusions", "post.closings")
-CONTEXT = {"groups": [{"cosine": "1.0000", "threshold": "0.999"}], "g": {"label": "`same`", "shim_left": False},
-           "contract_lines": [{"label": "`same`", "compared": "20", "differ": "3", "each": False}],
-           "models_conclusion": "`other` serves another model.", "index_choice": "`other` re-embed",
-           "shape_lines": "`other` (`tei`)"}
-
-
-def _rendered(lang: str, table: str, code: str) -> str:
-    text = re.sub(r"\{%-?\s*say\s+\"[a-z0-9_.]+\"\s*-?%\}", " ", catalogue(lang).message(f"{table}.{code}"))
-    return "- " + fill(text, **CONTEXT)
-
-
-@pytest.mark.parametrize("lang", LANGUAGES)
-@pytest.mark.parametrize("table", TABLES)
-def test_each_conclusion_sentence_is_read_as_its_own_code(lang: str, table: str) -> None:
-    for code in catalogue(lang).keyed(table):
-        post = f"# title\n\n{_rendered(lang, table, code)}\n\nmore text\n"
-        assert _sentence(post, lang, table) == [code], (lang, table, code, post)
+from aa_check import aa_failures, summary_failures
+from aa_post import post_failures
+from embedswap.analysis.upgrade import read_summary
+from embedswap.report.post import render_post
+from embedswap.summary.model import Summary
+from typed_summary import post_redrawn
 
 
 def _summary() -> dict[str, Any]:
@@ -55,13 +41,8 @@ def _summary() -> dict[str, Any]:
     }
 
 
-def _posts() -> dict[str, str]:
-    return {lang: "\n".join(_rendered(lang, t, c) for t, c in zip(TABLES, ("same", "same", "drop_in")))
-            for lang in LANGUAGES}
-
-
 def test_nothing_differs_passes() -> None:
-    assert aa_failures(_summary(), _posts(), "old", "same", languages=list(LANGUAGES)) == []
+    assert summary_failures(_summary(), "old", "same") == []
 
 
 def test_each_difference_is_named() -> None:
@@ -74,14 +55,10 @@ def test_each_difference_is_named() -> None:
     summary["decisions"]["latency"]["ratios"]["same"]["verdicts"]["sequential"]["docs_per_s"] = {
         "code": "different", "direction": "slower"}
     summary["vectors"]["by_target"]["same"]["sha256"] = "cd"
-    posts = _posts()
-    posts["ko"] = "\n".join(_rendered("ko", t, c) for t, c in zip(TABLES, ("differs", "same", "client_changes")))
-    del posts["zh"]
-    failures = aa_failures(summary, posts, "old", "same", languages=list(LANGUAGES))
-    expected = ["conclusion: `same` is 'client_changes'", "post.ko: post.contract_conclusions says ['differs']",
-                "post.ko: post.closings says ['client_changes']", "post.zh: missing",
-                "contract: probe `v2_embed_query`: loud-failure", "shim: summary.shim.config rewrites, force_float",
-                "shim: opened a difference on `same_text_twice`", "vectors: sha256", "index: `same` is 're_embed'",
+    failures = summary_failures(summary, "old", "same")
+    expected = ["conclusion: `same` is 'client_changes'", "contract: probe `v2_embed_query`: loud-failure",
+                "shim: summary.shim.config rewrites, force_float", "shim: opened a difference on `same_text_twice`",
+                "vectors: sha256", "index: `same` is 're_embed'",
                 "latency: sequential.docs_per_s is different (slower)"]
     for start in expected:
         assert sum(f.startswith(start) for f in failures) == 1, (start, failures)
@@ -91,5 +68,117 @@ def test_each_difference_is_named() -> None:
 def test_a_probe_that_differs_only_through_the_shim_is_named() -> None:
     summary = copy.deepcopy(_summary())
     summary["shim"]["rows"][0]["verdicts"]["same"] = {"verdict": "silent-divergence", "aspects": ["direction"]}
-    assert aa_failures(summary, _posts(), "old", "same") == [
+    assert summary_failures(summary, "old", "same") == [
         "shim: probe `plain` through the shim: silent-divergence [direction]"]
+
+
+# --- the post, read from its stored document (issue 63) -------------------------------------------------------------
+COMPLETE = Path(__file__).parents[1] / "fixtures" / "summary_complete.json"
+AA, OTHER = "vllm", "dynamo"  # the candidate read as the A/A's, and the fixture's other one
+POST_LANGUAGES = ["ko", "en"]  # the post files checked (the document is one for every language)
+
+
+def _aa_like(change: Any = None) -> Summary:
+    """The complete fixture decided as an A/A would be: every latency and ranking verdict of its candidates
+    equivalent, the ranking unchanged, every contract probe answered alike (the post's conclusions drop-in, nothing
+    differing), the post's decisions and document drawn again from them. ``change(summary)``: a change made to the
+    verdicts before the post is drawn."""
+    out = read_summary(json.loads(COMPLETE.read_text(encoding="utf-8")))
+    d = out.decisions
+    for ratio in d.latency.ratios.values():
+        ratio.verdict = ratio.verdict.but(code="equivalent", direction=None) if ratio.verdict else None
+        for point in ratio.verdicts.values():
+            for field in ("p50", "p99", "docs_per_s"):
+                v = getattr(point, field)
+                setattr(point, field, v.but(code="equivalent", direction=None) if v is not None else None)
+    for c in d.ranking.by_candidate.values():
+        c.decision = "none"
+        for variant in (c.naive, c.shim):
+            variant.metrics = {k: v.but(code="equivalent", direction=None) for k, v in variant.metrics.items()}
+            if variant.equivalence is not None:
+                variant.equivalence = variant.equivalence.but(code="equivalent", direction=None)
+    if change is not None:
+        change(out)
+    post_redrawn(out)
+    for conclusion in d.post.conclusions:  # what the contract decides where both sides answered every probe alike
+        conclusion.code, conclusion.differ = "drop_in", 0
+        for field in ("silent", "refused", "accepted", "retry", "shape", "shim_left"):
+            setattr(conclusion, field, [])
+    return out
+
+
+def _stored(summary: Summary) -> dict[str, Any]:
+    return summary.model_dump(mode="json", by_alias=True)
+
+
+def _posts(summary: Summary) -> dict[str, str]:
+    return {lang: render_post(summary, lang) for lang in POST_LANGUAGES}
+
+
+def _post_lines(failures: list[str]) -> list[str]:
+    return [f for f in failures if f.startswith(("post", "document"))]
+
+
+def test_an_aa_like_post_says_nothing_differs() -> None:
+    summary = _aa_like()
+    stored = _stored(summary)
+    assert post_failures(stored, _posts(summary), AA, POST_LANGUAGES) == []
+    # aa_failures holds these lines (its sections' lines are the fixture's own differences, left aside here)
+    assert _post_lines(aa_failures(stored, _posts(summary), "legacy", AA, languages=POST_LANGUAGES)) == []
+
+
+def test_a_conclusion_that_is_not_drop_in_fails() -> None:
+    """Broken on purpose as the A/A end-to-end test breaks it: one probe answered otherwise, so the candidate's
+    conclusion counts one difference and is no longer drop-in; the post says so and the check names both
+    sentences."""
+    summary = _aa_like()
+    mine = summary.decisions.post.conclusion(AA)
+    assert mine is not None
+    mine.code, mine.differ, mine.refused = "client_changes", 1, ["v2_embed_query"]
+    failures = post_failures(_stored(summary), _posts(summary), AA, POST_LANGUAGES)
+    assert "post: post.contract_conclusions says 'differs', not 'same'" in failures, failures
+    assert any(f.startswith("post: post.closings says 'client_changes' for ") and AA in f for f in failures), failures
+    assert len(failures) == 2, failures
+
+
+def test_a_statement_that_says_a_difference_fails() -> None:
+    """Broken on purpose: the address swap's nDCG@10 verdict different (worse); the ranking line of the document
+    states it, and the check names that statement."""
+    def worse(summary: Summary) -> None:
+        ranking = summary.decisions.ranking.of(AA)
+        assert ranking is not None
+        ranking.naive.metrics["ndcg_at_10"] = ranking.naive.metrics["ndcg_at_10"].but(code="different",
+                                                                                        direction="worse")
+
+    summary = _aa_like(worse)
+    failures = post_failures(_stored(summary), _posts(summary), AA, POST_LANGUAGES)
+    assert any(f.startswith("post: post.ranking_line says ndcg_at_10 (address_swap)") and "different (worse)" in f
+               for f in failures), failures
+    # the other candidate's statements are not the A/A's
+    assert post_failures(_stored(summary), _posts(summary), OTHER, POST_LANGUAGES) == []
+
+
+def test_a_document_that_is_not_its_summary_s_fails() -> None:
+    """Broken on purpose: the stored document says a latency claim is equivalent where its verdict is
+    inconclusive (the check of embedswap/report/post_checks.py names it), or is not stored at all."""
+    summary = _aa_like()
+    stored = _stored(summary)
+    claims = [c for s in stored["decisions"]["post"]["document"]["sections"] for st in s["statements"]
+              for c in st["claims"] if AA in c["subjects"]]
+    assert claims
+    claims[0]["code"] = "inconclusive"
+    failures = post_failures(stored, _posts(summary), AA, POST_LANGUAGES)
+    assert any(f.startswith("document: ") and "the statement says inconclusive" in f for f in failures), failures
+    del stored["decisions"]["post"]["document"]
+    assert post_failures(stored, _posts(summary), AA, POST_LANGUAGES) == [
+        "document: decisions.post.document is not stored"]
+
+
+def test_a_post_not_written_or_not_rendered_fails() -> None:
+    summary = _aa_like()
+    posts = _posts(summary)
+    posts["en"] = posts["en"] + "\n{{ closing }}\n"
+    del posts["ko"]
+    assert post_failures(_stored(summary), posts, AA, POST_LANGUAGES) == [
+        "post.ko: missing", "post.en: holds unrendered template tags ['{{']"]
+    assert post_failures(_stored(summary), {}, AA)[0] == "post: no post was written"

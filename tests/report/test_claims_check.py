@@ -116,6 +116,28 @@ def test_two_sentences_that_contradict_are_caught(monkeypatch: pytest.MonkeyPatc
     assert any("not a claim of the post document" in p for p in problems), problems
 
 
+def test_a_figure_or_interval_not_the_document_claims_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A renderer that prints a latency claim's lower bound from elsewhere (moved down by a tenth: another
+    interval's bound, as the widened verdict's once stood beside the ratio's own): the claim is still the document's
+    by its verdict, figure and label, but its printed interval is not the document claim's (what
+    tests/support/post_numbers.py once looked up among every stored verdict's numbers)."""
+    real = post_claims.stated
+
+    def moved(ctx: Any, c: Any, kind: str = "ratio") -> claim_module.Claim:
+        out = real(ctx, c, kind)
+        if kind != "ratio" or c.estimate.low is None:
+            return out
+        out = out.model_copy(update={"low": claim_module.times(ctx, c.estimate.low - 0.1)})
+        return out.model_copy(update={"text": claim_module.words(ctx, out),
+                                      "short": claim_module.words(ctx, out, "claim_brief")})
+
+    summary = _summary("summary_complete.json")
+    assert claim_problems(summary, "en") == []
+    monkeypatch.setattr(post_claims, "stated", moved)
+    problems = claim_problems(summary, "en")
+    assert any("prints [" in p and "its document claim" in p for p in problems), problems
+
+
 # --- property-generated summaries ---------------------------------------------------------------------------
 
 CODES = ("equivalent", "non_inferior", "different", "inconclusive", "failed")

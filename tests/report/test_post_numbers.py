@@ -1,10 +1,13 @@
 """One figure per quantity: the post's prose and tables, its front matter and the latency figure's data print only
 numbers that exist in the decision they cite (tests/support/post_numbers.py), for every fixture and language; and
-the check catches a figure switched to another statistic (the deliberate breakage below)."""
+the check catches a figure switched to another statistic (the deliberate breakage below). A claim's figure and
+interval are the post document's claim's (checked there: claims_check.py against the document, post_checks.py the
+document against the stored verdicts); a number changed in the text is caught either way."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.post import render_post
 from embedswap.summary.types_post import ShownPoint
 from embedswap.analysis.upgrade import read_summary
-from post_numbers import decimals, figure_problems, front_matter_problems, post_problems
+from post_numbers import allowed, claim_figures, decimals, figure_problems, front_matter_problems, post_problems
 from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -78,3 +81,16 @@ def test_a_summary_decided_before_the_post_gets_its_decisions() -> None:
     expected = read_summary(current)
     assert again.decisions.shown == expected.decisions.shown and again.decisions.shown.by_target
     assert again.decisions.post == expected.decisions.post
+
+
+def test_a_claim_figure_changed_in_the_text_is_caught() -> None:
+    """A figure only a claim prints (its interval's bound: among the post document's claims, not among the
+    decisions' other numbers) changed in the text is in no decision."""
+    summary = _summary("summary_complete.json")
+    post = render_post(as_typed(summary), "en", ALL_FIGURES)
+    only_claims = [n for n in decimals(post) if n in claim_figures(summary, "en") - allowed(summary)]
+    assert only_claims, "no figure of the post is its claims' alone"
+    changed = "9.87"
+    assert changed not in decimals(post)
+    broken = re.sub(rf"(?<![\d.]){re.escape(only_claims[0])}(?![\d])", changed, post, count=1)
+    assert any(f"{changed} is in no decision" in p for p in post_problems(summary, broken, "en"))

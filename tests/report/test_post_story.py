@@ -22,7 +22,7 @@ import pytest
 import embedswap.report.post as post_module
 import embedswap.report.post_story as story_module
 from claims_check import claim_problems
-from embedswap.report.post_checks import direction_problems
+from embedswap.report.post_checks import direction_problems, document_problems
 from embedswap.analysis.post import post_decision
 from embedswap.analysis.upgrade import read_summary
 from embedswap.report.catalogue import LANGUAGES, catalogue, fill
@@ -232,7 +232,8 @@ def test_the_shim_trade_is_said_with_its_figures(shim_story: dict[str, Any], lan
     for summary in (_reversed(shim_story), with_verdicts(shim_story, ranking=(("different", "worse"), "equivalent"))):
         post = render_post(as_typed(summary), lang)
         assert trade_problems(summary, post, lang) == []
-        assert post_problems(summary, post, lang) == []  # its figures resolve to stored ones
+        assert document_problems(summary) == []  # the trade's claims and facts resolve to stored ones
+        assert post_problems(summary, post, lang) == []  # and the numbers it prints beside them
 
 
 def test_a_renderer_that_swaps_the_trades_figures_fails(shim_story: dict[str, Any],
@@ -287,6 +288,7 @@ def test_the_post_says_whether_it_goes_the_articles_way(shim_story: dict[str, An
         post = render_post(as_typed(summary), lang)
         assert article_problems(summary, post, lang) == []
         assert direction_problems(summary) == []  # the verdicts' directions only (on the post document)
+        assert document_problems(summary) == []  # every figure and fact of the document its stored one
         assert post_problems(summary, post, lang) == []
     why = catalogue(lang).message("post.article_why.cpu_only")
     assert _fixed(why) in render_post(as_typed(with_verdicts(shim_story, latency=("different", "slower"))), lang)

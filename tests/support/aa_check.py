@@ -1,22 +1,25 @@
 """What an A/A run must say (issue 54): a server compared with itself differs nowhere.
 
 ``aa_failures(summary, posts, legacy, candidate)`` lists every way one run fails to say "nothing differs", one line
-each, naming the probe, the section or the language where it does: the conclusion ``drop_in`` (stored, and worded
-as such in every language's post: the contract and vectors sentences are the catalogue's ``same`` ones), every
-contract probe ``same`` or not applicable, the shim a pass-through with nothing opened, the vectors the same (every
-per-document cosine 1, equal sha256), the search ranking unchanged, the index kept, no latency verdict
-``different`` or ``failed``. An empty list is an A/A that passes. Reads summary.json as stored (a dict) and the
-posts' markdown; used by tests/e2e/test_aa_e2e.py and test_aa_vllm_e2e.py (``aa_experiment`` and ``run_aa`` set up
-and run such an experiment for any server kind).
+each, naming the probe, the section, the statement or the language where it does: the conclusion ``drop_in``
+(stored), every contract probe ``same`` or not applicable, the shim a pass-through with nothing opened, the vectors
+the same (every per-document cosine 1, equal sha256), the search ranking unchanged, the index kept, no latency
+verdict ``different`` or ``failed`` (:func:`summary_failures`); and the post (tests/support/aa_post.py): its stored
+document passes the checks of embedswap/report/post_checks.py, no statement of it says a difference, the
+conclusion's contract and vectors sentences are the catalogue's ``same`` and the closing ``drop_in``, each
+language's post.<lang>.md written and rendered (the markdown is read for that only). An empty list is an A/A that
+passes. Reads summary.json as stored (a dict); used by tests/e2e/test_aa_e2e.py, test_aa_vllm_e2e.py,
+test_aa_infinity_e2e.py and test_aa_llamacpp_e2e.py (``aa_experiment`` and ``run_aa`` set up and run such an
+experiment for any server kind).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from functools import cache
 from pathlib import Path
 from typing import Any
+
+from aa_post import post_failures
 
 # a probe answered alike by both sides
 SAME_VERDICTS = ("same", "not-applicable")
@@ -49,37 +52,6 @@ def read_posts(folder: Path, languages: list[str]) -> dict[str, str]:
     return out
 
 
-@cache
-def _pattern(lang: str, key: str) -> re.Pattern[str]:
-    """A catalogue message (a Jinja fragment) as a regular expression over one line of the post: its words
-    literally (any run of spaces matches any), each ``{{ ... }}`` as any text of that line, and the words inside an
-    ``{% if %}`` or ``{% for %}`` block as optional."""
-    from embedswap.report.catalogue import catalogue
-
-    text = catalogue(lang).message(key)
-    regex, depth = "", 0
-    for part in re.split(r"(\{\{.*?\}\}|\{%.*?%\})", text, flags=re.S):
-        if part.startswith("{%"):
-            word = part.strip("{%- ").split(" ")[0]
-            depth += 1 if word in ("if", "for") else -1 if word in ("endif", "endfor") else 0
-            regex += "[^\n]*?"
-        elif part.startswith("{{"):
-            regex += "[^\n]*?"
-        elif part:
-            literal = r"[ \t]+".join(re.escape(word) for word in part.split(" "))
-            regex += f"(?:{literal})?" if depth > 0 else literal
-    return re.compile(regex)
-
-
-def _sentence(post: str, lang: str, table: str) -> list[str]:
-    """Which messages of a keyed catalogue table (``post.contract_conclusions``...) the post contains."""
-    from embedswap.report.catalogue import catalogue
-
-    lines = post.splitlines()
-    return [code for code in catalogue(lang).keyed(table)
-            if any(_pattern(lang, f"{table}.{code}").search(line) for line in lines)]
-
-
 def _verdict_text(verdict: dict[str, Any] | None) -> str:
     if not verdict:
         return "no verdict"
@@ -99,22 +71,6 @@ def _conclusion_failures(summary: dict[str, Any], candidate: str) -> list[str]:
     named = {k: mine.get(k) for k in ("silent", "refused", "accepted", "retry", "shape", "shim_left") if mine.get(k)}
     return [f"conclusion: `{candidate}` is {mine.get('code')!r}, not 'drop_in' ({mine.get('differ')} of "
             f"{mine.get('compared')} compared probes differ: {named}; cosine_min {mine.get('cosine_min')})"]
-
-
-def _post_failures(posts: dict[str, str], languages: list[str] | None) -> list[str]:
-    out = []
-    if not posts:
-        out.append("post: no post was written")
-    for lang in languages or []:
-        if lang not in posts:
-            out.append(f"post.{lang}: missing")
-    for lang, post in sorted(posts.items()):
-        for table, same in (("post.contract_conclusions", "same"), ("post.vectors_conclusions", "same"),
-                            ("post.closings", "drop_in")):
-            found = _sentence(post, lang, table)
-            if same not in found:
-                out.append(f"post.{lang}: {table} says {found or 'nothing'}, not {same!r}")
-    return out
 
 
 def _contract_failures(summary: dict[str, Any], candidate: str) -> list[str]:
@@ -211,16 +167,24 @@ def _latency_failures(summary: dict[str, Any], candidate: str) -> list[str]:
     return out
 
 
+def summary_failures(summary: dict[str, Any], legacy: str, candidate: str, captures: Path | None = None) -> list[str]:
+    """Every way the sections of summary.json (a dict, as stored) fail to say that ``candidate`` differs nowhere:
+    the conclusion's code, the contract, the shim, the vectors, the ranking, the index and latency."""
+    return [*_conclusion_failures(summary, candidate), *_contract_failures(summary, candidate),
+            *_shim_failures(summary, candidate, captures), *_vector_failures(summary, legacy, candidate),
+            *_ranking_failures(summary, candidate), *_index_failures(summary, candidate),
+            *_latency_failures(summary, candidate)]
+
+
 def aa_failures(summary: dict[str, Any], posts: dict[str, str], legacy: str, candidate: str, *,
                 languages: list[str] | None = None, captures: Path | None = None) -> list[str]:
     """Every way the run of ``legacy`` against ``candidate`` (the same server twice) fails to say "nothing differs";
-    empty when it says so everywhere. ``languages``: the posts that must exist (default: those given);
-    ``captures``: the attempt's captures folder, whose ``<candidate>/shim_config.json`` is checked too."""
-    return [*_conclusion_failures(summary, candidate), *_post_failures(posts, languages),
-            *_contract_failures(summary, candidate), *_shim_failures(summary, candidate, captures),
-            *_vector_failures(summary, legacy, candidate), *_ranking_failures(summary, candidate),
-            *_index_failures(summary, candidate),
-            *_latency_failures(summary, candidate)]
+    empty when it says so everywhere: its sections (:func:`summary_failures`) and its post, read from the stored
+    post document and the decisions it is worded from (:func:`aa_post.post_failures`). ``languages``: the posts
+    that must exist (default: those given); ``captures``: the attempt's captures folder, whose
+    ``<candidate>/shim_config.json`` is checked too."""
+    return [*summary_failures(summary, legacy, candidate, captures),
+            *post_failures(summary, posts, candidate, languages)]
 
 
 # --- breaking an A/A run on purpose: its captures copied, one probe record changed, the summary rebuilt -----------

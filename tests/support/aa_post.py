@@ -1,0 +1,103 @@
+"""What an A/A run's post says, read from the post's model, not its markdown (issue 63, "the post is a document of
+statements"): ``post_failures(summary, posts, candidate)`` lists every way the post of an A/A run (one server named
+as both sides) fails to say "nothing differs", one line each (empty: it says so).
+
+- ``document: ...``: the stored post document (``decisions.post.document``) fails a check of
+  embedswap/report/post_checks.py (every figure and fact its stored one, directions the verdicts', the interval
+  its label's, no two statements that disagree, no twins), or is not stored at all;
+- ``post: <message> ...``: a statement of the document about the candidate says a difference: a claim whose code
+  is ``different`` or ``failed``, a shim trade (``post.shim_trades.*``: the ranking moved and the shim trades it),
+  an index line whose choice is not ``keep``; or the document says nothing about the candidate;
+- ``post: post.contract_conclusions / post.vectors_conclusions / post.closings ...``: the conclusion's three
+  sentences are not the catalogue's ``same``, ``same`` and ``drop_in``. The document does not hold them yet (its
+  sections are the conclusion's latency line, the setup, the ranking and the latency), so they are read where the
+  template takes its key from: the post's context (``report.post.build_post_context``: ``contract_state``,
+  ``vectors_state``, each closing group's ``code``), drawn from ``decisions.post`` alone. Their keys are one for
+  every language (the language words them), so they are read once;
+- ``post.<lang>: ...``: a language's post.<lang>.md is missing, empty, or holds an unrendered template tag. That
+  is all the markdown is read for (labels only): which sentence it holds is decided above.
+
+This replaced the regular expressions built from the catalogue's messages that found which conclusion sentence the
+markdown held (aa_check's ``_pattern``/``_sentence``). Used by tests/support/aa_check.py's ``aa_failures``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.summary.model import Summary, SummaryError, validate_summary
+from embedswap.summary.types_post_document import PostDocument
+
+# the codes of a claim that says the two sides differ (an A/A's latency may stay inconclusive, never these)
+DIFFERS = ("different", "failed")
+# the conclusion's sentences: (the template's context key, the catalogue table it picks from, what an A/A says)
+CONCLUSION = (("contract_state", "post.contract_conclusions", "same"),
+              ("vectors_state", "post.vectors_conclusions", "same"))
+CLOSING, DROP_IN = "post.closings", "drop_in"
+# what a rendered post never holds: a Jinja tag the renderer left as it was
+UNRENDERED = ("{{", "{%")
+
+
+def _file_failures(posts: dict[str, str], languages: list[str] | None) -> list[str]:
+    out = [] if posts else ["post: no post was written"]
+    out += [f"post.{lang}: missing" for lang in languages or [] if lang not in posts]
+    for lang, post in sorted(posts.items()):
+        if not post.strip():
+            out.append(f"post.{lang}: empty")
+        left = [tag for tag in UNRENDERED if tag in post]
+        if left:
+            out.append(f"post.{lang}: holds unrendered template tags {left}")
+    return out
+
+
+def _statement_failures(document: PostDocument, candidate: str) -> list[str]:
+    out = []
+    about = [s for s in document.statements()
+             if candidate in s.subjects or any(candidate in c.subjects for c in s.claims)]
+    if not about:
+        out.append(f"post: the post document states nothing about `{candidate}`")
+    for s in about:
+        for c in s.claims:
+            if candidate in c.subjects and c.code in DIFFERS:
+                variant = f" ({c.variant})" if c.variant else ""
+                out.append(f"post: {s.key} says {c.metric}{variant} of {c.subjects} is {c.code} ({c.direction}), "
+                           f"from '{c.source}'")
+        if s.key.startswith("post.shim_trades."):
+            out.append(f"post: {s.key} for {s.subjects}: the ranking moved and the shim trades it")
+        choice = s.fact("index_choice") if s.key == "post.index_line" else None
+        if choice is not None and choice.value != "keep":
+            out.append(f"post: post.index_line says the index of {s.subjects} is {choice.value!r}, not 'keep' "
+                       f"('{choice.source}')")
+    return out
+
+
+def _conclusion_failures(summary: Summary) -> list[str]:
+    from embedswap.report.article_data import load_article
+    from embedswap.report.post import build_post_context
+
+    context = build_post_context(summary, "en", {}, load_article(), None)
+    out = [f"post: {table} says {context.get(key)!r}, not {same!r}" for key, table, same in CONCLUSION
+           if context.get(key) != same]
+    closings = context.get("closing_groups") or []
+    if not closings:
+        out.append(f"post: {CLOSING} says nothing, not {DROP_IN!r}")
+    out += [f"post: {CLOSING} says {g.get('code')!r} for {g.get('label')}, not {DROP_IN!r}" for g in closings
+            if g.get("code") != DROP_IN]
+    return out
+
+
+def post_failures(summary: dict[str, Any], posts: dict[str, str], candidate: str,
+                  languages: list[str] | None = None) -> list[str]:
+    """Every way the post of an A/A run (``summary``: summary.json as stored, ``posts``: post.<lang>.md by
+    language) fails to say that ``candidate`` differs nowhere; ``languages``: the posts that must exist."""
+    out = _file_failures(posts, languages)
+    try:
+        typed = validate_summary(summary)
+    except SummaryError as exc:
+        return [*out, f"post: summary.json does not validate: {exc}"]
+    document = typed.decisions.post.document
+    if document is None:  # stored by every run since issue 63: a summary without it was not decided by the kit
+        return [*out, "document: decisions.post.document is not stored"]
+    from embedswap.report.post_checks import document_problems
+
+    out += [f"document: {p}" for p in document_problems(typed)]
+    return out + _statement_failures(document, candidate) + _conclusion_failures(typed)

@@ -14,6 +14,7 @@ from typing import Any
 
 from aa_check import aa_failures, summary_failures
 from aa_post import post_failures
+from embedswap.analysis.post_document import post_document
 from embedswap.analysis.upgrade import read_summary
 from embedswap.report.post import render_post
 from embedswap.summary.model import Summary
@@ -104,7 +105,13 @@ def _aa_like(change: Any = None) -> Summary:
         conclusion.code, conclusion.differ = "drop_in", 0
         for field in ("silent", "refused", "accepted", "retry", "shape", "shim_left"):
             setattr(conclusion, field, [])
-    return out
+    return _document_redrawn(out)
+
+
+def _document_redrawn(summary: Summary) -> Summary:
+    """The post document drawn again from conclusions set by hand: its conclusion and closing statements read them."""
+    summary.decisions.post.document = post_document(summary, summary.decisions)
+    return summary
 
 
 def _stored(summary: Summary) -> dict[str, Any]:
@@ -135,6 +142,7 @@ def test_a_conclusion_that_is_not_drop_in_fails() -> None:
     mine = summary.decisions.post.conclusion(AA)
     assert mine is not None
     mine.code, mine.differ, mine.refused = "client_changes", 1, ["v2_embed_query"]
+    _document_redrawn(summary)
     failures = post_failures(_stored(summary), _posts(summary), AA, POST_LANGUAGES)
     assert "post: post.contract_conclusions says 'differs', not 'same'" in failures, failures
     assert any(f.startswith("post: post.closings says 'client_changes' for ") and AA in f for f in failures), failures

@@ -8,12 +8,10 @@ as both sides) fails to say "nothing differs", one line each (empty: it says so)
 - ``post: <message> ...``: a statement of the document about the candidate says a difference: a claim whose code
   is ``different`` or ``failed``, a shim trade (``post.shim_trades.*``: the ranking moved and the shim trades it),
   an index line whose choice is not ``keep``; or the document says nothing about the candidate;
-- ``post: post.contract_conclusions / post.vectors_conclusions / post.closings ...``: the conclusion's three
-  sentences are not the catalogue's ``same``, ``same`` and ``drop_in``. The document does not hold them yet (its
-  sections are the conclusion's latency line, the setup, the ranking and the latency), so they are read where the
-  template takes its key from: the post's context (``report.post.build_post_context``: ``contract_state``,
-  ``vectors_state``, each closing group's ``code``), drawn from ``decisions.post`` alone. Their keys are one for
-  every language (the language words them), so they are read once;
+- ``post: post.contract_conclusions / post.vectors_conclusions / post.closings ...``: the document's conclusion
+  statements (its ``conclusion`` section's vectors and contract sentences, its ``closing`` section) are not the
+  catalogue's ``same``, ``same`` and ``drop_in``, or a closing leaves the candidate out. Their codes are one for
+  every language (the language words them), so they are read once, from the document the post is worded from;
 - ``post.<lang>: ...``: a language's post.<lang>.md is missing, empty, or holds an unrendered template tag. That
   is all the markdown is read for (labels only): which sentence it holds is decided above.
 
@@ -24,14 +22,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.summary.model import Summary, SummaryError, validate_summary
+from embedswap.analysis.post_conclusion import keyed_code
+from embedswap.summary.model import SummaryError, validate_summary
 from embedswap.summary.types_post_document import PostDocument
 
 # the codes of a claim that says the two sides differ (an A/A's latency may stay inconclusive, never these)
 DIFFERS = ("different", "failed")
-# the conclusion's sentences: (the template's context key, the catalogue table it picks from, what an A/A says)
-CONCLUSION = (("contract_state", "post.contract_conclusions", "same"),
-              ("vectors_state", "post.vectors_conclusions", "same"))
+# the conclusion's sentences: (the keyed catalogue table the statement's key begins with, what an A/A says)
+CONCLUSION = (("post.contract_conclusions", "same"), ("post.vectors_conclusions", "same"))
 CLOSING, DROP_IN = "post.closings", "drop_in"
 # what a rendered post never holds: a Jinja tag the renderer left as it was
 UNRENDERED = ("{{", "{%")
@@ -70,18 +68,17 @@ def _statement_failures(document: PostDocument, candidate: str) -> list[str]:
     return out
 
 
-def _conclusion_failures(summary: Summary) -> list[str]:
-    from embedswap.report.article_data import load_article
-    from embedswap.report.post import build_post_context
-
-    context = build_post_context(summary, "en", {}, load_article(), None)
-    out = [f"post: {table} says {context.get(key)!r}, not {same!r}" for key, table, same in CONCLUSION
-           if context.get(key) != same]
-    closings = context.get("closing_groups") or []
-    if not closings:
-        out.append(f"post: {CLOSING} says nothing, not {DROP_IN!r}")
-    out += [f"post: {CLOSING} says {g.get('code')!r} for {g.get('label')}, not {DROP_IN!r}" for g in closings
-            if g.get("code") != DROP_IN]
+def _conclusion_failures(document: PostDocument, candidate: str) -> list[str]:
+    out = []
+    for table, same in CONCLUSION:
+        said = [c for c in (keyed_code(s, table) for s in document.statements()) if c is not None]
+        if said != [same]:  # said once by every document of this kit: the code, else every code found
+            out.append(f"post: {table} says {said[0] if len(said) == 1 else said!r}, not {same!r}")
+    closings = [s for s in document.statements() if keyed_code(s, CLOSING) is not None]
+    if not any(candidate in s.subjects for s in closings):
+        out.append(f"post: {CLOSING} says nothing of `{candidate}`, not {DROP_IN!r}")
+    out += [f"post: {CLOSING} says {keyed_code(s, CLOSING)!r} for {', '.join(f'`{m}`' for m in s.subjects)}, "
+            f"not {DROP_IN!r}" for s in closings if keyed_code(s, CLOSING) != DROP_IN]
     return out
 
 
@@ -100,4 +97,4 @@ def post_failures(summary: dict[str, Any], posts: dict[str, str], candidate: str
     from embedswap.report.post_checks import document_problems
 
     out += [f"document: {p}" for p in document_problems(typed)]
-    return out + _statement_failures(document, candidate) + _conclusion_failures(typed)
+    return out + _statement_failures(document, candidate) + _conclusion_failures(document, candidate)

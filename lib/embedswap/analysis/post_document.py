@@ -2,7 +2,8 @@
 before anything is rendered: per section, each statement's catalogue message, the claims it makes (stored
 verdicts, each figure an :class:`~embedswap.summary.estimate.Estimate`) and the facts it cites, each with its
 path in summary.json. Candidates whose statements are equal (as printed) share one statement; the index sentence
-carries the queries its decision holds for as a fact (the condition it is true under)."""
+carries the queries its decision holds for as a fact (the condition it is true under). The conclusion's vectors and
+contract sentences and the closings are decided in :mod:`embedswap.analysis.post_conclusion`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_claims import delta_claim, headline_claim, latency_claim, variant_claims
+from embedswap.analysis.post_conclusion import closing_statements, conclusion_statements
 from embedswap.analysis.post_story import ARTICLE_FIGURES
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
@@ -183,7 +185,9 @@ def post_document(summary: SummaryBody, decisions: Decisions) -> PostDocument:
     """The post's statements of one summary, from its decisions (``decisions.post`` and ``decisions.shown``
     included: decided last, this reads them)."""
     brief, latency = _latency(summary, decisions)
-    sections = [Section(key="conclusion", statements=brief), Section(key="setup", statements=_setup(summary, decisions)),
+    sections = [Section(key="conclusion", statements=[*conclusion_statements(summary, decisions), *brief]),
+                Section(key="setup", statements=_setup(summary, decisions)),
                 Section(key="ranking", statements=_ranking(summary, decisions)),
-                Section(key="latency", statements=latency)]
+                Section(key="latency", statements=latency),
+                Section(key="closing", statements=closing_statements(decisions))]
     return PostDocument(sections=[s for s in sections if s.statements])

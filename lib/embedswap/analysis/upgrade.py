@@ -35,6 +35,7 @@ from typing import Any
 from embedswap.analysis import decide, decisions_config, decisions_json, post_decisions
 from embedswap.analysis.faults import fault_decisions
 from embedswap.analysis.index_decision import index_condition
+from embedswap.analysis.post_conclusion import VECTORS
 from embedswap.analysis.post_document import post_document
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
@@ -229,13 +230,25 @@ def _post_story(out: dict[str, Any]) -> None:
 
 
 def _post_document(out: dict[str, Any]) -> None:
-    """Decisions stored before the post was a document (issue 63), in place: ``decisions.post.document`` drawn from
-    the decisions stored (the last migration: it reads them as the current model does)."""
+    """Decisions stored before the post was a document (issue 63), or before its conclusion and closing sentences
+    were statements of it, in place: ``decisions.post.document`` drawn from the decisions stored (the last
+    migration: it reads them as the current model does)."""
     post = out["decisions"].get("post")
-    if not isinstance(post, dict) or "document" in post:
+    if not isinstance(post, dict) or _holds_conclusions(post.get("document")):
         return
     typed = validate_summary(out)
     post["document"] = post_document(typed, typed.decisions).model_dump(mode="python", exclude_unset=True)
+
+
+def _holds_conclusions(document: Any) -> bool:
+    """Whether a stored post document holds its conclusion's vectors sentence: every document drawn since the
+    conclusion's and the closing's sentences were statements does (the vectors sentence is always said); one drawn
+    before them is drawn again, or the post could not word its conclusion."""
+    if not isinstance(document, dict):
+        return False
+    return any(isinstance(s, dict) and str(s.get("key", "")).startswith(f"{VECTORS}.")
+               for section in document.get("sections") or [] if isinstance(section, dict)
+               for s in section.get("statements") or [])
 
 
 def _probe_baselines(summary: dict[str, Any]) -> None:

@@ -17,12 +17,13 @@ from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
+from embedswap.report.post_conclusion import conclusion_words
 from embedswap.report.post_story import article_statements, shim_trades
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, latency_statements, pair_claims,
                                           setup_fact,
                                           parity_claim,
                                           probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
-from embedswap.report.sections.faults import comparable, conclusion_headlines, corrupting
+from embedswap.report.sections.faults import comparable, conclusion_headlines
 from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
@@ -208,7 +209,7 @@ _GROUP_ALIKE = ("code", "compared", "differ", "silent", "refused", "accepted", "
 
 
 def _group_key(g: dict[str, Any], extra: tuple[str, ...] = ()) -> Any:
-    """What a contract paragraph or a closing says, without whom: groups with separators stay apart."""
+    """What a contract paragraph says, without whom: groups with separators stay apart."""
     if g["separators"] or g["dynamo_pair"]:
         return id(g)
     return tuple(g[k] for k in _GROUP_ALIKE + extra), g["ranking"] is None
@@ -298,15 +299,6 @@ def _versions(ctx: ReportContext) -> list[dict[str, Any]]:
             for v in ctx.decisions.post.versions]
 
 
-def _contract_state(groups: list[dict[str, Any]], conclusions: list[CandidateConclusion]) -> dict[str, Any]:
-    """The contract sentence's state, and the candidates speaking another API shape than the legacy server
-    (``decisions.post`` ``api_shape``): answers alike beyond the shape are not "same" (issue 64)."""
-    shapes = [c for c in conclusions if c.api_shape]
-    state = ("none" if all(g["compared"] in ("0", fmt(None, "int")) for g in groups) else
-             "differs" if any(g["differ"] != "0" for g in groups) else "api_shape" if shapes else "same")
-    return {"contract_state": state, "shape_lines": ", ".join(f"{code(c.name)} ({code(c.api_shape)})" for c in shapes)}
-
-
 def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], article: Article | None,
                        title: str | None) -> dict[str, Any]:
     ctx = ReportContext(summary, lang, figures, article, None, None, title)
@@ -334,13 +326,9 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "title": title, "st": st, "env": st["env"], "experiment": summary.experiment,
         "legacy": code(ctx.legacy), "legacy_name": ctx.legacy, "names": ctx.names, "groups": groups,
         "default_title": ctx.terms["post"]["default_title"],
-        # the vectors' stored verdict per candidate (decisions.post.conclusions[].vectors), never the conclusion's
-        # code: a candidate can be not swappable for its ranking while its vectors are byte-identical
-        "vectors_state": ("another_model" if any(c.vectors == "another_model" for c in post.conclusions)
-                          else "none" if not vectors_measured else "differ" if any(
-            c.vectors == "differ" for c in post.conclusions) else "unreliable" if corrupting(ctx) else "same"),
+        # the conclusion's vectors and contract sentences and the closings: the post document's statements
+        **conclusion_words(ctx, groups, lambda probes: _probes(ctx, probes)),
         "faults": conclusion_headlines(ctx),
-        **_contract_state(groups, post.conclusions),
         "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),
@@ -356,7 +344,6 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "index": _merged(ctx, index_claims(ctx), lambda i: i.model_dump(exclude={"name"}).__repr__(), "name"),
         "shim_cov": _merged(ctx, shim_coverage(ctx), lambda c: c.model_dump(exclude={"name"}).__repr__(), "name"),
         "contract_groups": _merged(ctx, groups, _group_key),
-        "closing_groups": _merged(ctx, groups, _group_key),  # the retry item is the to-do list's
         "todo": [i["text"] for i in changes if not i["shim_done"]],
         "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),

@@ -11,6 +11,10 @@ problems it finds, one line each (empty: none):
   ``widened_by_drift``: the verdict's, widened by the stored drift bound and so wider than the ratio's own,
   ``paired_t``: a ranking verdict's);
 - :func:`disagreement_problems`: claims about one subject, metric and variant never say two things;
+- :func:`code_problems`: a keyed statement's code (``post.closings.drop_in``: the conclusion's vectors and contract
+  sentences, the closings) is the one its facts give (:data:`embedswap.analysis.post_conclusion.CODES`, the
+  decision's own rule): with :func:`source_problems` holding each fact to its stored value, a code its sources do
+  not hold is found;
 - :func:`twin_problems`: candidates with equal statements share one.
 
 :func:`document_problems` runs them all. Used by tests/report/test_post_checks.py on every stored summary and on
@@ -24,6 +28,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
+from embedswap.analysis.post_conclusion import CODES, keyed_code
 from embedswap.analysis.post_document import printed_fact
 from embedswap.analysis.post_story import relation_of
 from embedswap.config.index import IndexConfig
@@ -198,6 +203,18 @@ def interval_problems(summary: Summary, document: PostDocument | None = None) ->
     return out
 
 
+def code_problems(summary: Summary, document: PostDocument | None = None) -> list[str]:
+    """A keyed statement whose code is not the one the facts it cites give."""
+    out = []
+    for s in _document(summary, document).statements():
+        for table, rule in CODES.items():
+            said = keyed_code(s, table)
+            if said is not None and said != rule(s.facts):
+                out.append(f"{s.key}: {s.subjects} say {said!r}, the facts it cites give {rule(s.facts)!r} "
+                           f"({', '.join(f.source for f in s.facts) or 'none'})")
+    return out
+
+
 def disagreement_problems(summary: Summary, document: PostDocument | None = None) -> list[str]:
     """Two claims about one subject, metric and variant that say different things."""
     said: dict[Any, tuple[Any, ...]] = {}
@@ -236,7 +253,9 @@ def twin_problems(summary: Summary, document: PostDocument | None = None) -> lis
         for other in s.subjects[1:] if shared else []:
             if s.claims and _content(s, other) != first:
                 out.append(f"{s.key}: {other} shares the statement of {s.subjects[0]} but its claims differ")
-        key = (s.key, first, tuple((f.key, printed_fact(f)) for f in s.facts))
+        # the facts as a set: a closing cites each member's code, and two groups closed alike are twins whatever
+        # their sizes
+        key = (s.key, first, frozenset((f.key, printed_fact(f)) for f in s.facts))
         if key in seen:
             out.append(f"{s.key}: {seen[key].subjects} and {s.subjects} say the same in two statements")
         seen.setdefault(key, s)
@@ -244,8 +263,8 @@ def twin_problems(summary: Summary, document: PostDocument | None = None) -> lis
 
 
 CHECKS: dict[str, Callable[[Summary, PostDocument | None], list[str]]] = {
-    "sources": source_problems, "directions": direction_problems, "intervals": interval_problems,
-    "disagreements": disagreement_problems, "twins": twin_problems}
+    "sources": source_problems, "codes": code_problems, "directions": direction_problems,
+    "intervals": interval_problems, "disagreements": disagreement_problems, "twins": twin_problems}
 
 
 def document_problems(summary: Summary, document: PostDocument | None = None) -> list[str]:

@@ -104,7 +104,7 @@ def latency_ratio(ctx: ReportContext, name: str) -> LatencyRatio | None:
     return ctx.decisions.latency.ratios.get(name)
 
 
-def _document(ctx: ReportContext) -> PostDocument:
+def document(ctx: ReportContext) -> PostDocument:
     """The post's statements, decided before rendering (``decisions.post.document``)."""
     document = ctx.decisions.post.document
     if document is None:
@@ -138,13 +138,13 @@ def _unmeasured(subject: str, metric: str) -> PostClaim:
 
 
 def _heads(ctx: ReportContext) -> dict[str, PostClaim]:
-    return {c.subjects[0]: c for s in _document(ctx).statements("post.latency_headings") for c in s.claims}
+    return {c.subjects[0]: c for s in document(ctx).statements("post.latency_headings") for c in s.claims}
 
 
 def latency_claims(ctx: ReportContext) -> list[LatencyClaims]:
     """Per candidate whose latency the post states (``post.latency_claim`` of the document), its claims."""
     heads, out = _heads(ctx), []
-    for statement in _document(ctx).statements("post.latency_claim"):
+    for statement in document(ctx).statements("post.latency_claim"):
         for subject in statement.subjects:
             ratio = latency_ratio(ctx, subject)
             one = _one(ctx, statement, subject, code(subject), heads)
@@ -157,13 +157,13 @@ def latency_statements(ctx: ReportContext, key: str) -> list[LatencyClaims]:
     said once for the candidates that share it (their names joined)."""
     heads, sep = _heads(ctx), ctx.terms["post"]["list_sep"]
     return [_one(ctx, s, s.subjects[0], sep.join(code(n) for n in s.subjects), heads)
-            for s in _document(ctx).statements(key) if s.subjects]
+            for s in document(ctx).statements(key) if s.subjects]
 
 
 def pair_claims(ctx: ReportContext) -> list[LatencyClaims]:
     """Two candidates compared with each other: only where ``decisions.latency.pairs`` stores their verdict
     (``post.pair_claim`` of the document); ``name`` is the second over the first."""
-    return [_one(ctx, s, s.subjects[0], code(s.subjects[0]), {}) for s in _document(ctx).statements("post.pair_claim")]
+    return [_one(ctx, s, s.subjects[0], code(s.subjects[0]), {}) for s in document(ctx).statements("post.pair_claim")]
 
 
 def _p99_note(ctx: ReportContext, name: str, ratio: LatencyRatio) -> str | None:
@@ -191,7 +191,7 @@ def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
     and the shim's combined verdicts (labelled by the metric that decided them), nDCG@10's own beside them where
     another metric decided."""
     out = []
-    for statement in _document(ctx).statements("post.ranking_line"):
+    for statement in document(ctx).statements("post.ranking_line"):
         for name in statement.subjects:
             claims = statement.claims_of(name)
             naive = [stated(ctx, c, "delta") for c in claims if c.variant == "address_swap"]
@@ -209,13 +209,13 @@ def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
 
 def setup_fact(ctx: ReportContext, key: str, fact: str) -> object:
     """A fact one statement of the document cites (``post.setup_workload``'s batch size...); None: not stated."""
-    found = next((s.fact(fact) for s in _document(ctx).statements(key)), None)
+    found = next((s.fact(fact) for s in document(ctx).statements(key)), None)
     return found.value if found is not None else None
 
 
 def _condition(ctx: ReportContext, name: str) -> str | None:
     """The queries a candidate's index decision holds for, as its document statement cites them."""
-    line = next((s for s in _document(ctx).statements("post.index_line") if name in s.subjects), None)
+    line = next((s for s in document(ctx).statements("post.index_line") if name in s.subjects), None)
     found = line.fact("index_queries") if line is not None else None
     return str(found.value) if found is not None and found.value is not None else None
 

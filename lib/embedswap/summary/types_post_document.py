@@ -66,7 +66,7 @@ class Statement(Strict):
 
 
 class Section(Strict):
-    key: Literal["conclusion", "setup", "ranking", "latency"]
+    key: Literal["conclusion", "setup", "ranking", "latency", "closing"]
     statements: list[Statement] = []
 
 

@@ -5,8 +5,6 @@ claims_check.py) reads the rendered text, in the four languages."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,19 +21,10 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_equivalence import HostDrift, Verdict
 from embedswap.summary.types_post_document import PostDocument, Statement
 from claims_check import claim_problems
+from stored_summaries import STORED, stored_summary
 from story_summary import story, with_verdicts
 from typed_summary import as_typed, post_redrawn
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-STORED = sorted([*(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.glob("summary_*.json")),
-                 *(p.relative_to(FIXTURES).as_posix() for p in (FIXTURES / "versions").glob("summary_*.json"))])
-_LOADED: dict[str, Summary] = {}
-
-
-def _summary(name: str) -> Summary:
-    if name not in _LOADED:
-        _LOADED[name] = read_summary(json.loads((FIXTURES / name).read_text(encoding="utf-8")))
-    return _LOADED[name].model_copy(deep=True)
 
 
 def _document(summary: Summary) -> PostDocument:
@@ -50,7 +39,7 @@ def _statement(document: PostDocument, key: str) -> Statement:
 
 @pytest.mark.parametrize("name", STORED)
 def test_every_stored_summary_s_document_passes_every_check(name: str) -> None:
-    summary = _summary(name)
+    summary = stored_summary(name)
     assert summary.decisions.post.document is not None and summary.decisions.post.document.sections
     assert document_problems(summary) == []
 
@@ -60,7 +49,7 @@ def test_every_stored_summary_s_document_passes_every_check(name: str) -> None:
 def test_every_printed_claim_sits_under_its_label(name: str, lang: str) -> None:
     """The one check that reads text: each claim's figure after its metric's name, the drift label with the
     widened interval only."""
-    assert claim_problems(_summary(name), lang) == []
+    assert claim_problems(stored_summary(name), lang) == []
 
 
 @pytest.mark.parametrize("queries", ["shim", "naive", None])
@@ -80,7 +69,7 @@ def test_documents_drawn_from_set_verdicts_pass(complete_upgraded: dict[str, Any
 
 
 def test_the_batch_size_is_workload_batch_size() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     fact = _statement(_document(summary), "post.setup_workload").fact("batch_size")
     assert fact is not None and fact.value == summary.workload.batch_size and fact.source == "workload.batch_size"
 
@@ -89,7 +78,7 @@ def test_the_batch_size_is_workload_batch_size() -> None:
 
 def _drifted(bound: float = 1.08) -> Summary:
     """The complete summary with vllm's ratio decided on its interval widened by a host drift ``bound``."""
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     ratio = summary.decisions.latency.ratios["vllm"]
     ratio.drift = HostDrift(factor=bound, bound=bound)
     for run, point in ratio.verdicts.items():
@@ -126,7 +115,7 @@ def test_the_unwidened_bounds_under_the_drift_label_fail() -> None:
 
 
 def test_a_drift_label_on_an_unwidened_ratio_fails() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     claim = _statement(document, "post.latency_claim").claims[0]
     claim.estimate = Estimate(**{**claim.estimate.model_dump(), "interval": "widened_by_drift", "widened_by": 1.08})
@@ -144,7 +133,7 @@ def test_an_estimate_s_label_and_bounds_go_together() -> None:
 
 def test_a_fact_that_is_not_the_stored_one_fails() -> None:
     """The issue's "batches of 40 documents" where workload.batch_size is 8."""
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     fact = _statement(document, "post.setup_workload").fact("batch_size")
     assert fact is not None
@@ -153,7 +142,7 @@ def test_a_fact_that_is_not_the_stored_one_fails() -> None:
 
 
 def test_a_figure_that_is_not_the_stored_one_fails() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     claim = _statement(document, "post.latency_claim").claims[0]
     claim.estimate = claim.estimate.model_copy(update={"value": 2.8})
@@ -161,7 +150,7 @@ def test_a_figure_that_is_not_the_stored_one_fails() -> None:
 
 
 def test_a_verdict_code_that_is_not_the_stored_one_fails() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     claim = _statement(document, "post.ranking_line").claims[0]
     claim.code = "equivalent" if claim.code != "equivalent" else "different"
@@ -170,7 +159,7 @@ def test_a_verdict_code_that_is_not_the_stored_one_fails() -> None:
 
 def test_a_metric_its_verdict_is_not_about_fails() -> None:
     """The top-5 overlap's combined verdict stated as nDCG@10's (issue 55's mislabel, on the model)."""
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     claim = next(c for c in _statement(document, "post.ranking_line").claims if c.source.endswith(".equivalence"))
     claim.metric = "ndcg_at_10" if claim.metric != "ndcg_at_10" else "top5_overlap"
@@ -178,7 +167,7 @@ def test_a_metric_its_verdict_is_not_about_fails() -> None:
 
 
 def test_two_candidates_compared_without_a_pair_verdict_fail() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     claim = next(c for c in _statement(document, "post.latency_claim").claims if c.metric == "conc_rate")
     claim.subjects = [*claim.subjects, "vllm" if claim.subjects[0] != "vllm" else "dynamo"]
@@ -186,7 +175,7 @@ def test_two_candidates_compared_without_a_pair_verdict_fail() -> None:
 
 
 def test_a_direction_its_verdict_lacks_fails() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     claim = next(c for c in _statement(document, "post.ranking_line").claims if c.code == "inconclusive")
     claim.direction = "better"
@@ -194,7 +183,7 @@ def test_a_direction_its_verdict_lacks_fails() -> None:
 
 
 def test_two_statements_that_disagree_fail() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     brief = _statement(document, "post.c_latency_claim").claims[0]
     brief.code, brief.direction = "different", "slower"
@@ -202,7 +191,7 @@ def test_two_statements_that_disagree_fail() -> None:
 
 
 def test_candidates_with_equal_statements_said_apart_fail() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     heads = next(s for s in document.sections if s.key == "latency")
     merged = _statement(document, "post.latency_headings")
@@ -213,7 +202,7 @@ def test_candidates_with_equal_statements_said_apart_fail() -> None:
 
 
 def test_candidates_said_together_with_different_claims_fail() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary)
     merged = _statement(document, "post.latency_headings")
     merged.claims[1].code = "different"
@@ -231,7 +220,7 @@ CODES = ("equivalent", "non_inferior", "different", "inconclusive", "failed")
 
 @st.composite
 def generated(draw: st.DrawFn) -> Summary:
-    summary = _summary(draw(st.sampled_from(STORED)))
+    summary = stored_summary(draw(st.sampled_from(STORED)))
     d = summary.decisions
     for ratio in [*d.latency.ratios.values(), *(p.ratio for p in d.latency.pairs)]:
         bound = draw(st.sampled_from((None, 1.0, 1.004, 1.08, 1.3)))

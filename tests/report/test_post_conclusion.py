@@ -6,9 +6,10 @@ broken on purpose caught by ``document_problems``."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+
+from stored_summaries import FIXTURES, STORED, stored_summary
 
 from embedswap.analysis.post_conclusion import CLOSINGS, CODES, CONTRACT, VECTORS, keyed_code
 from embedswap.analysis.upgrade import read_summary
@@ -17,17 +18,6 @@ from embedswap.report.post import render_post
 from embedswap.report.post_checks import code_problems, document_problems, source_problems, twin_problems
 from embedswap.summary.model import Summary
 from embedswap.summary.types_post_document import PostDocument, Section, Statement
-
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-STORED = sorted([*(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.glob("summary_*.json")),
-                 *(p.relative_to(FIXTURES).as_posix() for p in (FIXTURES / "versions").glob("summary_*.json"))])
-_LOADED: dict[str, Summary] = {}
-
-
-def _summary(name: str) -> Summary:
-    if name not in _LOADED:
-        _LOADED[name] = read_summary(json.loads((FIXTURES / name).read_text(encoding="utf-8")))
-    return _LOADED[name].model_copy(deep=True)
 
 
 def _document(summary: Summary) -> PostDocument:
@@ -47,7 +37,7 @@ def _closing_section(document: PostDocument) -> Section:
 
 @pytest.mark.parametrize("name", STORED)
 def test_every_stored_summary_states_its_conclusion_and_closings(name: str) -> None:
-    summary = _summary(name)
+    summary = stored_summary(name)
     document = _document(summary)
     conclusion = document.section("conclusion")
     assert conclusion is not None
@@ -83,7 +73,7 @@ def test_a_stored_document_drawn_before_these_statements_gets_them_at_load() -> 
 def test_candidates_closed_alike_share_one_closing() -> None:
     """The complete fixture's two candidates, each alone in its group, close alike (their stored conclusion codes
     and the probes the shim leaves are equal): one statement names both."""
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     conclusions = summary.decisions.post.conclusions
     assert len({c.code for c in conclusions}) == 1 and len({tuple(sorted(c.shim_left)) for c in conclusions}) == 1
     closings = _keyed(_document(summary), CLOSINGS)
@@ -92,13 +82,13 @@ def test_candidates_closed_alike_share_one_closing() -> None:
 
 def test_the_post_is_worded_from_the_document() -> None:
     """A closing's code changed in the document is the sentence the post prints: the renderer decides nothing."""
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     closing = _keyed(_document(summary), CLOSINGS)[0]
     other = next(c for c in ("not_swappable", "drop_in") if c != keyed_code(closing, CLOSINGS))
     closing.key = f"{CLOSINGS}.{other}"
     # the sentence after the candidates' names (the names are the post's words, not the document's)
     sentence = fill(catalogue("en").message(f"{CLOSINGS}.{other}"), g={"label": "LABEL"}).split("LABEL", 1)[1]
-    assert sentence.strip() and sentence not in render_post(_summary("summary_complete.json"), "en")
+    assert sentence.strip() and sentence not in render_post(stored_summary("summary_complete.json"), "en")
     assert sentence in render_post(summary, "en")
 
 
@@ -113,7 +103,7 @@ SOME_CODES = {VECTORS: ("same", "differ", "none"), CONTRACT: ("same", "differs",
 @pytest.mark.parametrize("table", [VECTORS, CONTRACT, CLOSINGS])
 def test_a_code_its_sources_do_not_hold_fails(name: str, table: str) -> None:
     """The issue's "a closing's code changed to one its source does not hold", for each keyed sentence."""
-    summary = _summary(name)
+    summary = stored_summary(name)
     document = _document(summary).model_copy(deep=True)
     statement = _keyed(document, table)[0]
     said = keyed_code(statement, table)
@@ -127,7 +117,7 @@ def test_a_code_its_sources_do_not_hold_fails(name: str, table: str) -> None:
 def test_a_closing_fact_its_source_does_not_hold_fails() -> None:
     """The closing's code and the conclusion code it cites both changed: the fact no longer resolves to its
     stored value."""
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary).model_copy(deep=True)
     closing = _keyed(document, CLOSINGS)[0]
     fact = next(f for f in closing.facts if f.key == "code")
@@ -141,7 +131,7 @@ def test_a_closing_fact_its_source_does_not_hold_fails() -> None:
 
 
 def test_a_contract_count_its_source_does_not_hold_fails() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary).model_copy(deep=True)
     fact = next(f for f in _keyed(document, CONTRACT)[0].facts if f.key == "differ")
     assert isinstance(fact.value, int)
@@ -150,7 +140,7 @@ def test_a_contract_count_its_source_does_not_hold_fails() -> None:
 
 
 def test_candidates_closed_alike_said_apart_fail() -> None:
-    summary = _summary("summary_complete.json")
+    summary = stored_summary("summary_complete.json")
     document = _document(summary).model_copy(deep=True)
     section = _closing_section(document)
     merged = section.statements[0]

@@ -52,6 +52,16 @@ def test_block_order_is_seeded_and_both_orders_occur() -> None:
     assert set(orders) == {("target", "paired"), ("paired", "target")}
 
 
+@pytest.mark.parametrize("seed", ["cand", "same", "vllm", "dynamo", "e5"])
+@pytest.mark.parametrize("run", ["sequential", "concurrent"])
+def test_block_order_is_counterbalanced(seed: str, run: str) -> None:
+    # each pair of consecutive repeats runs both orders: over an even number of repeats each side goes first as often
+    # (a coin per repeat put the A/A runs' candidate `same` second in all four concurrent blocks)
+    for repeat in range(0, 8, 2):
+        assert {block_order(seed, run, repeat), block_order(seed, run, repeat + 1)} == {
+            ("target", "paired"), ("paired", "target")}
+
+
 def test_an_interleaved_capture_pairs_the_candidate_with_legacy_runs_of_the_same_phase(tmp_path: Path) -> None:
     legacy_server, candidate_server = Behaviour(service_ms=4, seed=1), Behaviour(service_ms=12, seed=2)
     with serve(legacy_server) as legacy_port, serve(candidate_server) as candidate_port:

@@ -75,9 +75,13 @@ def _spec(target: Target, experiment: Experiment, workload: Workload) -> LoadSpe
 
 
 def block_order(seed: str, run: str, repeat: int) -> tuple[str, str]:
-    """Which side goes first in one interleaved block (``target``, ``paired``): seeded per (seed, run, repeat),
-    so a rerun alternates the same way and neither side is always measured right after the warm-up."""
-    first = random.Random(f"{seed}/{run}/{repeat}").random() < 0.5
+    """Which side goes first in one interleaved block (``target``, ``paired``): counterbalanced, the order alternating
+    from one repeat to the next from a side drawn per (seed, run), so over an even number of repeats each side goes
+    first as often as the other, and a rerun alternates the same way. A coin per repeat let one side go second in
+    every block: with the A/A runs' candidate name, all four concurrent blocks of every A/A, and the Infinity A/A
+    read that position as its server being 1.26x slower than itself on a loaded host."""
+    start = random.Random(f"{seed}/{run}").random() < 0.5
+    first = start == (repeat % 2 == 0)
     return ("target", "paired") if first else ("paired", "target")
 
 

@@ -88,15 +88,19 @@ def _chown_tree(path: Path, user: pwd.struct_passwd | None) -> None:
             os.chown(os.path.join(root, name), user.pw_uid, user.pw_gid, follow_symlinks=False)
 
 
-def _reachable(folder: Path, user: pwd.struct_passwd) -> bool:
-    """Whether ``user`` can enter every folder down to ``folder`` (the world's or its own search permission)."""
-    for part in [folder.resolve(), *folder.resolve().parents]:
+def _closed(folder: Path, user: pwd.struct_passwd) -> Path | None:
+    """The outermost folder down to ``folder`` that ``user`` cannot enter (neither the world's nor its own search
+    permission); None: it can enter them all."""
+    for part in [*reversed(folder.resolve().parents), folder.resolve()]:
         info = part.stat()
-        if info.st_uid == user.pw_uid:
-            continue
-        if not info.st_mode & 0o001:
-            return False
-    return True
+        if info.st_uid != user.pw_uid and not info.st_mode & 0o001:
+            return part
+    return None
+
+
+def _reachable(folder: Path, user: pwd.struct_passwd) -> bool:
+    """Whether ``user`` can enter every folder down to ``folder``."""
+    return _closed(folder, user) is None
 
 
 @dataclass
@@ -140,6 +144,12 @@ class EmbeddedPostgres:
         user = _run_as()
         binaries = bin_dir()
         self.folder.mkdir(parents=True, exist_ok=True)
+        if user is not None and not _reachable(binaries, user):
+            # as root the binaries run as 'nobody', which cannot load them from a checkout under a 0700 folder
+            # (`mktemp -d`): initdb failed with "cannot open shared object file" and nothing that named the cause
+            raise StoreError(f"running as root, the embedded PostgreSQL runs as '{RUN_AS_WHEN_ROOT}', which cannot "
+                             f"enter {_closed(binaries, user)} to reach its binaries ({binaries}): give that folder "
+                             "search permission for others (chmod o+x) or run as another user")
         try:
             if user is not None and not _reachable(self.folder, user):
                 # as root in a folder 'nobody' cannot enter (pytest's 0700 temp folders): a private temporary

@@ -210,7 +210,7 @@ def test_candidates_said_together_with_different_claims_fail() -> None:
 
 
 def test_every_check_is_named() -> None:
-    assert set(CHECKS) == {"sources", "codes", "directions", "intervals", "disagreements", "twins"}
+    assert set(CHECKS) == {"sources", "codes", "directions", "intervals", "disagreements", "twins", "contract"}
 
 
 # --- property-generated verdicts -------------------------------------------------------------------------------

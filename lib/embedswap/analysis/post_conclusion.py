@@ -96,11 +96,12 @@ def _vectors(summary: SummaryBody, decisions: Decisions) -> Statement:
 def _contract(summary: SummaryBody, decisions: Decisions) -> Statement:
     found = _indexed(decisions)
     facts: list[Fact] = []
-    for g in decisions.post.groups:
+    for j, g in enumerate(decisions.post.groups):
         first = _first(g, found)
-        if first is not None:
+        if first is not None:  # the group the counts are of (the sentence names it), then its counts
             i, c = first
-            facts += [Fact(key="compared", value=c.compared, source=f"decisions.post.conclusions.{i}.compared"),
+            facts += [Fact(key="group", value=g.members[0], source=f"decisions.post.groups.{j}.members.0"),
+                      Fact(key="compared", value=c.compared, source=f"decisions.post.conclusions.{i}.compared"),
                       Fact(key="differ", value=c.differ, source=f"decisions.post.conclusions.{i}.differ")]
     facts += [Fact(key="api_shape", value=c.api_shape, source=f"decisions.post.conclusions.{i}.api_shape")
               for i, c in enumerate(decisions.post.conclusions) if c.api_shape]

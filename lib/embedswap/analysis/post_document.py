@@ -13,6 +13,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_claims import delta_claim, headline_claim, latency_claim, variant_claims
 from embedswap.analysis.post_conclusion import closing_statements, conclusion_statements
+from embedswap.analysis.post_contract import contract_statements
 from embedswap.analysis.post_story import ARTICLE_FIGURES
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
@@ -187,6 +188,7 @@ def post_document(summary: SummaryBody, decisions: Decisions) -> PostDocument:
     brief, latency = _latency(summary, decisions)
     sections = [Section(key="conclusion", statements=[*conclusion_statements(summary, decisions), *brief]),
                 Section(key="setup", statements=_setup(summary, decisions)),
+                Section(key="contract", statements=contract_statements(summary, decisions)),
                 Section(key="ranking", statements=_ranking(summary, decisions)),
                 Section(key="latency", statements=latency),
                 Section(key="closing", statements=closing_statements(decisions))]

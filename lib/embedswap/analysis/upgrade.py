@@ -35,7 +35,8 @@ from typing import Any
 from embedswap.analysis import decide, decisions_config, decisions_json, post_decisions
 from embedswap.analysis.faults import fault_decisions
 from embedswap.analysis.index_decision import index_condition
-from embedswap.analysis.post_conclusion import VECTORS
+from embedswap.analysis.post_conclusion import CONTRACT, VECTORS
+from embedswap.analysis.post_contract import KEYS as CONTRACT_KEYS
 from embedswap.analysis.post_document import post_document
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
@@ -231,10 +232,11 @@ def _post_story(out: dict[str, Any]) -> None:
 
 def _post_document(out: dict[str, Any]) -> None:
     """Decisions stored before the post was a document (issue 63), or before its conclusion and closing sentences
-    were statements of it, in place: ``decisions.post.document`` drawn from the decisions stored (the last
-    migration: it reads them as the current model does)."""
+    or its contract paragraphs were statements of it, in place: ``decisions.post.document`` drawn from the
+    decisions stored (the last migration: it reads them as the current model does)."""
     post = out["decisions"].get("post")
-    if not isinstance(post, dict) or _holds_conclusions(post.get("document")):
+    document = post.get("document") if isinstance(post, dict) else None
+    if not isinstance(post, dict) or _holds_conclusions(document) and _holds_contract(document):
         return
     typed = validate_summary(out)
     post["document"] = post_document(typed, typed.decisions).model_dump(mode="python", exclude_unset=True)
@@ -249,6 +251,22 @@ def _holds_conclusions(document: Any) -> bool:
     return any(isinstance(s, dict) and str(s.get("key", "")).startswith(f"{VECTORS}.")
                for section in document.get("sections") or [] if isinstance(section, dict)
                for s in section.get("statements") or [])
+
+
+def _holds_contract(document: Any) -> bool:
+    """Whether a stored post document holds its contract paragraphs: every document drawn since they were
+    statements cites, in its conclusion's contract sentence, the group each count is of (``group``), and holds a
+    paragraph wherever a group compared anything; one drawn before is drawn again."""
+    if not isinstance(document, dict):
+        return False
+    statements = [s for section in document.get("sections") or [] if isinstance(section, dict)
+                  for s in section.get("statements") or [] if isinstance(s, dict)]
+    said = next((s for s in statements if str(s.get("key", "")).startswith(f"{CONTRACT}.")), {})
+    facts = [f for f in said.get("facts") or [] if isinstance(f, dict)]
+    if any(f.get("key") == "compared" for f in facts) and not any(f.get("key") == "group" for f in facts):
+        return False
+    compared = any(f.get("key") == "compared" and isinstance(f.get("value"), int) and f["value"] > 0 for f in facts)
+    return not compared or any(s.get("key") in CONTRACT_KEYS for s in statements)
 
 
 def _probe_baselines(summary: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ from embedswap.report.format import code, esc, fmt, md_table
 from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
 from embedswap.report.post_conclusion import conclusion_words
+from embedswap.report.post_contract import contract_paragraphs
 from embedswap.report.post_story import article_statements, shim_trades
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, latency_statements, pair_claims,
                                           setup_fact,
@@ -33,7 +34,7 @@ from embedswap.report.sections.vectors import another_model_entries
 from embedswap.report.sections.index_options import option_tables
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import RatioInterval
-from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
+from embedswap.summary.types_post import CandidateConclusion, CandidateGroup
 
 TEMPLATE = "post.md.j2"
 FULL_REPORT = "report.{lang}.md"  # the appendix beside the post; publish rewrites the link per site
@@ -205,83 +206,24 @@ def _merged(ctx: ReportContext, items: list[Any], key: Any, name: str = "label")
     return out
 
 
-_GROUP_ALIKE = ("code", "compared", "differ", "silent", "refused", "accepted", "shape", "legacy_failed", "shim_left")
-
-
-def _group_key(g: dict[str, Any], extra: tuple[str, ...] = ()) -> Any:
-    """What a contract paragraph says, without whom: groups with separators stay apart."""
-    if g["separators"] or g["dynamo_pair"]:
-        return id(g)
-    return tuple(g[k] for k in _GROUP_ALIKE + extra), g["ranking"] is None
-
-
 def _ranking_key(k: Any) -> Any:
     return (k.naive.same_finding(), k.shim.same_finding(), k.changed, k.queries, k.shim_changed,
             k.naive_ndcg.same_finding() if k.naive_ndcg else None, k.shim_ndcg.same_finding() if k.shim_ndcg else None)
 
 
-def _says(ctx: ReportContext, probe: str | None, name: str | None) -> str | None:
-    """What a server said in its error answer to a probe (contract[].by_target.<name>.error), quoted as stored."""
-    rows = ctx.summary.contract if isinstance(ctx.summary.contract, list) else []
-    row = next((r for r in rows if r.probe == probe), None)
-    side = row.by_target.get(name or "") if row is not None else None
-    return code(side.error) if side is not None and side.error else None
-
-
-def _separator(ctx: ReportContext, s: Separator) -> dict[str, Any]:
-    first = s.probes[0] if s.probes else None
-    return {"kind": s.kind, "probes": _probes(ctx, s.probes), "client": code(s.client_error or ""),
-            "server": code(s.server_error or ""), "origin": code(s.origin) if s.origin else None,
-            "first": _probes(ctx, [first]) if first else "",
-            "client_says": _says(ctx, first, s.client_error), "server_says": _says(ctx, first, s.server_error),
-            "rates": [{"name": code(n), "rate": fmt(v, "rate")} for n, v in s.rates.items()]}
-
-
 def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
-    post = ctx.decisions.post
-    members = [post.conclusion(m) for m in g.members]
+    """A group's words for the vectors lines, the unknowns and the closings (its contract paragraph is the
+    document's: report/post_contract.py)."""
+    members = [ctx.decisions.post.conclusion(m) for m in g.members]
     first = members[0]
-    codes = list(dict.fromkeys(m.code for m in members if m is not None))
-    present = [m for m in members if m is not None]
-
-    def union(key: str) -> list[str]:
-        return list(dict.fromkeys(x for m in present for x in getattr(m, key)))
-
-    def shared(*keys: str) -> list[str]:
-        # what every member shares: a probe only one member answers that way is a separator, worded apart
-        sets = [{x for k in keys for x in getattr(m, k)} for m in present]
-        return [x for x in union(keys[0]) + (union(keys[1]) if len(keys) > 1 else [])
-                if all(x in s for s in sets)] if sets else []
-
-    refused = list(dict.fromkeys(shared("refused", "retry")))
     return {
         "label": _names(ctx, g.members), "plural": len(g.members) > 1, "basis": g.basis,
-        "code": codes[0] if len(codes) == 1 else "client_changes",
-        "compared": fmt(first.compared if first else None, "int"), "differ": fmt(first.differ if first else None, "int"),
-        "silent": _probes(ctx, shared("silent")), "refused": _probes(ctx, refused),
-        "accepted": _probes(ctx, shared("accepted")),
-        "retry": _probes(ctx, union("retry")), "shape": _probes(ctx, shared("shape")),
-        "legacy_failed": _probes(ctx, shared("legacy_failed")),
-        "shim_left": _probes(ctx, union("shim_left")),
-        "ranking": _group_ranking(ctx, g.members),
         "cosine": fmt(min((m.cosine_min for m in members if m and m.cosine_min is not None), default=None), "cos4"),
         "threshold": fmt(first.threshold if first else None, "raw"),
-        "separators": [_separator(ctx, s) for s in g.separators],
-        "unknown": [ctx.terms["post"]["unknown"][u] for u in g.unknown if u not in post.not_measured],
-        "dynamo_pair": len(g.members) > 1 and "several_workers" in g.unknown,
+        # the closing's tie sentence names the server whose front adds the 5xx
+        "separators": [{"kind": s.kind, "origin": code(s.origin) if s.origin else None} for s in g.separators],
+        "unknown": [ctx.terms["post"]["unknown"][u] for u in g.unknown if u not in ctx.decisions.post.not_measured],
     }
-
-
-def _group_ranking(ctx: ReportContext, members: list[str]) -> Any:
-    """The address swap's ranking verdict the group's members share (None: not measured, or they differ)."""
-    found = {r.name: r for r in ranking_claims(ctx)}
-    mine = [found.get(code(m)) for m in members]
-    if not mine or any(r is None for r in mine):
-        return None
-    first = mine[0]
-    same = all(r is not None and (r.naive.code, r.naive.direction, r.changed) == (first.naive.code,
-               first.naive.direction, first.changed) for r in mine)
-    return first if same else None
 
 
 def _older(run: str | None, article: str) -> bool:
@@ -306,19 +248,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
     groups = [_group(ctx, g) for g in post.groups]
     vectors_measured = [g for g in groups if g["cosine"] != fmt(None, "cos4")]
     st = status(ctx)
-    contract_lines: list[dict[str, Any]] = []  # candidates with the same counts share one sentence
-    for g in groups:
-        if g["differ"] in ("0", fmt(None, "int")):
-            continue
-        same = next((line for line in contract_lines
-                     if (line["compared"], line["differ"]) == (g["compared"], g["differ"])), None)
-        if same is None:
-            contract_lines.append({"label": g["label"], "compared": g["compared"], "differ": g["differ"],
-                                   "each": False})
-        else:  # same counts, not the same answers: named side by side, "each"
-            same["label"] += ctx.terms["post"]["list_sep"] + g["label"]
-            same["each"] = True
-    retry = any(g["retry"] for g in groups)
+    retry = any(c.retry for c in post.conclusions)
     changes = change_items(ctx)
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
@@ -329,7 +259,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         # the conclusion's vectors and contract sentences and the closings: the post document's statements
         **conclusion_words(ctx, groups, lambda probes: _probes(ctx, probes)),
         "faults": conclusion_headlines(ctx),
-        "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
+        "contract": _contract(ctx, article), "latency": _latency(ctx, article), "versions": _versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),
         "versions_unknown": any(v.same is None for v in post.versions), "retry": retry,
@@ -343,7 +273,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "ranking": _merged(ctx, ranking_claims(ctx), _ranking_key, "name"),
         "index": _merged(ctx, index_claims(ctx), lambda i: i.model_dump(exclude={"name"}).__repr__(), "name"),
         "shim_cov": _merged(ctx, shim_coverage(ctx), lambda c: c.model_dump(exclude={"name"}).__repr__(), "name"),
-        "contract_groups": _merged(ctx, groups, _group_key),
+        "contract_paragraphs": contract_paragraphs(ctx, lambda probes: _probes(ctx, probes)),
         "todo": [i["text"] for i in changes if not i["shim_done"]],
         "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),

@@ -15,7 +15,9 @@ problems it finds, one line each (empty: none):
   sentences, the closings) is the one its facts give (:data:`embedswap.analysis.post_conclusion.CODES`, the
   decision's own rule): with :func:`source_problems` holding each fact to its stored value, a code its sources do
   not hold is found;
-- :func:`twin_problems`: candidates with equal statements share one.
+- :func:`twin_problems`: candidates with equal statements share one;
+- :func:`contract_problems`: each contract paragraph's fact names what its source holds, and every candidate a
+  paragraph speaks for holds what it says (:func:`embedswap.analysis.post_contract.contract_problems`).
 
 :func:`document_problems` runs them all. Used by tests/report/test_post_checks.py on every stored summary and on
 documents broken on purpose, and by the end-to-end tests on a real run's summary."""
@@ -29,6 +31,7 @@ from importlib import resources
 from typing import Any
 
 from embedswap.analysis.post_conclusion import CODES, keyed_code
+from embedswap.analysis.post_contract import contract_problems as paragraph_problems
 from embedswap.analysis.post_document import printed_fact
 from embedswap.analysis.post_story import relation_of
 from embedswap.config.index import IndexConfig
@@ -262,9 +265,15 @@ def twin_problems(summary: Summary, document: PostDocument | None = None) -> lis
     return out
 
 
+def contract_problems(summary: Summary, document: PostDocument | None = None) -> list[str]:
+    """The contract paragraphs against the conclusions their candidates hold."""
+    return paragraph_problems(summary.decisions, _document(summary, document))
+
+
 CHECKS: dict[str, Callable[[Summary, PostDocument | None], list[str]]] = {
     "sources": source_problems, "codes": code_problems, "directions": direction_problems,
-    "intervals": interval_problems, "disagreements": disagreement_problems, "twins": twin_problems}
+    "intervals": interval_problems, "disagreements": disagreement_problems, "twins": twin_problems,
+    "contract": contract_problems}
 
 
 def document_problems(summary: Summary, document: PostDocument | None = None) -> list[str]:

@@ -11,8 +11,9 @@ from typing import Any
 
 from embedswap.analysis.post_conclusion import CLOSINGS, CONTRACT, VECTORS, keyed_code
 from embedswap.report.errors import ReportError
-from embedswap.report.format import code
+from embedswap.report.format import code, fmt
 from embedswap.report.post_claims import document
+from embedswap.report.post_contract import group_label
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_post_document import Statement
 
@@ -43,13 +44,48 @@ def _closings(ctx: ReportContext, statements: list[Statement], groups: list[dict
     return out
 
 
+def _contract_lines(ctx: ReportContext, s: Statement) -> list[dict[str, Any]]:
+    """The ``differs`` sentence's groups from the contract statement's facts (each group cited, then its counts):
+    groups with equal counts named side by side ("each"), those with no difference left out."""
+    groups: list[dict[str, Any]] = []
+    for f in s.facts:
+        if f.key == "group":
+            groups.append({"label": group_label(ctx, [str(f.value)])})
+        elif f.key in ("compared", "differ") and groups:
+            groups[-1][f.key] = fmt(f.value, "int")
+    lines: list[dict[str, Any]] = []
+    for g in groups:
+        if g.get("differ", "0") in ("0", fmt(None, "int")):
+            continue
+        same = next((line for line in lines if (line["compared"], line["differ"]) == (g["compared"], g["differ"])),
+                    None)
+        if same is None:
+            lines.append({**g, "each": False})
+        else:  # same counts, not the same answers: named side by side, "each"
+            same["label"] += ctx.terms["post"]["list_sep"] + g["label"]
+            same["each"] = True
+    return lines
+
+
+def _vectors_figures(s: Statement) -> dict[str, str]:
+    """The vectors sentence's figures from its facts: the lowest cosine cited, the threshold cited."""
+    cosines = [float(f.value) for f in s.facts if f.key == "cosine_min" and isinstance(f.value, (int, float))]
+    threshold = s.fact("threshold")
+    return {"vectors_cosine": fmt(min(cosines) if cosines else None, "cos4"),
+            "vectors_threshold": fmt(threshold.value if threshold is not None else None, "raw")}
+
+
 def conclusion_words(ctx: ReportContext, groups: list[dict[str, Any]],
                      probes: Callable[[list[str]], str]) -> dict[str, Any]:
-    """The skeleton's ``vectors_state``, ``contract_state``, ``shape_lines`` and ``closing_groups``, from the
-    document (``groups``: the post's group paragraphs, in ``decisions.post.groups``' order; ``probes``: probes
-    in running prose)."""
+    """The skeleton's ``vectors_state`` with its figures, ``contract_state`` with its ``contract_lines``,
+    ``shape_lines`` and ``closing_groups``, from the document (``groups``: the post's group words, in
+    ``decisions.post.groups``' order; ``probes``: probes in running prose)."""
     statements = list(document(ctx).statements())
     shapes = [c for c in ctx.decisions.post.conclusions if c.api_shape]
-    return {"vectors_state": _one(statements, VECTORS), "contract_state": _one(statements, CONTRACT),
+    states = {"vectors_state": _one(statements, VECTORS), "contract_state": _one(statements, CONTRACT)}
+    vectors = next(s for s in statements if keyed_code(s, VECTORS) is not None)
+    contract = next(s for s in statements if keyed_code(s, CONTRACT) is not None)
+    return {**states,
+            **_vectors_figures(vectors), "contract_lines": _contract_lines(ctx, contract),
             "shape_lines": ", ".join(f"{code(c.name)} ({code(c.api_shape)})" for c in shapes),
             "closing_groups": _closings(ctx, statements, groups, probes)}

@@ -66,7 +66,7 @@ class Statement(Strict):
 
 
 class Section(Strict):
-    key: Literal["conclusion", "setup", "ranking", "latency", "closing"]
+    key: Literal["conclusion", "setup", "contract", "ranking", "latency", "closing"]
     statements: list[Statement] = []
 
 

@@ -31,8 +31,8 @@ LISTS: dict[str, tuple[str, ...]] = {"silent": ("silent",), "refused": ("refused
                                      "accepted": ("accepted",), "shape": ("shape",),
                                      "legacy_failed": ("legacy_failed",)}
 # every other fact's key -> the last part of the path it must be read from (a key names what its source holds)
-FIELDS = {"compared": "compared", "differ": "differ", "client": "client_error", "server": "server_error",
-          "origin": "origin", "client_says": "error", "server_says": "error"}
+FIELDS: dict[str, str] = {"compared": "compared", "differ": "differ", "client": "client_error",
+                          "server": "server_error", "origin": "origin", "client_says": "error", "server_says": "error"}
 
 
 def _shared(first: tuple[int, CandidateConclusion], present: list[CandidateConclusion], key: str) -> list[Fact]:
@@ -135,7 +135,7 @@ def _field_problems(s: Statement) -> list[str]:
     out = []
     for f in s.facts:
         parts = f.source.split(".")
-        named = parts[-2] if parts[-1].isdigit() or f.key == "ranking" and f.value is None else parts[-1]
+        named = parts[-2] if parts[-1].isdigit() or (f.key == "ranking" and f.value is None) else parts[-1]
         if named not in _field(f) or f.key not in (*LISTS, *FIELDS, "probes", "ranking"):
             out.append(f"{s.key}: {f.key} {f.value!r} cites '{f.source}', which holds {named}, not {f.key}")
     return out

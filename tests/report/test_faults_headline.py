@@ -107,14 +107,14 @@ def test_an_intermittent_probe_is_not_called_refused(complete: dict[str, Any]) -
     summary = copy.deepcopy(complete)
     row = next(r for r in summary["contract"] if r["probe"] == "over_long_input")
     before = render_post(as_typed(upgrade_summary(summary)), "en")
-    refused = next(line for line in before.splitlines() if "Refused or answered with an error" in line)
-    assert "an over-long input" in refused  # the fixture's candidates refuse it: listed
+    refused = next(line for line in before.splitlines() if "Refused or failed" in line)
+    assert "over-long input" in refused  # the fixture's candidates refuse it: listed
     for name in ("vllm", "dynamo"):
         row["verdicts"][name] = {"verdict": "nondeterministic", "cosine": None, "aspects": ["repeats"],
                                  "detail": "the candidate answered 1 of 3 identical requests otherwise"}
     after = render_post(as_typed(upgrade_summary(summary)), "en")
-    refused = next(line for line in after.splitlines() if "Refused or answered with an error" in line)
-    assert "an over-long input" not in refused and "an unknown model name" in refused
+    refused = next(line for line in after.splitlines() if "Refused or failed" in line)
+    assert "over-long input" not in refused and "unknown model name" in refused
 
 
 def test_a_dropped_and_a_retried_request_are_kept_as_events(tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ def test_a_summary_without_per_request_data_shows_the_ratio_of_its_medians() -> 
     assert entry.value == shown.at("vllm", "sequential").p50_ms / shown.at("legacy", "sequential").p50_ms
     assert summary.decisions.latency.ratio("vllm").intervals == {}  # nothing stored
     assert summary.latency_ratio("vllm", "sweep_c999", "p50") is None  # not measured there
-    assert f"ratio {fmt(entry.value, 'ratio')} " in render_post(as_typed(summary), "en")
+    assert f"sequential p50 {fmt(entry.value, 'ratio')} " in render_post(as_typed(summary), "en")
 
 
 def test_an_older_v2_summary_loses_the_copies_on_load() -> None:

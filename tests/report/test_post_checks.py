@@ -99,7 +99,7 @@ def test_a_widened_interval_is_printed_under_the_drift_label(lang: str) -> None:
     assert document_problems(summary) == [] and claim_problems(summary, lang) == []
     if lang == "en":
         post = render_post(as_typed(summary), "en")
-        assert f"[{verdict.low:.2f}×, {verdict.high:.2f}×]" in post and "widened by the host drift bound 1.08×" in post
+        assert f"[{verdict.low:.2f}×, {verdict.high:.2f}×]" in post and "interval widened for drift 1.08×" in post
 
 
 def test_the_unwidened_bounds_under_the_drift_label_fail() -> None:

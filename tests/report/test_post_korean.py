@@ -48,21 +48,3 @@ def test_every_probe_has_words_in_every_language() -> None:
     for lang in ("ko", "en", "ja", "zh"):
         words = catalogue(lang).terms["post"]["probe_words"]
         assert set(catalogue(lang).probes) <= set(words), lang
-
-
-def test_the_korean_post_is_within_the_articles_length() -> None:
-    """Issue 63, point 5: the post of the complete fixture (two candidates, every section) stays within 1.2x the
-    Korean original's words, both counted by one function (``report.length.words``: tables included, front matter,
-    code blocks and comments left out); identical findings are said once."""
-    from embedswap.report import length
-
-    article = length.words(length.article_text())
-    post = render_post(as_typed(_summary("summary_complete.json")), "ko")
-    assert article > 1000 and length.words(post) <= length.LIMIT * article, (length.words(post), article)
-
-
-def test_the_length_counts_tables_and_leaves_out_front_matter_and_code() -> None:
-    from embedswap.report.length import words
-
-    text = "---\ntitle: a b c\n---\n\n두 단어 - 그리고\n\n| 항목 | 값 |\n| --- | ---: |\n| 차원 | 384 |\n\n```bash\nx y z\n```\n<!-- a b -->\n"
-    assert words(text) == 7  # 두, 단어, 그리고; 항목, 값; 차원, 384

@@ -82,4 +82,4 @@ def test_the_post_names_mrr_where_mrr_decided(complete: dict[str, Any]) -> None:
         assert not re.search(r"nDCG@10\D{0,8}-0\.667", post), lang
     en = render_post(as_typed(with_mrr(complete)), "en", {})
     line = _line(en, "- `vllm`, address swap only:")
-    assert "MRR@10 change: -0.667 [-0.667, -0.667], worse beyond the 0.020 margin; nDCG@10 change: +0.195" in line
+    assert "MRR@10 change: -0.667 [-0.667, -0.667], worse beyond margin 0.020; nDCG@10 change: +0.195" in line

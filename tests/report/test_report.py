@@ -338,7 +338,7 @@ def test_client_changes_follow_the_verdicts(complete: dict[str, Any]) -> None:
     en = render_markdown(as_typed(summary), "en")
     block = en.split("### What to change in the client before migrating", 1)[1].split("## ", 1)[0]
     assert "Drop `dimensions`" in block and "Prepend the query instruction" in block
-    assert "Truncate long inputs" in block and "Do not retry 5xx" in block and "decode base64" in block
+    assert "Truncate long inputs" in block and "Never retry a 5xx" in block and "decode base64" in block
     ko = render_markdown(as_typed(summary), "ko")
     assert "재시도하지 않습니다" in ko.split("### 옮기기 전에 클라이언트에서 고칠 것", 1)[1]
 

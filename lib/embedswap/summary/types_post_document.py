@@ -66,7 +66,7 @@ class Statement(Strict):
 
 
 class Section(Strict):
-    key: Literal["conclusion", "setup", "ranking", "latency", "closing"]
+    key: Literal["conclusion", "setup", "vectors", "ranking", "latency", "immovable", "closing"]
     statements: list[Statement] = []
 
 

@@ -15,6 +15,7 @@ from embedswap.report.article_data import Article, load_article
 from embedswap.report.catalogue import LANGUAGES, environment, fill
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
+from embedswap.report import post_figures
 from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
 from embedswap.report.post_conclusion import conclusion_words
@@ -27,7 +28,6 @@ from embedswap.report.sections.faults import comparable, conclusion_headlines
 from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
-from embedswap.report.sections.article import _vectors_table
 from embedswap.report.sections.status import setup, status
 from embedswap.report.sections.vectors import another_model_entries
 from embedswap.report.sections.index_options import option_tables
@@ -114,22 +114,10 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     p = ctx.terms["post"]
     header = ["", p["seq_p50"], p["seq_p99"], fill(p["conc_p50"], c=c), fill(p["conc_p99"], c=c),
               fill(p["conc_rate"], c=c)]
-    rows = []
-    if article is not None:
-        for side, label in (("legacy", p["article_legacy"]), ("candidate", p["article_candidate"])):
-            a = getattr(article.latency, side)
-            # the article's statistic (the median of its 3 repeats), labelled so in its own cell: not this run's
-            rows.append([fill(p["article_statistic"], label=label), fmt(a.seq_p50_ms, "ms"), fmt(a.seq_p99_ms, "ms"), fmt(a.conc_p50_ms, "ms"),
-                         fmt(a.conc_p99_ms, "ms"), fmt(a.conc_docs_per_s, "rate")])
-    measured = False
-    for name in ctx.names:
-        seq, conc = shown.at(name, "sequential"), shown.at(name, "concurrent")
-        if seq is None and conc is None:
-            continue
-        measured = True
-        rows.append([fill(p["this_run"], name=code(name)), *(fmt(getattr(pt, f) if pt else None, k) for pt, f, k in (
-            (seq, "p50_ms", "ms"), (seq, "p99_ms", "ms"), (conc, "p50_ms", "ms"), (conc, "p99_ms", "ms"),
-            (conc, "docs_per_s", "rate")))])
+    # the article's statistic (the median of its 3 repeats), labelled so in its own cell, then this run's: every
+    # cell a fact of the document's latency table
+    rows = post_figures.latency_rows(ctx, article)
+    measured = len(rows) > (2 if article is not None else 0)
     ratios = []
     rates: list[float] = []  # each candidate's concurrent throughput ratio
     for name in comparable(ctx):  # a server that corrupts answers is timed on the survivors: no ratio
@@ -264,8 +252,7 @@ def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
         "legacy_failed": _probes(ctx, shared("legacy_failed")),
         "shim_left": _probes(ctx, union("shim_left")),
         "ranking": _group_ranking(ctx, g.members),
-        "cosine": fmt(min((m.cosine_min for m in members if m and m.cosine_min is not None), default=None), "cos4"),
-        "threshold": fmt(first.threshold if first else None, "raw"),
+        **post_figures.group_figures(ctx, g.members),  # cosine, threshold: the group's vectors statement
         "separators": [_separator(ctx, s) for s in g.separators],
         "unknown": [ctx.terms["post"]["unknown"][u] for u in g.unknown if u not in post.not_measured],
         "dynamo_pair": len(g.members) > 1 and "several_workers" in g.unknown,
@@ -323,7 +310,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
                             "unconfirmed": ctx.label(None)},
-        "title": title, "st": st, "env": st["env"], "experiment": summary.experiment,
+        "title": title, "st": st, "env": post_figures.host(ctx, st["env"]), "experiment": summary.experiment,
         "legacy": code(ctx.legacy), "legacy_name": ctx.legacy, "names": ctx.names, "groups": groups,
         "default_title": ctx.terms["post"]["default_title"],
         # the conclusion's vectors and contract sentences and the closings: the post document's statements
@@ -365,7 +352,7 @@ def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
         # the workload line and the candidates' launch commands as stored (report/sections/status.py's setup),
         # the article's vectors table beside this run's (report/sections/article.py)
         "setup": setup(ctx),
-        "vectors_table": _vectors_table(ctx) if article is not None and is_measured(ctx.summary.vectors) else None,
+        "vectors_table": post_figures.vectors_table(ctx) if article is not None and is_measured(ctx.summary.vectors) else None,
     }
 
 

@@ -1,0 +1,110 @@
+"""The post's figures outside its claims, printed from the post document's facts (issue 63,
+:mod:`embedswap.analysis.post_figures`): the latency table's cells, the vectors table, a group's least cosine and
+threshold, the host's memory, the index's recall and cost, the start times. What is measured (whether a row or a
+cell is shown at all) is layout and still read from the summary; every number printed is a document fact's, in the
+kind :func:`~embedswap.analysis.post_figures.fact_kind` names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from embedswap.analysis.common import is_measured
+from embedswap.analysis.post_figures import LATENCY_CELLS, fact_kind
+from embedswap.report.article_data import Article
+from embedswap.report.catalogue import fill
+from embedswap.report.format import MISSING, code, fmt, md_table
+from embedswap.report.sections.context import ReportContext
+from embedswap.summary.types_post_document import Statement
+
+
+def _statement(ctx: ReportContext, key: str, subjects: list[str] | None = None) -> Statement | None:
+    document = ctx.decisions.post.document
+    found = document.statements(key) if document is not None else iter(())
+    return next((s for s in found if subjects is None or s.subjects == subjects), None)
+
+
+def value(ctx: ReportContext, key: str, fact: str, subjects: list[str] | None = None) -> Any:
+    """The value of ``fact`` as the document's ``key`` statement (of ``subjects``) states it; None: not stated."""
+    statement = _statement(ctx, key, subjects)
+    found = statement.fact(fact) if statement is not None else None
+    return found.value if found is not None else None
+
+
+def printed(ctx: ReportContext, key: str, fact: str, subjects: list[str] | None = None) -> str:
+    """A fact of the document as the post prints it."""
+    return fmt(value(ctx, key, fact, subjects), fact_kind(fact))
+
+
+def latency_rows(ctx: ReportContext, article: Article | None) -> list[list[str]]:
+    """The latency table's rows: the article's two (its statistic, labelled so) and each server's shown point."""
+    p = ctx.terms["post"]
+    rows = []
+    if article is not None:
+        for side, label in (("legacy", p["article_legacy"]), ("candidate", p["article_candidate"])):
+            rows.append([fill(p["article_statistic"], label=label),
+                         *(printed(ctx, "post.latency_table", f"article.{side}.{f}") for _, _, f in LATENCY_CELLS)])
+    for name in ctx.names:
+        cells = [f"{name}.{run}.{field}" for run, field, _ in LATENCY_CELLS]
+        if all(value(ctx, "post.latency_table", c) is None for c in cells):
+            continue
+        rows.append([fill(p["this_run"], name=code(name)), *(printed(ctx, "post.latency_table", c) for c in cells)])
+    return rows
+
+
+def vectors_table(ctx: ReportContext) -> str:
+    """The article's vector figures beside this run's legacy server and primary candidate (the full report's
+    table, report/sections/article.py, printed from the document)."""
+    a, t, vectors, cand = ctx.article, ctx.terms, ctx.summary.vectors, ctx.candidate
+    assert a is not None
+
+    def cell(fact: str) -> str:
+        return printed(ctx, "post.vectors_table", fact)
+
+    def mine(name: str | None, field: str) -> str:
+        info = vectors.of(name)
+        return cell(f"{name}.{field}") if info is not None and is_measured(info) else ctx.label(False)
+
+    comparison = vectors.comparison(cand)
+    stats = ("min", "median", "max")
+    rows = [[t[label], cell(f"article.legacy.{field}"), cell(f"article.candidate.{field}"),
+             mine(ctx.legacy, field), mine(cand, field)] for label, field in (("dimension", "dimension"),
+                                                                              ("first_l2", "first_l2"))]
+    rows.append([fill(t["token_total"], n=f"{fmt(a.workload.documents, 'int')} / "
+                      f"{fmt(ctx.summary.workload.documents, 'int')}"),
+                 cell("article.legacy.token_total"), cell("article.candidate.token_total"),
+                 mine(ctx.legacy, "token_total"), mine(cand, "token_total")])
+    rows.append([t["cosine_mmm"], MISSING, " · ".join(cell(f"article.cosine.{k}") for k in stats), MISSING,
+                 " · ".join(cell(f"{cand}.cosine.{k}") for k in stats)
+                 if comparison is not None and is_measured(comparison) else ctx.label(False)])
+    header = [t["item"], t["article_legacy"], t["article_candidate"], fill(t["run_side"], name=code(ctx.legacy)),
+              fill(t["run_side"], name=code(cand))]
+    return md_table(header, rows)
+
+
+def group_figures(ctx: ReportContext, members: list[str]) -> dict[str, str]:
+    """A group's least cosine against the legacy server and its threshold, as its vectors statement states them."""
+    return {f: printed(ctx, "post.vectors_group", f, members) for f in ("cosine", "threshold")}
+
+
+def host(ctx: ReportContext, env: dict[str, Any]) -> dict[str, Any]:
+    """The host's description with its memory as the document states it."""
+    return {**env, "memory_gib": printed(ctx, "post.host", "memory_gib")}
+
+
+def start(ctx: ReportContext, name: str) -> str | None:
+    """A server's start time as the document states it; None: not stored."""
+    found = value(ctx, "post.start_times", f"{name}.start_seconds")
+    return fmt(found, "s") if found is not None else None
+
+
+def index_figures(ctx: ReportContext, name: str) -> dict[str, str | None]:
+    """What the index sentence of ``name`` prints beside its choice, from its document statement."""
+    line = next((s for s in ctx.decisions.post.document.statements("post.index_line") if name in s.subjects),
+                None) if ctx.decisions.post.document is not None else None
+
+    def one(fact: str) -> str | None:
+        found = line.fact(fact) if line is not None else None
+        return fmt(found.value, fact_kind(fact)) if found is not None else None
+
+    return {"hnsw_recall": one("hnsw_recall"), "hours": one("hours_per_replica"), "replicas": one("replicas"),
+            "window": one("window_hours"), "retained": one("retained")}

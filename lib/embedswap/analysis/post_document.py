@@ -13,7 +13,8 @@ from typing import Any
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_claims import delta_claim, headline_claim, latency_claim, variant_claims
 from embedswap.analysis.post_conclusion import closing_statements, conclusion_statements
-from embedswap.analysis.post_figures import host, index_facts, latency_table, start_times, vectors_groups, vectors_table
+from embedswap.analysis.post_figures import (host, index_facts, index_options, latency_table, start_times,
+                                              vectors_groups, vectors_table)
 from embedswap.analysis.post_story import ARTICLE_FIGURES
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
@@ -164,7 +165,7 @@ def _ranking(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
                               source=f"decisions.index.{name}.condition.value"))
         facts += index_facts(decisions, name)  # the recall, cost and retained share the sentence prints
         index.append(Statement(key="post.index_line", subjects=[name], facts=facts))
-    return out + _merge(index, _said)
+    return out + _merge(index, _said) + index_options(summary, decisions)
 
 
 def _setup(summary: SummaryBody, decisions: Decisions) -> list[Statement]:

@@ -24,21 +24,28 @@ from embedswap.summary.types_post_document import Statement
 LATENCY_CELLS = (("sequential", "p50_ms", "seq_p50_ms"), ("sequential", "p99_ms", "seq_p99_ms"),
                  ("concurrent", "p50_ms", "conc_p50_ms"), ("concurrent", "p99_ms", "conc_p99_ms"),
                  ("concurrent", "docs_per_s", "conc_docs_per_s"))
-# how a fact is printed, by its key's last dotted part (report/format.py's kinds)
-FACT_KINDS = {"p50_ms": "ms", "p99_ms": "ms", "docs_per_s": "rate", "seq_p50_ms": "ms", "seq_p99_ms": "ms",
+# how a fact is printed (report/format.py's kinds): a sentence's fact by its key, a table's cell (a dotted key)
+# by its last part; "bytes_mib" and "signed2" are the index options' own (MiB of bytes, a signed 2-decimal ms)
+FACT_KINDS = {"seq_from": "ms", "seq_to": "ms", "rate_from": "rate", "rate_to": "rate", "ndcg_legacy": "score",
+              "ndcg_candidate": "score", "ndcg_shim": "score", "cosine_min": "cos4", "threshold": "raw",
+              "cosine": "cos4", "memory_gib": "gib", "hnsw_recall": "cos4", "hours_per_replica": "s",
+              "replicas": "int", "window_hours": "s", "retained": "cos4", "recall_floor": "score",
+              "ndcg_margin": "score", "docs_per_s": "s", "corpus_size": "int", "fit_s": "score",
+              "overhead_ms": "signed2", "storage_bytes": "bytes_mib",
+              "seq_p50": "raw", "conc_docs_per_s": "raw"}  # the article's published ratios, as published
+CELL_KINDS = {"p50_ms": "ms", "p99_ms": "ms", "docs_per_s": "rate", "seq_p50_ms": "ms", "seq_p99_ms": "ms",
               "conc_p50_ms": "ms", "conc_p99_ms": "ms", "conc_docs_per_s": "rate", "dimension": "int",
               "token_total": "int", "first_l2": "norm", "min": "cos4", "median": "cos4", "max": "cos4",
-              "cosine": "cos4", "threshold": "raw", "memory_gib": "gib", "hnsw_recall": "cos4",
-              "hours_per_replica": "s", "replicas": "int", "window_hours": "s", "retained": "cos4",
               "start_seconds": "s"}
 # statements that cite figures where the renderer places them (a table's cells, a group's cosine): two alike are
 # not twin sentences (post_checks.twin_problems)
-FIGURE_KEYS = ("post.latency_table", "post.vectors_table", "post.vectors_group", "post.host", "post.start_times")
+FIGURE_KEYS = ("post.latency_table", "post.vectors_table", "post.vectors_group", "post.host", "post.start_times",
+               "post.index_options_line")
 
 
 def fact_kind(key: str) -> str:
-    """How the fact ``key`` is printed (``raw`` where the table names none)."""
-    return FACT_KINDS.get(key.rsplit(".", 1)[-1], "raw")
+    """How the fact ``key`` is printed (``raw`` where the tables name none)."""
+    return CELL_KINDS.get(key.rsplit(".", 1)[-1], "raw") if "." in key else FACT_KINDS.get(key, "raw")
 
 
 def latency_table(summary: SummaryBody, decisions: Decisions) -> Statement:
@@ -140,3 +147,26 @@ def index_facts(decisions: Decisions, name: str) -> list[Fact]:
     if d.adapter is not None and d.adapter.retained:
         facts.append(Fact(key="retained", value=d.adapter.retained, source=f"{base}.adapter.retained"))
     return facts
+
+
+def index_options(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
+    """Per candidate whose index options were measured: the rule's recall floor and nDCG margin, and the chosen
+    option's cost (the re-embed's from ``decisions.index``, a map's or re-score's as the options measured it)."""
+    out = []
+    for name, options in summary.index.options.items():
+        d = decisions.index_options.get(name)
+        if d is None or not options.measured:
+            continue
+        base = f"decisions.index_options.{name}"
+        facts = [Fact(key=k, value=getattr(d, k), source=f"{base}.{k}") for k in ("recall_floor", "ndcg_margin")]
+        cost = decisions.index[name].cost if d.code == "re_embed" and name in decisions.index else None
+        if cost is not None:
+            facts += [Fact(key=k, value=getattr(cost, k), source=f"decisions.index.{name}.cost.{k}")
+                      for k in ("hours_per_replica", "replicas", "window_hours", "docs_per_s", "corpus_size")]
+        at = next((i for i, o in enumerate(options.options) if o.option == d.code), None)
+        if d.code != "re_embed" and at is not None:
+            option = options.options[at]
+            facts += [Fact(key=k, value=getattr(option, k), source=f"index.options.{name}.options.{at}.{k}")
+                      for k in ("fit_s", "overhead_ms", "storage_bytes")]
+        out.append(Statement(key="post.index_options_line", subjects=[name], facts=facts))
+    return out

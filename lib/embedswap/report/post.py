@@ -30,7 +30,6 @@ from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
 from embedswap.report.sections.status import setup, status
 from embedswap.report.sections.vectors import another_model_entries
-from embedswap.report.sections.index_options import option_tables
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import RatioInterval
 from embedswap.summary.types_post import CandidateConclusion, CandidateGroup, Separator
@@ -344,7 +343,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
 def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     """Statements that candidates with equal findings share (no twin sentences), and the stored story ones."""
     return {
-        "index_options": _merged(ctx, option_tables(ctx), lambda o: repr({k: v for k, v in o.items() if k not in (
+        "index_options": _merged(ctx, post_figures.index_options(ctx), lambda o: repr({k: v for k, v in o.items() if k not in (
             "name", "table")}), "name"),  # the post prints no option table: equal choices are one sentence
         "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
                                lambda d: (d["handling"], d["refused"]), "name"),

@@ -14,6 +14,7 @@ from embedswap.report.article_data import Article
 from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, fmt, md_table
 from embedswap.report.sections.context import ReportContext
+from embedswap.report.sections.index_options import MAPS, MIB, option_tables
 from embedswap.summary.types_post_document import Statement
 
 
@@ -30,9 +31,20 @@ def value(ctx: ReportContext, key: str, fact: str, subjects: list[str] | None = 
     return found.value if found is not None else None
 
 
+def as_printed(key: str, found: Any) -> str:
+    """A fact's value as the post prints it, in the kind its key names (the index options' two own kinds
+    included)."""
+    kind = fact_kind(key)
+    if kind == "signed2" and isinstance(found, (int, float)):
+        return f"{found:+.2f}"
+    if kind == "bytes_mib" and isinstance(found, (int, float)):
+        return f"{found / MIB:.2f}"
+    return fmt(found, kind)
+
+
 def printed(ctx: ReportContext, key: str, fact: str, subjects: list[str] | None = None) -> str:
     """A fact of the document as the post prints it."""
-    return fmt(value(ctx, key, fact, subjects), fact_kind(fact))
+    return as_printed(fact, value(ctx, key, fact, subjects))
 
 
 def latency_rows(ctx: ReportContext, article: Article | None) -> list[list[str]]:
@@ -104,7 +116,40 @@ def index_figures(ctx: ReportContext, name: str) -> dict[str, str | None]:
 
     def one(fact: str) -> str | None:
         found = line.fact(fact) if line is not None else None
-        return fmt(found.value, fact_kind(fact)) if found is not None else None
+        return as_printed(fact, found.value) if found is not None else None
 
     return {"hnsw_recall": one("hnsw_recall"), "hours": one("hours_per_replica"), "replicas": one("replicas"),
             "window": one("window_hours"), "retained": one("retained")}
+
+
+def index_options(ctx: ReportContext) -> list[dict[str, Any]]:
+    """The full report's index options per candidate (report/sections/index_options.py), their rule's floor and
+    margin and the chosen option's cost printed from the document's ``post.index_options_line``."""
+    out = []
+    words = ctx.terms["index_options"]
+    for o, name in zip(option_tables(ctx), [n for n in ctx.summary.index.options
+                                           if n in ctx.decisions.index_options
+                                           and ctx.summary.index.options[n].measured]):
+        decision = ctx.decisions.index_options[name]
+
+        def cell(fact: str) -> str:
+            return printed(ctx, "post.index_options_line", fact, [name])
+
+        rule = fill(words["rules"][decision.basis or "recall_at_10"], floor=cell("recall_floor"),
+                    margin=cell("ndcg_margin"))
+        out.append({**o, "floor": cell("recall_floor"), "rule": rule, "cost": _cost(ctx, name, o["cost"], cell)})
+    return out
+
+
+def _cost(ctx: ReportContext, name: str, stated: str, cell: Any) -> str:
+    """The chosen option's cost sentence with the document's figures (as report/sections/index_options.py words
+    it: ``stated`` where it prints no figure)."""
+    chosen = ctx.decisions.index_options[name].code
+    words = ctx.terms["index_options"]["costs"]
+    if chosen == "re_embed" and value(ctx, "post.index_options_line", "hours_per_replica", [name]) is not None:
+        return fill(words["re_embed"], hours=cell("hours_per_replica"), replicas=cell("replicas"),
+                    window=cell("window_hours"), rate=cell("docs_per_s"), corpus=cell("corpus_size"))
+    key = "map" if chosen in MAPS else chosen
+    if chosen == "re_embed" or not stated or key not in words:
+        return stated
+    return fill(words[key], fit=cell("fit_s"), overhead=cell("overhead_ms"), mib=cell("storage_bytes"))

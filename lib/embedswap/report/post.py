@@ -343,15 +343,17 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
 def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     """Statements that candidates with equal findings share (no twin sentences), and the stored story ones."""
     return {
-        "index_options": _merged(ctx, post_figures.index_options(ctx), lambda o: repr({k: v for k, v in o.items() if k not in (
-            "name", "table")}), "name"),  # the post prints no option table: equal choices are one sentence
+        # the post prints no option table: equal choices are one sentence (their figures the document's)
+        "index_options": _merged(ctx, post_figures.index_options(ctx), lambda o: repr(
+            {k: v for k, v in o.items() if k not in ("name", "table")}), "name"),
         "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
                                lambda d: (d["handling"], d["refused"]), "name"),
         "article_cmp": article_statements(ctx, article), "shim_trades": shim_trades(ctx),
         # the workload line and the candidates' launch commands as stored (report/sections/status.py's setup),
-        # the article's vectors table beside this run's (report/sections/article.py)
+        # the article's vectors table beside this run's (report/sections/article.py's, its figures the document's)
         "setup": setup(ctx),
-        "vectors_table": post_figures.vectors_table(ctx) if article is not None and is_measured(ctx.summary.vectors) else None,
+        "vectors_table": post_figures.vectors_table(ctx) if article is not None
+        and is_measured(ctx.summary.vectors) else None,
     }
 
 

@@ -113,3 +113,16 @@ def test_a_stored_document_without_the_figures_is_drawn_again(name: str) -> None
     again = read_summary(data)
     assert again.decisions.post.document == stored_summary(name).decisions.post.document
     assert next(again.decisions.post.document.statements("post.host"), None) is not None
+
+
+def test_the_versions_line_is_the_document_s() -> None:
+    """The versions line prints the run's and the article's versions from the document's ``post.versions``; one
+    stated off its stored value is printed as stated and caught at its source."""
+    summary = stored_summary(COMPLETE)
+    document = summary.decisions.post.document
+    assert document is not None
+    statement = next(document.statements("post.versions"))
+    fact = next(f for f in statement.facts if f.key.endswith("_run") and f.value)
+    fact.value = "9.9.9"
+    assert "9.9.9" in render_post(summary, "en")
+    assert any(f"post.versions: {fact.key} is stated as '9.9.9'" in p for p in source_problems(summary))

@@ -278,13 +278,6 @@ def _older(run: str | None, article: str) -> bool:
         return False
 
 
-def _versions(ctx: ReportContext) -> list[dict[str, Any]]:
-    names = ctx.terms["post"]["component"]
-    return [{"component": names.get(v.component, v.component), "article": v.article,
-             "run": v.run or ctx.label(None), "same": v.same, "server": code(v.server) if v.server else ""}
-            for v in ctx.decisions.post.versions]
-
-
 def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], article: Article | None,
                        title: str | None) -> dict[str, Any]:
     ctx = ReportContext(summary, lang, figures, article, None, None, title)
@@ -315,7 +308,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         # the conclusion's vectors and contract sentences and the closings: the post document's statements
         **conclusion_words(ctx, groups, lambda probes: _probes(ctx, probes)),
         "faults": conclusion_headlines(ctx),
-        "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": _versions(ctx),
+        "contract": _contract(ctx, article), "contract_lines": contract_lines, "latency": _latency(ctx, article), "versions": post_figures.versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),
         "versions_unknown": any(v.same is None for v in post.versions), "retry": retry,

@@ -153,3 +153,16 @@ def _cost(ctx: ReportContext, name: str, stated: str, cell: Any) -> str:
     if chosen == "re_embed" or not stated or key not in words:
         return stated
     return fill(words[key], fit=cell("fit_s"), overhead=cell("overhead_ms"), mib=cell("storage_bytes"))
+
+
+def versions(ctx: ReportContext) -> list[dict[str, Any]]:
+    """The versions line: each component's article and run version as the document's ``post.versions`` states
+    them (whether they are the same, and the server that reported it, are the decision's)."""
+    names = ctx.terms["post"]["component"]
+    out = []
+    for v in ctx.decisions.post.versions:
+        run = value(ctx, "post.versions", f"{v.component}_run")
+        out.append({"component": names.get(v.component, v.component),
+                    "article": value(ctx, "post.versions", f"{v.component}_article"),
+                    "run": run or ctx.label(None), "same": v.same, "server": code(v.server) if v.server else ""})
+    return out

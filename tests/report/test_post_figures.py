@@ -126,3 +126,15 @@ def test_the_versions_line_is_the_document_s() -> None:
     fact.value = "9.9.9"
     assert "9.9.9" in render_post(summary, "en")
     assert any(f"post.versions: {fact.key} is stated as '9.9.9'" in p for p in source_problems(summary))
+
+
+def test_a_server_s_version_is_quoted_from_the_document() -> None:
+    """The setup's server line quotes the version the document's ``post.setup_server`` states; one stated off
+    its stored value is printed as stated and caught at its source."""
+    summary = stored_summary(COMPLETE)
+    document = summary.decisions.post.document
+    assert document is not None
+    fact = next(f for s in document.statements("post.setup_server") for f in s.facts if f.key == "version" and f.value)
+    fact.value = "BaseHTTP/0.7"
+    assert "BaseHTTP/0.7" in render_post(summary, "en")
+    assert any("post.setup_server: version is stated as 'BaseHTTP/0.7'" in p for p in source_problems(summary))

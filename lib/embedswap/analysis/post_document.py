@@ -13,7 +13,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_claims import delta_claim, headline_claim, latency_claim, variant_claims
 from embedswap.analysis.post_conclusion import closing_statements, conclusion_statements
-from embedswap.analysis.post_figures import (host, index_facts, index_options, latency_table, start_times,
+from embedswap.analysis.post_figures import (host, index_facts, index_options, latency_table, servers, start_times,
                                               vectors_groups, vectors_table)
 from embedswap.analysis.post_story import ARTICLE_FIGURES
 from embedswap.summary.model import SummaryBody
@@ -181,7 +181,7 @@ def _setup(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
             facts += [Fact(key=f"{v.component}_article", value=v.article, source=f"article:environment.{v.component}"),
                       Fact(key=f"{v.component}_run", value=v.run, source=f"decisions.post.versions.{i}.run")]
         out.append(Statement(key="post.versions", facts=facts))
-    return [*out, host(summary)]
+    return [*out, host(summary), *servers(summary)]
 
 
 def post_document(summary: SummaryBody, decisions: Decisions) -> PostDocument:

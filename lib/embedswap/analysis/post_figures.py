@@ -40,7 +40,7 @@ CELL_KINDS = {"p50_ms": "ms", "p99_ms": "ms", "docs_per_s": "rate", "seq_p50_ms"
 # statements that cite figures where the renderer places them (a table's cells, a group's cosine): two alike are
 # not twin sentences (post_checks.twin_problems)
 FIGURE_KEYS = ("post.latency_table", "post.vectors_table", "post.vectors_group", "post.host", "post.start_times",
-               "post.index_options_line")
+               "post.index_options_line", "post.setup_server")
 
 
 def fact_kind(key: str) -> str:
@@ -123,6 +123,14 @@ def host(summary: SummaryBody) -> Statement:
     env = summary.environment
     return Statement(key="post.host", facts=[Fact(key="memory_gib", value=env.memory_gib if env else None,
                                                   source="environment.memory_gib")])
+
+
+def servers(summary: SummaryBody) -> list[Statement]:
+    """Each server's line of the setup: its version and what it says of itself, quoted as stored."""
+    return [Statement(key="post.setup_server", subjects=[name], facts=[
+        Fact(key="version", value=t.version, source=f"targets.{name}.version"),
+        Fact(key="statement", value=t.statement, source=f"targets.{name}.statement")])
+        for name, t in summary.targets.items()]
 
 
 def start_times(summary: SummaryBody) -> Statement:

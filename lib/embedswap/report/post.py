@@ -284,7 +284,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
     post = summary.decisions.post
     groups = [_group(ctx, g) for g in post.groups]
     vectors_measured = [g for g in groups if g["cosine"] != fmt(None, "cos4")]
-    st = status(ctx)
+    st = post_figures.servers(ctx, status(ctx))  # the servers' versions: the document's
     contract_lines: list[dict[str, Any]] = []  # candidates with the same counts share one sentence
     for g in groups:
         if g["differ"] in ("0", fmt(None, "int")):

@@ -12,7 +12,7 @@ from embedswap.analysis.common import is_measured
 from embedswap.analysis.post_figures import LATENCY_CELLS, fact_kind
 from embedswap.report.article_data import Article
 from embedswap.report.catalogue import fill
-from embedswap.report.format import MISSING, code, fmt, md_table
+from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.index_options import MAPS, MIB, option_tables
 from embedswap.summary.types_post_document import Statement
@@ -101,6 +101,18 @@ def group_figures(ctx: ReportContext, members: list[str]) -> dict[str, str]:
 def host(ctx: ReportContext, env: dict[str, Any]) -> dict[str, Any]:
     """The host's description with its memory as the document states it."""
     return {**env, "memory_gib": printed(ctx, "post.host", "memory_gib")}
+
+
+def servers(ctx: ReportContext, st: dict[str, Any]) -> dict[str, Any]:
+    """The status of report/sections/status.py with each server's version and what it says of itself (the setup's
+    server lines) as the document's ``post.setup_server`` quotes them."""
+    engines = []
+    for e in st["engines"]:
+        version = value(ctx, "post.setup_server", "version", [e["name"]])
+        stated = {**e["stated"], "version": esc(version) if version else None,
+                  "statement": value(ctx, "post.setup_server", "statement", [e["name"]])}
+        engines.append({**e, "stated": stated})
+    return {**st, "engines": engines}
 
 
 def start(ctx: ReportContext, name: str) -> str | None:

@@ -1,7 +1,7 @@
-"""One figure per quantity: the post's prose and tables, its front matter and the latency figure's data print only
-numbers that exist in the decision they cite (tests/support/post_numbers.py), for every fixture and language; and
-the check catches a figure switched to another statistic (the deliberate breakage below). A claim's figure and
-interval are the post document's claim's (checked there: claims_check.py against the document, post_checks.py the
+"""One figure per quantity: the post's prose and tables and its front matter print only figures of the post document
+(tests/support/post_numbers.py), the latency figure's data only ``decisions.shown``'s, for every fixture and
+language; and the check catches a figure switched to another statistic (the deliberate breakage below). A claim's
+figure and interval are the post document's claim's (checked there: claims_check.py against the document, post_checks.py the
 document against the stored verdicts); a number changed in the text is caught either way."""
 
 from __future__ import annotations

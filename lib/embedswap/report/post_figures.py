@@ -6,6 +6,7 @@ kind :func:`~embedswap.analysis.post_figures.fact_kind` names."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from embedswap.analysis.common import is_measured
@@ -153,7 +154,7 @@ def index_options(ctx: ReportContext) -> list[dict[str, Any]]:
     return out
 
 
-def _cost(ctx: ReportContext, name: str, stated: str, cell: Any) -> str:
+def _cost(ctx: ReportContext, name: str, stated: str, cell: Callable[[str], str]) -> str:
     """The chosen option's cost sentence with the document's figures (as report/sections/index_options.py words
     it: ``stated`` where it prints no figure)."""
     chosen = ctx.decisions.index_options[name].code

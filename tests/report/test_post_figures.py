@@ -19,7 +19,7 @@ from embedswap.summary.model import Summary
 from embedswap.summary.types_post_document import PostDocument
 from post_numbers import allowed, post_problems
 from stored_summaries import FIXTURES, STORED, stored_summary
-from story_summary import story
+from story_summary import story, with_verdicts
 
 COMPLETE = "summary_complete.json"
 
@@ -138,3 +138,23 @@ def test_a_server_s_version_is_quoted_from_the_document() -> None:
     fact.value = "BaseHTTP/0.7"
     assert "BaseHTTP/0.7" in render_post(summary, "en")
     assert any("post.setup_server: version is stated as 'BaseHTTP/0.7'" in p for p in source_problems(summary))
+
+
+def test_the_shim_trade_and_article_figures_are_the_document_s(complete_upgraded: dict[str, Any]) -> None:
+    """The shim's trade prints nDCG@10 and the article comparison the article's ratios from their document
+    statements: each changed there is printed as changed and caught at its source."""
+    summary = with_verdicts(story(complete_upgraded, queries="shim", per_fold=8, same_ranking=True),
+                            latency=("different", "slower"), ranking=(("different", "better"), "equivalent"))
+    document = summary.decisions.post.document
+    assert document is not None
+    trade = next(s for s in document.statements() if s.key.startswith("post.shim_trades."))
+    ndcg = next(f for f in trade.facts if f.key == "ndcg_legacy")
+    ndcg.value = 0.123
+    article = next(document.statements("post.article_comparison"))
+    ratio = next(f for f in article.facts if f.key == "conc_docs_per_s")
+    ratio.value = 7.7
+    post = render_post(summary, "en")
+    assert "0.123" in post and "7.7" in post
+    problems = source_problems(summary)
+    assert any(f"{trade.key}: ndcg_legacy is stated as 0.123" in p for p in problems), problems
+    assert any("post.article_comparison: conc_docs_per_s is stated as 7.7" in p for p in problems), problems

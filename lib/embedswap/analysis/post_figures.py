@@ -1,11 +1,12 @@
 """The figures the post prints outside its claims, as statements of its document (issue 63): the latency table's
-cells, the vectors table, each group's least cosine and its threshold, the host's memory, the index's recall, cost
-and retained share, and the servers' start times. Each is a :class:`Fact` with its path in summary.json (or the
-article's data), so the renderer prints it from the document and
-:func:`embedswap.report.post_checks.source_problems` holds it to what is stored there.
+cells, the vectors table, each group's least cosine and its threshold, the host's memory, each server's version
+and what it says of itself (quoted), the index's recall, cost and retained share, the index options' rule and
+cost, and the servers' start times. Each is a :class:`Fact` with its path in summary.json (or the article's data),
+so the renderer prints it from the document and :func:`embedswap.report.post_checks.source_problems` holds it to
+what is stored there.
 
-:data:`FACT_KINDS` names how each fact is printed (a kind of ``report.format.fmt``): the renderer and the check
-of the printed text read the same table."""
+:data:`FACT_KINDS` and :data:`CELL_KINDS` name how each fact is printed (a kind of ``report.format.fmt``): the
+renderer and the check of the printed text read the same tables."""
 
 from __future__ import annotations
 

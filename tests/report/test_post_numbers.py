@@ -1,7 +1,7 @@
-"""One figure per quantity: the post's prose and tables, its front matter and the latency figure's data print only
-numbers that exist in the decision they cite (tests/support/post_numbers.py), for every fixture and language; and
-the check catches a figure switched to another statistic (the deliberate breakage below). A claim's figure and
-interval are the post document's claim's (checked there: claims_check.py against the document, post_checks.py the
+"""One figure per quantity: the post's prose and tables and its front matter print only figures of the post document
+(tests/support/post_numbers.py), the latency figure's data only ``decisions.shown``'s, for every fixture and
+language; and the check catches a figure switched to another statistic (the deliberate breakage below). A claim's
+figure and interval are the post document's claim's (checked there: claims_check.py against the document, post_checks.py the
 document against the stored verdicts); a number changed in the text is caught either way."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_a_post_number_from_another_statistic_is_caught() -> None:
     pooled = summary.decisions.shown.at("dynamo", "concurrent").docs_per_s  # what the post shows, 379.5
     broken = post.replace(f" {pooled:,.1f} against", f" {median:,.1f} against")
     assert broken != post
-    assert any("380.2 is in no decision" in p for p in post_problems(summary, broken, "en"))
+    assert any("380.2 is no figure of the post document" in p for p in post_problems(summary, broken, "en"))
 
 
 def test_a_summary_decided_before_the_post_gets_its_decisions() -> None:
@@ -84,13 +84,12 @@ def test_a_summary_decided_before_the_post_gets_its_decisions() -> None:
 
 
 def test_a_claim_figure_changed_in_the_text_is_caught() -> None:
-    """A figure only a claim prints (its interval's bound: among the post document's claims, not among the
-    decisions' other numbers) changed in the text is in no decision."""
+    """A figure only a claim prints (its interval's bound) changed in the text is no figure of the document."""
     summary = _summary("summary_complete.json")
     post = render_post(as_typed(summary), "en", ALL_FIGURES)
-    only_claims = [n for n in decimals(post) if n in claim_figures(summary, "en") - allowed(summary)]
-    assert only_claims, "no figure of the post is its claims' alone"
+    bounds = [n for n in decimals(post) if n in claim_figures(summary, "en")]
+    assert bounds, "the post prints no claim's figure"
     changed = "9.87"
-    assert changed not in decimals(post)
-    broken = re.sub(rf"(?<![\d.]){re.escape(only_claims[0])}(?![\d])", changed, post, count=1)
-    assert any(f"{changed} is in no decision" in p for p in post_problems(summary, broken, "en"))
+    assert changed not in decimals(post) and changed not in allowed(summary)
+    broken = re.sub(rf"(?<![\d.]){re.escape(bounds[0])}(?![\d])", changed, post, count=1)
+    assert any(f"{changed} is no figure of the post document" in p for p in post_problems(summary, broken, "en"))

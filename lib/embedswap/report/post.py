@@ -15,6 +15,7 @@ from embedswap.report.article_data import Article, load_article
 from embedswap.report.catalogue import LANGUAGES, environment, fill
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table
+from embedswap.report import post_figures
 from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
 from embedswap.report.post_conclusion import conclusion_words
@@ -28,10 +29,8 @@ from embedswap.report.sections.faults import comparable, conclusion_headlines
 from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.contract import change_items
-from embedswap.report.sections.article import _vectors_table
 from embedswap.report.sections.status import setup, status
 from embedswap.report.sections.vectors import another_model_entries
-from embedswap.report.sections.index_options import option_tables
 from embedswap.summary.model import Summary
 from embedswap.summary.types_decisions import RatioInterval
 from embedswap.summary.types_post import CandidateConclusion, CandidateGroup
@@ -115,22 +114,10 @@ def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     p = ctx.terms["post"]
     header = ["", p["seq_p50"], p["seq_p99"], fill(p["conc_p50"], c=c), fill(p["conc_p99"], c=c),
               fill(p["conc_rate"], c=c)]
-    rows = []
-    if article is not None:
-        for side, label in (("legacy", p["article_legacy"]), ("candidate", p["article_candidate"])):
-            a = getattr(article.latency, side)
-            # the article's statistic (the median of its 3 repeats), labelled so in its own cell: not this run's
-            rows.append([fill(p["article_statistic"], label=label), fmt(a.seq_p50_ms, "ms"), fmt(a.seq_p99_ms, "ms"), fmt(a.conc_p50_ms, "ms"),
-                         fmt(a.conc_p99_ms, "ms"), fmt(a.conc_docs_per_s, "rate")])
-    measured = False
-    for name in ctx.names:
-        seq, conc = shown.at(name, "sequential"), shown.at(name, "concurrent")
-        if seq is None and conc is None:
-            continue
-        measured = True
-        rows.append([fill(p["this_run"], name=code(name)), *(fmt(getattr(pt, f) if pt else None, k) for pt, f, k in (
-            (seq, "p50_ms", "ms"), (seq, "p99_ms", "ms"), (conc, "p50_ms", "ms"), (conc, "p99_ms", "ms"),
-            (conc, "docs_per_s", "rate")))])
+    # the article's statistic (the median of its 3 repeats), labelled so in its own cell, then this run's: every
+    # cell a fact of the document's latency table
+    rows = post_figures.latency_rows(ctx, article)
+    measured = len(rows) > (2 if article is not None else 0)
     ratios = []
     rates: list[float] = []  # each candidate's concurrent throughput ratio
     for name in comparable(ctx):  # a server that corrupts answers is timed on the survivors: no ratio
@@ -214,12 +201,9 @@ def _ranking_key(k: Any) -> Any:
 def _group(ctx: ReportContext, g: CandidateGroup) -> dict[str, Any]:
     """A group's words for the vectors lines, the unknowns and the closings (its contract paragraph is the
     document's: report/post_contract.py)."""
-    members = [ctx.decisions.post.conclusion(m) for m in g.members]
-    first = members[0]
     return {
         "label": _names(ctx, g.members), "plural": len(g.members) > 1, "basis": g.basis,
-        "cosine": fmt(min((m.cosine_min for m in members if m and m.cosine_min is not None), default=None), "cos4"),
-        "threshold": fmt(first.threshold if first else None, "raw"),
+        **post_figures.group_figures(ctx, g.members),  # cosine, threshold: the group's vectors statement
         # the closing's tie sentence names the server whose front adds the 5xx
         "separators": [{"kind": s.kind, "origin": code(s.origin) if s.origin else None} for s in g.separators],
         "unknown": [ctx.terms["post"]["unknown"][u] for u in g.unknown if u not in ctx.decisions.post.not_measured],
@@ -234,32 +218,25 @@ def _older(run: str | None, article: str) -> bool:
         return False
 
 
-def _versions(ctx: ReportContext) -> list[dict[str, Any]]:
-    names = ctx.terms["post"]["component"]
-    return [{"component": names.get(v.component, v.component), "article": v.article,
-             "run": v.run or ctx.label(None), "same": v.same, "server": code(v.server) if v.server else ""}
-            for v in ctx.decisions.post.versions]
-
-
 def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], article: Article | None,
                        title: str | None) -> dict[str, Any]:
     ctx = ReportContext(summary, lang, figures, article, None, None, title)
     post = summary.decisions.post
     groups = [_group(ctx, g) for g in post.groups]
     vectors_measured = [g for g in groups if g["cosine"] != fmt(None, "cos4")]
-    st = status(ctx)
+    st = post_figures.servers(ctx, status(ctx))  # the servers' versions: the document's
     retry = any(c.retry for c in post.conclusions)
     changes = change_items(ctx)
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
                             "unconfirmed": ctx.label(None)},
-        "title": title, "st": st, "env": st["env"], "experiment": summary.experiment,
+        "title": title, "st": st, "env": post_figures.host(ctx, st["env"]), "experiment": summary.experiment,
         "legacy": code(ctx.legacy), "legacy_name": ctx.legacy, "names": ctx.names, "groups": groups,
         "default_title": ctx.terms["post"]["default_title"],
         # the conclusion's vectors and contract sentences and the closings: the post document's statements
         **conclusion_words(ctx, groups, lambda probes: _probes(ctx, probes)),
         "faults": conclusion_headlines(ctx),
-        "contract": _contract(ctx, article), "latency": _latency(ctx, article), "versions": _versions(ctx),
+        "contract": _contract(ctx, article), "latency": _latency(ctx, article), "versions": post_figures.versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),
         "versions_unknown": any(v.same is None for v in post.versions), "retry": retry,
@@ -287,15 +264,17 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
 def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     """Statements that candidates with equal findings share (no twin sentences), and the stored story ones."""
     return {
-        "index_options": _merged(ctx, option_tables(ctx), lambda o: repr({k: v for k, v in o.items() if k not in (
-            "name", "table")}), "name"),  # the post prints no option table: equal choices are one sentence
+        # the post prints no option table: equal choices are one sentence (their figures the document's)
+        "index_options": _merged(ctx, post_figures.index_options(ctx), lambda o: repr(
+            {k: v for k, v in o.items() if k not in ("name", "table")}), "name"),
         "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
                                lambda d: (d["handling"], d["refused"]), "name"),
         "article_cmp": article_statements(ctx, article), "shim_trades": shim_trades(ctx),
         # the workload line and the candidates' launch commands as stored (report/sections/status.py's setup),
-        # the article's vectors table beside this run's (report/sections/article.py)
+        # the article's vectors table beside this run's (report/sections/article.py's, its figures the document's)
         "setup": setup(ctx),
-        "vectors_table": _vectors_table(ctx) if article is not None and is_measured(ctx.summary.vectors) else None,
+        "vectors_table": post_figures.vectors_table(ctx) if article is not None
+        and is_measured(ctx.summary.vectors) else None,
     }
 
 

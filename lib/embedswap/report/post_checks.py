@@ -1,7 +1,8 @@
 """Checks on the post's document (``decisions.post.document``, issue 63), not on its markdown. Each returns the
 problems it finds, one line each (empty: none):
 
-- :func:`source_problems`: every claim's verdict and figure, and every fact, resolves to its path in summary.json
+- :func:`source_problems`: every claim's verdict, figure, margin and host drift, and every fact (the tables' cells
+  and the other figures of :mod:`embedswap.analysis.post_figures` included), resolves to its path in summary.json
   (or the article's data) and equals it; the claim's metric is the one its verdict holds (a combined ranking
   verdict's first deciding slice); a claim about two candidates rests on a pair verdict
   (``decisions.latency.pairs``);
@@ -33,6 +34,7 @@ from typing import Any
 from embedswap.analysis.post_conclusion import CODES, keyed_code
 from embedswap.analysis.post_contract import contract_problems as paragraph_problems
 from embedswap.analysis.post_document import printed_fact
+from embedswap.analysis.post_figures import FIGURE_KEYS
 from embedswap.analysis.post_story import relation_of
 from embedswap.config.index import IndexConfig
 from embedswap.summary.model import Summary
@@ -122,6 +124,7 @@ def _claim_sources(c: PostClaim, data: dict[str, Any], where: str) -> list[str]:
             out.append(f"{where}: {c.source} is {stored.get('code')}, the statement says {c.code}")
         if _metric_of(c.source, stored) != c.metric:
             out.append(f"{where}: {c.source} holds {_metric_of(c.source, stored)}, the claim says {c.metric}")
+        out += _beside(c, data, stored, where)
     elif c.code != "not_measured":
         out.append(f"{where}: {c.metric} of {c.subjects} states {c.code} without a stored verdict")
     value_at, interval_at = _figure_parts(c)
@@ -136,6 +139,23 @@ def _claim_sources(c: PostClaim, data: dict[str, Any], where: str) -> list[str]:
         if not all(_equal(a, b) for a, b in zip(bounds, (c.estimate.low, c.estimate.high))):
             out.append(f"{where}: {c.metric} of {c.subjects} prints [{c.estimate.low}, {c.estimate.high}], "
                        f"'{interval_at}' stores {list(bounds)}")
+    return out
+
+
+def _beside(c: PostClaim, data: dict[str, Any], stored: dict[str, Any], where: str) -> list[str]:
+    """What a claim prints beside its figure: the verdict's margin, and the host drift (the factor an
+    inconclusive verdict's reason names, the bound a widened interval was widened by), each the stored one."""
+    out = []
+    if c.margin is not None and not _equal(stored.get("margin", MISSING), c.margin):
+        out.append(f"{where}: {c.metric} of {c.subjects} prints the margin {c.margin}, '{c.source}' stores "
+                   f"{stored.get('margin')}")
+    drift = _walk(data, f"{_ratio_path(c.source)}.drift") if ".latency." in c.source else MISSING
+    drift = drift if isinstance(drift, dict) else {}
+    for name, said, key in (("drift factor", c.drift_factor, "factor"), ("drift bound", c.estimate.widened_by,
+                                                                       "bound")):
+        if said is not None and not _equal(drift.get(key, MISSING), said):
+            out.append(f"{where}: {c.metric} of {c.subjects} prints the {name} {said}, "
+                       f"'{_ratio_path(c.source)}.drift.{key}' stores {drift.get(key)}")
     return out
 
 
@@ -249,7 +269,7 @@ def twin_problems(summary: Summary, document: PostDocument | None = None) -> lis
     out = []
     seen: dict[Any, Statement] = {}
     for s in _document(summary, document).statements():
-        if not s.subjects:
+        if not s.subjects or s.key in FIGURE_KEYS:  # figures placed by the renderer: not sentences
             continue
         first = _content(s, s.subjects[0])
         shared = all(len(c.subjects) == 1 for c in s.claims)  # a pair's claims are about both: not shared

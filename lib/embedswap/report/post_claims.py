@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from embedswap.analysis.common import is_measured
+from embedswap.report import post_figures
 from embedswap.report.catalogue import fill
 from embedswap.report.claim import Claim, stated, times
 from embedswap.report.errors import ReportError
@@ -226,13 +227,7 @@ def index_claims(ctx: ReportContext) -> list[IndexClaim]:
         d = ctx.decisions.index.get(name)
         if d is None or d.decided_on == "options":  # the post's options line says it, once
             continue
-        cost = d.cost
-        out.append(IndexClaim(name=code(name), choice=d.choice,
-                              hnsw_recall=fmt(d.hnsw_recall, "cos4") if d.hnsw_recall is not None else None,
-                              hours=fmt(cost.hours_per_replica, "s") if cost else None,
-                              replicas=fmt(cost.replicas, "int") if cost else None,
-                              window=fmt(cost.window_hours, "s") if cost else None,
-                              retained=fmt(d.adapter.retained, "cos4") if d.adapter and d.adapter.retained else None,
+        out.append(IndexClaim(name=code(name), choice=d.choice, **post_figures.index_figures(ctx, name),
                               condition=_condition(ctx, name)))
     return out
 
@@ -287,8 +282,7 @@ def engine_cost(ctx: ReportContext) -> EngineCost | None:
     if d.start_seconds is None and mib(d) is None:
         return None
     return EngineCost(dynamo=code(dynamo), vllm=code(vllm),
-                      dynamo_start=fmt(d.start_seconds, "s") if d.start_seconds is not None else None,
-                      vllm_start=fmt(v.start_seconds, "s") if v.start_seconds is not None else None,
+                      dynamo_start=post_figures.start(ctx, dynamo), vllm_start=post_figures.start(ctx, vllm),
                       dynamo_mib=mib(d), vllm_mib=mib(v))
 
 

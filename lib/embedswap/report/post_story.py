@@ -9,6 +9,7 @@ from typing import Any
 from embedswap.report.article_data import Article
 from embedswap.report.catalogue import fill
 from embedswap.report.claim import label
+from embedswap.report import post_figures
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_post import ArticleComparison, ArticleFigure, Fact
@@ -59,9 +60,13 @@ def article_statements(ctx: ReportContext, article: Article | None) -> list[dict
             # the article's figure at the article's concurrency (its label), this run's verdicts at this run's
             "seq_label": label(ctx, "seq_p50"), "rate_label": fill(ctx.terms["equivalence"]["comparisons"][
                 "conc_rate"], c=fmt(article.latency.concurrency, "raw")),
-            "seq": fill(times, x=fmt(seq.article.value, "raw")), "rate": fill(times, x=fmt(rate.article.value, "raw")),
+            # the article's ratios and the host's cores as the document's statement cites them
+            "seq": fill(times, x=post_figures.printed(ctx, "post.article_comparison", "seq_p50", list(c.subjects))),
+            "rate": fill(times, x=post_figures.printed(ctx, "post.article_comparison", "conc_docs_per_s",
+                                                       list(c.subjects))),
             "words": _relations(ctx, [seq, rate]),
-            "why": c.why, "cores": fmt(cores.value if cores else None, "raw"),
+            "why": c.why, "cores": fmt(post_figures.value(ctx, "post.article_comparison", "host_cores",
+                                                          list(c.subjects)) if cores else None, "raw"),
             "gpu": str(gpu.value) if gpu is not None and gpu.value else "",
             "hardware": article.environment.hardware.in_lang(ctx.lang)})
     return out
@@ -69,7 +74,8 @@ def article_statements(ctx: ReportContext, article: Article | None) -> list[dict
 
 def shim_trades(ctx: ReportContext) -> list[dict[str, Any]]:
     """``decisions.post.shim_trades`` worded: nDCG@10 of the legacy server, of the address swap and through the
-    shim, at the ranking's precision (3 decimals)."""
-    return [{"code": t.code, "names": _names(ctx, t.subjects), "legacy": fmt(t.legacy.value, "score"),
-             "candidate": fmt(t.candidate.value, "score"), "shim": fmt(t.shim.value, "score")}
+    shim, at the ranking's precision (3 decimals), as the document's ``post.shim_trades.<code>`` cites them."""
+    return [{"code": t.code, "names": _names(ctx, t.subjects),
+             **{side: post_figures.printed(ctx, f"post.shim_trades.{t.code}", f"ndcg_{side}", list(t.subjects))
+                for side in ("legacy", "candidate", "shim")}}  # the document's statement's figures
             for t in ctx.decisions.post.shim_trades or []]

@@ -66,7 +66,7 @@ class Statement(Strict):
 
 
 class Section(Strict):
-    key: Literal["conclusion", "setup", "contract", "ranking", "latency", "closing"]
+    key: Literal["conclusion", "setup", "contract", "vectors", "ranking", "latency", "immovable", "closing"]
     statements: list[Statement] = []
 
 

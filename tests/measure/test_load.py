@@ -117,12 +117,13 @@ def test_connection_errors_are_records_not_exceptions() -> None:
 
 
 def test_answer_check_is_outside_the_timed_window(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a check that takes 80 ms must not show up in the latency, but its result must still be recorded
+    # a check that takes 400 ms must not show up in the latency, but its result must still be recorded (80 ms was
+    # within a loaded 2-core host's reach for a local request: the unit pass failed once beside nothing else)
     handler = _fixed({"data": [{"index": 0, "embedding": [0.5, 0.5]}], "usage": {"prompt_tokens": 7}})
     original = load.parse_response
 
     def slow_check(response, latency_ms):
-        time.sleep(0.08)
+        time.sleep(0.4)
         return original(response, latency_ms)
 
     monkeypatch.setattr(load, "parse_response", slow_check)
@@ -131,7 +132,7 @@ def test_answer_check_is_outside_the_timed_window(monkeypatch: pytest.MonkeyPatc
                                             seed=1)):
         records, _ = _run(handler, loop_call)
         assert all(r.ok and r.prompt_tokens == 7 for r in records)
-        assert max(r.latency_ms for r in records) < 80
+        assert max(r.latency_ms for r in records) < 400
 
 
 def test_unusable_answers_are_errors_after_the_deferred_check() -> None:

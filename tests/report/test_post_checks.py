@@ -256,3 +256,39 @@ def generated(draw: st.DrawFn) -> Summary:
 def test_every_generated_document_passes_and_its_post_is_labelled(summary: Summary, lang: str) -> None:
     assert document_problems(summary) == []
     assert claim_problems(summary, lang) == []
+
+
+def test_headings_equal_as_printed_are_one_statement_whatever_else_their_verdicts_hold() -> None:
+    """The demo of a loaded clean-clone run (ci7, b2bbb88): dynamo and vllm both `different`, `slower`, their
+    verdicts' margins apart; the heading prints code and direction only, so the two were twins of one heading."""
+    summary = post_redrawn(stored_summary("summary_complete.json").model_copy(deep=True))
+    heads = list(summary.decisions.post.document.statements("post.latency_headings"))
+    assert len(heads) == 1 and len(heads[0].subjects) == 2
+    first, second = heads[0].subjects
+    ratio = summary.decisions.latency.ratios[second]  # another margin, the same code and direction
+    ratio.verdict = ratio.verdict.model_copy(update={"margin": (ratio.verdict.margin or 1.1) + 0.4})
+    redrawn = post_redrawn(summary)
+    heads = list(redrawn.decisions.post.document.statements("post.latency_headings"))
+    assert [h.subjects for h in heads] == [[first, second]]
+    assert twin_problems(redrawn) == []
+
+
+def test_a_stored_document_with_one_heading_said_twice_is_drawn_again_at_load() -> None:
+    import copy
+    import json
+
+    from embedswap.analysis.upgrade import upgrade_summary
+    from stored_summaries import FIXTURES
+
+    raw = json.loads((FIXTURES / "versions" / "summary_v3.json").read_text(encoding="utf-8"))
+    sections = raw["decisions"]["post"]["document"]["sections"]
+    latency = next(s for s in sections if s["key"] == "latency")
+    head = next(s for s in latency["statements"] if s["key"] == "post.latency_headings")
+    assert len(head["subjects"]) == 2
+    apart = [{**head, "subjects": [n], "claims": [c for c in head["claims"] if c["subjects"] == [n]]}
+             for n in head["subjects"]]
+    latency["statements"] = apart + [s for s in latency["statements"] if s is not head]
+    out = upgrade_summary(copy.deepcopy(raw))
+    heads = [s for section in out["decisions"]["post"]["document"]["sections"] for s in section["statements"]
+             if s["key"] == "post.latency_headings"]
+    assert [h["subjects"] for h in heads] == [head["subjects"]]

@@ -21,7 +21,7 @@ from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 from embedswap.summary.types_faults import comparable
 from embedswap.summary.types_post import Fact, LatencyShown
-from embedswap.summary.types_post_document import PostDocument, Section, Statement
+from embedswap.summary.types_post_document import PostClaim, PostDocument, Section, Statement
 
 # a fact's printed precision where it has one (report/format.py): statements equal as printed are one
 FACT_DECIMALS = {"seq_from": 1, "seq_to": 1, "rate_from": 1, "rate_to": 1, "ndcg_legacy": 3, "ndcg_candidate": 3,
@@ -63,6 +63,18 @@ def _brief(s: Statement) -> Any:
     first = s.subjects[0] if s.subjects else ""
     return tuple((c.metric, c.code, c.direction, c.estimate.printed()[0], tuple(sorted(c.statuses.items())))
                  for c in s.claims_of(first))
+
+
+def heading_finding(c: PostClaim) -> tuple[object, ...]:
+    """What a latency heading prints of a claim: its code and direction, no figure (one heading for the section)."""
+    return (c.code, c.direction)
+
+
+def _heading(s: Statement) -> Any:
+    """Headings equal as printed are one statement, whatever their figures (the demo's dynamo and vllm, both
+    slower by 1.26x and 1.31x, were two statements saying the same)."""
+    first = s.subjects[0] if s.subjects else ""
+    return (s.key, tuple(heading_finding(c) for c in s.claims_of(first)))
 
 
 def _shown_fact(shown: LatencyShown, key: str, name: str, run: str, field: str) -> Fact:
@@ -118,7 +130,7 @@ def _latency(summary: SummaryBody, decisions: Decisions) -> tuple[list[Statement
                                             shown, legacy))
         articles.append(Statement(key="post.article_comparison", subjects=list(c.subjects), claims=claims,
                                   facts=[f.article for f in c.figures] + list(c.facts)))
-    body = [*_merge(heads, _said), *_merge(lines, _said), *articles, *pairs]
+    body = [*_merge(heads, _heading), *_merge(lines, _said), *articles, *pairs]
     return _merge(brief, _brief), body
 
 

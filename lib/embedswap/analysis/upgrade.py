@@ -236,7 +236,8 @@ def _post_document(out: dict[str, Any]) -> None:
     decisions stored (the last migration: it reads them as the current model does)."""
     post = out["decisions"].get("post")
     document = post.get("document") if isinstance(post, dict) else None
-    if not isinstance(post, dict) or _holds_conclusions(document) and _holds_contract(document):
+    if not isinstance(post, dict) or (_holds_conclusions(document) and _holds_contract(document)
+                                      and not _split_headings(document)):
         return
     typed = validate_summary(out)
     post["document"] = post_document(typed, typed.decisions).model_dump(mode="python", exclude_unset=True)
@@ -253,6 +254,15 @@ def _holds_conclusions(document: Any) -> bool:
     # the host statement, always said, came with the post's other figures (the tables, the cosines, the index's
     # recall and cost, the start times): a document without it does not state them, and is drawn again
     return any(k.startswith(f"{VECTORS}.") for k in keys) and "post.host" in keys
+
+
+def _split_headings(document: Any) -> bool:
+    """Whether a stored document says one latency heading twice: drawn before headings equal as printed (code and
+    direction, no figure) were one statement, its candidates would print as twins; drawn again."""
+    said = [tuple((c.get("code"), c.get("direction")) for c in s.get("claims") or [] if isinstance(c, dict))[:1]
+            for section in document.get("sections") or [] if isinstance(section, dict)
+            for s in section.get("statements") or [] if isinstance(s, dict) and s.get("key") == "post.latency_headings"]
+    return len(said) != len(set(said))
 
 
 def _holds_contract(document: Any) -> bool:

@@ -33,7 +33,7 @@ from typing import Any
 
 from embedswap.analysis.post_conclusion import CODES, keyed_code
 from embedswap.analysis.post_contract import contract_problems as paragraph_problems
-from embedswap.analysis.post_document import printed_fact
+from embedswap.analysis.post_document import heading_finding, printed_fact
 from embedswap.analysis.post_figures import FIGURE_KEYS
 from embedswap.analysis.post_story import relation_of
 from embedswap.config.index import IndexConfig
@@ -256,7 +256,7 @@ PRINTS: dict[str, Callable[[PostClaim], Any]] = {
     "post.c_latency_claim": lambda c: (c.metric, c.code, c.direction, c.estimate.printed()[0]),
     # the article comparison prints the relation (equivalent and non-inferior without a direction alike)
     "post.article_comparison": lambda c: (c.metric, relation_of(c.code, c.direction, "faster")),
-    "post.latency_headings": lambda c: (c.code, c.direction)}
+    "post.latency_headings": heading_finding}
 
 
 def _content(s: Statement, subject: str) -> Any:

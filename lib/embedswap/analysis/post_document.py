@@ -3,7 +3,9 @@ before anything is rendered: per section, each statement's catalogue message, th
 verdicts, each figure an :class:`~embedswap.summary.estimate.Estimate`) and the facts it cites, each with its
 path in summary.json. Candidates whose statements are equal (as printed) share one statement; the index sentence
 carries the queries its decision holds for as a fact (the condition it is true under). The conclusion's vectors and
-contract sentences and the closings are decided in :mod:`embedswap.analysis.post_conclusion`."""
+contract sentences and the closings are decided in :mod:`embedswap.analysis.post_conclusion`, the contract paragraphs in
+:mod:`embedswap.analysis.post_contract`, the figures outside claims (tables, cosines, host, versions, index, start
+times) in :mod:`embedswap.analysis.post_figures`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """The post: the blog draft in the article's shape (conclusion first, claim headings, one contract table, one
-latency table, what cannot be moved, what was not measured, a closing judgement), built from ``decisions.post``,
-``decisions.shown`` and the one stored latency ratio (``Summary.latency_ratio``) only. The full report (report.md.j2, every table) is the linked appendix.
+latency table, what cannot be moved, what was not measured, a closing judgement). Its sentences and figures are the
+stored post document's (``decisions.post.document``): claims, facts and their sources are decided before rendering
+(analysis/post_document.py), and this module, report/post_figures.py, post_contract.py, post_conclusion.py and
+post_claims.py word them through the catalogues. The full report (report.md.j2, every table) is the linked appendix.
 
 Candidates with the same vectors share a column, a row and a sentence: a group is worded once, with what
 separates its members."""

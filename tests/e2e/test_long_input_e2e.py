@@ -97,5 +97,5 @@ def test_an_encoder_model_is_never_served_from_a_prefix_cache(long_run: dict[str
 
 def test_the_report_says_what_each_server_did(long_run: dict[str, Any]) -> None:
     report = long_run["report"]
-    assert "averages pieces of" in report and "cuts it to its first 256 tokens" in report, report[-4000:]
+    assert "averages pieces of" in report and "keeps its first 256 tokens" in report, report[-4000:]
     assert "answers it with an error (HTTP 400)" in report

@@ -23,10 +23,10 @@ from embedswap.report.josa import josa
 from embedswap.report.post_conclusion import conclusion_words
 from embedswap.report.post_contract import contract_paragraphs
 from embedswap.report.post_story import article_statements, shim_trades
+from embedswap.report.claim import times
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, latency_statements, pair_claims,
-                                          setup_fact,
-                                          parity_claim,
-                                          probe_phrase, ranking_claims, restore_measured, shim_coverage, times)
+                                          parity_claim, probe_phrase, ranking_claims, restore_measured, setup_fact,
+                                          shim_coverage)
 from embedswap.report.sections.faults import comparable, conclusion_headlines
 from embedswap.report.sections.long_input import long_input
 from embedswap.report.sections.context import ReportContext

@@ -16,11 +16,10 @@ from pydantic import BaseModel
 from embedswap.analysis.common import is_measured
 from embedswap.report import post_figures
 from embedswap.report.catalogue import fill
-from embedswap.report.claim import Claim, stated, times
+from embedswap.report.claim import Claim, stated
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
-from embedswap.report.sections.faults import comparable
 from embedswap.summary.types_index import IndexChoice
 from embedswap.summary.estimate import Estimate
 from embedswap.summary.types_decisions import LatencyRatio

@@ -158,3 +158,16 @@ def test_the_shim_trade_and_article_figures_are_the_document_s(complete_upgraded
     problems = source_problems(summary)
     assert any(f"{trade.key}: ndcg_legacy is stated as 0.123" in p for p in problems), problems
     assert any("post.article_comparison: conc_docs_per_s is stated as 7.7" in p for p in problems), problems
+
+
+@pytest.mark.parametrize(("lang", "label"), [("ko", "5회 반복의 중앙값"), ("en", "5-repeat median"),
+                                            ("ja", "5回の繰り返しの中央値"), ("zh", "5 次重复的中位数")])
+def test_the_article_rows_name_the_articles_own_repeats(lang: str, label: str) -> None:
+    """The latency table's article rows say how many repeats the article's median is of, from the article's data
+    (article_000.json `workload.repeats`), not a 3 typed into the catalogue."""
+    from embedswap.report.article_data import load_article
+
+    article = load_article()
+    other = article.model_copy(update={"workload": article.workload.model_copy(update={"repeats": 5})})
+    text = render_post(stored_summary("summary_complete.json"), lang, article=other)
+    assert label in text

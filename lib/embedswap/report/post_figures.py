@@ -54,7 +54,7 @@ def latency_rows(ctx: ReportContext, article: Article | None) -> list[list[str]]
     rows = []
     if article is not None:
         for side, label in (("legacy", p["article_legacy"]), ("candidate", p["article_candidate"])):
-            rows.append([fill(p["article_statistic"], label=label),
+            rows.append([fill(p["article_statistic"], label=label, repeats=article.workload.repeats),
                          *(printed(ctx, "post.latency_table", f"article.{side}.{f}") for _, _, f in LATENCY_CELLS)])
     for name in ctx.names:
         cells = [f"{name}.{run}.{field}" for run, field, _ in LATENCY_CELLS]

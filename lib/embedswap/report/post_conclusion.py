@@ -18,8 +18,9 @@ from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_post_document import Statement
 
 
-def _one(statements: list[Statement], table: str) -> str:
-    found = [c for c in (keyed_code(s, table) for s in statements) if c is not None]
+def _one(statements: list[Statement], table: str) -> tuple[Statement, str]:
+    """The one statement of ``table`` and its code."""
+    found = [(s, c) for s in statements if (c := keyed_code(s, table)) is not None]
     if len(found) != 1:  # the conclusion says each once: a document without it was not drawn by this kit
         raise ReportError(f"the post document states {table} {len(found)} times, not once")
     return found[0]
@@ -82,10 +83,9 @@ def conclusion_words(ctx: ReportContext, groups: list[dict[str, Any]],
     ``decisions.post.groups``' order; ``probes``: probes in running prose)."""
     statements = list(document(ctx).statements())
     shapes = [c for c in ctx.decisions.post.conclusions if c.api_shape]
-    states = {"vectors_state": _one(statements, VECTORS), "contract_state": _one(statements, CONTRACT)}
-    vectors = next(s for s in statements if keyed_code(s, VECTORS) is not None)
-    contract = next(s for s in statements if keyed_code(s, CONTRACT) is not None)
-    return {**states,
+    vectors, vectors_state = _one(statements, VECTORS)
+    contract, contract_state = _one(statements, CONTRACT)
+    return {"vectors_state": vectors_state, "contract_state": contract_state,
             **_vectors_figures(vectors), "contract_lines": _contract_lines(ctx, contract),
             "shape_lines": ", ".join(f"{code(c.name)} ({code(c.api_shape)})" for c in shapes),
             "closing_groups": _closings(ctx, statements, groups, probes)}

@@ -13,7 +13,7 @@ from embedswap.analysis.post_conclusion import CLOSINGS, CONTRACT, VECTORS, keye
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, fmt
 from embedswap.report.post_claims import document
-from embedswap.report.post_contract import group_label
+from embedswap.report.post_contract import group_indexes, group_label
 from embedswap.report.sections.context import ReportContext
 from embedswap.summary.types_post_document import Statement
 
@@ -30,15 +30,14 @@ def _closings(ctx: ReportContext, statements: list[Statement], groups: list[dict
               probes: Callable[[list[str]], str]) -> list[dict[str, Any]]:
     """Each closing statement as its sentence reads it: its groups' names (members of one group joined by " · ",
     groups by the list separator), its code, the probes the shim leaves different, whether it is a tie."""
-    where = {m: i for i, g in enumerate(ctx.decisions.post.groups) for m in g.members}
     out = []
     for s in statements:
         closing = keyed_code(s, CLOSINGS)
         if closing is None:
             continue
-        mine = list(dict.fromkeys(where[m] for m in s.subjects if m in where))
+        mine = group_indexes(ctx, s.subjects)
         words = dict(groups[mine[0]]) if mine else {"separators": []}
-        words.update(label=ctx.terms["post"]["list_sep"].join(groups[i]["label"] for i in mine), code=closing,
+        words.update(label=group_label(ctx, s.subjects), code=closing,
                      shim_left=probes([str(f.value) for f in s.facts if f.key == "shim_left"]),
                      dynamo_pair=s.fact("same_vectors") is not None)
         out.append(words)

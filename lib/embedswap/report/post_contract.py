@@ -18,12 +18,17 @@ from embedswap.summary.types_post_document import Statement
 Probes = Callable[[list[str]], str]  # probes in running prose, in the contract's order
 
 
+def group_indexes(ctx: ReportContext, subjects: list[str]) -> list[int]:
+    """The indexes in ``decisions.post.groups`` of the groups ``subjects`` belong to, in the order they name them."""
+    where = {m: i for i, g in enumerate(ctx.decisions.post.groups) for m in g.members}
+    return list(dict.fromkeys(where[m] for m in subjects if m in where))
+
+
 def group_label(ctx: ReportContext, subjects: list[str]) -> str:
     """The groups ``subjects`` belong to, each with all its members, in the order the subjects name them."""
     groups = ctx.decisions.post.groups
-    where = {m: i for i, g in enumerate(groups) for m in g.members}
-    mine = list(dict.fromkeys(where[m] for m in subjects if m in where))
-    return ctx.terms["post"]["list_sep"].join(" · ".join(code(m) for m in groups[i].members) for i in mine)
+    return ctx.terms["post"]["list_sep"].join(" · ".join(code(m) for m in groups[i].members)
+                                              for i in group_indexes(ctx, subjects))
 
 
 def _values(s: Statement, key: str) -> list[str]:

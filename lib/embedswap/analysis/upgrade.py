@@ -243,20 +243,14 @@ def _post_document(out: dict[str, Any]) -> None:
     post["document"] = post_document(typed, typed.decisions).model_dump(mode="python", exclude_unset=True)
 
 
-def _statements(document: Any) -> list[dict[str, Any]]:
-    """A stored document's statements, every section's in order (raw JSON: nothing is validated yet)."""
-    sections = document.get("sections") or [] if isinstance(document, dict) else []
-    return [s for section in sections if isinstance(section, dict)
-            for s in section.get("statements") or [] if isinstance(s, dict)]
-
-
 def _holds_conclusions(document: Any) -> bool:
     """Whether a stored post document holds its conclusion's vectors sentence and the host it was measured on: every
     document drawn since the conclusion's sentences and the post's figures were statements does (both are always
     said); one drawn before them is drawn again, or the post could not word its conclusion or print its figures."""
     if not isinstance(document, dict):
         return False
-    keys = [str(s.get("key", "")) for s in _statements(document)]
+    keys = [str(s.get("key", "")) for section in document.get("sections") or [] if isinstance(section, dict)
+            for s in section.get("statements") or [] if isinstance(s, dict)]
     # the host statement, always said, came with the post's other figures (the tables, the cosines, the index's
     # recall and cost, the start times): a document without it does not state them, and is drawn again
     return any(k.startswith(f"{VECTORS}.") for k in keys) and "post.host" in keys
@@ -266,7 +260,8 @@ def _split_headings(document: Any) -> bool:
     """Whether a stored document says one latency heading twice: drawn before headings equal as printed (code and
     direction, no figure) were one statement, its candidates would print as twins; drawn again."""
     said = [tuple((c.get("code"), c.get("direction")) for c in s.get("claims") or [] if isinstance(c, dict))[:1]
-            for s in _statements(document) if s.get("key") == "post.latency_headings"]
+            for section in document.get("sections") or [] if isinstance(section, dict)
+            for s in section.get("statements") or [] if isinstance(s, dict) and s.get("key") == "post.latency_headings"]
     return len(said) != len(set(said))
 
 
@@ -276,7 +271,8 @@ def _holds_contract(document: Any) -> bool:
     paragraph wherever a group compared anything; one drawn before is drawn again."""
     if not isinstance(document, dict):
         return False
-    statements = _statements(document)
+    statements = [s for section in document.get("sections") or [] if isinstance(section, dict)
+                  for s in section.get("statements") or [] if isinstance(s, dict)]
     said = next((s for s in statements if str(s.get("key", "")).startswith(f"{CONTRACT}.")), {})
     facts = [f for f in said.get("facts") or [] if isinstance(f, dict)]
     if any(f.get("key") == "compared" for f in facts) and not any(f.get("key") == "group" for f in facts):

@@ -52,8 +52,8 @@ def fact_kind(key: str) -> str:
 def latency_table(summary: SummaryBody, decisions: Decisions) -> Statement:
     """Every cell of the latency table: the article's two rows (``article.<side>.<field>``) and each server's shown
     point (``<name>.<run>.<field>``; None where the point is not stored)."""
-    facts = [_article_fact(f"article.{side}.{field}", f"latency.{side}.{field}")
-             for side in ("legacy", "candidate") for _, _, field in LATENCY_CELLS]
+    facts = _article_facts([(f"article.{side}.{field}", f"latency.{side}.{field}")
+                            for side in ("legacy", "candidate") for _, _, field in LATENCY_CELLS])
     for name in decisions.shown.by_target:
         for run, field, _ in LATENCY_CELLS:
             point = decisions.shown.at(name, run)
@@ -62,12 +62,17 @@ def latency_table(summary: SummaryBody, decisions: Decisions) -> Statement:
     return Statement(key="post.latency_table", facts=facts)
 
 
-def _article_fact(key: str, path: str) -> Fact:
-    """A figure of the article's data (embedswap/data/article_000.json) at ``path``."""
-    data: Any = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
-    for part in path.split("."):
-        data = data.get(part) if isinstance(data, dict) else None
-    return Fact(key=key, value=data if isinstance(data, (int, float, str)) else None, source=f"article:{path}")
+def _article_facts(wanted: list[tuple[str, str]]) -> list[Fact]:
+    """Figures of the article's data (embedswap/data/article_000.json), each ``(key, path)``: the file read once for
+    a table, not once for each of its cells."""
+    article: Any = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
+    out = []
+    for key, path in wanted:
+        data = article
+        for part in path.split("."):
+            data = data.get(part) if isinstance(data, dict) else None
+        out.append(Fact(key=key, value=data if isinstance(data, (int, float, str)) else None, source=f"article:{path}"))
+    return out
 
 
 def vectors_table(summary: SummaryBody) -> Statement | None:
@@ -76,9 +81,9 @@ def vectors_table(summary: SummaryBody) -> Statement | None:
     vectors = summary.vectors
     if not is_measured(vectors):
         return None
-    facts = [_article_fact(f"article.{side}.{field}", f"vectors.{side}.{field}")
-             for side in ("legacy", "candidate") for field in ("dimension", "first_l2", "token_total")]
-    facts += [_article_fact(f"article.cosine.{k}", f"vectors.cosine.{k}") for k in ("min", "median", "max")]
+    facts = _article_facts([*((f"article.{side}.{field}", f"vectors.{side}.{field}")
+                              for side in ("legacy", "candidate") for field in ("dimension", "first_l2", "token_total")),
+                            *((f"article.cosine.{k}", f"vectors.cosine.{k}") for k in ("min", "median", "max"))])
     legacy, _ = roles(summary)
     for name in (legacy, summary.roles.candidate):
         info = vectors.of(name)

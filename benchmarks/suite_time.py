@@ -9,6 +9,10 @@ Reads what `make test` and `make demo` leave behind, measures nothing itself:
     .venvs/kit/bin/python benchmarks/suite_time.py                  # both tables, the 30 slowest tests of each pass
     .venvs/kit/bin/python benchmarks/suite_time.py --slowest 10 --experiment experiments/2026-12-06-minilm-cpu
     make suite-time                                                 # the same, after make test / make demo
+    .venvs/kit/bin/python benchmarks/suite_time.py --write-durations  # e2e.xml's seconds per file, for the scheduler
+
+`--write-durations` rewrites tests/support/durations.json: each file's seconds in make test's second pass, which
+tests/conftest.py's scheduler reads to hand out the longest files first.
 
 The figures are one run's on a shared host: docs/testing.md puts them beside the host's load.
 """
@@ -52,6 +56,18 @@ def read_pass(path: Path, slowest: int) -> PassTime:
                     times[:slowest])
 
 
+def file_seconds(path: Path) -> dict[str, float]:
+    """Each test file's seconds in one pass's junit XML (its tests' setup + call + teardown), longest first."""
+    seconds: dict[str, float] = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        parts = (case.get("classname") or "").split(".")
+        while len(parts) > 1 and parts[-1][:1].isupper():  # a test class's name after its module's
+            parts.pop()
+        module = "/".join(parts) + ".py"
+        seconds[module] = seconds.get(module, 0.0) + float(case.get("time") or 0.0)
+    return {m: round(s, 1) for m, s in sorted(seconds.items(), key=lambda item: -item[1])}
+
+
 def latest_attempt(experiment: Path) -> Path | None:
     attempts = sorted(p for p in (experiment / "attempts").glob("*") if (p / "steps.json").exists())
     return attempts[-1] if attempts else None
@@ -81,7 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--experiment", type=Path, default=None,
                         help="experiment folder of a demo run (default: the newest experiments/*-minilm-cpu)")
     parser.add_argument("--slowest", type=int, default=30, help="slowest tests listed per pass (default 30)")
+    parser.add_argument("--write-durations", action="store_true",
+                        help="rewrite tests/support/durations.json from the second pass's e2e.xml")
     args = parser.parse_args(argv)
+    if args.write_durations:
+        table = file_seconds(args.reports / "e2e.xml")
+        (REPO / "tests" / "support" / "durations.json").write_text(json.dumps(table, indent=1) + "\n")
+        print(f"tests/support/durations.json: {len(table)} files, {sum(table.values()):.0f} s")
+        return 0
 
     found = [read_pass(args.reports / f"{name}.xml", args.slowest) for name in PASSES
              if (args.reports / f"{name}.xml").exists()]

@@ -16,6 +16,10 @@ import pytest
 from slow_tests import ALONE, SLOW
 from synthetic_experiment import load_summary
 
+# make test's second pass: each file's seconds (setup + call + teardown) in the last measured run, for the order
+# in which the scheduler hands out files (`benchmarks/suite_time.py --write-durations` rewrites it from e2e.xml)
+DURATIONS = Path(__file__).resolve().parent / "support" / "durations.json"
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # the servers, kernels and CLIs the tests start write their bytecode, as under make (the Makefile's comment on
 # PYTHONDONTWRITEBYTECODE): without it each of them compiled torch's imports from source again, 7-9 s a process
@@ -49,9 +53,26 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    expected: dict[str, float] = {}  # a group's or file's seconds in the last measured pass
+    for module, seconds in json.loads(DURATIONS.read_text(encoding="utf-8")).items():
+        expected[_file_group(module)] = expected.get(_file_group(module), 0.0) + float(seconds)
+
     class FileGroups(LoadScopeScheduling):  # type: ignore[misc]
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return _file_group(nodeid.split("::")[0])
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # Longest first (LPT): xdist orders the units by their number of tests, which left the one-test engine
+            # A/As (~150 s each) for the end, one worker running them while the other had nothing left. A unit the
+            # table does not know (a new file) keeps its place after the known ones (a stable sort).
+            if not self.ordered:
+                units = sorted(self.workqueue.items(), key=lambda unit: -expected.get(unit[0], 0.0))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self.ordered = True
+            super()._assign_work_unit(node)
 
     return FileGroups(config, log)
 

@@ -25,6 +25,14 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One tiny BERT of the zoo (building the whole zoo, tiny_zoo, takes ~8 s)."""
+    from embedswap.zoo.bert import ZOO, build_tiny_bert
+
+    return str(build_tiny_bert(tmp_path_factory.mktemp("tiny") / "model", ZOO["tiny-bert-cls"]))
+
+
 class Counting:
     """A stand-in for witness_vectors: fixed vectors per witness, and which witnesses it was asked for."""
 
@@ -161,9 +169,9 @@ def test_a_cache_that_cannot_be_written_does_not_fail_the_run(tmp_path: Path, mo
     assert "not_stored" in origin[WITNESSES[0].name]
 
 
-def test_a_hit_is_the_fresh_computation_to_the_bit(tiny_zoo: dict[str, Path], cache: Path) -> None:
+def test_a_hit_is_the_fresh_computation_to_the_bit(tiny_model: str, cache: Path) -> None:
     """On a real (tiny) model: sentence-transformers and the transformers backend, alone and batched."""
-    model = str(tiny_zoo["tiny-bert-cls"])
+    model = tiny_model
     fresh, errors = witness_vectors(model, TEXTS)
     assert errors == {}
     stored, _, first = rc.cached_witness_vectors(model, TEXTS, WITNESSES, "exp/a", witness_vectors)
@@ -178,3 +186,38 @@ def test_a_hit_is_the_fresh_computation_to_the_bit(tiny_zoo: dict[str, Path], ca
         assert read[name].dtype == vectors.dtype and read[name].tobytes() == vectors.tobytes(), name
         assert stored[name].tobytes() == vectors.tobytes(), name
     shutil.rmtree(cache)
+
+
+def test_step_05_of_a_second_attempt_reads_the_first_ones_witnesses(tmp_path: Path, cache: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch,
+                                                                    tiny_model: str) -> None:
+    """Two attempts of one experiment: the second's reference is the first's to the byte, read from the cache, and
+    its reference/meta.json names the entry and the attempt that computed it."""
+    from synthetic_experiment import write_experiment
+
+    from embedswap import steps
+
+    monkeypatch.setenv("EMBEDSWAP_ENGINE_PYTHON", str(tmp_path / "no-engine" / "python"))
+    model = tiny_model
+    documents = [{"id": f"d{i}", "lang": "en", "text": text} for i, text in enumerate(TEXTS)]
+    config = {"name": "t", "date": "2026-12-03", "model": {"path": model}, "workload": {"documents": "d.jsonl"},
+              "targets": {"legacy": {"kind": "legacy", "port": 18801}, "next": {"kind": "legacy", "port": 18802}},
+              "candidates": ["next"]}
+    folder = write_experiment(tmp_path / "exp", config, documents)
+    served = witness_vectors(model, TEXTS, WITNESSES[:1])[0]["sentence-transformers batch"]
+    attempts = []
+    for _ in range(2):
+        ctx = steps.open_step(folder, "new")
+        for name in ("legacy", "next"):
+            ctx.attempt.write_array(f"{name}/doc_vectors.npy", served[None])
+        steps.run_parity(ctx)
+        attempts.append(ctx.attempt)
+    first, second = (a.read_json("reference/meta.json")["witness_origin"] for a in attempts)
+    assert first != second  # two attempts, not one read twice
+    assert {o["computed"] for o in first.values()} == {"in this attempt"}
+    assert {o["computed"] for o in second.values()} == {"read from the reference cache"}
+    assert {o["cache_key"] for o in second.values()} == {o["cache_key"] for o in first.values()}
+    assert all(o["first_computed_by"].endswith(f"exp/{attempts[0].name}") for o in second.values())
+    assert attempts[0].read_json("reference/witnesses.json") == attempts[1].read_json("reference/witnesses.json")
+    paths = [a.captures / "reference" / "doc_vectors.npy" for a in attempts]
+    assert paths[0].read_bytes() == paths[1].read_bytes()

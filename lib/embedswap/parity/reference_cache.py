@@ -176,7 +176,10 @@ def cached_witness_vectors(model_path: str, texts: list[str], witnesses: list[An
 
     root = cache_root()
     folder = local_model_folder(model_path) if root is not None else None
-    model = model_digest(folder) if folder is not None else None
+    try:
+        model = model_digest(folder) if folder is not None else None
+    except OSError:  # a model file that cannot be read here: the loaders will say so; nothing is keyed on it
+        model = None
     origin: dict[str, Any] = {}
     found: dict[str, np.ndarray] = {}
     keys: dict[str, tuple[str, dict[str, Any]]] = {}

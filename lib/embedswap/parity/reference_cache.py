@@ -185,8 +185,8 @@ def cached_witness_vectors(model_path: str, texts: list[str], witnesses: list[An
     keys: dict[str, tuple[str, dict[str, Any]]] = {}
     for witness in witnesses:
         if root is None or model is None or witness.implementation not in CACHED:
-            why = ("the reference cache is off" if root is None else
-                   "no local model folder to hash" if model is None else "an engine of another environment (versions not known here)")
+            why = ("the reference cache is off" if root is None else "no local model folder to hash"
+                   if model is None else "an engine of another environment (versions not known here)")
             origin[witness.name] = {"computed": "in this attempt", "cache_key": None, "not_cached": why}
             continue
         material = key_material(model, texts, witness.implementation, witness.batch)

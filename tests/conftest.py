@@ -77,6 +77,25 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return FileGroups(config, log)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def reference_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Step 05's reference cache (embedswap.parity.reference_cache) in a folder of this session, shared by its
+    pytest-xdist workers (their base temps are folders of the session's): the first run of a model on a workload
+    computes its witnesses, the later ones read them, and no session reads what an earlier one left in the user's
+    ~/.cache. Set in the environment, so the `embedswap run` subprocesses and their papermill kernels inherit it.
+    A value already set (``off``, or a folder) is the caller's and kept."""
+    from embedswap.parity.reference_cache import SWITCH
+
+    if os.environ.get(SWITCH):
+        yield os.environ[SWITCH]
+        return
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "reference-cache"
+    os.environ[SWITCH] = str(folder)
+    yield str(folder)
+    os.environ.pop(SWITCH, None)
+
+
 @pytest.fixture
 def complete() -> dict[str, Any]:
     """The synthetic complete summary (tests/fixtures/summary_complete.json) as stored: schema version 1."""

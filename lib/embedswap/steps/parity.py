@@ -22,6 +22,7 @@ from embedswap.parity.checks import captured_matrix
 from embedswap.parity.multimodal_step import captured_multimodal
 from embedswap.parity.backends import backend_from_spec, measure_backend
 from embedswap.parity.gate import gate, golden_reference, record_modalities, thresholds_from
+from embedswap.parity.reference_cache import cached_witness_vectors
 from embedswap.parity.witnesses import ENGINE_WITNESS, agreement, witness_vectors
 from embedswap.parity.witnesses import WITNESSES as DEFAULT_WITNESSES  # WITNESSES here is the capture's path
 from embedswap.steps.context import StepContext, StepError, why_fields
@@ -174,14 +175,18 @@ def _reference(experiment: Experiment, attempt: Attempt, texts: list[str], meta:
     their consensus; with no consensus, sentence-transformers batched as before (its row then says so)."""
     model_path = resolve_model_path(experiment.model.path)
     witnesses = DEFAULT_WITNESSES + ([ENGINE_WITNESS] if _engine_witness(experiment) else [])
-    vectors, errors = witness_vectors(model_path, texts, witnesses)
+    # the witnesses' vectors are the model's own computation: read from the reference cache where an earlier run
+    # of the same model, texts and versions stored them (parity.reference_cache), and said so in the meta below
+    vectors, errors, origin = cached_witness_vectors(model_path, texts, witnesses,
+                                                     f"{attempt.experiment_dir.name}/{attempt.name}", witness_vectors)
     found = agreement(vectors, experiment.parity.text_threshold, errors)
     name = found["reference"]
     chosen = vectors[name] if name is not None else golden_reference(model_path, texts)
     attempt.write_json(WITNESSES, found)
     attempt.write_array("reference/doc_vectors.npy", chosen)
     attempt.write_json("reference/meta.json", {"implementation": name or "sentence-transformers batch",
-                                               "dtype": "float32", "device": "cpu", **meta})
+                                               "dtype": "float32", "device": "cpu", **meta,
+                                               "witness_origin": origin})
 
 
 def _own_reference(attempt: Attempt, name: str, model_path: str, texts: list[str]) -> np.ndarray:

@@ -161,19 +161,21 @@ def test_executed_notebooks_exported_redacted_and_linked(published: Published) -
         assert links == ["notebooks/01_legacy_capture.html", "notebooks/04_latency.html"]
 
 
-def test_a_notebook_gone_from_the_attempt_is_gone_from_the_report(published: Published, tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    # a copy of the rendered project (its first render's pages included) under another fake home: one render here
+def test_a_notebook_gone_from_the_attempt_is_gone_from_the_report(published: Published, tmp_path: Path) -> None:
+    # a copy of the rendered project (its first render's pages included) under another fake home: one render here.
+    # Its summary is the shared render's, so tests/conftest.py's memo hands back that render's decisions and figures
+    # (pure functions of the summary); the `monkeypatch` fixture would have made it compute them again.
     shared, shared_project, shared_folder, _ = published
     shutil.copytree(shared / "home", tmp_path / "home", symlinks=True)
     project = tmp_path / shared_project.relative_to(shared)
     folder = project / shared_folder.relative_to(shared_project)
-    monkeypatch.setenv("HOME", str(tmp_path / "home" / USER))
-    monkeypatch.setattr(socket, "gethostname", lambda: HOST)
     out = project / "reports" / folder.name
     assert (out / "notebooks" / "04_latency.html").exists()  # exported by the first render, then
     (folder / "attempts" / ATTEMPT / "notebooks" / "04_latency.ipynb").unlink()
-    render_report(folder)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path / "home" / USER))
+        patch.setattr(socket, "gethostname", lambda: HOST)
+        render_report(folder)
     assert not (out / "notebooks" / "04_latency.html").exists()
     assert "notebooks/04_latency.html" not in (out / "report.en.md").read_text(encoding="utf-8")
 

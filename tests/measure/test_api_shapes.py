@@ -19,7 +19,7 @@ from embedswap.pipeline.build import write_summary
 from embedswap.targets import build_target
 from embedswap.targets.base import TargetStartError
 from fakeservers import Behaviour, serve
-from realkit import make_experiment, measured_attempt
+from realkit import make_experiment, measured_attempt, quick_host_calibration
 
 PROBES = ["plain", "encoding_float", "token_ids", "instruction_field", "unknown_model", "dimensions_reduced",
           "input_type_query"]
@@ -53,6 +53,7 @@ def shapes_flow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict
     behaviours = {"legacy": Behaviour(), "root": Behaviour(prefix=""),
                   **{name: Behaviour(shape=shape) for name, shape in SHAPES.items()}}
     with ExitStack() as stack:
+        stack.enter_context(quick_host_calibration())  # six latency phases; this file reads no host reading
         ports = {name: stack.enter_context(serve(b)) for name, b in behaviours.items()}
 
         def target(name: str, **extra: Any) -> dict[str, Any]:

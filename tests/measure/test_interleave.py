@@ -7,6 +7,7 @@ the candidate's runs and the legacy runs interleaved with them, the real summary
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from embedswap.targets import build_target  # noqa: E402
 
 from fakeservers import Behaviour, serve  # noqa: E402
 from make_summary_complete import EXPERIMENT  # noqa: E402
+from realkit import quick_host_calibration  # noqa: E402
 from typed_summary import summary_body  # noqa: E402
 
 LATENCY = {"sequential_requests": 6, "concurrent_requests": 8, "concurrency": 2, "repeats": 3,
@@ -107,3 +109,11 @@ def test_without_interleave_a_candidate_is_measured_alone(tmp_path: Path) -> Non
 def _no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HTTP_PROXY", raising=False)
     monkeypatch.delenv("http_proxy", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _quick_calibration() -> Iterator[None]:
+    """The host readings' number and sharing are asserted here, not their values (a reading after each of 12 blocks
+    was most of the first capture's time; tests/analysis/test_host_drift.py decides on real readings)."""
+    with quick_host_calibration():
+        yield

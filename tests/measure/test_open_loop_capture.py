@@ -107,15 +107,17 @@ def _attempt(tmp_path: Path) -> Attempt:
 
 
 def test_auto_ramp_stops_where_the_server_sheds_load_and_the_summary_says_from_which_rate(tmp_path) -> None:
-    experiment = _experiment({"rates": "auto", "auto": {"start": 2, "factor": 32, "max_steps": 3}, "requests": 16,
+    # start at 4/s, not 2/s: the runs at the rate met are most of the test's time (16 requests, 8 s a run at 2/s);
+    # at 4/s a request still finds none in flight (a 429 needs two: one served 500 ms instead of 100)
+    experiment = _experiment({"rates": "auto", "auto": {"start": 4, "factor": 16, "max_steps": 3}, "requests": 16,
                               "arrival": "constant", "repeats": 2})
     attempt = _attempt(tmp_path)
     workload = Workload(DOCS, batch_size=4)
     with serving(shed_above=2, service_s=0.1) as url:
         capture_open_loop(FakeTarget(url), experiment, workload, attempt, "cand")  # type: ignore[arg-type]
     meta = attempt.read_json("cand/open_loop_runs.json")
-    assert meta["ramp"][0] == {"rate": 2, "misses": []} and meta["ramp"][1]["misses"][0] == "errors"
-    rates = [2, 11.313708, 64]  # 2 met, 64 missed (six in flight: 429s), then their geometric middle
+    assert meta["ramp"][0] == {"rate": 4, "misses": []} and meta["ramp"][1]["misses"][0] == "errors"
+    rates = [4, 16, 64]  # 4 met, 64 missed (six in flight: 429s), then their geometric middle
     assert meta["rates"] == rates
     section = capacity_section(experiment, attempt)
     assert section is not None
@@ -124,8 +126,11 @@ def test_auto_ramp_stops_where_the_server_sheds_load_and_the_summary_says_from_w
     at_64 = [r for r in runs if r["rate"] == 64]
     assert all(r["statuses"].get("429", 0) > 0 and "errors" in r["misses"] for r in at_64)
     assert section["by_target"]["legacy"]["measured"] is False  # the legacy server was not swept here
-    with pytest.raises(CaptureExistsError):  # captures are never overwritten
-        capture_open_loop(FakeTarget("http://127.0.0.1:9"), experiment, workload, attempt, "cand")  # type: ignore
+    # captures are never overwritten; the kit measures before it writes, so this second capture is one short run (the
+    # ramp's config against a dead port was two 4 s runs at the start rate before the refusal)
+    again = _experiment({"rates": [64], "requests": 2, "repeats": 1})
+    with pytest.raises(CaptureExistsError):
+        capture_open_loop(FakeTarget("http://127.0.0.1:9"), again, workload, attempt, "cand")  # type: ignore
 
 
 def test_truncated_vectors_are_counted_against_the_legacy_capture(tmp_path) -> None:

@@ -8,6 +8,7 @@ import copy
 import json
 import re
 import shlex
+import shutil
 import socket
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def started(project: Path) -> dict[str, list[str]]:
 
 
 SECRET = "sk-" + "q" * 24  # an OpenAI-style key: redacted by its shape
+Published = tuple[Path, Path, Path, dict[str, Path]]  # the tmp folder, the project, the experiment, what was written
 
 
 def run_under_fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publish: str = "") -> tuple[Path, Path]:
@@ -61,6 +63,17 @@ def run_under_fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publish
                       f"key {SECRET} at {project}/data on {HOST}\n")
     executed_notebook(attempt, "04_latency", "latency = run_step()  # measured-cell-04", "p50 36.9 ms\n")
     return project, folder
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> Published:
+    """One render (four languages, each with its figures, and the notebooks' export: ~5 s) of the fake home's
+    project, for the tests below that only read what it wrote: (tmp folder, project, experiment, written)."""
+    tmp_path = tmp_path_factory.mktemp("published")
+    with pytest.MonkeyPatch.context() as patch:
+        project, folder = run_under_fake_home(tmp_path, patch)
+        written = render_report(folder)
+    return tmp_path, project, folder, written
 
 
 def test_every_report_has_front_matter_tied_across_languages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,13 +114,12 @@ def test_publish_config_errors_name_the_key(publish: str, key: str) -> None:
         parse_experiment(data, source="experiment.yaml")
 
 
-def test_nothing_local_in_any_published_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project, folder = run_under_fake_home(tmp_path, monkeypatch)
-    written = render_report(folder)
+def test_nothing_local_in_any_published_file(published: Published) -> None:
+    tmp_path, project, folder, written = published
     attempt_dir = folder / "attempts" / ATTEMPT
-    published = sorted(p for p in (project / "reports").rglob("*") if p.is_file())
-    assert len(published) >= len(written) - 2 >= 10
-    for path in published:
+    files = sorted(p for p in (project / "reports").rglob("*") if p.is_file())
+    assert len(files) >= len(written) - 2 >= 10
+    for path in files:
         data = path.read_bytes()
         for local in (USER, HOST, str(attempt_dir), str(project), str(tmp_path)):
             assert local.encode() not in data, f"{path.name} names {local}"
@@ -115,9 +127,8 @@ def test_nothing_local_in_any_published_file(tmp_path: Path, monkeypatch: pytest
     assert "started on host by user@host in ." in text  # scrubbed in place, the sentence still reads
 
 
-def test_launch_commands_paste_from_the_project_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project, folder = run_under_fake_home(tmp_path, monkeypatch)
-    render_report(folder)
+def test_launch_commands_paste_from_the_project_root(published: Published) -> None:
+    _, project, folder, _ = published
     argv = started(project)
     for lang in ("ko", "en"):
         text = (project / "reports" / folder.name / f"report.{lang}.md").read_text(encoding="utf-8")
@@ -137,9 +148,8 @@ def test_launch_commands_paste_from_the_project_root(tmp_path: Path, monkeypatch
             assert shlex.split(shown[name])[0] in (".venvs/kit/bin/python", ".venvs/engine/bin/python")
 
 
-def test_executed_notebooks_exported_redacted_and_linked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project, folder = run_under_fake_home(tmp_path, monkeypatch)
-    written = render_report(folder)
+def test_executed_notebooks_exported_redacted_and_linked(published: Published) -> None:
+    _, project, folder, written = published
     out = project / "reports" / folder.name
     assert {"notebooks/01_legacy_capture.html", "notebooks/04_latency.html"} <= set(written)
     page = (out / "notebooks" / "01_legacy_capture.html").read_text(encoding="utf-8")
@@ -149,9 +159,23 @@ def test_executed_notebooks_exported_redacted_and_linked(tmp_path: Path, monkeyp
         setup = (out / f"report.{lang}.md").read_text(encoding="utf-8").split("\n## 3.")[0]
         links = re.findall(r"\]\((notebooks/[\w.-]+\.html)\)", setup)
         assert links == ["notebooks/01_legacy_capture.html", "notebooks/04_latency.html"]
-    # a notebook gone from the attempt is gone from the report too
+
+
+def test_a_notebook_gone_from_the_attempt_is_gone_from_the_report(published: Published, tmp_path: Path) -> None:
+    # a copy of the rendered project (its first render's pages included) under another fake home: one render here.
+    # Its summary is the shared render's, so tests/conftest.py's memo hands back that render's decisions and figures
+    # (pure functions of the summary); the `monkeypatch` fixture would have made it compute them again.
+    shared, shared_project, shared_folder, _ = published
+    shutil.copytree(shared / "home", tmp_path / "home", symlinks=True)
+    project = tmp_path / shared_project.relative_to(shared)
+    folder = project / shared_folder.relative_to(shared_project)
+    out = project / "reports" / folder.name
+    assert (out / "notebooks" / "04_latency.html").exists()  # exported by the first render, then
     (folder / "attempts" / ATTEMPT / "notebooks" / "04_latency.ipynb").unlink()
-    render_report(folder)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path / "home" / USER))
+        patch.setattr(socket, "gethostname", lambda: HOST)
+        render_report(folder)
     assert not (out / "notebooks" / "04_latency.html").exists()
     assert "notebooks/04_latency.html" not in (out / "report.en.md").read_text(encoding="utf-8")
 

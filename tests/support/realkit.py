@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
@@ -154,6 +156,24 @@ def kill_tree(pid: int) -> None:
             child.kill()
         except psutil.Error:
             pass
+
+
+@contextmanager
+def quick_host_calibration() -> Iterator[None]:
+    """The host gauge's calibration (measure.host_state: a reading is 3 samples of 4 sorts of 1M values) cut to one
+    sort of 20k values while the ``with`` lasts, in this process. A latency phase takes a reading before, after and
+    between its runs: ~1.5-3 s a target on this host, most of an in-process flow test against fake servers. For
+    tests that capture latency but assert nothing on the readings' values (routes, redaction, block pairing): the
+    readings keep their number and shape. The gauge's own tests (tests/measure/test_host_state.py,
+    tests/analysis/test_host_drift.py, tests/e2e/test_host_drift_e2e.py) and every subprocess keep the real one."""
+    import pytest
+
+    from embedswap.measure import host_state
+
+    real = host_state.calibration_ms
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(host_state, "calibration_ms", lambda rounds=1, size=20_000: real(rounds, size))
+        yield
 
 
 def files_containing(folder: Path, needle: str) -> list[str]:

@@ -15,7 +15,7 @@ SLOW = {
     "tests/measure/test_open_loop_capture.py": "open-loop rate runs in real time (seconds per rate)",
     "tests/measure/test_open_loop_workers.py": "starts load-generator worker processes (and Ray actors)",
     "tests/measure/test_interleave.py": "interleaved latency captures against live HTTP servers, in real time",
-    "tests/measure/test_api_shapes.py": "the real legacy server (a model load) reached in every API shape",
+    "tests/measure/test_api_shapes.py": "six fake servers measured through the real flow, then a report rendered",
     "tests/legacy/test_legacy_server.py": "the legacy server itself: a model load, a subprocess",
     "tests/index/test_index_zoo.py": "embeds the sample with MiniLM three ways in-process",
     "tests/index/test_index_store.py": "a real PostgreSQL + pgvector server per module",

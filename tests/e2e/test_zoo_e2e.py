@@ -42,7 +42,9 @@ def _zoo_run(root: Path, model_name: str, legacy: dict[str, Any], candidates: di
              ports: list[int], parity_checks: dict[str, Any] | None = None,
              languages: tuple[str, ...] = ("en",)) -> dict[str, Any]:
     model = build_tiny_bert(root / model_name, ZOO[model_name])
+    # the fewest latency requests that still measure both points (step 04 runs; nothing here reads latency)
     folder = make_experiment(root, model_name.removeprefix("tiny-bert-"), legacy, candidates,
+                             latency={"sequential_requests": 2, "concurrent_requests": 2, "concurrency": 2},
                              probes=["plain", "over_long_input"])
     path = folder / "experiment.yaml"
     config = yaml.safe_load(path.read_text())

@@ -173,3 +173,18 @@ def test_interleaved_blocks_widen_a_ratio_the_host_moved_between_blocks() -> Non
     assert steady is not None and 0.98 < steady[0] < 1 < steady[1] < 1.02  # a quiet host stays narrow
     assert block_interval([100.0], [100.0]) is None  # one block: nothing to say about blocks
     assert block_interval([100.0, 0.0], [100.0, 100.0]) is None
+
+
+@pytest.mark.parametrize("n", [2, 30])
+def test_a_paired_figure_too_few_to_estimate_has_no_block_interval(n: int) -> None:
+    """Two interleaved blocks a side: at 2 requests a block p50 is too few (the ratio raised UnboundLocalError, seen
+    in test_install.py's run), at 30 p99 is (it carried p50's block interval); a figure that is estimated keeps its
+    blocks."""
+    rng = np.random.default_rng(3)
+    candidate = estimate(_server(rng, repeats=2, n=n), seed_for("c", "x"), 1000)
+    legacy = estimate(_server(rng, repeats=2, n=n), seed_for("l", "x"), 1000)
+    paired = ratio(candidate, legacy, paired=True)
+    for key in ("p50", "p99", "docs_per_s"):
+        figure = getattr(paired, key)
+        assert (figure.blocks is None) == (figure.direction == "too_few"), (key, figure)
+    assert paired.p99.direction == "too_few" and (paired.p50.direction == "too_few") == (n == 2)

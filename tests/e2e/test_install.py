@@ -145,7 +145,13 @@ def test_installed_tool_runs_an_experiment_from_an_empty_folder(dist: dict, tmp_
         assert folder.parent == work / "experiments", folder
         config = yaml.safe_load((folder / "experiment.yaml").read_text())
         assert config["workload"]["documents"] == "sample:documents.jsonl"
-        config["latency"] = dict(SMALL_LATENCY)
+        # issue 61, CI time: nothing below reads latency, so its phase is the fewest requests that still measure
+        # both points (the template interleaves, so the legacy server's blocks double them); the latency analysis
+        # itself is the demo's and the A/A runs' (tests/e2e/test_end_to_end.py, test_aa_*)
+        config["latency"] = {**SMALL_LATENCY, "sequential_requests": 2, "concurrent_requests": 2, "concurrency": 2}
+        # and step 05's parity matrix (article 003: the legacy padding per dtype at batch 1, 8 and 32; the engine
+        # rows have no engine in this venv), which nothing below reads: the demo asserts those rows
+        config["parity"].pop("checks")
         config["contract"]["probes"] = FEW_PROBES
         config["workload"]["repeats"] = 1
         config["report"]["languages"] = ["en"]

@@ -39,14 +39,20 @@ def _mistake(port: int, mistake: str, **more: Any) -> dict[str, Any]:
 
 
 def _zoo_run(root: Path, model_name: str, legacy: dict[str, Any], candidates: dict[str, dict[str, Any]],
-             ports: list[int], parity_checks: dict[str, Any] | None = None) -> dict[str, Any]:
+             ports: list[int], parity_checks: dict[str, Any] | None = None,
+             languages: tuple[str, ...] = ("en",)) -> dict[str, Any]:
     model = build_tiny_bert(root / model_name, ZOO[model_name])
+    # the fewest latency requests that still measure both points (step 04 runs; nothing here reads latency)
     folder = make_experiment(root, model_name.removeprefix("tiny-bert-"), legacy, candidates,
+                             latency={"sequential_requests": 2, "concurrent_requests": 2, "concurrency": 2},
                              probes=["plain", "over_long_input"])
     path = folder / "experiment.yaml"
     config = yaml.safe_load(path.read_text())
     config["model"]["path"] = str(model)
-    config["report"]["languages"] = ["en", "ja"]
+    config["report"]["languages"] = list(languages)
+    # issue 61, CI time: vLLM's transformers witness of step 05's reference (auto: one more vLLM offline start where
+    # a target is vLLM, the cls run's vllm-mean) is not read here; the MiniLM demo (test_end_to_end.py) asserts it
+    config["parity"]["engine_witness"] = False
     if parity_checks is not None:
         config["parity"]["checks"] = parity_checks
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
@@ -75,7 +81,9 @@ def cls_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
     legacy = legacy_target(p[0], capture=["workload", "probes", "latency"],
                            extra_args=["--max-input-tokens", str(LIMIT)])
-    return _zoo_run(tmp_path_factory.mktemp("zoo-cls"), "tiny-bert-cls", legacy, candidates, p)
+    # Japanese only here: the one run whose report is read in it (the last test)
+    return _zoo_run(tmp_path_factory.mktemp("zoo-cls"), "tiny-bert-cls", legacy, candidates, p,
+                    languages=("en", "ja"))
 
 
 @pytest.fixture(scope="module")

@@ -243,6 +243,9 @@ def ratio(candidate: tuple[PointIntervals, dict[str, np.ndarray]],
         value = c.value / r.value if c.value is not None and r.value else None
         low: float | None = None
         high: float | None = None
+        # per key: a figure too few to estimate has no block interval (unset, it raised UnboundLocalError on p50 and
+        # handed p50's blocks to p99 when only p99 was too few: interleaved runs of a few requests a block)
+        blocks: tuple[float, float] | None = None
         direction_: RatioDirection
         if value is None:
             direction_ = "missing"

@@ -252,8 +252,13 @@ def _holds_conclusions(document: Any) -> bool:
     keys = [str(s.get("key", "")) for section in document.get("sections") or [] if isinstance(section, dict)
             for s in section.get("statements") or [] if isinstance(s, dict)]
     # the host statement, always said, came with the post's other figures (the tables, the cosines, the index's
-    # recall and cost, the start times): a document without it does not state them, and is drawn again
-    return any(k.startswith(f"{VECTORS}.") for k in keys) and "post.host" in keys
+    # recall and cost, the start times), and its CPU count with the whole numbers (the workload's, the contract
+    # table's, the shim's and parity's counts, the memory): a document without them does not state them, and is
+    # drawn again
+    host = [f.get("key") for section in document.get("sections") or [] if isinstance(section, dict)
+            for s in section.get("statements") or [] if isinstance(s, dict) and s.get("key") == "post.host"
+            for f in s.get("facts") or [] if isinstance(f, dict)]
+    return any(k.startswith(f"{VECTORS}.") for k in keys) and "cpu_count" in host
 
 
 def _split_headings(document: Any) -> bool:

@@ -1,10 +1,13 @@
-"""Every decimal the post, its front matter and its figure data print is one of its post document's figures as
-printed (issue 63): a fact of ``decisions.post.document`` (the latency table's cells, the vectors table, a group's
+"""Every decimal and every whole number the post, its front matter and its figure data print is one of its post
+document's figures as printed (issue 63): a fact of ``decisions.post.document`` (the latency table's cells, the vectors table, a group's
 cosine and threshold, the host's memory, the index's recall and cost, the index options' rule and cost, the start
 times, the sentences' figures) in the kind it prints in, or a claim's figure, interval, margin or host drift. The
 document holds each of those to its path in summary.json (``source_problems`` of embedswap/report/post_checks.py)
 and the claims printed are the document's (tests/support/claims_check.py); this check only reads the text for
-decimals that are none of them, and the latency table's rows for cells that are not the document's.
+decimals and whole numbers that are none of them, and the latency table's rows for cells that are not the
+document's. A whole number that is no figure is left out first: code (commands, ports), images (a figure's number),
+headings' and lists' numbering, dates, the catalogue's own phrases ("top 5", "nDCG@10", "(step 4)") and the
+article's contract cells, quoted from its text.
 
 Nothing else is accepted: what a server says of itself (``BaseHTTP/0.6``) is a quoted fact of the document too
 (``post.setup_server``). The latency figure's data (figure_problems) is checked against ``decisions.shown``, which

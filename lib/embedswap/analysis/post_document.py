@@ -20,7 +20,7 @@ from embedswap.analysis.post_counts import (contract_table, p99_notes, parity_li
                                              workload_facts)
 from embedswap.analysis.post_figures import (host, index_facts, index_options, latency_table, servers, start_times,
                                               vectors_groups, vectors_table)
-from embedswap.analysis.post_story import ARTICLE_FIGURES
+from embedswap.analysis.post_story import ARTICLE_FIGURES, concurrency_statements
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 from embedswap.summary.types_faults import comparable
@@ -214,6 +214,7 @@ def post_document(summary: SummaryBody, decisions: Decisions) -> PostDocument:
                                                    *vectors_groups(decisions)]),
                 Section(key="ranking", statements=_ranking(summary, decisions)),
                 Section(key="latency", statements=[latency_table(summary, decisions), *latency,
+                                                   *concurrency_statements(summary, decisions.latency),
                                                    *p99_notes(summary, decisions)]),
                 Section(key="immovable", statements=[start_times(summary)]),
                 Section(key="closing", statements=[*closing_statements(decisions),

@@ -23,7 +23,7 @@ from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
 from embedswap.report.post_conclusion import conclusion_words
 from embedswap.report.post_contract import contract_paragraphs
-from embedswap.report.post_story import article_statements, shim_trades
+from embedswap.report.post_story import article_statements, concurrency_gains, shim_trades
 from embedswap.report.claim import times
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, latency_statements, pair_claims,
                                           parity_claim, probe_phrase, ranking_claims, restore_measured, setup_fact,
@@ -275,6 +275,7 @@ def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
         "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
                                lambda d: (d["handling"], d["refused"]), "name"),
         "article_cmp": article_statements(ctx, article), "shim_trades": shim_trades(ctx),
+        "concurrency_gains": concurrency_gains(ctx),  # what concurrency gained each server, beside the article's
         # the workload line and the candidates' launch commands as stored (report/sections/status.py's setup),
         # the article's vectors table beside this run's (report/sections/article.py's, its figures the document's)
         "setup": post_figures.workload(ctx, setup(ctx)),

@@ -44,6 +44,8 @@ def as_printed(key: str, found: Any) -> str:
         return f"{found / MIB:.2f}"
     if kind == "bytes_mib0" and isinstance(found, (int, float)):  # the engines' memory: whole MiB
         return fmt(found / MIB, "int")
+    if kind == "ratio2" and isinstance(found, (int, float)):  # a ratio's figure; its sign (×, 배) the catalogue's
+        return f"{found:.2f}"
     return fmt(found, kind)
 
 

@@ -133,3 +133,36 @@ def test_a_stored_document_without_the_whole_numbers_is_drawn_again() -> None:
                 s["facts"] = [f for f in s["facts"] if f["key"] != "cpu_count"]
     again = read_summary(data)
     assert again.decisions.post.document == stored_summary(COMPLETE).decisions.post.document
+
+
+def _with_long_input() -> Summary:
+    """The complete fixture with a long-input section: the legacy server keeps the first 256 tokens of a
+    2,000-token document, vLLM answers 400, Dynamo keeps 512 (another vector for the same text)."""
+    data = json.loads((FIXTURES / COMPLETE).read_text(encoding="utf-8"))
+    data["long_input"] = {"measured": True, "document_tokens": 2000, "limits": [256, 512], "threshold": 0.99,
+                          "by_target": {
+                              "legacy": {"target": "legacy", "code": "truncated", "limit": 256, "cosine": 0.9999},
+                              "vllm": {"target": "vllm", "code": "refused", "status": 400, "same_as_legacy": False},
+                              "dynamo": {"target": "dynamo", "code": "truncated", "limit": 512, "cosine": 0.9998,
+                                         "same_as_legacy": False}}}
+    return read_summary(data)
+
+
+def test_the_long_input_sentence_prints_the_document_s_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conclusion's long-input sentence: the document's tokens, the status and the limits as the document's
+    ``post.long_inputs`` states them; each held to its source, and a renderer printing another one caught."""
+    summary = _with_long_input()
+    assert source_problems(summary) == []
+    text = render_post(summary, "en")
+    assert "2,000-token document" in text and "HTTP 400" in text and "first 512 tokens" in text
+    assert post_problems(summary, text, "en") == []
+    document = summary.decisions.post.document
+    assert document is not None
+    limit = next(document.statements("post.long_inputs")).fact("dynamo.limit")
+    assert limit is not None
+    limit.value = 1000
+    assert any("post.long_inputs: dynamo.limit is stated as 1000" in p for p in source_problems(summary))
+    limit.value = 512
+    stated = post_figures.long_input
+    monkeypatch.setattr(post_figures, "long_input", lambda ctx, st: {**stated(ctx, st), "tokens": "2,048"})
+    _caught(summary, "2,048")

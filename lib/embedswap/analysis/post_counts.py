@@ -127,3 +127,18 @@ def todo_facts(decisions: Decisions) -> Statement | None:
                   source=f"decisions.client_changes.{i}.params.limit_tokens")
              for i, c in enumerate(decisions.client_changes) if c.rule == "truncate" and c.params.get("limit_tokens")]
     return Statement(key="post.todo", facts=facts) if facts else None
+
+
+def long_inputs(summary: SummaryBody) -> Statement | None:
+    """The long-input sentence's figures: the long document's tokens and, per server, the status, the limit and
+    the closest cosine its handling names (``<server>.<field>``; the cosine as ``<server>.closest``)."""
+    section = summary.long_input
+    if section.absent or not section.measured:
+        return None
+    facts = [Fact(key="document_tokens", value=section.document_tokens, source="long_input.document_tokens")]
+    for name, f in section.by_target.items():
+        base = f"long_input.by_target.{name}"
+        facts += [Fact(key=f"{name}.status", value=f.status, source=f"{base}.status"),
+                  Fact(key=f"{name}.limit", value=f.limit, source=f"{base}.limit"),
+                  Fact(key=f"{name}.closest", value=f.cosine, source=f"{base}.cosine")]
+    return Statement(key="post.long_inputs", facts=facts)

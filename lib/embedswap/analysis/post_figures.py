@@ -39,13 +39,13 @@ FACT_KINDS = {"seq_from": "ms", "seq_to": "ms", "rate_from": "rate", "rate_to": 
 CELL_KINDS = {"p50_ms": "ms", "p99_ms": "ms", "docs_per_s": "rate", "seq_p50_ms": "ms", "seq_p99_ms": "ms",
               "conc_p50_ms": "ms", "conc_p99_ms": "ms", "conc_docs_per_s": "rate", "dimension": "int",
               "token_total": "int", "first_l2": "norm", "min": "cos4", "median": "cos4", "max": "cos4",
-              "start_seconds": "s", "rss_bytes": "bytes_mib0", "gain": "ratio2", "gain_low": "ratio2",
+              "start_seconds": "s", "rss_bytes": "bytes_mib0", "closest": "cos", "limit": "int", "gain": "ratio2", "gain_low": "ratio2",
               "gain_high": "ratio2"}
 # statements that cite figures where the renderer places them (a table's cells, a group's cosine): two alike are
 # not twin sentences (post_checks.twin_problems)
 FIGURE_KEYS = ("post.latency_table", "post.vectors_table", "post.vectors_group", "post.host", "post.start_times",
                "post.index_options_line", "post.setup_server", "post.contract_table", "post.shim_line",
-               "post.parity_line", "post.p99_note", "post.todo")
+               "post.parity_line", "post.p99_note", "post.todo", "post.long_inputs")
 
 
 def fact_kind(key: str) -> str:

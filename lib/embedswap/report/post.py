@@ -259,7 +259,9 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "todo": [i["text"] for i in changes if not i["shim_done"]],
         "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
-        "vectors_why": vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_model_entries(ctx)),
+        # the long-input sentence's figures: the document's
+        "vectors_why": vectors_why(ctx), "long_input": post_figures.long_input(ctx, long_input(ctx)),
+        "models": (models := another_model_entries(ctx)),
         "models_conclusion": " ".join(m["conclusion"] for m in models),
         "index_choice": index_choice(ctx),
         **_shared(ctx, article),
@@ -272,7 +274,8 @@ def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
         # the post prints no option table: equal choices are one sentence (their figures the document's)
         "index_options": _merged(ctx, post_figures.index_options(ctx), lambda o: repr(
             {k: v for k, v in o.items() if k not in ("name", "table")}), "name"),
-        "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
+        "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])}
+                                     for d in post_figures.long_input(ctx, long_input(ctx))["differing"]],
                                lambda d: (d["handling"], d["refused"]), "name"),
         "article_cmp": article_statements(ctx, article), "shim_trades": shim_trades(ctx),
         "concurrency_gains": concurrency_gains(ctx),  # what concurrency gained each server, beside the article's

@@ -17,7 +17,9 @@ from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.index_options import MAPS, MIB, option_tables
+from embedswap.report.sections.long_input import handling
 from embedswap.summary.types_post_document import Statement
+from embedswap.summary.types_long_input import LongInputFinding
 from embedswap.summary.types_vectors import ProbeSide
 
 
@@ -224,3 +226,26 @@ def todo_limit(ctx: ReportContext) -> str | None:
     """The truncation limit the to-do item names, as the document's ``post.todo`` states it; None: none stated."""
     found = value(ctx, "post.todo", "limit_tokens")
     return as_printed("limit_tokens", found) if found is not None else None
+
+
+def long_input(ctx: ReportContext, stated: dict[str, Any]) -> dict[str, Any]:
+    """The long-input section of report/sections/long_input.py with the figures the conclusion's sentence prints
+    (the document's tokens, each server's status, limit and closest cosine) as the document's ``post.long_inputs``
+    states them."""
+    section = ctx.summary.long_input
+    if stated.get("state") is not True:
+        return stated
+
+    def found(name: str) -> LongInputFinding:
+        return section.by_target[name].model_copy(update={
+            field: value(ctx, "post.long_inputs", f"{name}.{key}")
+            for field, key in (("status", "status"), ("limit", "limit"), ("cosine", "closest"))})
+
+    legacy = ctx.summary.roles.legacy
+    differing = [n for n, f in section.by_target.items() if f.same_as_legacy is False]
+    return {**stated, "tokens": printed(ctx, "post.long_inputs", "document_tokens"),
+            "legacy": None if legacy not in section.by_target else
+            {"name": section.by_target[legacy].target, "handling": handling(ctx, found(legacy))},
+            "differing": [{**d, "handling": handling(ctx, found(n)),
+                           "status": printed(ctx, "post.long_inputs", f"{n}.status")}
+                          for d, n in zip(stated["differing"], differing)]}

@@ -166,3 +166,36 @@ def test_the_long_input_sentence_prints_the_document_s_figures(monkeypatch: pyte
     stated = post_figures.long_input
     monkeypatch.setattr(post_figures, "long_input", lambda ctx, st: {**stated(ctx, st), "tokens": "2,048"})
     _caught(summary, "2,048")
+
+
+# a server that corrupts answers (tests/report/test_faults_headline.py's), with one probe's stale connection
+CORRUPTING = {"answers": 90, "unusable": 13, "share": 0.1444, "by_part": {"latency": 13},
+              "by_kind": {"wrong_length": 9, "bad_index": 2, "non_finite": 1, "cut_body": 1},
+              "events": [{"part": "probes", "kind": "stale_connection", "count": 1, "sends": 3, "probe": "plain",
+                          "path": "/v1/embeddings", "retried": [200], "others": [200, 200]}]}
+
+
+@pytest.mark.parametrize("lang", ["ko", "en", "ja", "zh"])
+def test_the_fault_lines_print_the_document_s_figures(complete_upgraded: dict[str, Any], lang: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conclusion's fault line of a corrupting server (unusable of answers, the share, each kind, the stale
+    connection's sends) prints the document's ``post.faults``: no figure outside it, each held to its source, and a
+    renderer printing another count caught."""
+    data = json.loads(json.dumps(complete_upgraded))
+    data["faults"] = {"by_target": {"vllm": CORRUPTING}}
+    summary = read_summary(data)
+    assert source_problems(summary) == []
+    text = render_post(summary, lang)
+    assert "13" in integers(text, lang) and "90" in integers(text, lang) and "14.4" in text
+    assert post_problems(summary, text, lang) == []
+    document = summary.decisions.post.document
+    assert document is not None
+    sends = next(document.statements("post.faults")).fact("events.0.sends")
+    assert sends is not None and sends.value == 3
+    sends.value = 4
+    assert any("post.faults: events.0.sends is stated as 4" in p for p in source_problems(summary))
+    sends.value = 3
+    stated = post_figures.faults
+    monkeypatch.setattr(post_figures, "faults", lambda ctx, heads: [
+        {**h, "unusable": "131"} for h in stated(ctx, heads)])
+    _caught(summary, "131", lang)

@@ -44,7 +44,6 @@ INTEGER = re.compile(r"(?<![\dA-Za-z_.,\-/@])\d{1,3}(?:,\d{3})*(?![\d.,]?\d)(?![
 NOT_FIGURES = (re.compile(r"```.*?```", flags=re.DOTALL), re.compile(r"`[^`\n]*`"), re.compile(r"!\[[^\]]*\]\([^)]*\)"),
                re.compile(r"^#+ \d+\.", flags=re.MULTILINE), re.compile(r"^\d+\. ", flags=re.MULTILINE),
                re.compile(r"\d{4}-\d{2}-\d{2}(?:T\d{2}-\d{2}-\d{2})?"))
-WORD = re.compile(r"(?:\S+[ \u00a0])?\S*\d\S*(?:[ \u00a0]\S+)?")  # a number written into a phrase, with its neighbours
 TAG = re.compile(r"{{.*?}}|{%.*?%}|{#.*?#}", flags=re.DOTALL)
 
 
@@ -63,12 +62,24 @@ def _strings(data: Any) -> list[str]:
 @cache
 def catalogue_phrases(lang: str) -> tuple[str, ...]:
     """The phrases of the language's catalogue that hold a number of their own ("top 5 changed", "nDCG@10",
-    "(step 4)", "a 95 % interval", "512-input batch"): words, not figures. Each is a literal part of a message (never
-    across a placeholder), with a word on either side so that a bare "4" never passes as one; longest first."""
+    "(step 4)", "a 95 % interval", "512-input batch"): words, not figures. Each is a number with the words beside
+    it in a literal part of a message (never across a placeholder); a bare number next to a placeholder counts
+    only between two words, so that a literal "3 of" never takes every "3 of" out; longest first."""
     text = resources.files("embedswap.report").joinpath(f"catalogue/{lang}.toml").read_text(encoding="utf-8")
-    found = {m.group(0).strip() for s in _strings(tomllib.loads(text)) for part in TAG.split(s)
-             for m in WORD.finditer(part)}
-    return tuple(sorted((f for f in found if re.search(r"[^\d,.\s]", f)), key=len, reverse=True))
+    found = set()
+    for message in _strings(tomllib.loads(text)):
+        parts = TAG.split(message)
+        for part in parts:
+            words = part.replace("\u00a0", " ").split(" ")
+            for i, word in enumerate(words):
+                if not re.search(r"\d", word):
+                    continue
+                before = words[i - 1] if i > 0 else ""
+                after = words[i + 1] if i + 1 < len(words) else ""
+                if not re.search(r"[^\d,.]", word) and not (before and after) and len(parts) > 1:
+                    continue
+                found.add(" ".join(w for w in (before, word, after) if w))
+    return tuple(sorted(found, key=len, reverse=True))
 
 
 @cache
@@ -85,9 +96,16 @@ def integers(text: str, lang: str) -> list[str]:
     catalogue's own phrases, the article's quoted cells) and the decimals taken out first."""
     for pattern in NOT_FIGURES:
         text = pattern.sub(" ", text)
+    # every occurrence of every phrase is found in the same text, then its digits masked: phrases may overlap
+    # ("있어 p99 의" and "의 95 %"), and taking one out must not hide the other
+    masked = list(text)
     for phrase in (*catalogue_phrases(lang), *_article_cells(lang)):
-        text = text.replace(phrase, " ")
-    return INTEGER.findall(DECIMAL.sub(" ", text))
+        at = text.find(phrase)
+        while at >= 0:
+            for i in range(at, at + len(phrase)):
+                masked[i] = "#" if masked[i].isdigit() else masked[i]
+            at = text.find(phrase, at + 1)
+    return INTEGER.findall(DECIMAL.sub(" ", "".join(masked)))
 
 
 def _figure(x: float, digits: int) -> str:

@@ -142,3 +142,28 @@ def long_inputs(summary: SummaryBody) -> Statement | None:
                   Fact(key=f"{name}.limit", value=f.limit, source=f"{base}.limit"),
                   Fact(key=f"{name}.closest", value=f.cosine, source=f"{base}.cosine")]
     return Statement(key="post.long_inputs", facts=facts)
+
+
+def fault_lines(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
+    """Per server with unusable answers or transport events, the figures its conclusion line prints: unusable of
+    answers, their share, each kind's count, the transport margin, and each event's count, sends and the statuses
+    its sends got (``events.<i>.retried.<j>``, ``events.<i>.others.<j>``)."""
+    faults = summary.faults
+    if faults.absent:
+        return []
+    out = []
+    for name, entry in faults.by_target.items():
+        if not (entry.unusable or entry.events):
+            continue
+        base = f"faults.by_target.{name}"
+        facts = [Fact(key=k, value=getattr(entry, k), source=f"{base}.{k}") for k in ("unusable", "answers", "share")]
+        facts += [Fact(key=f"by_kind.{k}", value=n, source=f"{base}.by_kind.{k}") for k, n in entry.by_kind.items()]
+        if decisions.faults is not None:
+            facts.append(Fact(key="fault_margin", value=decisions.faults.margin, source="decisions.faults.margin"))
+        for i, e in enumerate(entry.events):
+            at = f"{base}.events.{i}"
+            facts += [Fact(key=f"events.{i}.{k}", value=getattr(e, k), source=f"{at}.{k}") for k in ("count", "sends")]
+            facts += [Fact(key=f"events.{i}.{k}.{j}", value=v, source=f"{at}.{k}.{j}")
+                      for k in ("retried", "others") for j, v in enumerate(getattr(e, k))]
+        out.append(Statement(key="post.faults", subjects=[name], facts=facts))
+    return out

@@ -16,8 +16,8 @@ from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_claims import delta_claim, headline_claim, latency_claim, variant_claims
 from embedswap.analysis.post_conclusion import closing_statements, conclusion_statements
 from embedswap.analysis.post_contract import contract_statements
-from embedswap.analysis.post_counts import (contract_table, long_inputs, p99_notes, parity_line, shim_lines,
-                                             todo_facts, workload_facts)
+from embedswap.analysis.post_counts import (contract_table, fault_lines, long_inputs, p99_notes, parity_line,
+                                             shim_lines, todo_facts, workload_facts)
 from embedswap.analysis.post_figures import (host, index_facts, index_options, latency_table, servers, start_times,
                                               vectors_groups, vectors_table)
 from embedswap.analysis.post_story import ARTICLE_FIGURES, concurrency_statements
@@ -207,7 +207,8 @@ def post_document(summary: SummaryBody, decisions: Decisions) -> PostDocument:
     included: decided last, this reads them)."""
     brief, latency = _latency(summary, decisions)
     sections = [Section(key="conclusion", statements=[*conclusion_statements(summary, decisions), *brief,
-                                                      *filter(None, [long_inputs(summary)])]),
+                                                      *filter(None, [long_inputs(summary)]),
+                                                      *fault_lines(summary, decisions)]),
                 Section(key="setup", statements=_setup(summary, decisions)),
                 Section(key="contract", statements=[*filter(None, [contract_table(summary, decisions)]),
                                                     *contract_statements(summary, decisions)]),

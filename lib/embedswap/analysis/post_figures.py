@@ -35,7 +35,7 @@ FACT_KINDS = {"seq_from": "ms", "seq_to": "ms", "rate_from": "rate", "rate_to": 
               "ndcg_margin": "score", "docs_per_s": "s", "corpus_size": "int", "fit_s": "score",
               "overhead_ms": "signed2", "storage_bytes": "bytes_mib",
               "seq_p50": "raw", "conc_docs_per_s": "raw",  # the article's published ratios, as published
-              "cpu_count": "int", "gain_margin": "ratio2", "article_conc_docs_per_s": "raw"}
+              "cpu_count": "int", "share": "pct1", "fault_margin": "pct1", "gain_margin": "ratio2", "article_conc_docs_per_s": "raw"}
 CELL_KINDS = {"p50_ms": "ms", "p99_ms": "ms", "docs_per_s": "rate", "seq_p50_ms": "ms", "seq_p99_ms": "ms",
               "conc_p50_ms": "ms", "conc_p99_ms": "ms", "conc_docs_per_s": "rate", "dimension": "int",
               "token_total": "int", "first_l2": "norm", "min": "cos4", "median": "cos4", "max": "cos4",
@@ -45,7 +45,7 @@ CELL_KINDS = {"p50_ms": "ms", "p99_ms": "ms", "docs_per_s": "rate", "seq_p50_ms"
 # not twin sentences (post_checks.twin_problems)
 FIGURE_KEYS = ("post.latency_table", "post.vectors_table", "post.vectors_group", "post.host", "post.start_times",
                "post.index_options_line", "post.setup_server", "post.contract_table", "post.shim_line",
-               "post.parity_line", "post.p99_note", "post.todo", "post.long_inputs")
+               "post.parity_line", "post.p99_note", "post.todo", "post.long_inputs", "post.faults")
 
 
 def fact_kind(key: str) -> str:

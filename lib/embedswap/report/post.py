@@ -240,7 +240,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "default_title": ctx.terms["post"]["default_title"],
         # the conclusion's vectors and contract sentences and the closings: the post document's statements
         **conclusion_words(ctx, groups, lambda probes: _probes(ctx, probes)),
-        "faults": conclusion_headlines(ctx),
+        "faults": post_figures.faults(ctx, conclusion_headlines(ctx)),  # their figures: the document's
         "contract": _contract(ctx, article), "latency": _latency(ctx, article), "versions": post_figures.versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),

@@ -17,8 +17,10 @@ from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.index_options import MAPS, MIB, option_tables
+from embedswap.report.sections.faults import event_words
 from embedswap.report.sections.long_input import handling
 from embedswap.summary.types_post_document import Statement
+from embedswap.summary.types_faults import FaultEvent
 from embedswap.summary.types_long_input import LongInputFinding
 from embedswap.summary.types_vectors import ProbeSide
 
@@ -46,6 +48,8 @@ def as_printed(key: str, found: Any) -> str:
         return f"{found / MIB:.2f}"
     if kind == "bytes_mib0" and isinstance(found, (int, float)):  # the engines' memory: whole MiB
         return fmt(found / MIB, "int")
+    if kind == "pct1" and isinstance(found, (int, float)):  # a share as a percentage, its % sign the sentence's
+        return fmt(found * 100, "s")
     if kind == "ratio2" and isinstance(found, (int, float)):  # a ratio's figure; its sign (×, 배) the catalogue's
         return f"{found:.2f}"
     return fmt(found, kind)
@@ -249,3 +253,32 @@ def long_input(ctx: ReportContext, stated: dict[str, Any]) -> dict[str, Any]:
             "differing": [{**d, "handling": handling(ctx, found(n)),
                            "status": printed(ctx, "post.long_inputs", f"{n}.status")}
                           for d, n in zip(stated["differing"], differing)]}
+
+
+def faults(ctx: ReportContext, heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conclusion's fault lines (report/sections/faults.py's conclusion_headlines) with every figure they print
+    (unusable of answers, the share, each kind's count, the margin, each event's count, sends and statuses) as the
+    document's ``post.faults`` of that server states it."""
+    by_code = {code(n): n for n in ctx.names}
+    words, sep = ctx.terms.get("fault_kinds", {}), ctx.terms["post"]["list_sep"]
+    out = []
+    for h in heads:
+        name = by_code[h["name"]]
+        entry = ctx.summary.faults.of(name)
+        assert entry is not None
+
+        def p(fact: str) -> str:
+            return printed(ctx, "post.faults", fact, [name])
+
+        def stated(i: int, e: FaultEvent) -> FaultEvent:
+            said = {k: value(ctx, "post.faults", f"events.{i}.{k}", [name]) for k in ("count", "sends")}
+            lists = {k: [value(ctx, "post.faults", f"events.{i}.{k}.{j}", [name]) for j in range(len(getattr(e, k)))]
+                     for k in ("retried", "others")}
+            return e.model_copy(update={**said, **lists})
+
+        out.append({**h, "share": f"{p('share')}%", "unusable": p("unusable"), "answers": p("answers"),
+                    "kinds": sep.join(f"{words.get(k, k)} {p(f'by_kind.{k}')}" for k in entry.by_kind),
+                    "margin": f"{p('fault_margin')}%" if h.get("margin") is not None else None,
+                    "events": [event_words(ctx, stated(i, e)) for i, e in enumerate(entry.events)
+                               if not e.every_send]})
+    return out

@@ -195,8 +195,12 @@ def test_latency_decisions_store_no_ratio_without_per_request_data() -> None:
     """The ratio is stored once, pooled with its interval; medians of the repeats give none (the report computes
     their ratio on reading, Summary.latency_ratio)."""
     out = lr.latency_decisions(summary_body(_lock_summary(ablation=False)), DEFAULTS)
-    assert set(_stored(out)) == {"ratios", "points", "lock"}
+    assert set(_stored(out)) == {"ratios", "points", "lock", "concurrency"}
     assert _stored(out.ratios["vllm"]) == {"intervals": {}}
+    # what concurrency gained each server: without per-request data no interval decides it either way
+    assert set(out.concurrency) == {"legacy", "vllm"}
+    assert all(g.code in ("inconclusive", "not_measured") and (g.gain is None or g.gain.low is None)
+               for g in out.concurrency.values())
 
 
 # --- shim_outcome ------------------------------------------------------------------------------------------------------

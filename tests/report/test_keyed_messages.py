@@ -11,7 +11,7 @@ import pytest
 
 from embedswap.report.catalogue import LANGUAGES, CatalogueError, catalogue, environment
 from embedswap.summary.model import Target
-from embedswap.summary.types_decisions import LockShare, RankingCandidate, RatioDirection
+from embedswap.summary.types_decisions import ConcurrencyGain, LockShare, RankingCandidate, RatioDirection
 from embedswap.summary.types_faults import TargetFaultDecision
 from embedswap.summary.types_index import IndexDecision, StoreInfo
 from embedswap.summary.types_index_options import IndexOptionsDecision
@@ -59,6 +59,8 @@ KEYED: dict[str, set[str]] = {
     "post.index_measured_with": _codes(IndexConfig, "queries"),
     "post.shim_trades": _codes(ShimTrade, "code"),
     "post.article_why": _codes(ArticleComparison, "why"),
+    # what concurrency gained each server (decisions.latency.concurrency): not_measured is never said
+    "post.concurrency_gains": _codes(ConcurrencyGain, "code") - {"not_measured"},
 }
 
 

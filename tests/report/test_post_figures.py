@@ -163,11 +163,14 @@ def test_the_shim_trade_and_article_figures_are_the_document_s(complete_upgraded
 @pytest.mark.parametrize(("lang", "label"), [("ko", "5회 반복의 중앙값"), ("en", "5-repeat median"),
                                             ("ja", "5回の繰り返しの中央値"), ("zh", "5 次重复的中位数")])
 def test_the_article_rows_name_the_articles_own_repeats(lang: str, label: str) -> None:
-    """The latency table's article rows say how many repeats the article's median is of, from the article's data
-    (article_000.json `workload.repeats`), not a 3 typed into the catalogue."""
-    from embedswap.report.article_data import load_article
-
-    article = load_article()
-    other = article.model_copy(update={"workload": article.workload.model_copy(update={"repeats": 5})})
-    text = render_post(stored_summary("summary_complete.json"), lang, article=other)
-    assert label in text
+    """The latency table's article rows say how many repeats the article's median is of as the document's
+    ``article.repeats`` states it (article_000.json `workload.repeats`), not a 3 typed into the catalogue; one
+    stated off the article's data is printed as stated and caught at its source."""
+    summary = stored_summary(COMPLETE)
+    document = summary.decisions.post.document
+    assert document is not None
+    fact = next(document.statements("post.latency_table")).fact("article.repeats")
+    assert fact is not None and fact.source == "article:workload.repeats" and fact.value == 3
+    fact.value = 5
+    assert label in render_post(summary, lang)
+    assert any("post.latency_table: article.repeats is stated as 5" in p for p in source_problems(summary))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from embedswap.analysis import latency_intervals
 from embedswap.analysis.latency_intervals import Estimate
 from embedswap.analysis.common import is_measured, roles
+from embedswap.analysis.concurrency_gain import concurrency_gains
 from embedswap.captures import PAIRED_LEGACY
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.latency_verdicts import candidate_verdicts
@@ -175,7 +176,8 @@ def latency_decisions(summary: SummaryBody, config: DecisionsConfig) -> LatencyD
         ratios[name] = candidate_verdicts(legacy_name, paired or legacy, name, by_target.get(name), intervals, config,
                                           aba, aba_ci, interleaved=paired is not None)
     out = LatencyDecisions(ratios=ratios, points=latency_intervals.points(estimates),
-                           lock=lock_reading(summary, estimates))
+                           lock=lock_reading(summary, estimates),
+                           concurrency=concurrency_gains(summary, config, estimates))
     if pairs := candidate_pairs(summary, candidates, estimates, config, aba, aba_ci):
         out.pairs = pairs  # set only with two candidates or more: summary.json has no ``pairs`` key otherwise
     return out

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from embedswap.analysis.common import roles
+from embedswap.analysis.post_story import CONCURRENCY, concurrency_code
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 from embedswap.summary.types_fact import Fact
@@ -150,4 +151,6 @@ def closing_statements(decisions: Decisions) -> list[Statement]:
 
 
 # each keyed table's code, drawn from the statement's facts (the decision here, and the check)
-CODES: dict[str, Callable[[list[Fact]], str]] = {VECTORS: vectors_code, CONTRACT: contract_code, CLOSINGS: closing_code}
+# the keyed statements whose code the facts they cite give (the concurrency note's: analysis/post_story.py)
+CODES: dict[str, Callable[[list[Fact]], str]] = {VECTORS: vectors_code, CONTRACT: contract_code, CLOSINGS: closing_code,
+                                                 CONCURRENCY: concurrency_code}

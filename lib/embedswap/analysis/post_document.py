@@ -16,9 +16,11 @@ from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_claims import delta_claim, headline_claim, latency_claim, variant_claims
 from embedswap.analysis.post_conclusion import closing_statements, conclusion_statements
 from embedswap.analysis.post_contract import contract_statements
+from embedswap.analysis.post_counts import (contract_table, fault_lines, long_inputs, p99_notes, parity_line,
+                                             shim_lines, todo_facts, workload_facts)
 from embedswap.analysis.post_figures import (host, index_facts, index_options, latency_table, servers, start_times,
                                               vectors_groups, vectors_table)
-from embedswap.analysis.post_story import ARTICLE_FIGURES
+from embedswap.analysis.post_story import ARTICLE_FIGURES, concurrency_statements
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 from embedswap.summary.types_faults import comparable
@@ -180,7 +182,8 @@ def _ranking(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
                               source=f"decisions.index.{name}.condition.value"))
         facts += index_facts(decisions, name)  # the recall, cost and retained share the sentence prints
         index.append(Statement(key="post.index_line", subjects=[name], facts=facts))
-    return out + _merge(index, _said) + index_options(summary, decisions)
+    return [*out, *_merge(index, _said), *index_options(summary, decisions), *shim_lines(summary, decisions),
+            *filter(None, [parity_line(summary)])]
 
 
 def _setup(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
@@ -188,7 +191,7 @@ def _setup(summary: SummaryBody, decisions: Decisions) -> list[Statement]:
     out = [Statement(key="post.setup_workload", facts=[
         Fact(key="documents", value=workload.documents, source="workload.documents"),
         Fact(key="batch_size", value=workload.batch_size, source="workload.batch_size"),  # never the documents
-        Fact(key="queries", value=workload.queries, source="workload.queries")])]
+        Fact(key="queries", value=workload.queries, source="workload.queries"), *workload_facts(summary)])]
     versions = decisions.post.versions
     if versions:
         facts = []
@@ -203,13 +206,19 @@ def post_document(summary: SummaryBody, decisions: Decisions) -> PostDocument:
     """The post's statements of one summary, from its decisions (``decisions.post`` and ``decisions.shown``
     included: decided last, this reads them)."""
     brief, latency = _latency(summary, decisions)
-    sections = [Section(key="conclusion", statements=[*conclusion_statements(summary, decisions), *brief]),
+    sections = [Section(key="conclusion", statements=[*conclusion_statements(summary, decisions), *brief,
+                                                      *filter(None, [long_inputs(summary)]),
+                                                      *fault_lines(summary, decisions)]),
                 Section(key="setup", statements=_setup(summary, decisions)),
-                Section(key="contract", statements=contract_statements(summary, decisions)),
+                Section(key="contract", statements=[*filter(None, [contract_table(summary, decisions)]),
+                                                    *contract_statements(summary, decisions)]),
                 Section(key="vectors", statements=[*filter(None, [vectors_table(summary)]),
                                                    *vectors_groups(decisions)]),
                 Section(key="ranking", statements=_ranking(summary, decisions)),
-                Section(key="latency", statements=[latency_table(summary, decisions), *latency]),
+                Section(key="latency", statements=[latency_table(summary, decisions), *latency,
+                                                   *concurrency_statements(summary, decisions.latency),
+                                                   *p99_notes(summary, decisions)]),
                 Section(key="immovable", statements=[start_times(summary)]),
-                Section(key="closing", statements=closing_statements(decisions))]
+                Section(key="closing", statements=[*closing_statements(decisions),
+                                                   *filter(None, [todo_facts(decisions)])])]
     return PostDocument(sections=[s for s in sections if s.statements])

@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from embedswap.analysis.common import is_measured, roles
+from embedswap.analysis.post_counts import memory_facts
 from embedswap.analysis.post_story import ARTICLE
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
@@ -33,15 +34,18 @@ FACT_KINDS = {"seq_from": "ms", "seq_to": "ms", "rate_from": "rate", "rate_to": 
               "replicas": "int", "window_hours": "s", "retained": "cos4", "recall_floor": "score",
               "ndcg_margin": "score", "docs_per_s": "s", "corpus_size": "int", "fit_s": "score",
               "overhead_ms": "signed2", "storage_bytes": "bytes_mib",
-              "seq_p50": "raw", "conc_docs_per_s": "raw"}  # the article's published ratios, as published
+              "seq_p50": "raw", "conc_docs_per_s": "raw",  # the article's published ratios, as published
+              "cpu_count": "int", "share": "pct1", "fault_margin": "pct1", "gain_margin": "ratio2", "article_conc_docs_per_s": "raw"}
 CELL_KINDS = {"p50_ms": "ms", "p99_ms": "ms", "docs_per_s": "rate", "seq_p50_ms": "ms", "seq_p99_ms": "ms",
               "conc_p50_ms": "ms", "conc_p99_ms": "ms", "conc_docs_per_s": "rate", "dimension": "int",
               "token_total": "int", "first_l2": "norm", "min": "cos4", "median": "cos4", "max": "cos4",
-              "start_seconds": "s"}
+              "start_seconds": "s", "rss_bytes": "bytes_mib0", "closest": "cos", "limit": "int", "gain": "ratio2", "gain_low": "ratio2",
+              "gain_high": "ratio2"}
 # statements that cite figures where the renderer places them (a table's cells, a group's cosine): two alike are
 # not twin sentences (post_checks.twin_problems)
 FIGURE_KEYS = ("post.latency_table", "post.vectors_table", "post.vectors_group", "post.host", "post.start_times",
-               "post.index_options_line", "post.setup_server")
+               "post.index_options_line", "post.setup_server", "post.contract_table", "post.shim_line",
+               "post.parity_line", "post.p99_note", "post.todo", "post.long_inputs", "post.faults")
 
 
 def fact_kind(key: str) -> str:
@@ -52,8 +56,16 @@ def fact_kind(key: str) -> str:
 def latency_table(summary: SummaryBody, decisions: Decisions) -> Statement:
     """Every cell of the latency table: the article's two rows (``article.<side>.<field>``) and each server's shown
     point (``<name>.<run>.<field>``; None where the point is not stored)."""
-    facts = _article_facts([(f"article.{side}.{field}", f"latency.{side}.{field}")
-                            for side in ("legacy", "candidate") for _, _, field in LATENCY_CELLS])
+    facts = _article_facts([*((f"article.{side}.{field}", f"latency.{side}.{field}")
+                              for side in ("legacy", "candidate") for _, _, field in LATENCY_CELLS),
+                            ("article.repeats", "workload.repeats")])  # the article rows' "3-repeat median"
+    # the concurrency the header's columns name: the first measured concurrent point's, else the setting
+    found = next(((n, info.concurrent) for n, info in summary.latency.by_target.items()
+                  if is_measured(info) and info.concurrent is not None), None)
+    facts.append(Fact(key="concurrency", value=found[1].concurrency,
+                      source=f"latency.by_target.{found[0]}.concurrent.concurrency") if found is not None
+                 else Fact(key="concurrency", value=summary.latency.config.get("concurrency"),
+                           source="latency.config.concurrency"))
     for name in decisions.shown.by_target:
         for run, field, _ in LATENCY_CELLS:
             point = decisions.shown.at(name, run)
@@ -83,7 +95,9 @@ def vectors_table(summary: SummaryBody) -> Statement | None:
         return None
     facts = _article_facts([*((f"article.{side}.{field}", f"vectors.{side}.{field}")
                               for side in ("legacy", "candidate") for field in ("dimension", "first_l2", "token_total")),
-                            *((f"article.cosine.{k}", f"vectors.cosine.{k}") for k in ("min", "median", "max"))])
+                            *((f"article.cosine.{k}", f"vectors.cosine.{k}") for k in ("min", "median", "max")),
+                            ("article.documents", "workload.documents")])
+    facts.append(Fact(key="documents", value=summary.workload.documents, source="workload.documents"))
     legacy, _ = roles(summary)
     for name in (legacy, summary.roles.candidate):
         info = vectors.of(name)
@@ -128,7 +142,9 @@ def host(summary: SummaryBody) -> Statement:
     """The host the figures were measured on, as the status line prints it."""
     env = summary.environment
     return Statement(key="post.host", facts=[Fact(key="memory_gib", value=env.memory_gib if env else None,
-                                                  source="environment.memory_gib")])
+                                                  source="environment.memory_gib"),
+                                             Fact(key="cpu_count", value=env.cpu_count if env else None,
+                                                  source="environment.cpu_count")])
 
 
 def servers(summary: SummaryBody) -> list[Statement]:
@@ -140,10 +156,10 @@ def servers(summary: SummaryBody) -> list[Statement]:
 
 
 def start_times(summary: SummaryBody) -> Statement:
-    """Each server's start time (the engine cost sentence prints the candidates')."""
+    """Each server's start time and resident memory (the engine cost sentence prints the candidates')."""
     return Statement(key="post.start_times", facts=[
-        Fact(key=f"{name}.start_seconds", value=t.start_seconds, source=f"targets.{name}.start_seconds")
-        for name, t in summary.targets.items()])
+        *(Fact(key=f"{name}.start_seconds", value=t.start_seconds, source=f"targets.{name}.start_seconds")
+          for name, t in summary.targets.items()), *memory_facts(summary)])
 
 
 def index_facts(decisions: Decisions, name: str) -> list[Fact]:

@@ -20,6 +20,7 @@ from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import LatencyDecisions, RankingDecision
 from embedswap.summary.types_equivalence import Verdict
 from embedswap.summary.types_post import ArticleComparison, ArticleFigure, ArticleRelation, Fact, ShimTrade
+from embedswap.summary.types_post_document import Statement
 
 ARTICLE = "data/article_000.json"  # the article's published figures, with their source (embedswap/data)
 # the article's published ratios (latency.published_ratios: candidate over legacy, median of 3 repeats, batches of
@@ -155,3 +156,50 @@ def shim_trades(summary: SummaryBody, ranking: RankingDecision | None) -> list[S
             verdicts=[f"{path}.naive.metrics.ndcg_at_10", f"{path}.shim.metrics.ndcg_at_10"]))
     # equal when the printed figures are (3 decimals, the ranking's precision)
     return _merge(out, lambda t: (t.code, *(round(float(f.value or 0), 3) for f in (t.legacy, t.candidate, t.shim))))
+
+
+CONCURRENCY = "post.concurrency_gains"  # keyed by the gain's code: post.concurrency_gains.no_gain ...
+
+
+def concurrency_code(facts: list[Fact]) -> str:
+    """A concurrency statement's code from the facts it cites, its servers' codes: theirs where they share one
+    (servers with different codes are said in statements of their own, so ``mixed`` is never a statement's)."""
+    found = list(dict.fromkeys(f.value for f in facts if f.key.endswith(".code")))
+    return str(found[0]) if len(found) == 1 else "mixed"
+
+
+def concurrency_statements(summary: SummaryBody, latency: LatencyDecisions) -> list[Statement]:
+    """What concurrency gained each server (``decisions.latency.concurrency``), one statement per code: all the
+    servers in one note where they say the same, per code otherwise. Each cites its servers' gains with their
+    intervals and codes, the margin, the concurrency, this host's CPU count and the article's own concurrency
+    figure (Dynamo over the legacy server at its concurrency, as published), each with its source."""
+    said = {name: g for name, g in latency.concurrency.items() if g.code != "not_measured" and g.gain is not None}
+    out = []
+    for code in dict.fromkeys(g.code for g in said.values()):
+        names = [n for n, g in said.items() if g.code == code]
+        facts = []
+        for name in names:
+            base = f"decisions.latency.concurrency.{name}"
+            gain = said[name].gain
+            assert gain is not None
+            facts += [Fact(key=f"{name}.gain", value=gain.value, source=f"{base}.gain.value"),
+                      Fact(key=f"{name}.gain_low", value=gain.low, source=f"{base}.gain.low"),
+                      Fact(key=f"{name}.gain_high", value=gain.high, source=f"{base}.gain.high"),
+                      Fact(key=f"{name}.code", value=code, source=f"{base}.code")]
+        base = f"decisions.latency.concurrency.{names[0]}"
+        env = summary.environment
+        facts += [Fact(key="gain_margin", value=said[names[0]].margin, source=f"{base}.margin"),
+                  Fact(key="concurrency", value=said[names[0]].concurrency, source=f"{base}.concurrency"),
+                  Fact(key="cpu_count", value=env.cpu_count if env else None, source="environment.cpu_count"),
+                  Fact(key="article_concurrency", value=_article_value("concurrency"),
+                       source="article:latency.concurrency"),
+                  Fact(key="article_conc_docs_per_s", value=_published().ratios.get("conc_docs_per_s"),
+                       source="article:latency.published_ratios.conc_docs_per_s")]
+        out.append(Statement(key=f"{CONCURRENCY}.{code}", subjects=names, facts=facts))
+    return out
+
+
+def _article_value(key: str) -> Any:
+    """One value of the article's latency data as published (its concurrency)."""
+    data = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
+    return data["latency"].get(key)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from embedswap.analysis import decide, decisions_config, decisions_json, post_decisions
+from embedswap.analysis.concurrency_gain import concurrency_gains
 from embedswap.analysis.faults import fault_decisions
 from embedswap.analysis.index_decision import index_condition
 from embedswap.analysis.post_conclusion import CONTRACT, VECTORS
@@ -84,6 +85,7 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
         _one_index_vocabulary(out["decisions"])
     # before the post's decisions are drawn from them: they read the stored latency decisions as the model does
     _one_latency_ratio(out["decisions"])
+    _concurrency_gains(out)
     if not {"shown", "post"} <= set(out["decisions"]):  # decided before the post's decisions existed
         parts = post_decisions(validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])
         out["decisions"] = {**out["decisions"], "shown": parts.shown.model_dump(mode="python", exclude_unset=True),
@@ -252,8 +254,13 @@ def _holds_conclusions(document: Any) -> bool:
     keys = [str(s.get("key", "")) for section in document.get("sections") or [] if isinstance(section, dict)
             for s in section.get("statements") or [] if isinstance(s, dict)]
     # the host statement, always said, came with the post's other figures (the tables, the cosines, the index's
-    # recall and cost, the start times): a document without it does not state them, and is drawn again
-    return any(k.startswith(f"{VECTORS}.") for k in keys) and "post.host" in keys
+    # recall and cost, the start times), and its CPU count with the whole numbers (the workload's, the contract
+    # table's, the shim's and parity's counts, the memory): a document without them does not state them, and is
+    # drawn again
+    host = [f.get("key") for section in document.get("sections") or [] if isinstance(section, dict)
+            for s in section.get("statements") or [] if isinstance(s, dict) and s.get("key") == "post.host"
+            for f in s.get("facts") or [] if isinstance(f, dict)]
+    return any(k.startswith(f"{VECTORS}.") for k in keys) and "cpu_count" in host
 
 
 def _split_headings(document: Any) -> bool:
@@ -311,6 +318,21 @@ def _one_latency_ratio(decisions: dict[str, Any]) -> None:
         _rename_direction(variant.get("intervals"))
     if isinstance(decisions.get("shown"), dict):
         decisions["shown"].pop("ratios", None)
+
+
+def _concurrency_gains(out: dict[str, Any]) -> None:
+    """Latency decisions stored before what concurrency gained each server was (``concurrency``), in place: it is
+    computed from the stored latency section as the pipeline computes it (the same bootstrap and seeds where the
+    points keep their requests, ``not_measured`` where a point is absent), and the post document, which states it,
+    is drawn again."""
+    latency = out["decisions"].get("latency")
+    if not isinstance(latency, dict) or "concurrency" in latency:
+        return
+    body = validate_body({**out, "schema_version": SCHEMA_VERSION})
+    gains = concurrency_gains(body, decisions_config(body))
+    latency["concurrency"] = {name: g.model_dump(mode="python", exclude_unset=True) for name, g in gains.items()}
+    if isinstance(out["decisions"].get("post"), dict):
+        out["decisions"]["post"].pop("document", None)
 
 
 def _rename_direction(intervals: dict[str, Any] | None) -> None:

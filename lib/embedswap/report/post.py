@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from embedswap.analysis.common import is_measured
+from embedswap.analysis.post_counts import LEGACY_ANSWER
 from embedswap.report.article_data import Article, load_article
 from embedswap.report.catalogue import LANGUAGES, environment, fill
 from embedswap.report.errors import ReportError
@@ -22,7 +23,7 @@ from embedswap.report.post_lines import index_choice, vectors_why
 from embedswap.report.josa import josa
 from embedswap.report.post_conclusion import conclusion_words
 from embedswap.report.post_contract import contract_paragraphs
-from embedswap.report.post_story import article_statements, shim_trades
+from embedswap.report.post_story import article_statements, concurrency_gains, shim_trades
 from embedswap.report.claim import times
 from embedswap.report.post_claims import (engine_cost, index_claims, latency_claims, latency_statements, pair_claims,
                                           parity_claim, probe_phrase, ranking_claims, restore_measured, setup_fact,
@@ -51,7 +52,8 @@ def _status_cell(ctx: ReportContext, members: list[str], probe: str) -> str:
     row = rows.get(probe)
     if row is None:
         return ctx.label(False)
-    cells = [(m, ctx.side_cell(row.by_target.get(m))) for m in members]
+    # each answer's numbers as the document's contract table states them
+    cells = [(m, ctx.side_cell(post_figures.answer(ctx, probe, m, row.by_target.get(m)))) for m in members]
     if len({c for _, c in cells}) == 1:
         return cells[0][1]
     return ", ".join(f"{c} ({code(m)})" for m, c in cells)
@@ -101,7 +103,8 @@ def _contract(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
         if article is not None:
             row += [entry.legacy.in_lang(ctx.lang), entry.candidate.in_lang(ctx.lang)] if entry else ["—", "—"]
         # a route the legacy server lacks: its answer to the baseline probe is what the verdict compared
-        row.append(ctx.side_cell(source.legacy) if source.baseline() else _status_cell(ctx, [ctx.legacy], probe))
+        row.append(ctx.side_cell(post_figures.answer(ctx, probe, LEGACY_ANSWER, source.legacy)) if source.baseline()
+                   else _status_cell(ctx, [ctx.legacy], probe))
         row += [_status_cell(ctx, g.members, probe) for g in post.groups]
         row.append(_verdict_word(ctx, post.conclusions, probe, shim=False))
         if shimmed:
@@ -112,7 +115,7 @@ def _contract(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
 
 def _latency(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
     shown = ctx.decisions.shown
-    c = fmt(ctx.concurrency(), "raw")
+    c = post_figures.printed(ctx, "post.latency_table", "concurrency")  # the columns' concurrency, as stated
     p = ctx.terms["post"]
     header = ["", p["seq_p50"], p["seq_p99"], fill(p["conc_p50"], c=c), fill(p["conc_p99"], c=c),
               fill(p["conc_rate"], c=c)]
@@ -228,7 +231,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
     vectors_measured = [g for g in groups if g["cosine"] != fmt(None, "cos4")]
     st = post_figures.servers(ctx, status(ctx))  # the servers' versions: the document's
     retry = any(c.retry for c in post.conclusions)
-    changes = change_items(ctx)
+    changes = change_items(ctx, post_figures.todo_limit(ctx))  # the truncation limit as the document states it
     return {
         "lang": lang, "L": {"measured": ctx.label(True), "not_measured": ctx.label(False),
                             "unconfirmed": ctx.label(None)},
@@ -237,7 +240,7 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "default_title": ctx.terms["post"]["default_title"],
         # the conclusion's vectors and contract sentences and the closings: the post document's statements
         **conclusion_words(ctx, groups, lambda probes: _probes(ctx, probes)),
-        "faults": conclusion_headlines(ctx),
+        "faults": post_figures.faults(ctx, conclusion_headlines(ctx)),  # their figures: the document's
         "contract": _contract(ctx, article), "latency": _latency(ctx, article), "versions": post_figures.versions(ctx),
         "versions_differ": any(v.same is False for v in post.versions),
         "versions_older": any(v.same is False and _older(v.run, v.article) for v in post.versions),
@@ -256,7 +259,9 @@ def build_post_context(summary: Summary, lang: str, figures: dict[str, bool], ar
         "todo": [i["text"] for i in changes if not i["shim_done"]],
         "todo_shim": [i["text"] for i in changes if i["shim_done"]],
         "parity": parity_claim(ctx), "cost": engine_cost(ctx), "restore_measured": restore_measured(ctx),
-        "vectors_why": vectors_why(ctx), "long_input": long_input(ctx), "models": (models := another_model_entries(ctx)),
+        # the long-input sentence's figures: the document's
+        "vectors_why": vectors_why(ctx), "long_input": post_figures.long_input(ctx, long_input(ctx)),
+        "models": (models := another_model_entries(ctx)),
         "models_conclusion": " ".join(m["conclusion"] for m in models),
         "index_choice": index_choice(ctx),
         **_shared(ctx, article),
@@ -269,12 +274,14 @@ def _shared(ctx: ReportContext, article: Article | None) -> dict[str, Any]:
         # the post prints no option table: equal choices are one sentence (their figures the document's)
         "index_options": _merged(ctx, post_figures.index_options(ctx), lambda o: repr(
             {k: v for k, v in o.items() if k not in ("name", "table")}), "name"),
-        "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])} for d in long_input(ctx)["differing"]],
+        "long_inputs": _merged(ctx, [{**d, "name": code(d["name"])}
+                                     for d in post_figures.long_input(ctx, long_input(ctx))["differing"]],
                                lambda d: (d["handling"], d["refused"]), "name"),
         "article_cmp": article_statements(ctx, article), "shim_trades": shim_trades(ctx),
+        "concurrency_gains": concurrency_gains(ctx),  # what concurrency gained each server, beside the article's
         # the workload line and the candidates' launch commands as stored (report/sections/status.py's setup),
         # the article's vectors table beside this run's (report/sections/article.py's, its figures the document's)
-        "setup": setup(ctx),
+        "setup": post_figures.workload(ctx, setup(ctx)),
         "vectors_table": post_figures.vectors_table(ctx) if article is not None
         and is_measured(ctx.summary.vectors) else None,
     }

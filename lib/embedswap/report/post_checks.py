@@ -70,12 +70,26 @@ def _walk(data: Any, path: str) -> Any:
 
 def resolve(data: dict[str, Any], source: str) -> Any:
     """The value at ``source``: a dotted path in summary.json (``data``, as JSON), ``article:`` and a path in the
-    article's data, ``default:IndexConfig.<field>`` (a setting not written, at its default), or
-    ``ratio:<path>/<path>`` (one stored figure over another). MISSING where nothing is stored there."""
+    article's data, ``default:IndexConfig.<field>`` (a setting not written, at its default),
+    ``ratio:<path>/<path>`` (one stored figure over another), ``len:<path>`` (a list's length), ``sum:<path>``
+    (a dict's or list's values summed) or ``count:<path>:<field>=<JSON>`` (a list's entries holding that value).
+    MISSING where nothing is stored there."""
     if source.startswith("article:"):
         return _walk(_article(), source.removeprefix("article:"))
     if source.startswith("default:IndexConfig."):
         return getattr(IndexConfig(), source.removeprefix("default:IndexConfig."), MISSING)
+    if source.startswith(("len:", "sum:")):  # a count stored as a list, a total stored per process
+        found = _walk(data, source[4:])
+        if isinstance(found, (list, dict)) and source.startswith("len:"):
+            return len(found)
+        values = list(found.values()) if isinstance(found, dict) else found
+        return sum(values) if isinstance(values, list) and all(isinstance(v, (int, float)) for v in values) else MISSING
+    if source.startswith("count:"):  # count:<list>:<field>=<JSON value>, the entries holding that value
+        path, _, test = source.removeprefix("count:").partition(":")
+        field, _, want = test.partition("=")
+        found = _walk(data, path)
+        return sum(isinstance(e, dict) and e.get(field) == json.loads(want) for e in found) \
+            if isinstance(found, list) else MISSING
     if source.startswith("ratio:"):
         top, bottom = (resolve(data, p) for p in source.removeprefix("ratio:").split("/"))
         return top / bottom if isinstance(top, (int, float)) and isinstance(bottom, (int, float)) and bottom else MISSING

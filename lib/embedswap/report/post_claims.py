@@ -148,7 +148,7 @@ def latency_claims(ctx: ReportContext) -> list[LatencyClaims]:
         for subject in statement.subjects:
             ratio = latency_ratio(ctx, subject)
             one = _one(ctx, statement, subject, code(subject), heads)
-            out.append(one.model_copy(update={"p99_note": _p99_note(ctx, subject, ratio) if ratio else None}))
+            out.append(one.model_copy(update={"p99_note": _p99_note(ctx, subject) if ratio else None}))
     return out
 
 
@@ -166,16 +166,15 @@ def pair_claims(ctx: ReportContext) -> list[LatencyClaims]:
     return [_one(ctx, s, s.subjects[0], code(s.subjects[0]), {}) for s in document(ctx).statements("post.pair_claim")]
 
 
-def _p99_note(ctx: ReportContext, name: str, ratio: LatencyRatio) -> str | None:
-    """Why the p99 columns carry no interval: fewer answered requests than the percentile needs (too_few)."""
-    if not any(p.p99.direction == "too_few" for p in ratio.intervals.values()):
+def _p99_note(ctx: ReportContext, name: str) -> str | None:
+    """Why the p99 columns carry no interval: fewer answered requests than the percentile needs, as the document's
+    ``post.p99_note`` of ``name`` states it (the fewest requests and the count an interval needs)."""
+    note = next((s for s in document(ctx).statements("post.p99_note") if s.subjects == [name]), None)
+    if note is None:
         return None
-    points = ctx.decisions.latency.points.get(name, {})
-    found = [p.p99 for p in points.values() if not p.p99.estimable]
-    if not found:
+    if note.fact("n") is None:
         return ctx.terms["post"]["p99_too_few_plain"]
-    least = min(found, key=lambda i: i.n)
-    return fill(ctx.terms["post"]["p99_too_few"], n=fmt(least.n, "int"), n_min=fmt(least.n_min, "int"))
+    return fill(ctx.terms["post"]["p99_too_few"], n=_fact(note, "n", "int"), n_min=_fact(note, "n_min", "int"))
 
 
 def _query_cosine(ctx: ReportContext, name: str) -> float | None:
@@ -241,7 +240,8 @@ def shim_coverage(ctx: ReportContext) -> list[ShimCoverage]:
         if s is None or not (s.differ_before or s.opened):
             continue
         rest = [r for r in s.remaining if r.probe not in s.opened]
-        out.append(ShimCoverage(name=code(name), closed=fmt(len(s.closed), "int"), differ=fmt(s.differ_before, "int"),
+        closed, differ = post_figures.shim_counts(ctx, name)  # the document's post.shim_line
+        out.append(ShimCoverage(name=code(name), closed=closed, differ=differ,
                                 left=sep.join(probe_phrase(ctx, r.probe) for r in rest if r.legacy_status is None),
                                 opened=sep.join(probe_phrase(ctx, p) for p in s.opened),
                                 legacy_failed=sep.join(probe_phrase(ctx, r.probe) for r in rest
@@ -253,8 +253,9 @@ def parity_claim(ctx: ReportContext) -> ParityClaim | None:
     parity = ctx.summary.parity
     if not is_measured(parity) or not parity.rows:
         return None
-    return ParityClaim(passed=parity.passed, rows=fmt(len(parity.rows), "int"),
-                       failed=fmt(sum(not r.passed for r in parity.rows), "int"),
+    # the counts as the document's post.parity_line states them
+    return ParityClaim(passed=parity.passed, rows=post_figures.printed(ctx, "post.parity_line", "rows"),
+                       failed=post_figures.printed(ctx, "post.parity_line", "failed"),
                        dtypes=" · ".join(dict.fromkeys(r.dtype for r in parity.rows)))
 
 
@@ -270,19 +271,15 @@ def engine_cost(ctx: ReportContext) -> EngineCost | None:
     vllm = next((n for n in ctx.candidates if kind(n) == "vllm"), None)
     if dynamo is None or vllm is None:
         return None
-    d, v = ctx.summary.target(dynamo), ctx.summary.target(vllm)
-    assert d is not None and v is not None
+    d = ctx.summary.target(dynamo)
+    assert d is not None
 
-    def mib(t: object) -> str | None:
-        by_process = getattr(t, "rss_bytes_by_process", {}) or {}
-        total = sum(by_process.values()) if by_process else getattr(t, "rss_bytes", None)
-        return fmt(total / 2**20, "int") if total else None
-
-    if d.start_seconds is None and mib(d) is None:
+    # the resident memory (its processes' sum) as the document's post.start_times states it
+    if d.start_seconds is None and post_figures.memory(ctx, dynamo) is None:
         return None
     return EngineCost(dynamo=code(dynamo), vllm=code(vllm),
                       dynamo_start=post_figures.start(ctx, dynamo), vllm_start=post_figures.start(ctx, vllm),
-                      dynamo_mib=mib(d), vllm_mib=mib(v))
+                      dynamo_mib=post_figures.memory(ctx, dynamo), vllm_mib=post_figures.memory(ctx, vllm))
 
 
 def restore_measured(ctx: ReportContext) -> bool:

@@ -10,13 +10,19 @@ from collections.abc import Callable
 from typing import Any
 
 from embedswap.analysis.common import is_measured
+from embedswap.analysis.post_counts import ANSWER_FIELDS, LATENCY_SETTINGS
 from embedswap.analysis.post_figures import LATENCY_CELLS, fact_kind
 from embedswap.report.article_data import Article
 from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext
 from embedswap.report.sections.index_options import MAPS, MIB, option_tables
+from embedswap.report.sections.faults import event_words
+from embedswap.report.sections.long_input import handling
 from embedswap.summary.types_post_document import Statement
+from embedswap.summary.types_faults import FaultEvent
+from embedswap.summary.types_long_input import LongInputFinding
+from embedswap.summary.types_vectors import ProbeSide
 
 
 def _statement(ctx: ReportContext, key: str, subjects: list[str] | None = None) -> Statement | None:
@@ -40,6 +46,12 @@ def as_printed(key: str, found: Any) -> str:
         return f"{found:+.2f}"
     if kind == "bytes_mib" and isinstance(found, (int, float)):
         return f"{found / MIB:.2f}"
+    if kind == "bytes_mib0" and isinstance(found, (int, float)):  # the engines' memory: whole MiB
+        return fmt(found / MIB, "int")
+    if kind == "pct1" and isinstance(found, (int, float)):  # a share as a percentage, its % sign the sentence's
+        return fmt(found * 100, "s")
+    if kind == "ratio2" and isinstance(found, (int, float)):  # a ratio's figure; its sign (×, 배) the catalogue's
+        return f"{found:.2f}"
     return fmt(found, kind)
 
 
@@ -54,7 +66,8 @@ def latency_rows(ctx: ReportContext, article: Article | None) -> list[list[str]]
     rows = []
     if article is not None:
         for side, label in (("legacy", p["article_legacy"]), ("candidate", p["article_candidate"])):
-            rows.append([fill(p["article_statistic"], label=label, repeats=article.workload.repeats),
+            rows.append([fill(p["article_statistic"], label=label,
+                              repeats=printed(ctx, "post.latency_table", "article.repeats")),
                          *(printed(ctx, "post.latency_table", f"article.{side}.{f}") for _, _, f in LATENCY_CELLS)])
     for name in ctx.names:
         cells = [f"{name}.{run}.{field}" for run, field, _ in LATENCY_CELLS]
@@ -82,8 +95,7 @@ def vectors_table(ctx: ReportContext) -> str:
     rows = [[t[label], cell(f"article.legacy.{field}"), cell(f"article.candidate.{field}"),
              mine(ctx.legacy, field), mine(cand, field)] for label, field in (("dimension", "dimension"),
                                                                               ("first_l2", "first_l2"))]
-    rows.append([fill(t["token_total"], n=f"{fmt(a.workload.documents, 'int')} / "
-                      f"{fmt(ctx.summary.workload.documents, 'int')}"),
+    rows.append([fill(t["token_total"], n=f"{cell('article.documents')} / {cell('documents')}"),
                  cell("article.legacy.token_total"), cell("article.candidate.token_total"),
                  mine(ctx.legacy, "token_total"), mine(cand, "token_total")])
     rows.append([t["cosine_mmm"], MISSING, " · ".join(cell(f"article.cosine.{k}") for k in stats), MISSING,
@@ -100,8 +112,9 @@ def group_figures(ctx: ReportContext, members: list[str]) -> dict[str, str]:
 
 
 def host(ctx: ReportContext, env: dict[str, Any]) -> dict[str, Any]:
-    """The host's description with its memory as the document states it."""
-    return {**env, "memory_gib": printed(ctx, "post.host", "memory_gib")}
+    """The host's description with its CPU count and memory as the document states them."""
+    return {**env, "memory_gib": printed(ctx, "post.host", "memory_gib"), "cpu_count": printed(ctx, "post.host",
+                                                                                                "cpu_count")}
 
 
 def servers(ctx: ReportContext, st: dict[str, Any]) -> dict[str, Any]:
@@ -178,4 +191,94 @@ def versions(ctx: ReportContext) -> list[dict[str, Any]]:
         out.append({"component": names.get(v.component, v.component),
                     "article": value(ctx, "post.versions", f"{v.component}_article"),
                     "run": run or ctx.label(None), "same": v.same, "server": code(v.server) if v.server else ""})
+    return out
+
+
+def workload(ctx: ReportContext, stated: dict[str, Any]) -> dict[str, Any]:
+    """The setup of report/sections/status.py with the workload sentence's and the procedure's counts as the
+    document's ``post.setup_workload`` states them (documents per language, the latency settings, the repeats)."""
+    key = "post.setup_workload"
+    statement = _statement(ctx, key)
+    languages = [f for f in statement.facts if f.key.startswith("languages.")] if statement is not None else []
+    return {**stated, "languages": ", ".join(f"{f.key.removeprefix('languages.')} {as_printed(f.key, f.value)}"
+                                            for f in languages) or MISSING,
+            "repeats": printed(ctx, key, "repeats"),
+            "latency": {**stated["latency"], **{k: printed(ctx, key, f"latency_{k}") for k in LATENCY_SETTINGS}}}
+
+
+def answer(ctx: ReportContext, probe: str, name: str, side: ProbeSide | None) -> ProbeSide | None:
+    """One server's answer to a probe with the numbers the contract table prints (status, dimension, tokens) as
+    the document's ``post.contract_table`` states them (``name`` ``(legacy)``: the row's own legacy answer)."""
+    if side is None:
+        return None
+    stated = {k: value(ctx, "post.contract_table", f"{probe}.{name}.{k}") for k in ANSWER_FIELDS}
+    return side.model_copy(update=stated)
+
+
+def shim_counts(ctx: ReportContext, name: str) -> tuple[str, str]:
+    """(closed, of how many differences) as the document's ``post.shim_line`` of ``name`` states them."""
+    return printed(ctx, "post.shim_line", "closed", [name]), printed(ctx, "post.shim_line", "differ", [name])
+
+
+def memory(ctx: ReportContext, name: str) -> str | None:
+    """A server's resident memory in MiB as the document's ``post.start_times`` states it; None: not stored."""
+    found = value(ctx, "post.start_times", f"{name}.rss_bytes")
+    return as_printed(f"{name}.rss_bytes", found) if found else None
+
+
+def todo_limit(ctx: ReportContext) -> str | None:
+    """The truncation limit the to-do item names, as the document's ``post.todo`` states it; None: none stated."""
+    found = value(ctx, "post.todo", "limit_tokens")
+    return as_printed("limit_tokens", found) if found is not None else None
+
+
+def long_input(ctx: ReportContext, stated: dict[str, Any]) -> dict[str, Any]:
+    """The long-input section of report/sections/long_input.py with the figures the conclusion's sentence prints
+    (the document's tokens, each server's status, limit and closest cosine) as the document's ``post.long_inputs``
+    states them."""
+    section = ctx.summary.long_input
+    if stated.get("state") is not True:
+        return stated
+
+    def found(name: str) -> LongInputFinding:
+        return section.by_target[name].model_copy(update={
+            field: value(ctx, "post.long_inputs", f"{name}.{key}")
+            for field, key in (("status", "status"), ("limit", "limit"), ("cosine", "closest"))})
+
+    legacy = ctx.summary.roles.legacy
+    differing = [n for n, f in section.by_target.items() if f.same_as_legacy is False]
+    return {**stated, "tokens": printed(ctx, "post.long_inputs", "document_tokens"),
+            "legacy": None if legacy not in section.by_target else
+            {"name": section.by_target[legacy].target, "handling": handling(ctx, found(legacy))},
+            "differing": [{**d, "handling": handling(ctx, found(n)),
+                           "status": printed(ctx, "post.long_inputs", f"{n}.status")}
+                          for d, n in zip(stated["differing"], differing)]}
+
+
+def faults(ctx: ReportContext, heads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conclusion's fault lines (report/sections/faults.py's conclusion_headlines) with every figure they print
+    (unusable of answers, the share, each kind's count, the margin, each event's count, sends and statuses) as the
+    document's ``post.faults`` of that server states it."""
+    by_code = {code(n): n for n in ctx.names}
+    words, sep = ctx.terms.get("fault_kinds", {}), ctx.terms["post"]["list_sep"]
+    out = []
+    for h in heads:
+        name = by_code[h["name"]]
+        entry = ctx.summary.faults.of(name)
+        assert entry is not None
+
+        def p(fact: str) -> str:
+            return printed(ctx, "post.faults", fact, [name])
+
+        def stated(i: int, e: FaultEvent) -> FaultEvent:
+            said = {k: value(ctx, "post.faults", f"events.{i}.{k}", [name]) for k in ("count", "sends")}
+            lists = {k: [value(ctx, "post.faults", f"events.{i}.{k}.{j}", [name]) for j in range(len(getattr(e, k)))]
+                     for k in ("retried", "others")}
+            return e.model_copy(update={**said, **lists})
+
+        out.append({**h, "share": f"{p('share')}%", "unusable": p("unusable"), "answers": p("answers"),
+                    "kinds": sep.join(f"{words.get(k, k)} {p(f'by_kind.{k}')}" for k in entry.by_kind),
+                    "margin": f"{p('fault_margin')}%" if h.get("margin") is not None else None,
+                    "events": [event_words(ctx, stated(i, e)) for i, e in enumerate(entry.events)
+                               if not e.every_send]})
     return out

@@ -12,7 +12,10 @@ from embedswap.report.claim import label
 from embedswap.report import post_figures
 from embedswap.report.format import code, fmt
 from embedswap.report.sections.context import ReportContext
+from embedswap.analysis.post_conclusion import keyed_code
+from embedswap.analysis.post_story import CONCURRENCY
 from embedswap.summary.types_post import ArticleComparison, ArticleFigure, Fact
+from embedswap.summary.types_post_document import Statement
 
 METRIC = {"seq_p50": "seq_p50", "conc_docs_per_s": "conc_rate"}  # an article figure -> its claim label's metric
 
@@ -79,3 +82,38 @@ def shim_trades(ctx: ReportContext) -> list[dict[str, Any]]:
              **{side: post_figures.printed(ctx, f"post.shim_trades.{t.code}", f"ndcg_{side}", list(t.subjects))
                 for side in ("legacy", "candidate", "shim")}}  # the document's statement's figures
             for t in ctx.decisions.post.shim_trades or []]
+
+
+def concurrency_gains(ctx: ReportContext) -> list[dict[str, Any]]:
+    """The document's ``post.concurrency_gains.<code>`` statements worded: per statement its servers, each with
+    its gain and interval as measured here (a gain stored without an interval printed without one), the margin,
+    the concurrency and this host's CPU count; ``all``: one statement says it of every server. The article's own
+    figure (Dynamo over the legacy server at its concurrency) is the first statement's, printed once after them."""
+    document = ctx.decisions.post.document
+    found = [s for s in (document.statements() if document is not None else []) if keyed_code(s, CONCURRENCY)]
+    times = ctx.terms["post"]["times"]
+
+    def x(s: Statement, key: str) -> str:
+        f = s.fact(key)
+        return fill(times, x=post_figures.as_printed(key, f.value if f is not None else None))
+
+    out = []
+    for s in found:
+        items, bare = [], False
+        for name in s.subjects:
+            low, high = s.fact(f"{name}.gain_low"), s.fact(f"{name}.gain_high")
+            bounded = low is not None and low.value is not None and high is not None and high.value is not None
+            bare = bare or not bounded  # a gain stored without an interval: the sentence says why
+            interval = f" [{x(s, f'{name}.gain_low')}, {x(s, f'{name}.gain_high')}]" if bounded else ""
+            items.append(f"{code(name)} {x(s, f'{name}.gain')}{interval}")
+        out.append({"code": keyed_code(s, CONCURRENCY), "all": len(found) == 1 and len(s.subjects) > 1,
+                    "names": _names(ctx, s.subjects), "gains": ctx.terms["post"]["list_sep"].join(items),
+                    "no_interval": bare, "margin": x(s, "gain_margin"),
+                    "c": _printed(s, "concurrency"), "cores": _printed(s, "cpu_count"),
+                    "article": x(s, "article_conc_docs_per_s"), "article_c": _printed(s, "article_concurrency")})
+    return out
+
+
+def _printed(s: Statement, key: str) -> str:
+    f = s.fact(key)
+    return post_figures.as_printed(key, f.value if f is not None else None)

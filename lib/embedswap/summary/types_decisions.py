@@ -230,11 +230,30 @@ class PairRatio(Strict):
     ratio: LatencyRatio
 
 
+ConcurrencyCode = Literal["gained", "no_gain", "inconclusive", "not_measured"]
+
+
+class ConcurrencyGain(Strict):
+    """What concurrency gained one server: its throughput at the concurrent point over its own sequential
+    throughput (:mod:`embedswap.analysis.concurrency_gain`). ``gain``: the pooled ratio with its 95 % bootstrap
+    interval (each point's requests resampled in blocks within their repeats, as every latency interval; no
+    interval without per-request data); ``code`` against ``margin``: ``gained`` (the interval above it),
+    ``no_gain`` (below it), ``inconclusive`` (across it, or no interval: ``reason``), ``not_measured`` (a point
+    or its throughput absent)."""
+    code: ConcurrencyCode
+    margin: float
+    concurrency: int | None = None
+    gain: RatioInterval | None = None
+    reason: str = ""  # inconclusive / not_measured: spans_margin, no_interval, no_points
+
+
 class LatencyDecisions(Strict):
     ratios: dict[str, LatencyRatio] = {}
     points: dict[str, dict[str, PointIntervals]] = {}
     lock: LockReading | None = None
     pairs: list[PairRatio] = []  # every two candidates measured in their own phases (absent: fewer than two)
+    # per server (the legacy one included), what concurrency gained it (absent: decided before it was stored)
+    concurrency: dict[str, ConcurrencyGain] = {}
 
     def pair(self, a: str, b: str) -> PairRatio | None:
         """The stored comparison of two candidates, in either order (None: none stored)."""

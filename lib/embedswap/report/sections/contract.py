@@ -50,8 +50,9 @@ def _change_aspects(ctx: ReportContext, change: ClientChange) -> str:
     return ", ".join(dict.fromkeys(p.verdict for p in change.probes))
 
 
-def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
-    """The summary's client changes in this language: ``{key, text, probes, shim, shim_done}``."""
+def change_items(ctx: ReportContext, limit_tokens: str | None = None) -> list[dict[str, Any]]:
+    """The summary's client changes in this language: ``{key, text, probes, shim, shim_done}`` (``limit_tokens``:
+    the truncation limit as printed, where the post prints its document's)."""
     terms = ctx.terms["changes"]
     items = []
     for change in ctx.decisions.client_changes:
@@ -61,7 +62,7 @@ def change_items(ctx: ReportContext) -> list[dict[str, Any]]:
         else:
             limit = ""
             if key == "truncate" and params.get("limit_tokens"):
-                limit = fill(terms["truncate_limit"], n=fmt(params["limit_tokens"], "int"))
+                limit = fill(terms["truncate_limit"], n=limit_tokens or fmt(params["limit_tokens"], "int"))
             text = fill(terms[key], limit=limit, batch=params.get("batch"), aspects=_change_aspects(ctx, change),
                         shape=code(params.get("shape") or "?"))
         shim = change.shim

@@ -41,7 +41,7 @@ def _statuses(values: list[int], ctx: ReportContext) -> str:
     return ctx.terms["post"]["list_sep"].join(str(v) if v else words["connection"] for v in values)
 
 
-def _event(ctx: ReportContext, event: FaultEvent) -> dict[str, Any]:
+def event_words(ctx: ReportContext, event: FaultEvent) -> dict[str, Any]:
     words = ctx.terms["fault_kinds"]
     return {"kind": words.get(event.kind, event.kind), "count": fmt(event.count, "int"),
             "sends": fmt(event.sends, "int"), "probe": code(event.probe) if event.probe else None,
@@ -68,7 +68,7 @@ def headlines(ctx: ReportContext) -> list[dict[str, Any]]:
         out.append({"name": code(name), "share": f"{fmt(entry.share * 100, 's')}%", "unusable": fmt(entry.unusable, "int"),
                     "unusable_n": entry.unusable, "answers": fmt(entry.answers, "int"), "kinds": kinds,
                     "corrupting": name in corrupting(ctx), "code": _code(ctx, name), "margin": margin,
-                    "events": [_event(ctx, e) for e in entry.events]})
+                    "events": [event_words(ctx, e) for e in entry.events]})
     return out
 
 

@@ -270,12 +270,6 @@ def test_the_post_leads_with_its_conclusion_and_its_numbers_agree(demo: dict) ->
         assert f"](report.{lang}.md)" in post and (report / f"report.{lang}.md").exists()
         problems += post_problems(summary, post, lang) + front_matter_problems(summary, lang)
     assert problems == []
-    from embedswap.report import length
-
-    for path in sorted(report.glob("post.*.md")):  # issue 63, point 5: each language within 1.2x its counterpart
-        lang = path.name.split(".")[1]
-        measured = length.measure(path.read_text(encoding="utf-8"), lang)
-        assert measured.within, (lang, measured)
     ko = split((report / "post.ko.md").read_text(encoding="utf-8"))[1]
     assert "## 3. 벡터는 같았다" in ko
     groups = summary.decisions.post.groups

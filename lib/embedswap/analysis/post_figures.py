@@ -35,7 +35,7 @@ FACT_KINDS = {"seq_from": "ms", "seq_to": "ms", "rate_from": "rate", "rate_to": 
               "ndcg_margin": "score", "docs_per_s": "s", "corpus_size": "int", "fit_s": "score",
               "overhead_ms": "signed2", "storage_bytes": "bytes_mib",
               "seq_p50": "raw", "conc_docs_per_s": "raw",  # the article's published ratios, as published
-              "cpu_count": "int", "share": "pct1", "fault_margin": "pct1", "gain_margin": "ratio2", "article_conc_docs_per_s": "raw"}
+              "cpu_count": "int", "share": "pct1", "fault_margin": "pct1", "gain_margin": "ratio2"}
 CELL_KINDS = {"p50_ms": "ms", "p99_ms": "ms", "docs_per_s": "rate", "seq_p50_ms": "ms", "seq_p99_ms": "ms",
               "conc_p50_ms": "ms", "conc_p99_ms": "ms", "conc_docs_per_s": "rate", "dimension": "int",
               "token_total": "int", "first_l2": "norm", "min": "cos4", "median": "cos4", "max": "cos4",

@@ -171,8 +171,8 @@ def concurrency_code(facts: list[Fact]) -> str:
 def concurrency_statements(summary: SummaryBody, latency: LatencyDecisions) -> list[Statement]:
     """What concurrency gained each server (``decisions.latency.concurrency``), one statement per code: all the
     servers in one note where they say the same, per code otherwise. Each cites its servers' gains with their
-    intervals and codes, the margin, the concurrency, this host's CPU count and the article's own concurrency
-    figure (Dynamo over the legacy server at its concurrency, as published), each with its source."""
+    intervals and codes, the margin, the concurrency and this host's CPU count, each with its source. The article's
+    figures are the conclusion's (``post.c_article``): said once, not again beside the note."""
     said = {name: g for name, g in latency.concurrency.items() if g.code != "not_measured" and g.gain is not None}
     out = []
     for code in dict.fromkeys(g.code for g in said.values()):
@@ -190,16 +190,7 @@ def concurrency_statements(summary: SummaryBody, latency: LatencyDecisions) -> l
         env = summary.environment
         facts += [Fact(key="gain_margin", value=said[names[0]].margin, source=f"{base}.margin"),
                   Fact(key="concurrency", value=said[names[0]].concurrency, source=f"{base}.concurrency"),
-                  Fact(key="cpu_count", value=env.cpu_count if env else None, source="environment.cpu_count"),
-                  Fact(key="article_concurrency", value=_article_value("concurrency"),
-                       source="article:latency.concurrency"),
-                  Fact(key="article_conc_docs_per_s", value=_published().ratios.get("conc_docs_per_s"),
-                       source="article:latency.published_ratios.conc_docs_per_s")]
+                  Fact(key="cpu_count", value=env.cpu_count if env else None, source="environment.cpu_count")]
         out.append(Statement(key=f"{CONCURRENCY}.{code}", subjects=names, facts=facts))
     return out
 
-
-def _article_value(key: str) -> Any:
-    """One value of the article's latency data as published (its concurrency)."""
-    data = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
-    return data["latency"].get(key)

@@ -109,8 +109,7 @@ def concurrency_gains(ctx: ReportContext) -> list[dict[str, Any]]:
         out.append({"code": keyed_code(s, CONCURRENCY), "all": len(found) == 1 and len(s.subjects) > 1,
                     "names": _names(ctx, s.subjects), "gains": ctx.terms["post"]["list_sep"].join(items),
                     "no_interval": bare, "margin": x(s, "gain_margin"),
-                    "c": _printed(s, "concurrency"), "cores": _printed(s, "cpu_count"),
-                    "article": x(s, "article_conc_docs_per_s"), "article_c": _printed(s, "article_concurrency")})
+                    "c": _printed(s, "concurrency"), "cores": _printed(s, "cpu_count")})
     return out
 
 

@@ -15,26 +15,14 @@ the value without an interval (``inconclusive``, ``no_interval``)."""
 from __future__ import annotations
 
 from embedswap.analysis.common import is_measured
-from embedswap.analysis.intervals import Requests, estimate, ratio, seed_for
-from embedswap.analysis.latency_intervals import Estimate
+from embedswap.analysis.intervals import ratio
+from embedswap.analysis.latency_intervals import Estimate, target_estimates
 from embedswap.config.decisions import DecisionsConfig
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import ConcurrencyCode, ConcurrencyGain, RatioInterval
 from embedswap.summary.types_latency import LatencyTarget
 
 RUNS = ("sequential", "concurrent")
-
-
-def _own(name: str, info: LatencyTarget) -> dict[str, Estimate]:
-    """The server's two points' intervals and replicates, seeded as latency_intervals.target_estimates seeds them
-    (so a summary upgraded at load gets the intervals the pipeline would have stored)."""
-    out: dict[str, Estimate] = {}
-    for run in RUNS:
-        point = getattr(info, run)
-        requests = Requests.of(point.requests) if point is not None else None
-        if requests is not None:
-            out[run] = estimate(requests, seed_for(name, run))
-    return out
 
 
 def verdict(gain: RatioInterval, margin: float) -> tuple[ConcurrencyCode, str]:
@@ -55,7 +43,7 @@ def concurrency_gain(name: str, info: LatencyTarget | None, margin: float,
     conc = info.concurrent if info is not None and is_measured(info) else None
     if seq is None or conc is None or not seq.docs_per_s or conc.docs_per_s is None:
         return ConcurrencyGain(code="not_measured", margin=margin, reason="no_points")
-    own = estimates if estimates is not None and all(r in estimates for r in RUNS) else _own(name, info)
+    own = estimates if estimates is not None and all(r in estimates for r in RUNS) else target_estimates(name, info)
     if all(r in own for r in RUNS):
         gain = ratio(own["concurrent"], own["sequential"]).docs_per_s
     else:  # the stored medians only: the value, no interval to read against the margin

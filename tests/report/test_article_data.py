@@ -8,7 +8,7 @@ from importlib import resources
 import pytest
 from pydantic import ValidationError
 
-from embedswap.report.article_data import ARTICLE_FILE, Article, load_article
+from embedswap.analysis.article import ARTICLE_FILE, Article, article_fields, load_article
 from embedswap.report.report_data import ReportJson
 
 
@@ -26,6 +26,14 @@ def test_the_shipped_article_file_loads() -> None:
     assert article.latency.legacy.docs_per_s_per_repeat == [139.4, 141.0, 141.2]
     for lang in ("ko", "en", "ja", "zh"):
         assert article.source.in_lang(lang) and article.vectors.note.in_lang(lang)
+
+
+def test_an_article_source_resolves_against_the_file_as_written() -> None:
+    """``article:<path>`` sources (the post document's facts, its checks) resolve against the typed load: the same
+    keys and values as the file, ints kept ints, and one load per process."""
+    assert article_fields() == _article_dict()
+    assert isinstance(article_fields()["workload"]["batch_size"], int)
+    assert load_article() is load_article()
 
 
 def test_a_renamed_article_key_fails_with_its_path() -> None:

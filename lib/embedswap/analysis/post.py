@@ -9,11 +9,10 @@ answered differently, throughput)."""
 
 from __future__ import annotations
 
-import json
 import re
-from importlib import resources
 from typing import Any
 
+from embedswap.analysis.article import load_article
 from embedswap.analysis.common import api_shape, is_measured, roles, shim_rows
 from embedswap.analysis.post_story import article_comparisons, shim_trades
 from embedswap.summary.model import SummaryBody
@@ -23,7 +22,6 @@ from embedswap.summary.types_post import (CandidateConclusion, CandidateGroup, P
                                           VectorsCode, VersionRow)
 from embedswap.summary.types_vectors import ProbeRow
 
-ARTICLE = "data/article_000.json"  # the article the report follows (embedswap/data)
 DEFAULT_THRESHOLD = 0.999
 
 
@@ -231,9 +229,8 @@ def _groups(summary: SummaryBody, legacy: str, candidates: list[str],
 
 
 def _article_versions() -> dict[str, str]:
-    data = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
-    env = data["environment"]
-    return {"dynamo": str(env["dynamo"]), "vllm": str(env["vllm"])}
+    env = load_article().environment
+    return {"dynamo": env.dynamo, "vllm": env.vllm}
 
 
 _BARE_VERSION = re.compile(r"\s*v?([0-9][\w.+-]*)\s*")

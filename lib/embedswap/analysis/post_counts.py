@@ -9,11 +9,9 @@ A count that summary.json stores as a list or per process is cited through the r
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 
+from embedswap.analysis.article import load_article
 from embedswap.analysis.common import is_measured, roles
-from embedswap.analysis.post_story import ARTICLE
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 from embedswap.summary.types_fact import Fact
@@ -60,8 +58,7 @@ def contract_table(summary: SummaryBody, decisions: Decisions) -> Statement | No
 
 def _article_probes() -> list[str]:
     """The probes the article's contract table lists (embedswap/data/article_000.json)."""
-    article = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
-    return [str(e.get("probe")) for e in article.get("contract") or [] if isinstance(e, dict)]
+    return [entry.probe for entry in load_article().contract]
 
 
 def shim_lines(summary: SummaryBody, decisions: Decisions) -> list[Statement]:

@@ -10,13 +10,11 @@ renderer and the check of the printed text read the same tables."""
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from typing import Any
 
+from embedswap.analysis.article import article_fields
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_counts import memory_facts
-from embedswap.analysis.post_story import ARTICLE
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import Decisions
 from embedswap.summary.types_fact import Fact
@@ -76,8 +74,8 @@ def latency_table(summary: SummaryBody, decisions: Decisions) -> Statement:
 
 def _article_facts(wanted: list[tuple[str, str]]) -> list[Fact]:
     """Figures of the article's data (embedswap/data/article_000.json), each ``(key, path)``: the file read once for
-    a table, not once for each of its cells."""
-    article: Any = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
+    a table, not once for each of its cells (the typed load, :func:`~embedswap.analysis.article.article_fields`)."""
+    article: Any = article_fields()
     out = []
     for key, path in wanted:
         data = article

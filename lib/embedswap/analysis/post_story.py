@@ -10,19 +10,17 @@ Candidates whose statements are equal share one (``subjects`` names all of them)
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from collections.abc import Callable, Sequence
-from importlib import resources
 from typing import Any, Literal, TypeVar
 
+from embedswap.analysis.article import load_article
 from embedswap.summary.model import SummaryBody
 from embedswap.summary.types_decisions import LatencyDecisions, RankingDecision
 from embedswap.summary.types_equivalence import Verdict
 from embedswap.summary.types_post import ArticleComparison, ArticleFigure, ArticleRelation, Fact, ShimTrade
 from embedswap.summary.types_post_document import Statement
 
-ARTICLE = "data/article_000.json"  # the article's published figures, with their source (embedswap/data)
 # the article's published ratios (latency.published_ratios: candidate over legacy, median of 3 repeats, batches of
 # 8 on one GPU) -> this run's stored verdict on the same figure, and whether a ratio above 1 is the faster side
 ARTICLE_FIGURES: dict[str, tuple[str, str, bool]] = {"seq_p50": ("sequential", "p50", False),
@@ -38,9 +36,9 @@ class Published:
 
 
 def _published() -> Published:
-    data = json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
-    return Published(ratios={k: float(v) for k, v in data["latency"]["published_ratios"].items()},
-                     gpu=str(data["environment"]["gpu"]))
+    article = load_article()
+    return Published(ratios={k: float(v) for k, v in article.latency.published_ratios.model_dump().items()},
+                     gpu=article.environment.gpu)
 
 
 def _relation(verdict: Verdict | None, article_direction: str) -> tuple[ArticleRelation, Literal["faster", "slower"] | None]:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from embedswap.report.article_data import Article, load_article
+from embedswap.analysis.article import Article, load_article
 from embedswap.report.catalogue import LANGUAGES, environment
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt

@@ -14,7 +14,7 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.post_counts import LEGACY_ANSWER
-from embedswap.report.article_data import Article, load_article
+from embedswap.analysis.article import Article, load_article
 from embedswap.report.catalogue import LANGUAGES, environment, fill
 from embedswap.report.errors import ReportError
 from embedswap.report.format import code, esc, fmt, md_table

@@ -28,9 +28,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
+from embedswap.analysis.article import article_fields
 from embedswap.analysis.post_conclusion import CODES, keyed_code
 from embedswap.analysis.post_contract import contract_problems as paragraph_problems
 from embedswap.analysis.post_document import heading_finding, printed_fact
@@ -40,7 +40,6 @@ from embedswap.config.index import IndexConfig
 from embedswap.summary.model import Summary
 from embedswap.summary.types_post_document import PostClaim, PostDocument, Statement
 
-ARTICLE = "data/article_000.json"
 MISSING = object()
 # a stored latency verdict's path suffix -> the metric it holds
 LATENCY = {"verdict": "latency", "sequential.p50": "seq_p50", "concurrent.docs_per_s": "conc_rate"}
@@ -51,10 +50,6 @@ def _document(summary: Summary, document: PostDocument | None) -> PostDocument:
     if found is None:
         raise ValueError("the summary stores no post document (decisions.post.document)")
     return found
-
-
-def _article() -> dict[str, Any]:
-    return json.loads(resources.files("embedswap").joinpath(ARTICLE).read_text(encoding="utf-8"))
 
 
 def _walk(data: Any, path: str) -> Any:
@@ -75,7 +70,7 @@ def resolve(data: dict[str, Any], source: str) -> Any:
     (a dict's or list's values summed) or ``count:<path>:<field>=<JSON>`` (a list's entries holding that value).
     MISSING where nothing is stored there."""
     if source.startswith("article:"):
-        return _walk(_article(), source.removeprefix("article:"))
+        return _walk(article_fields(), source.removeprefix("article:"))
     if source.startswith("default:IndexConfig."):
         return getattr(IndexConfig(), source.removeprefix("default:IndexConfig."), MISSING)
     if source.startswith(("len:", "sum:")):  # a count stored as a list, a total stored per process

@@ -12,7 +12,7 @@ from typing import Any
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.post_counts import ANSWER_FIELDS, LATENCY_SETTINGS
 from embedswap.analysis.post_figures import LATENCY_CELLS, fact_kind
-from embedswap.report.article_data import Article
+from embedswap.analysis.article import Article
 from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fmt, md_table
 from embedswap.report.sections.context import ReportContext

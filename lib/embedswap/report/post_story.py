@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from embedswap.report.article_data import Article
+from embedswap.analysis.article import Article
 from embedswap.report.catalogue import fill
 from embedswap.report.claim import label
 from embedswap.report import post_figures

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from embedswap.report.article_data import Article
+from embedswap.analysis.article import Article
 from embedswap.report.format import code, esc
 from embedswap.report.sections import (article, capacity, contract, diagnosis, gaps, index as index_section,
                                        instruction, latency, long_input, parity, parity_matrix, ranking, shim, status,

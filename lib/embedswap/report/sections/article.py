@@ -6,7 +6,7 @@ from typing import Any
 
 from embedswap.analysis.common import is_measured
 from embedswap.analysis.latency_ratios import latency_state
-from embedswap.report.article_data import in_lang
+from embedswap.analysis.article import in_lang
 from embedswap.report.catalogue import fill
 from embedswap.report.format import MISSING, code, esc, fence, fmt, md_table
 from embedswap.report.sections.context import ReportContext

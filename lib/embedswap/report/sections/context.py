@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from embedswap.analysis.common import is_measured, roles, shim_rows, shimmed
 from embedswap.analysis.latency_points import fixed_points_of, sweep_points_of
 from embedswap.measure.contract import CATALOGUE
-from embedswap.report.article_data import Article
+from embedswap.analysis.article import Article
 from embedswap.report.catalogue import catalogue, fill
 from embedswap.report.figure_words import figure_stem
 from embedswap.report.format import MISSING, code, esc, fmt, label, mib

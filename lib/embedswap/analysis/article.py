@@ -1,12 +1,16 @@
-"""The article's published figures (embedswap/data/article_000.json) as typed objects.
+"""The article's published figures (embedswap/data/article_000.json) as typed objects, read once per process.
 
 The file is hand-written; a renamed or misspelt key fails at load with its path instead of printing an empty
-cell in every report. Numbers keep ``int | float`` so a stored 84 prints as 84, not 84.0.
+cell in every report. Numbers keep ``int | float`` so a stored 84 prints as 84, not 84.0. It lives in the analysis
+layer because the post document's statements cite its figures (``article:<path>`` sources) before anything is
+rendered; the renderers and the checks read the same typed load.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
+from typing import Any
 
 from embedswap.summary.types_common import Number, Strict
 
@@ -137,7 +141,15 @@ class Article(Strict):
     latency: Latency
 
 
+@cache
 def load_article() -> Article:
-    """The article's published figures (seed 000), validated."""
+    """The article's published figures (seed 000), validated; one load per process (callers do not mutate it)."""
     text = resources.files("embedswap").joinpath(ARTICLE_FILE).read_text(encoding="utf-8")
     return Article.model_validate_json(text)
+
+
+@cache
+def article_fields() -> dict[str, Any]:
+    """The article's data as JSON values, keys as written in the file: what an ``article:<dotted path>`` source
+    resolves against."""
+    return load_article().model_dump(mode="json", exclude_unset=True)

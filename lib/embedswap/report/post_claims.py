@@ -52,7 +52,6 @@ class RankingClaims(BaseModel):
     shim_ndcg: Claim | None = None
     changed: str  # top-5 changed for this many queries ...
     queries: str  # ... of this many
-    query_cosine: str | None  # the address swap's query vectors against the legacy server's (median)
     shim_changed: str
 
 
@@ -177,14 +176,6 @@ def _p99_note(ctx: ReportContext, name: str) -> str | None:
     return fill(ctx.terms["post"]["p99_too_few"], n=_fact(note, "n", "int"), n_min=_fact(note, "n_min", "int"))
 
 
-def _query_cosine(ctx: ReportContext, name: str) -> float | None:
-    """The address swap's query vectors (the instruction sent as a field) against the reference, median."""
-    rows = ctx.summary.instruction.rows if is_measured(ctx.summary.instruction) else []
-    row = next((r for r in rows if r.target == name and r.variant == "server_instruction"), None)
-    spread = row.cosine_to_reference if row is not None else None
-    return spread.median if spread is not None else None
-
-
 def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
     """Per candidate, its ranking claims as the document's ``post.ranking_line`` states them: the address swap's
     and the shim's combined verdicts (labelled by the metric that decided them), nDCG@10's own beside them where
@@ -195,13 +186,11 @@ def ranking_claims(ctx: ReportContext) -> list[RankingClaims]:
             claims = statement.claims_of(name)
             naive = [stated(ctx, c, "delta") for c in claims if c.variant == "address_swap"]
             shim = [stated(ctx, c, "delta") for c in claims if c.variant == "shim"]
-            cosine = _query_cosine(ctx, name)
             out.append(RankingClaims(name=code(name), naive=naive[0], shim=shim[0],
                                      naive_ndcg=naive[1] if len(naive) > 1 else None,
                                      shim_ndcg=shim[1] if len(shim) > 1 else None,
                                      changed=_fact(statement, "changed", "int"),
                                      queries=_fact(statement, "queries", "int"),
-                                     query_cosine=fmt(cosine, "cos4") if cosine is not None else None,
                                      shim_changed=_fact(statement, "shim_changed", "int")))
     return out
 

@@ -71,7 +71,7 @@ class FakeEngine:
             runs.append(ConfigRun([self.backend.embed(texts) for texts, _size in jobs], {
                 "device": "cpu", "dtype": dtype, "chunked_prefill": chunked, "load_s": 1.0,
                 "max_num_batched_tokens": kwargs.get("max_num_batched_tokens"),
-                "max_model_len": kwargs["max_model_len"]}))
+                "max_model_len": kwargs.get("max_model_len")}))
         return runs
 
 
@@ -273,3 +273,24 @@ def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, A
     assert text.count(esc(worded)) >= 2  # the table row and the finding sentence
     assert "bfloat16 alone vs batch 8" in text or lang == "en"  # the old rows (no code) keep their English text
     assert copy.deepcopy(setting("tp", bind="0|1")).code == "tp"
+
+
+def test_offline_vllm_backends_ride_in_the_matrix_process(engine: FakeEngine) -> None:
+    """Step 05's offline vLLM backends run first in the matrix's engine process: each is handed its own run (its
+    vectors, or its failure alone) and embeds without starting vLLM again."""
+    from embedswap.parity.backends import measure_backend
+    from embedswap.parity.vllm import VllmOfflineBackend
+
+    auto = VllmOfflineBackend(EMBEDDED_DEFAULT, dtype="auto", python="/nowhere/python")  # never started itself
+    broken = VllmOfflineBackend(EMBEDDED_DEFAULT, dtype="float16", name="broken", python="/nowhere/python")
+    engine.failing = {"broken"}
+    matrix = pc.run_matrix(ParityChecks(texts=8, dtypes=["float32"]), EMBEDDED_DEFAULT, TEXTS, 0.999, [],
+                           riders=[(TEXTS[:5], auto), (TEXTS[:5], broken)])
+    assert engine.processes == [["vllm-offline-auto", "broken", "matrix-float32"]]
+    assert engine.calls[0][1] == [8] and engine.calls[0][2] == {"enforce_eager": True}  # its own batch size, kwargs
+    measured = measure_backend(auto, TEXTS[:5])
+    assert measured.error is None and measured.vectors.shape == (5, 384)
+    assert measured.meta["shared_process"] and measured.dtype == "auto"
+    failed = measure_backend(broken, TEXTS[:5])
+    assert failed.vectors is None and failed.error == "ParityBackendError: broken: vLLM exited with code 1"
+    assert _rows(matrix)[("batch_invariance", pc.ENGINE, "float32 alone vs batch 8")]["passed"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ from embedswap.parity.matrix import (
     compare,
     not_run,
 )
-from embedswap.parity.vllm_configs import EngineConfig, run_vllm_configs
+from embedswap.parity.vllm_configs import ConfigRun, EngineConfig, run_vllm_configs
 
 LEGACY_PADDING = "transformers (legacy padding)"
 ENGINE = "vllm-offline"
@@ -189,11 +190,16 @@ def _engine_plan(checks: Any, facts: ModelFacts, sample: list[str], long_texts: 
 
 
 def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targets: list[dict[str, Any]],
-               log_dir: Path | None = None, device: str = "cpu") -> dict[str, Any]:
+               log_dir: Path | None = None, device: str = "cpu", riders: Sequence[tuple[list[str], Any]] = ()
+               ) -> dict[str, Any]:
     """Every row of the matrix ``checks`` (embedswap.config.ParityChecks) asks for. ``texts`` are the workload's
     documents (the first ``checks.texts`` are used); ``targets`` are the cold-start inputs of
     :func:`cold_start_inputs`. ``device`` is where the legacy-padding rows run (``scripts/gpu_parity.py``: cuda);
-    the engine rows record the platform vLLM picked. Returns ``{"rows": [...], "settings": {...}}``."""
+    the engine rows record the platform vLLM picked. Returns ``{"rows": [...], "settings": {...}}``.
+
+    ``riders``: (texts, backend) of step 05's offline vLLM backends (:class:`~embedswap.parity.vllm.
+    VllmOfflineBackend`), run first in the matrix's engine process; each backend is handed its run
+    (``use_run``) and embeds nothing itself."""
     sample = list(texts[: checks.texts])
     facts = model_facts(model_path)
     max_model_len = min(checks.max_model_len or min(facts.limit, LONG_CONTEXT_CAP), facts.limit)
@@ -206,7 +212,10 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
                     "max_model_len": max_model_len}
     use_engine = checks.engine and not missing
     plan = _engine_plan(checks, facts, sample, long_texts, max_model_len) if use_engine else []
-    runs = engine.run_all(None, plan)  # every configuration in one engine process
+    extra = [backend.engine_config(texts_) for texts_, backend in riders]
+    runs = engine.run_all(None, extra + plan)  # every configuration in one engine process
+    for (texts_, backend), config in zip(riders, extra):
+        backend.use_run(texts_, ConfigRun(*runs[config.label]))
     for dtype in checks.dtypes:
         if checks.batch_invariance:
             rows += batch_invariance(TransformersBackend(model_path, device=device, dtype=dtype, name=LEGACY_PADDING),
@@ -335,9 +344,11 @@ def cold_start_rows(targets: list[dict[str, Any]]) -> list[MatrixRow]:
 MATRIX_FILE = "parity/matrix.json"
 
 
-def captured_matrix(experiment: Any, attempt: Any, texts: list[str]) -> dict[str, Any]:
-    """The attempt's matrix: read when captured, else run and captured (never overwritten). Not configured
-    (no ``parity.checks``): a not-measured entry with its reason, nothing run."""
+def captured_matrix(experiment: Any, attempt: Any, texts: list[str],
+                    riders: Sequence[tuple[list[str], Any]] = ()) -> dict[str, Any]:
+    """The attempt's matrix: read when captured, else run and captured (never overwritten), with ``riders`` in
+    its engine process (:func:`run_matrix`). Not configured (no ``parity.checks``): a not-measured entry with its
+    reason, nothing run."""
     from embedswap.models import resolve_model_path
     from embedswap.reasons import not_measured
 
@@ -348,7 +359,7 @@ def captured_matrix(experiment: Any, attempt: Any, texts: list[str]) -> dict[str
         return attempt.read_json(MATRIX_FILE)
     matrix = run_matrix(checks, resolve_model_path(experiment.model.path), texts,
                         float(experiment.parity.text_threshold), cold_start_inputs(experiment, attempt),
-                        log_dir=attempt.logs)
+                        log_dir=attempt.logs, riders=riders)
     result = {"measured": True, "source": f"captures/{MATRIX_FILE}", **matrix}
     attempt.write_json(MATRIX_FILE, result)
     return result

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from embedswap.parity.gate import DEFAULT_BATCH_SIZE, TEXT, ParityBackendError, threshold_for
-from embedswap.parity.vllm_configs import run_vllm_jobs
+from embedswap.parity.vllm_configs import ConfigRun, EngineConfig, run_vllm_jobs
 
 __all__ = ["VllmOfflineBackend", "run_vllm_jobs"]  # run_vllm_jobs lives in vllm_configs (one process, many configs)
 
@@ -102,6 +102,20 @@ class VllmOfflineBackend:
         self.env = dict(env or {})
         self.meta: dict[str, Any] = {}
         self.last_log: str = ""
+        self._given: tuple[list[str], ConfigRun] | None = None  # a run made in a shared engine process
+
+    def shares_engine(self) -> bool:
+        """True when its configuration can run in another caller's engine process (the parity matrix's): the
+        default engine interpreter and no environment of its own."""
+        return self.python is None and not self.env
+
+    def engine_config(self, texts: list[str]) -> EngineConfig:
+        """Its ``LLM(...)`` and job as a configuration of :func:`~embedswap.parity.vllm_configs.run_vllm_configs`."""
+        return EngineConfig(self.name, self.requested_dtype, [(list(texts), self.batch_size)], dict(self.kwargs))
+
+    def use_run(self, texts: list[str], run: ConfigRun) -> None:
+        """The result of :meth:`engine_config` run elsewhere: ``embed(texts)`` returns it instead of starting vLLM."""
+        self._given = (list(texts), run)
 
     @property
     def dtype(self) -> str:
@@ -118,6 +132,8 @@ class VllmOfflineBackend:
                 str(work / "kwargs.json"), str(self.batch_size)]
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        if self._given is not None and self._given[0] == list(texts):
+            return self._from_run(self._given[1], len(texts))
         from embedswap.models import resolve_model_path
         from embedswap.paths import cache_dir, engine_python
         from embedswap.targets.base import ManagedProcess, log_tail
@@ -165,3 +181,14 @@ class VllmOfflineBackend:
         if vectors.shape[0] != len(texts):
             raise ParityBackendError(f"{self.name}: {vectors.shape[0]} vectors for {len(texts)} texts")
         return vectors.astype(np.float32)
+
+    def _from_run(self, run: ConfigRun, count: int) -> np.ndarray:
+        if run.vectors is None:
+            raise ParityBackendError(run.error or f"{self.name}: no vectors")
+        meta = run.meta
+        self.meta = {"vllm": meta.get("vllm"), "dtype": meta.get("dtype"), "device": meta.get("device"),
+                     "load_s": meta.get("load_s"), "embed_s": round(sum(meta.get("job_s") or []), 2),
+                     "texts": count, "batch_size": self.batch_size, "shared_process": True}
+        if self.meta.get("device"):
+            self.device = str(self.meta["device"])
+        return run.vectors[0].astype(np.float32)

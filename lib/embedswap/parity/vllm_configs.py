@@ -207,7 +207,8 @@ def run_vllm_configs(model_path: str, configs: list[EngineConfig], name: str = "
                                             str(work / "out")], _engine_env(env), log)
             process.start()
             try:
-                timed_out = _wait(process, lambda: sum(_collect(work, configs[i], i) is not None for i in pending),
+                timed_out = _wait(process, lambda: sum(any((work / "out" / f"{i}{end}").exists()
+                                                           for end in (".json", ".error")) for i in pending),
                                   timeout_s)
             finally:  # also on Ctrl-C: the engine never outlives the call
                 code = process.stop(grace_s=5)

@@ -416,3 +416,39 @@ def test_a_cosine_failure_is_never_explained_by_a_norm() -> None:
     # the same lengths with the directions kept: the norm is the cause
     assert gate("b", "float32", "cpu", "text", ref, ref * 2.14, list("abcd"), 0.999).reason["code"] == \
         "parity_norm_mismatch"
+
+
+def test_step_05_runs_its_offline_vllm_backend_in_the_matrix_process(tmp_path: Path, reference: np.ndarray,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a parity matrix to run, step 05's vllm-offline backend rides in the matrix's engine process (one vLLM
+    import for both): one engine run holds the backend's configuration and the matrix's; the row is gated."""
+    from embedswap import steps
+    from embedswap.parity import checks as pc
+    from embedswap.parity.vllm_configs import ConfigRun
+
+    processes: list[list[str]] = []
+
+    def engine(model: str, configs: list, **_: object) -> list[ConfigRun]:
+        processes.append([c.label for c in configs])
+        return [ConfigRun([reference if c.label == "vllm-offline-auto" else reference[:1] for _ in c.jobs],
+                          {"dtype": "bfloat16", "device": "cpu", "job_s": [0.1]}) for c in configs]
+
+    monkeypatch.setattr(pc, "run_vllm_configs", engine)
+    monkeypatch.setattr(pc, "_engine_missing", lambda: None)
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / "documents.jsonl").write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n"
+                                                    for i, t in zip(IDS, TEXTS)), encoding="utf-8")
+    config = _experiment([{"kind": "vllm-offline", "dtype": "auto"}])
+    config["workload"]["documents"] = "documents.jsonl"
+    config["parity"]["checks"] = {"texts": 1, "dtypes": ["float32"], "long_context": False, "cold_start": False}
+    (folder / "experiment.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    ctx = steps.open_step(folder, create=True)
+    ctx.attempt.write_array("reference/doc_vectors.npy", reference)
+    result = steps.run_parity(ctx)
+    assert processes == [["vllm-offline-auto", "matrix-float32"]]
+    row = {r["backend"]: r for r in result["rows"]}["vllm-offline-auto"]
+    assert row["pass"] and row["dtype"] == "auto -> bfloat16"
+    meta = ctx.attempt.read_json("parity/backends/vllm-offline-auto/meta.json")
+    assert meta["error"] is None and meta["engine"]["shared_process"] is True
+    assert result["matrix"]["measured"] is True

@@ -16,7 +16,7 @@ from embedswap.analysis.parity_matrix import matrix_findings
 from embedswap.config import ConfigError, ParityChecks, parse_experiment
 from embedswap.models import EMBEDDED_DEFAULT
 from embedswap.parity.backends import TransformersBackend
-from embedswap.parity.gate import ParityBackendError
+from embedswap.parity.vllm_configs import ConfigRun
 from embedswap.report.markdown import render_markdown
 from embedswap.report.format import esc
 from embedswap.report.catalogue import LANGUAGES, fill
@@ -48,27 +48,37 @@ def test_checks_key_is_strict_and_switchable() -> None:
 
 
 class FakeEngine:
-    """run_vllm_jobs stand-in: the exact fp32 transformers vectors, batch-independent (as vLLM measured), and the
-    meta vLLM reports; ``chunked_ran`` is what vLLM says it ran when asked for chunked prefill."""
+    """run_vllm_configs stand-in: the exact fp32 transformers vectors, batch-independent (as vLLM measured), and the
+    meta vLLM reports; ``chunked_ran`` is what vLLM says it ran when asked for chunked prefill. ``calls`` has one
+    entry per configuration, ``processes`` the configurations' labels per engine process."""
 
     def __init__(self, fail: bool = False, chunked_ran: bool = True) -> None:
-        self.fail, self.chunked_ran, self.calls = fail, chunked_ran, []
+        self.fail, self.chunked_ran, self.calls, self.processes = fail, chunked_ran, [], []
+        self.failing: set[str] = set()  # labels of configurations that fail alone
         self.backend = TransformersBackend(EMBEDDED_DEFAULT, batch_size=1)
 
-    def __call__(self, model_path: str, dtype: str, jobs: list, kwargs: dict, **_: Any) -> tuple[list, dict]:
-        self.calls.append((dtype, [size for _, size in jobs], kwargs, _.get("env")))
-        if self.fail:
-            raise ParityBackendError("matrix: vLLM exited with code 1; log tail:\nboom")
-        chunked = kwargs.get("enable_chunked_prefill", False) and self.chunked_ran
-        return [self.backend.embed(texts) for texts, _size in jobs], {
-            "device": "cpu", "dtype": dtype, "chunked_prefill": chunked, "load_s": 1.0,
-            "max_num_batched_tokens": kwargs.get("max_num_batched_tokens"), "max_model_len": kwargs["max_model_len"]}
+    def __call__(self, model_path: str, configs: list, **_: Any) -> list:
+        self.processes.append([c.label for c in configs])
+        runs = []
+        for config in configs:
+            dtype, jobs, kwargs = config.dtype, config.jobs, dict(config.kwargs)
+            assert kwargs.pop("seed") == 0
+            self.calls.append((dtype, [size for _, size in jobs], kwargs, _.get("env")))
+            if self.fail or config.label in self.failing:
+                runs.append(ConfigRun(None, {}, f"{config.label}: vLLM exited with code 1"))
+                continue
+            chunked = kwargs.get("enable_chunked_prefill", False) and self.chunked_ran
+            runs.append(ConfigRun([self.backend.embed(texts) for texts, _size in jobs], {
+                "device": "cpu", "dtype": dtype, "chunked_prefill": chunked, "load_s": 1.0,
+                "max_num_batched_tokens": kwargs.get("max_num_batched_tokens"),
+                "max_model_len": kwargs.get("max_model_len")}))
+        return runs
 
 
 @pytest.fixture
 def engine(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
     fake = FakeEngine()
-    monkeypatch.setattr(pc, "run_vllm_jobs", fake)
+    monkeypatch.setattr(pc, "run_vllm_configs", fake)
     monkeypatch.setattr(pc, "_engine_missing", lambda: None)
     return fake
 
@@ -98,6 +108,7 @@ def test_matrix_rows_for_an_encoder_model(engine: FakeEngine) -> None:
     assert [r["reason"]["code"] for r in tp] == ["parity_tp_opt_in"]
     assert [c[0] for c in engine.calls] == ["float32", "bfloat16"]  # one start per dtype, long inputs in fp32's
     assert engine.calls[0][1] == [1, 8, 1] and engine.calls[1][1] == [1, 8]
+    assert engine.processes == [["matrix-float32", "matrix-bfloat16"]]  # both in one engine process
 
 
 def test_chunked_prefill_that_vllm_turned_off_is_said(engine: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,6 +123,8 @@ def test_chunked_prefill_that_vllm_turned_off_is_said(engine: FakeEngine, monkey
                                   "enforce_eager": True}
     tp = [r for r in rows.values() if r["check"] == "tensor_parallel"][0]
     assert tp["passed"] and tp["figures"]["VLLM_CPU_OMP_THREADS_BIND"] == "0|1"
+    # chunked prefill off and on share a process; each tensor-parallel size has its own (its own environment)
+    assert engine.processes == [["matrix-float32", "matrix-chunked"], ["matrix-tp1"], ["matrix-tp2"]]
     assert engine.calls[-1][2]["tensor_parallel_size"] == 2 and engine.calls[-1][3]["VLLM_CPU_OMP_THREADS_BIND"] == "0|1"
 
 
@@ -127,6 +140,17 @@ def test_a_failed_or_missing_engine_is_a_reason(engine: FakeEngine, monkeypatch:
     rows = pc.run_matrix(ParityChecks(texts=8, dtypes=["float32"], batch_invariance=False), EMBEDDED_DEFAULT,
                          TEXTS, 0.999, [])["rows"]
     assert {r["reason"]["code"] for r in rows if r["check"] == "long_context"} == {"parity_matrix_no_engine"}
+
+
+def test_one_failed_configuration_fails_its_own_rows_only(engine: FakeEngine) -> None:
+    """The configurations share a process: bfloat16's failure is bfloat16's rows' reason, float32's rows (batch
+    and long context) are still measured."""
+    engine.failing = {"matrix-bfloat16"}
+    rows = _rows(pc.run_matrix(ParityChecks(texts=8), EMBEDDED_DEFAULT, TEXTS, 0.999, []))
+    bf16 = rows[("batch_invariance", pc.ENGINE, "bfloat16 alone vs batch 8")]
+    assert bf16["reason"]["code"] == "parity_matrix_engine_failed" and "matrix-bfloat16" in bf16["why"]
+    assert rows[("batch_invariance", pc.ENGINE, "float32 alone vs batch 8")]["passed"]
+    assert rows[("long_context", pc.ENGINE, "chunked prefill off")]["passed"]
 
 
 def test_an_engine_row_of_another_shape_is_recorded_and_the_matrix_goes_on(engine: FakeEngine) -> None:
@@ -249,3 +273,24 @@ def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, A
     assert text.count(esc(worded)) >= 2  # the table row and the finding sentence
     assert "bfloat16 alone vs batch 8" in text or lang == "en"  # the old rows (no code) keep their English text
     assert copy.deepcopy(setting("tp", bind="0|1")).code == "tp"
+
+
+def test_offline_vllm_backends_ride_in_the_matrix_process(engine: FakeEngine) -> None:
+    """Step 05's offline vLLM backends run first in the matrix's engine process: each is handed its own run (its
+    vectors, or its failure alone) and embeds without starting vLLM again."""
+    from embedswap.parity.backends import measure_backend
+    from embedswap.parity.vllm import VllmOfflineBackend
+
+    auto = VllmOfflineBackend(EMBEDDED_DEFAULT, dtype="auto", python="/nowhere/python")  # never started itself
+    broken = VllmOfflineBackend(EMBEDDED_DEFAULT, dtype="float16", name="broken", python="/nowhere/python")
+    engine.failing = {"broken"}
+    matrix = pc.run_matrix(ParityChecks(texts=8, dtypes=["float32"]), EMBEDDED_DEFAULT, TEXTS, 0.999, [],
+                           riders=[(TEXTS[:5], auto), (TEXTS[:5], broken)])
+    assert engine.processes == [["vllm-offline-auto", "broken", "matrix-float32"]]
+    assert engine.calls[0][1] == [8] and engine.calls[0][2] == {"enforce_eager": True}  # its own batch size, kwargs
+    measured = measure_backend(auto, TEXTS[:5])
+    assert measured.error is None and measured.vectors.shape == (5, 384)
+    assert measured.meta["shared_process"] and measured.dtype == "auto"
+    failed = measure_backend(broken, TEXTS[:5])
+    assert failed.vectors is None and failed.error == "ParityBackendError: broken: vLLM exited with code 1"
+    assert _rows(matrix)[("batch_invariance", pc.ENGINE, "float32 alone vs batch 8")]["passed"]

@@ -176,3 +176,45 @@ def test_one_dead_server_keeps_the_others_rows(tmp_path: Path, monkeypatch: pyte
     assert "legacy はマルチモーダルモデルを提供できなかったか" in text
     with pytest.raises(RuntimeError, match="exited with code 1"):  # no server at all: the step records the error
         parity_multimodal.run(folder, tmp_path, 0.995, servers=("legacy",))
+
+
+def test_the_servers_start_together_and_each_is_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """parity_multimodal.run starts every server before it waits for any (they used to start in turn, the legacy
+    one after vLLM's start), measures each start on its own, keeps the rows in the servers' order, stops each."""
+    import threading
+
+    import numpy as np
+
+    from embedswap.zoo import clip as tiny_clip
+
+    both_starting = threading.Barrier(2, timeout=10)  # passes only while the two starts overlap
+    events: list[str] = []
+
+    class Server:
+        base_url = "http://127.0.0.1:9"
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def __enter__(self) -> "Server":
+            events.append(f"start {self.name}")
+            both_starting.wait()
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            events.append(f"stop {self.name}")
+
+        def version(self) -> str:
+            return f"fake {self.name}"
+
+    reference = np.eye(len(tiny_clip.captions()), dtype=np.float32)
+    monkeypatch.setattr(parity_multimodal, "_target", lambda server, *a: Server(server))
+    monkeypatch.setattr(parity_multimodal.tiny_clip, "reference_features", lambda *a: (reference, reference))
+    monkeypatch.setattr(parity_multimodal, "embed_through_server", lambda *a: {
+        "text": reference, "image": reference, "mixed": {"status": 400, "body": "not both"}})
+    result = parity_multimodal.run(tmp_path / "clip", tmp_path, 0.995, 0.999, servers=("vllm", "legacy"))
+    assert result["pass"] is True and result["not_run"] == []
+    assert [r["backend"] for r in result["rows"]] == ["vllm", "vllm", "legacy", "legacy"]
+    assert sorted(events[:2]) == ["start legacy", "start vllm"]  # both started before anything else happened
+    assert {"stop vllm", "stop legacy"} <= set(events) and set(result["started_s"]) == {"vllm", "legacy"}
+    assert result["engines"] == {"vllm": "fake vllm", "legacy": "fake legacy"}

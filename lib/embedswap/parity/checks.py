@@ -11,7 +11,8 @@
 - **cold start**: start to healthy and the first workload request against the steady median, from the captures
   of every server the run started.
 
-One engine start per setting (:func:`embedswap.parity.vllm.run_vllm_jobs` runs all its jobs in it). The rows are
+One engine start per setting, all of them in one engine process (:func:`embedswap.parity.vllm_configs.
+run_vllm_configs`: vLLM is imported once; tensor parallel, which needs its own environment, runs apart). The rows are
 captured once per attempt (``parity/matrix.json``); cold start is read from captures and needs no engine.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,13 +42,14 @@ from embedswap.parity.matrix import (
     compare,
     not_run,
 )
-from embedswap.parity.vllm import run_vllm_jobs
+from embedswap.parity.vllm_configs import ConfigRun, EngineConfig, run_vllm_configs
 
 LEGACY_PADDING = "transformers (legacy padding)"
 ENGINE = "vllm-offline"
 # the article's long inputs were 4K+ tokens; three lengths up to near the limit (1k/3k/7k of 8192)
 LONG_FRACTIONS: tuple[float, ...] = (0.125, 0.375, 0.85)
 LONG_CONTEXT_CAP = 8192
+Run = tuple[list[np.ndarray] | None, dict[str, Any], str | None]  # an engine configuration's vectors, meta, error
 TP_BIND = "0|1"  # one OpenMP thread group per CPU worker (vLLM finds one NUMA node here and refuses two workers)
 
 
@@ -109,20 +112,33 @@ def _engine_setting(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Engine:
-    """The engine runs of one matrix: each setting started once; a failure becomes the rows' reason."""
+    """The engine runs of one matrix: every configuration once, in one process where they share an environment
+    (:func:`run_vllm_configs`); a configuration's failure becomes its rows' reason."""
 
     def __init__(self, model_path: str, timeout_s: float, log_dir: Path | None) -> None:
         self.model_path, self.timeout_s, self.log_dir = model_path, timeout_s, log_dir
 
-    def run(self, label: str, dtype: str, jobs: list[tuple[list[str], int]], kwargs: dict[str, Any],
-            env: dict[str, str] | None = None) -> tuple[list[np.ndarray] | None, dict[str, Any], str | None]:
-        log = self.log_dir / f"parity-matrix-{label}.log" if self.log_dir is not None else None
+    def run_all(self, log: str | None, configs: list[EngineConfig], env: dict[str, str] | None = None
+                ) -> dict[str, Run]:
+        """``(vectors, meta, error)`` per configuration label, from one engine process whose log is
+        ``parity-matrix.log`` (``parity-matrix-<log>.log`` with ``log``)."""
+        if not configs:
+            return {}
+        path = (self.log_dir / (f"parity-matrix-{log}.log" if log else "parity-matrix.log")
+                if self.log_dir is not None else None)
+        configs = [EngineConfig(c.label, c.dtype, c.jobs, {"enforce_eager": True, "seed": 0, **c.kwargs})
+                   for c in configs]
         try:
-            vectors, meta = run_vllm_jobs(self.model_path, dtype, jobs, {"enforce_eager": True, **kwargs},
-                                          name=f"matrix-{label}", env=env, timeout_s=self.timeout_s, log_path=log)
-        except ParityBackendError as exc:
-            return None, {}, str(exc).splitlines()[0][:500]  # with the engine's own error line (log_lines)
-        return vectors, meta, None
+            runs = run_vllm_configs(self.model_path, configs, name=f"matrix-{log}" if log else "matrix", env=env,
+                                    timeout_s=self.timeout_s, log_path=path)
+        except ParityBackendError as exc:  # the engine interpreter is missing
+            return {c.label: (None, {}, str(exc).splitlines()[0][:500]) for c in configs}
+        return {c.label: (r.vectors, r.meta, r.error) for c, r in zip(configs, runs)}
+
+    def run(self, label: str, dtype: str, jobs: list[tuple[list[str], int]], kwargs: dict[str, Any],
+            env: dict[str, str] | None = None) -> Run:
+        """One configuration in a process of its own (tensor parallel: its own environment)."""
+        return self.run_all(label, [EngineConfig(f"matrix-{label}", dtype, jobs, kwargs)], env)[f"matrix-{label}"]
 
 
 def _engine_missing() -> str | None:
@@ -150,12 +166,40 @@ def _batch_rows_engine(vectors: list[np.ndarray] | None, meta: dict[str, Any], e
     return rows
 
 
+def _engine_plan(checks: Any, facts: ModelFacts, sample: list[str], long_texts: list[str],
+                 max_model_len: int) -> list[EngineConfig]:
+    """The engine configurations of the batch and long-context rows: one per dtype (each text alone, then in
+    batches; float32 also the long inputs with chunked prefill off), and chunked prefill on where vLLM keeps it."""
+    plan = []
+    for dtype in checks.dtypes:
+        jobs = [(sample, 1)] + [(sample, size) for size in DEFAULT_BATCH_SIZES if len(sample) >= size] \
+            if checks.batch_invariance else []
+        if dtype == "float32" and checks.long_context:  # chunked prefill off: the whole input in one step
+            jobs = jobs + [(long_texts, 1)]
+        if not jobs:
+            continue
+        kwargs: dict[str, Any] = {"max_model_len": max_model_len}
+        if facts.causal and facts.pooling == "lasttoken":
+            kwargs.update(enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 8192))
+        plan.append(EngineConfig(f"matrix-{dtype}", dtype, jobs, kwargs))
+    if checks.long_context and not chunked_prefill_refusal(facts.pooling, facts.causal):
+        plan.append(EngineConfig("matrix-chunked", "float32", [(long_texts, 1)],
+                                 {"max_model_len": max_model_len, "enable_chunked_prefill": True,
+                                  "max_num_batched_tokens": checks.chunk_tokens}))
+    return plan
+
+
 def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targets: list[dict[str, Any]],
-               log_dir: Path | None = None, device: str = "cpu") -> dict[str, Any]:
+               log_dir: Path | None = None, device: str = "cpu", riders: Sequence[tuple[list[str], Any]] = ()
+               ) -> dict[str, Any]:
     """Every row of the matrix ``checks`` (embedswap.config.ParityChecks) asks for. ``texts`` are the workload's
     documents (the first ``checks.texts`` are used); ``targets`` are the cold-start inputs of
     :func:`cold_start_inputs`. ``device`` is where the legacy-padding rows run (``scripts/gpu_parity.py``: cuda);
-    the engine rows record the platform vLLM picked. Returns ``{"rows": [...], "settings": {...}}``."""
+    the engine rows record the platform vLLM picked. Returns ``{"rows": [...], "settings": {...}}``.
+
+    ``riders``: (texts, backend) of step 05's offline vLLM backends (:class:`~embedswap.parity.vllm.
+    VllmOfflineBackend`), run first in the matrix's engine process; each backend is handed its run
+    (``use_run``) and embeds nothing itself."""
     sample = list(texts[: checks.texts])
     facts = model_facts(model_path)
     max_model_len = min(checks.max_model_len or min(facts.limit, LONG_CONTEXT_CAP), facts.limit)
@@ -166,34 +210,23 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
                                else ([], []))
     long_setting = {"inputs": len(long_counts), "tokens": "/".join(map(str, long_counts)),
                     "max_model_len": max_model_len}
-    fp32_engine: tuple[list[np.ndarray] | None, dict[str, Any], str | None] = (None, {}, None)
-
+    use_engine = checks.engine and not missing
+    plan = _engine_plan(checks, facts, sample, long_texts, max_model_len) if use_engine else []
+    extra = [backend.engine_config(texts_) for texts_, backend in riders]
+    runs = engine.run_all(None, extra + plan)  # every configuration in one engine process
+    for (texts_, backend), config in zip(riders, extra):
+        backend.use_run(texts_, ConfigRun(*runs[config.label]))
     for dtype in checks.dtypes:
         if checks.batch_invariance:
             rows += batch_invariance(TransformersBackend(model_path, device=device, dtype=dtype, name=LEGACY_PADDING),
                                      sample, gate, platform=device)
-        if not checks.engine or missing:
-            continue
-        jobs = [(sample, 1)] + [(sample, size) for size in DEFAULT_BATCH_SIZES if len(sample) >= size] \
-            if checks.batch_invariance else []
-        long_job = dtype == "float32" and checks.long_context
-        if long_job:  # chunked prefill off: the whole input in one step
-            jobs = jobs + [(long_texts, 1)]
-        if not jobs:
-            continue
-        kwargs = {"max_model_len": max_model_len}
-        if facts.causal and facts.pooling == "lasttoken":
-            kwargs.update(enable_chunked_prefill=False, max_num_batched_tokens=max(max_model_len, 8192))
-        run = engine.run(f"{dtype}", dtype, jobs, kwargs)
-        if checks.batch_invariance:
+        run = runs.get(f"matrix-{dtype}")
+        if run is not None and checks.batch_invariance:
             vectors = run[0][: 1 + len(DEFAULT_BATCH_SIZES)] if run[0] is not None else None
             rows += _batch_rows_engine(vectors, run[1], run[2], dtype, sample, gate)
-        if long_job:
-            fp32_engine = run
 
     if checks.long_context:
-        rows += _long_rows(checks, engine, facts, model_path, long_texts, long_setting, max_model_len, gate,
-                           fp32_engine, missing)
+        rows += _long_rows(checks, facts, model_path, long_texts, long_setting, gate, runs, missing)
     rows += _tensor_parallel_rows(checks, engine, sample, max_model_len, gate, missing)
     if checks.cold_start:
         rows += cold_start_rows(targets)
@@ -203,10 +236,8 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
                          "chunk_tokens": checks.chunk_tokens, "tp_bind": TP_BIND if checks.tensor_parallel else None}}
 
 
-def _long_rows(checks: Any, engine: _Engine, facts: ModelFacts, model_path: str, long_texts: list[str],
-               setting: dict[str, Any], max_model_len: int, gate: float,
-               fp32_engine: tuple[list[np.ndarray] | None, dict[str, Any], str | None],
-               missing: str | None) -> list[MatrixRow]:
+def _long_rows(checks: Any, facts: ModelFacts, model_path: str, long_texts: list[str], setting: dict[str, Any],
+               gate: float, runs: dict[str, Run], missing: str | None) -> list[MatrixRow]:
     off = matrix_setting("chunked_off", **setting)
     on = matrix_setting("chunked_on", chunk_tokens=checks.chunk_tokens, **setting)
     if not checks.engine:
@@ -216,7 +247,7 @@ def _long_rows(checks: Any, engine: _Engine, facts: ModelFacts, model_path: str,
                 for s in (off, on)]
     reference = TransformersBackend(model_path, dtype="float32", batch_size=1).embed(long_texts)
     rows = []
-    vectors, meta, error = fp32_engine
+    vectors, meta, error = runs.get("matrix-float32", (None, {}, None))
     if vectors is None:
         rows.append(not_run(LONG_CONTEXT, ENGINE, off, "cpu", gate, "parity_matrix_engine_failed",
                             error=error or "no float32 run"))
@@ -228,9 +259,7 @@ def _long_rows(checks: Any, engine: _Engine, facts: ModelFacts, model_path: str,
     if refusal:
         rows.append(not_run(LONG_CONTEXT, ENGINE, on, "cpu", gate, refusal))
         return rows
-    got, meta, error = engine.run("chunked", "float32", [(long_texts, 1)],
-                                  {"max_model_len": max_model_len, "enable_chunked_prefill": True,
-                                   "max_num_batched_tokens": checks.chunk_tokens})
+    got, meta, error = runs["matrix-chunked"]
     if got is None:
         rows.append(not_run(LONG_CONTEXT, ENGINE, on, "cpu", gate, "parity_matrix_engine_failed", error=error))
     elif meta.get("chunked_prefill") is False:  # vLLM turned it off itself: what ran is not what was asked
@@ -315,9 +344,11 @@ def cold_start_rows(targets: list[dict[str, Any]]) -> list[MatrixRow]:
 MATRIX_FILE = "parity/matrix.json"
 
 
-def captured_matrix(experiment: Any, attempt: Any, texts: list[str]) -> dict[str, Any]:
-    """The attempt's matrix: read when captured, else run and captured (never overwritten). Not configured
-    (no ``parity.checks``): a not-measured entry with its reason, nothing run."""
+def captured_matrix(experiment: Any, attempt: Any, texts: list[str],
+                    riders: Sequence[tuple[list[str], Any]] = ()) -> dict[str, Any]:
+    """The attempt's matrix: read when captured, else run and captured (never overwritten), with ``riders`` in
+    its engine process (:func:`run_matrix`). Not configured (no ``parity.checks``): a not-measured entry with its
+    reason, nothing run."""
     from embedswap.models import resolve_model_path
     from embedswap.reasons import not_measured
 
@@ -328,7 +359,7 @@ def captured_matrix(experiment: Any, attempt: Any, texts: list[str]) -> dict[str
         return attempt.read_json(MATRIX_FILE)
     matrix = run_matrix(checks, resolve_model_path(experiment.model.path), texts,
                         float(experiment.parity.text_threshold), cold_start_inputs(experiment, attempt),
-                        log_dir=attempt.logs)
+                        log_dir=attempt.logs, riders=riders)
     result = {"measured": True, "source": f"captures/{MATRIX_FILE}", **matrix}
     attempt.write_json(MATRIX_FILE, result)
     return result

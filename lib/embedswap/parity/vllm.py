@@ -1,8 +1,10 @@
 """vLLM's offline pooling runner in the engine environment (vLLM does not live in the kit's environment).
 
 :class:`VllmOfflineBackend` embeds texts with ``LLM(model, runner="pooling", dtype).embed`` in a subprocess of the
-engine's interpreter; texts and vectors travel through temp files. :func:`run_vllm_jobs` does the same for several
-named jobs (texts + batch size) in one engine start, so the parity matrix pays vLLM's start-up once per setting.
+engine's interpreter; texts and vectors travel through temp files. :func:`run_vllm_jobs` (defined in
+:mod:`embedswap.parity.vllm_configs`) does the same for several named jobs (texts + batch size) in one engine
+configuration; the parity matrix runs all its configurations in one process with
+:func:`~embedswap.parity.vllm_configs.run_vllm_configs`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 import numpy as np
 
 from embedswap.parity.gate import DEFAULT_BATCH_SIZE, TEXT, ParityBackendError, threshold_for
+from embedswap.parity.vllm_configs import ConfigRun, EngineConfig, run_vllm_jobs
+
+__all__ = ["VllmOfflineBackend", "run_vllm_jobs"]  # run_vllm_jobs lives in vllm_configs (one process, many configs)
 
 # Runs in the engine environment's interpreter (which has vLLM but not embedswap): argv = model dtype
 # texts.json out.npy meta.json kwargs.json batch_size
@@ -97,6 +102,20 @@ class VllmOfflineBackend:
         self.env = dict(env or {})
         self.meta: dict[str, Any] = {}
         self.last_log: str = ""
+        self._given: tuple[list[str], ConfigRun] | None = None  # a run made in a shared engine process
+
+    def shares_engine(self) -> bool:
+        """True when its configuration can run in another caller's engine process (the parity matrix's): the
+        default engine interpreter and no environment of its own."""
+        return self.python is None and not self.env
+
+    def engine_config(self, texts: list[str]) -> EngineConfig:
+        """Its ``LLM(...)`` and job as a configuration of :func:`~embedswap.parity.vllm_configs.run_vllm_configs`."""
+        return EngineConfig(self.name, self.requested_dtype, [(list(texts), self.batch_size)], dict(self.kwargs))
+
+    def use_run(self, texts: list[str], run: ConfigRun) -> None:
+        """The result of :meth:`engine_config` run elsewhere: ``embed(texts)`` returns it instead of starting vLLM."""
+        self._given = (list(texts), run)
 
     @property
     def dtype(self) -> str:
@@ -113,6 +132,8 @@ class VllmOfflineBackend:
                 str(work / "kwargs.json"), str(self.batch_size)]
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        if self._given is not None and self._given[0] == list(texts):
+            return self._from_run(self._given[1], len(texts))
         from embedswap.models import resolve_model_path
         from embedswap.paths import cache_dir, engine_python
         from embedswap.targets.base import ManagedProcess, log_tail
@@ -161,115 +182,13 @@ class VllmOfflineBackend:
             raise ParityBackendError(f"{self.name}: {vectors.shape[0]} vectors for {len(texts)} texts")
         return vectors.astype(np.float32)
 
-
-# Several jobs in one engine start (the matrix): argv = spec.json out.npz meta.json. spec = {model, dtype, kwargs,
-# jobs: [{texts, batch_size}]}; the vectors of job i are out.npz["job<i>"]. The meta records what the engine
-# actually ran (dtype, platform, chunked prefill on or off, the token budget per step): a setting vLLM refused
-# shows there.
-_JOBS_SCRIPT = r"""
-import json, sys, time
-
-
-def _get(obj, *names):
-    for name in names:
-        obj = getattr(obj, name, None)
-        if obj is None:
-            return None
-    return obj
-
-
-def main():
-    started = time.monotonic()
-    import numpy as np
-    import vllm
-    from vllm import LLM
-
-    spec_path, out_path, meta_path = sys.argv[1:4]
-    spec = json.load(open(spec_path, encoding="utf-8"))
-    llm = LLM(model=spec["model"], runner="pooling", dtype=spec["dtype"], **spec["kwargs"])
-    loaded = time.monotonic()
-    arrays, seconds = {}, []
-    for number, job in enumerate(spec["jobs"]):
-        t0 = time.monotonic()
-        texts, size, vectors = job["texts"], int(job["batch_size"]), []
-        for start in range(0, len(texts), size):
-            for output in llm.embed(texts[start:start + size], use_tqdm=False):
-                vectors.append(output.outputs.embedding)
-        arrays[f"job{number}"] = np.asarray(vectors, dtype=np.float32)
-        seconds.append(round(time.monotonic() - t0, 3))
-    np.savez(out_path, **arrays)
-    config = _get(llm, "llm_engine", "vllm_config")
-    try:
-        from vllm.platforms import current_platform
-        device = str(current_platform.device_type)
-    except Exception:
-        device = None
-    meta = {"vllm": vllm.__version__, "device": device, "load_s": round(loaded - started, 2), "job_s": seconds,
-            "dtype": str(_get(config, "model_config", "dtype")).replace("torch.", ""),
-            "chunked_prefill": _get(config, "scheduler_config", "enable_chunked_prefill"),
-            "max_num_batched_tokens": _get(config, "scheduler_config", "max_num_batched_tokens"),
-            "max_model_len": _get(config, "model_config", "max_model_len"),
-            "tensor_parallel_size": _get(config, "parallel_config", "tensor_parallel_size")}
-    with open(meta_path, "w") as handle:
-        json.dump(meta, handle, default=str)
-
-
-if __name__ == "__main__":  # vLLM may spawn processes (tensor parallel), which re-import this file
-    main()
-"""
-
-
-def run_vllm_jobs(model_path: str, dtype: str, jobs: list[tuple[list[str], int]], engine_kwargs: dict[str, Any],
-                  name: str = "vllm-matrix", python: str | None = None, env: dict[str, str] | None = None,
-                  timeout_s: float = 1800.0, log_path: str | Path | None = None) -> tuple[list[np.ndarray],
-                                                                                          dict[str, Any]]:
-    """One vLLM engine start (``LLM(model, runner="pooling", dtype, **engine_kwargs)``) embedding each job's texts
-    in batches of the job's size. Returns the vectors per job and what the engine ran (``meta``).
-
-    Runs like :class:`VllmOfflineBackend` (engine interpreter, own process group, killed on timeout); ``env``
-    adds to the engine's environment (e.g. ``VLLM_CPU_OMP_THREADS_BIND`` for tensor parallel).
-    """
-    from embedswap.models import resolve_model_path
-    from embedswap.paths import cache_dir, engine_python
-    from embedswap.targets.base import ManagedProcess, log_tail
-    from embedswap.targets.log_lines import with_error_line
-
-    python = python or engine_python()
-    if not Path(python).exists():
-        raise ParityBackendError(f"{name}: the engine interpreter {python} does not exist (build it with "
-                                 "`make engine`, or set $EMBEDSWAP_ENGINE_PYTHON)")
-    spec = {"model": resolve_model_path(model_path), "dtype": dtype, "kwargs": {"seed": 0, **engine_kwargs},
-            "jobs": [{"texts": list(texts), "batch_size": int(size)} for texts, size in jobs]}
-    with tempfile.TemporaryDirectory(prefix="embedswap-vllm-matrix-") as tmp:
-        work = Path(tmp)
-        (work / "vllm_jobs.py").write_text(_JOBS_SCRIPT, encoding="utf-8")
-        (work / "spec.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
-        cache = cache_dir()
-        full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
-                    "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CACHE_ROOT": str(cache / "vllm"),
-                    "XDG_CACHE_HOME": str(cache / "xdg"), "PYTHONUNBUFFERED": "1", **(env or {})}
-        log = Path(log_path) if log_path else work / "engine.log"
-        process = ManagedProcess(name, [python, str(work / "vllm_jobs.py"), str(work / "spec.json"),
-                                        str(work / "out.npz"), str(work / "meta.json")], full_env, log)
-        process.start()
-        timed_out = False
-        try:
-            assert process.process is not None
-            process.process.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:  # also on Ctrl-C: the engine never outlives the call
-            code = process.stop(grace_s=5)
-        if timed_out:
-            raise ParityBackendError(f"{name}: vLLM did not finish in {timeout_s:.0f} s; log tail:\n"
-                                     f"{log_tail(log, 20)}")
-        if code != 0 or not (work / "out.npz").exists():
-            raise ParityBackendError(f"{with_error_line(f'{name}: vLLM exited with code {code}', log)}; log tail:\n"
-                                     f"{log_tail(log, 20)}")
-        meta = json.loads((work / "meta.json").read_text())
-        with np.load(work / "out.npz", allow_pickle=False) as data:
-            vectors = [np.asarray(data[f"job{i}"], dtype=np.float32) for i in range(len(jobs))]
-    for (texts, _), got in zip(jobs, vectors):
-        if len(got) != len(texts):
-            raise ParityBackendError(f"{name}: {len(got)} vectors for {len(texts)} texts")
-    return vectors, meta
+    def _from_run(self, run: ConfigRun, count: int) -> np.ndarray:
+        if run.vectors is None:
+            raise ParityBackendError(run.error or f"{self.name}: no vectors")
+        meta = run.meta
+        self.meta = {"vllm": meta.get("vllm"), "dtype": meta.get("dtype"), "device": meta.get("device"),
+                     "load_s": meta.get("load_s"), "embed_s": round(sum(meta.get("job_s") or []), 2),
+                     "texts": count, "batch_size": self.batch_size, "shared_process": True}
+        if self.meta.get("device"):
+            self.device = str(self.meta["device"])
+        return run.vectors[0].astype(np.float32)

@@ -18,11 +18,12 @@ from embedswap.config.sections import ParityBackendSpec
 from embedswap.diagnosis.step import diagnose_row
 from embedswap.models import local_copy, resolve_model_path
 from embedswap.summary.sections.plan import plan_of_attempt
-from embedswap.parity.checks import captured_matrix
+from embedswap.parity.checks import MATRIX_FILE, captured_matrix
 from embedswap.parity.multimodal_step import captured_multimodal
 from embedswap.parity.backends import backend_from_spec, measure_backend
 from embedswap.parity.gate import gate, golden_reference, record_modalities, thresholds_from
 from embedswap.parity.reference_cache import cached_witness_vectors
+from embedswap.parity.vllm import VllmOfflineBackend
 from embedswap.parity.witnesses import ENGINE_WITNESS, agreement, witness_vectors
 from embedswap.parity.witnesses import WITNESSES as DEFAULT_WITNESSES  # WITNESSES here is the capture's path
 from embedswap.steps.context import StepContext, StepError, why_fields
@@ -60,6 +61,13 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
         _reference(experiment, attempt, texts, {"texts": len(texts), "sample": sample, "doc_ids": ids})
     reference = attempt.read_array("reference/doc_vectors.npy")
 
+    offline = {spec.label: backend_from_spec(spec, resolve_model_path(experiment.model.path), attempt.logs)
+               for spec in experiment.parity.backends if not attempt.has(f"parity/backends/{spec.label}/meta.json")}
+    riders = [(texts, b) for b in offline.values() if isinstance(b, VllmOfflineBackend) and b.shares_engine()]
+    if riders and experiment.parity.checks is not None and not attempt.has(MATRIX_FILE):
+        # the offline vLLM backends run in the matrix's engine process (one vLLM import), their vectors unchanged
+        captured_matrix(experiment, attempt, texts, riders)
+
     def offline_vectors(spec: ParityBackendSpec) -> dict[str, Any]:
         """One extra backend's vectors, captured once per attempt under parity/backends/<name>/ (a failure too)."""
         prefix = f"parity/backends/{spec.label}"
@@ -67,8 +75,7 @@ def run_parity(ctx: StepContext) -> dict[str, Any]:
             meta = attempt.read_json(f"{prefix}/meta.json")
             has = attempt.has(f"{prefix}/doc_vectors.npy")
             return {**meta, "vectors": attempt.read_array(f"{prefix}/doc_vectors.npy") if has else None}
-        backend = backend_from_spec(spec, resolve_model_path(experiment.model.path), attempt.logs)
-        result = measure_backend(backend, texts)
+        result = measure_backend(offline[spec.label], texts)
         meta = {"backend": spec.label, "spec": spec.model_dump(), "dtype": result.dtype, "device": result.device,
                 "seconds": result.seconds, "error": result.error, "engine": result.meta}
         if result.vectors is not None:

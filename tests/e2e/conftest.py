@@ -45,7 +45,8 @@ Kept, each its own starts (before = after):
 |                            |        |   ablation's legacy-nolock, the A-B-A restore: the kit's lifecycle is tested |
 | test_end_to_end_qwen3.py   | 2      | other models (qwen3-tiny; the tiny CLIP of parity.multimodal); step 02       |
 | test_aa_e2e.py             | 1      | quiet_host: the third pass, alone (its own process: no worker's pool there)  |
-| test_capacity_e2e.py       | 2      | quiet_host; the locked and the lock-free server are the subject              |
+| test_capacity_e2e.py       | 2      | the locked and the lock-free server are the subject (second pass since       |
+|                            |        |   issue 61's quiet-pass cut: it pins the answer's shape, no host figure)     |
 | test_host_drift_e2e.py     | 3      | quiet_host; a loaded interpreter wrapper, the candidate, the restore         |
 | test_faults.py             | 10     | 9 candidates with ``--fault`` (crash, kill, one that refuses to start) and   |
 |                            |        |   the healthy base capture: the file is about the kit's server lifecycle     |

@@ -17,7 +17,12 @@ import pytest
 from realkit import legacy_target, make_experiment, run_whole_experiment, wait_no_processes
 from ports import free_ports
 
-pytestmark = [pytest.mark.e2e, pytest.mark.quiet_host]  # decides latency verdicts: run alone
+# Not quiet_host (make test's second pass, beside another worker): nothing here reads a figure of the host. The one
+# verdict that must come out a certain way is the legacy server meeting 2 requests/s of 2 documents at a 5,000 ms p99
+# (measured alone: its slowest answer at that rate 159 ms, its sends at most 3 ms late against the 250 allowed), and
+# every outcome of the lock-free server and of the ratio is accepted. The quiet pass runs one test at a time, so its
+# 89 s there were 89 s of make test; in the second pass they share the wall time with the other worker.
+pytestmark = [pytest.mark.e2e]
 
 SLO_P99_MS = 5000.0
 TRAFFIC = 50.0

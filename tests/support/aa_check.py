@@ -238,10 +238,14 @@ ENGINE_AA_LATENCY = {**AA_LATENCY, "repeats": 2}
 
 
 def aa_experiment(root: Path, url: str, probes: list[str], legacy: str = "old", candidate: str = "same",
-                  languages: list[str] | None = None, latency: dict[str, Any] | None = None, **target: Any) -> Path:
+                  languages: list[str] | None = None, latency: dict[str, Any] | None = None,
+                  legacy_phase: bool = True, **target: Any) -> Path:
     """An experiment under ``root/experiments`` whose legacy target and candidate are both ``kind: external`` at
     ``url`` (``target``: more fields of both, e.g. routes), every step on, the report in ``languages``, the latency
-    runs ``latency`` (default :data:`AA_LATENCY`)."""
+    runs ``latency`` (default :data:`AA_LATENCY`). ``legacy_phase=False``: the legacy target captures everything
+    but a latency phase of its own in step 01; under ``interleave`` the candidate's ratios divide by the legacy
+    blocks measured beside it in step 02 (``<candidate>/paired_legacy``), never by that phase, so the verdicts the
+    A/A asserts are the same runs (the legacy server's A/A: 28.6 of its 194 s, docs/testing.md)."""
     import yaml
     from realkit import make_experiment
 
@@ -254,6 +258,8 @@ def aa_experiment(root: Path, url: str, probes: list[str], legacy: str = "old", 
     config["report"]["languages"] = list(languages or AA_LANGUAGES)
     config["sequencing"].update(stop_legacy_before_candidates=False, interleave=True)
     config["latency"].update(latency or AA_LATENCY)
+    if not legacy_phase:
+        config["targets"][legacy]["capture"] = ["workload", "queries", "probes"]
     path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     return folder
 

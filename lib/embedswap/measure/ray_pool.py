@@ -94,6 +94,14 @@ class LocalRay:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def _group_alive(self, group: int) -> bool:
+        """Whether a process of the group is left, the head reaped first: the head is this process's child, and
+        until reaped it is a zombie that ``killpg(group, 0)`` still finds, so every stop waited out the whole
+        SIGTERM wait and the SIGKILL one (35 s measured; the group had gone in well under one)."""
+        if self.process is not None:
+            self.process.poll()
+        return _group_alive(group)
+
     def stop(self) -> None:
         """SIGTERM to the whole group (``ray start --block`` stops its processes on it), SIGKILL what is left."""
         if self.process is None:
@@ -105,9 +113,9 @@ class LocalRay:
             except ProcessLookupError:
                 break
             deadline = time.monotonic() + wait
-            while time.monotonic() < deadline and _group_alive(group):
+            while time.monotonic() < deadline and self._group_alive(group):
                 time.sleep(0.2)
-            if not _group_alive(group):
+            if not self._group_alive(group):
                 break
         try:
             self.process.wait(5)

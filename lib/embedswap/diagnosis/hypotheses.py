@@ -90,7 +90,7 @@ class Diagnoser:
         self._batch_probed: dict[Hypothesis, tuple[list[int], dict[Hypothesis, np.ndarray]]] = {}
         self._variants = self._inputs()  # a generator: nothing tokenised before the first pass
         self._pending: list[tuple[Hypothesis, list[list[int]], Any]] = []  # screened out for an earlier server
-        self.cache = TruthCache(self)
+        self.cache = TruthCache(self, BATCH)
 
     @property
     def limit(self) -> int:

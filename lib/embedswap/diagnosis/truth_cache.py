@@ -69,22 +69,22 @@ class LazyEmbedder:
         return getattr(self.load(), name)
 
 
-def material(diagnoser: Any, model: str) -> dict[str, Any]:
-    """The key material of ``diagnoser``'s truth pass (``model``: the digest of the model's folder)."""
-    from embedswap.diagnosis.hypotheses import BATCH
-
+def material(diagnoser: Any, model: str, batch: int) -> dict[str, Any]:
+    """The key material of ``diagnoser``'s truth pass (``model``: the digest of the model's folder, ``batch``: the
+    texts per forward pass)."""
     e = diagnoser.embedder
     extra = {"kind": IMPLEMENTATION, "truth": diagnoser.truth.as_dict(), "padding_side": e.padding_side,
              "max_seq_length": e.max_seq_length, "batches": diagnoser.batches}
-    return reference_cache.key_material(model, diagnoser.texts, IMPLEMENTATION, BATCH, code=CODE, extra=extra)
+    return reference_cache.key_material(model, diagnoser.texts, IMPLEMENTATION, batch, code=CODE, extra=extra)
 
 
 class TruthCache:
     """One Diagnoser's truth entry: looked up once (:meth:`cached`), stored once computed (:meth:`computed`);
     ``origin`` says where the truth came from (None before it was needed), for captures/diagnosis/vectors.json."""
 
-    def __init__(self, diagnoser: Any) -> None:
+    def __init__(self, diagnoser: Any, batch: int) -> None:
         self._diagnoser = diagnoser
+        self._batch = batch
         self._vectors: np.ndarray | None = None
         self._entry: tuple[str, dict[str, Any]] | None = None
         self.origin: dict[str, Any] | None = None
@@ -99,7 +99,7 @@ class TruthCache:
             self.origin = reference_cache.not_cached(
                 "the reference cache is off" if root is None else "no local model folder to hash")
             return None
-        found = material(self._diagnoser, model)
+        found = material(self._diagnoser, model, self._batch)
         self._vectors, self.origin, key = reference_cache.find(root, found)
         if self._vectors is None:
             self._entry = (key, found)

@@ -184,10 +184,11 @@ def _diagnosed(ctx: Any) -> tuple[dict[str, Any], bool]:
     by_target = {name: tokenization_of(ctx, name, threshold,
                                        diagnose_row(experiment, attempt, texts, served[name], name, threshold, batches))
                  for name in names}
+    queries = diagnose_queries(experiment, attempt, ctx.workload, threshold)
     result = {"measured": True, "threshold": threshold, "limits": stated_limits(experiment, attempt),
               "texts": len(texts), "sample": sample, "by_target": by_target,
-              "truth": truth_record(next(iter(_CACHE.values()), None)),
-              "queries": diagnose_queries(experiment, attempt, ctx.workload, threshold)}
+              "truth": truth_record(next(iter(_CACHE.values()), None)),  # after the queries: they share the model
+              "queries": queries}
     result["seconds"] = round(time.monotonic() - started, 3)  # the diagnosis' own wall seconds
     return result, True
 

@@ -128,3 +128,34 @@ def test_a_server_that_differs_is_diagnosed_with_the_model(cache: Path, model: P
     assert second.cache.cached() is not None  # the truth is known; it does not reproduce this server
     assert second.diagnose(served, "vllm")["cause"] == "diagnosis_pooling"
     assert second.embedder.loaded
+
+
+def test_the_query_diagnosis_reads_its_truth_and_records_where_it_came_from(cache: Path, model: Path, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Step 03's queries (the model with its query prompt): the second attempt's truth is read, no model loaded, and
+    ``queries.truth`` of captures/diagnosis/vectors.json says so."""
+    from types import SimpleNamespace
+
+    from embedswap.captures import new_attempt
+    from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
+    from embedswap.diagnosis import step
+
+    experiment = SimpleNamespace(
+        legacy="legacy", candidates=["vllm"], target_order=lambda: ["legacy", "vllm"],
+        targets={"legacy": SimpleNamespace(model=None, kind="legacy"), "vllm": SimpleNamespace(model=None, kind="vllm")},
+        model=SimpleNamespace(path=str(model), query_prompt_template=DEFAULT_QUERY_TEMPLATE,
+                              query_task=DEFAULT_QUERY_TASK, max_input_tokens=None, served_name="tiny"))
+    workload = SimpleNamespace(queries=[SimpleNamespace(text=t) for t in TEXTS])
+    prompt = step.query_prompt(experiment)  # type: ignore[arg-type]
+    served = Diagnoser(model, TEXTS, expected_prompt=prompt).truth_vectors()  # a server applying the prompt
+    first, second = new_attempt(tmp_path / "one"), new_attempt(tmp_path / "two")
+    for attempt in (first, second):
+        attempt.write_array(f"legacy/{step.QUERY_FILE}", served)
+        attempt.write_array(f"vllm/{step.QUERY_FILE}", served)
+    monkeypatch.setattr(step, "_CACHE", {})
+    found = step.diagnose_queries(experiment, first, workload, 0.999)  # type: ignore[arg-type]
+    assert found["by_target"]["legacy"]["cause"] is None and found["truth"]["computed"] == READ
+    no_model_load(monkeypatch)
+    again = step.diagnose_queries(experiment, second, workload, 0.999)  # type: ignore[arg-type]
+    assert again["by_target"] == found["by_target"]
+    assert again["truth"]["computed"] == READ and again["truth"]["model_loaded"] is False

@@ -142,7 +142,8 @@ def test_the_query_diagnosis_reads_its_truth_and_records_where_it_came_from(cach
 
     experiment = SimpleNamespace(
         legacy="legacy", candidates=["vllm"], target_order=lambda: ["legacy", "vllm"],
-        targets={"legacy": SimpleNamespace(model=None, kind="legacy"), "vllm": SimpleNamespace(model=None, kind="vllm")},
+        targets={"legacy": SimpleNamespace(model=None, kind="legacy"),
+                 "vllm": SimpleNamespace(model=None, kind="vllm")},
         model=SimpleNamespace(path=str(model), query_prompt_template=DEFAULT_QUERY_TEMPLATE,
                               query_task=DEFAULT_QUERY_TASK, max_input_tokens=None, served_name="tiny"))
     workload = SimpleNamespace(queries=[SimpleNamespace(text=t) for t in TEXTS])

@@ -79,10 +79,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.fixture(scope="session", autouse=True)
 def reference_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """Step 05's reference cache (embedswap.parity.reference_cache) in a folder of this session, shared by its
-    pytest-xdist workers (their base temps are folders of the session's): the first run of a model on a workload
-    computes its witnesses, the later ones read them, and no session reads what an earlier one left in the user's
-    ~/.cache. Set in the environment, so the `embedswap run` subprocesses and their papermill kernels inherit it.
+    """Step 05's reference cache (embedswap.parity.reference_cache; step 03's truth pass too) in a folder of this
+    session, shared by its pytest-xdist workers (their base temps are folders of the session's): the first run of a
+    model on a workload computes its witnesses, the later ones read them, and no session reads what an earlier one
+    left in the user's ~/.cache. Set in the environment, so the `embedswap run` subprocesses and their papermill
+    kernels inherit it.
     A value already set (``off``, or a folder) is the caller's and kept."""
     from embedswap.parity.reference_cache import SWITCH
 

@@ -30,6 +30,7 @@ SLOW = {
     "tests/parity/test_parity.py::test_gpu_parity_script_runs_on_cpu": "runs scripts/gpu_parity.py in a subprocess",
     "tests/diagnosis/test_diagnosis.py": "diagnoses real tiny models (transformers) served in-process",
     "tests/diagnosis/test_tokenization.py": "loads real tokenizers and models",
+    "tests/diagnosis/test_truth_cache.py": "diagnoses real tiny models (transformers) in-process, twice each",
 }
 
 # Of those, the ones that wait on real time (rates per second, deadlines, a worker killed mid-rate): beside the

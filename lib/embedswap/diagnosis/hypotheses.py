@@ -16,6 +16,7 @@ reproducing it gives ``diagnosis_unknown``. The model's own pipeline is the lega
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +27,9 @@ import numpy as np
 
 from embedswap.diagnosis.findings import Hypothesis, explain_difference
 from embedswap.diagnosis.probe import PROBE, probe_batches, probe_rows, reach_floor
+from embedswap.diagnosis.prompts import known_prompts, template_prefix  # noqa: F401 - template_prefix: re-exported
 from embedswap.diagnosis.truncation import truncation_finding
+from embedswap.diagnosis.truth_cache import LazyEmbedder, TruthCache
 
 POOLINGS = ("mean", "cls", "lasttoken", "max")
 LOWER_DTYPES = ("float16", "bfloat16")
@@ -50,26 +53,6 @@ def _matches(candidate: np.ndarray, served: np.ndarray, threshold: float, norms:
     return float(cos.min())
 
 
-def known_prompts(folder: Path | None, query_template: str | None, query_task: str | None) -> list[str]:
-    """The prefixes a server may put before a text: the model's sentence-transformers prompts, the kit's query
-    template with its task (everything before ``{query}``)."""
-    from embedswap.config.base import DEFAULT_QUERY_TASK, DEFAULT_QUERY_TEMPLATE
-    from embedswap.models import sentence_transformers_prompts
-
-    prompts = [p for p in (sentence_transformers_prompts(folder) if folder else {}).values() if p]
-    prefix = template_prefix(query_template or DEFAULT_QUERY_TEMPLATE, query_task or DEFAULT_QUERY_TASK)
-    if prefix is not None:
-        prompts.append(prefix)
-    return list(dict.fromkeys(prompts))
-
-
-def template_prefix(template: str, task: str) -> str | None:
-    """What a query template puts before the query (None when text follows ``{query}``: not a prefix)."""
-    if not template.endswith("{query}"):
-        return None
-    return template[: -len("{query}")].format(task=task)
-
-
 class Diagnoser:
     """The model's vectors for ``texts`` under every hypothesis, computed as needed; :meth:`diagnose` per server.
 
@@ -86,18 +69,17 @@ class Diagnoser:
                  query_template: str | None = None, query_task: str | None = None,
                  expected_prompt: str | None = None, batches: list[tuple[int, int]] | None = None,
                  embedder: Any = None) -> None:
-        from embedswap.legacy.embedder import Embedder, LegacySettings
         from embedswap.models import local_model_folder, resolve_model_path
 
         self.path = resolve_model_path(str(model))
         self.texts = list(texts)
-        # ``embedder``: the model already loaded for the same path (documents and queries share one)
-        self.embedder = embedder or Embedder(LegacySettings(model=str(model), max_input_tokens=10**9))
+        # ``embedder``: the model already loaded for the same path (documents and queries share one); loaded only
+        # when a pass is computed (truth_cache: a truth read from the cache needs none)
+        self.embedder = embedder if isinstance(embedder, LazyEmbedder) else LazyEmbedder(str(model), embedder)
         e = self.embedder
-        self.truth = Hypothesis(e.pooling, bool(e.dense), e.normalize, prompt=expected_prompt)
-        self.limit = e.limit
+        self.truth = Hypothesis(e.pooling, e.has_dense, e.normalize, prompt=expected_prompt)
         self.prompts = known_prompts(local_model_folder(self.path), query_template, query_task)
-        self.limits = sorted({int(n) for n in limits or [] if 0 < int(n) < e.limit})
+        self._stated = limits or []
         self.candidates: dict[Hypothesis, np.ndarray] = {}  # every reduction of a full pass, by hypothesis
         self.probed: dict[Hypothesis, np.ndarray] = {}  # every reduction of a pass over the probe texts
         # the server's batches as (start, end) of ``texts`` (known when they are the workload's, whole, in order):
@@ -106,21 +88,44 @@ class Diagnoser:
         self.end_token: str | None = None  # the token the end-token hypothesis drops or appends
         self._lower_models: dict[str, Any] = {}
         self._batch_probed: dict[Hypothesis, tuple[list[int], dict[Hypothesis, np.ndarray]]] = {}
-        self._variants = self._inputs()
-        self._truth_input = next(self._variants)
+        self._variants = self._inputs()  # a generator: nothing tokenised before the first pass
         self._pending: list[tuple[Hypothesis, list[list[int]], Any]] = []  # screened out for an earlier server
-        lengths = [len(row) for row in self._truth_input[1]]
-        self.rows = probe_rows(lengths, PROBE) if len(self.texts) > 2 * PROBE else None
-        if self.rows is None:
-            self.truth_vectors()  # a few texts: the whole pass costs no more than a probe
-        else:
-            self._probe(self._truth_input)
+        self.cache = TruthCache(self, BATCH)
+
+    @property
+    def limit(self) -> int:
+        return int(self.embedder.limit)
+
+    @functools.cached_property
+    def limits(self) -> list[int]:
+        return sorted({int(n) for n in self._stated if 0 < int(n) < self.limit})
+
+    @functools.cached_property
+    def _truth_input(self) -> tuple[Hypothesis, list[list[int]], Any]:
+        return next(self._variants)
+
+    @functools.cached_property
+    def rows(self) -> list[int] | None:
+        """The probe texts (None: a few texts, where the whole pass costs no more than a probe)."""
+        if len(self.texts) <= 2 * PROBE:
+            return None
+        return probe_rows([len(row) for row in self._truth_input[1]], PROBE)
 
     def truth_vectors(self) -> np.ndarray:
-        """The model's own pipeline over every text (computed on first use)."""
+        """The model's own pipeline over every text: computed on first use, or read from the cache."""
+        if self.truth in self.candidates:
+            return self.candidates[self.truth]
+        cached = self.cache.cached()
+        if cached is not None:
+            return cached
+        self._own_pass()
+        return self.candidates[self.truth]
+
+    def _own_pass(self) -> None:
+        """Every reduction of the model's own pass over every text (a cache entry holds only the truth's)."""
         if self.truth not in self.candidates:
             self._reduce(*self._truth_input)
-        return self.candidates[self.truth]
+            self.cache.computed(self.candidates[self.truth])
 
     def truth_on_probe(self) -> np.ndarray:
         """The model's own pipeline over the probe texts (``rows``)."""
@@ -137,7 +142,7 @@ class Diagnoser:
         return {key: self.probed[key] for key in keys}
 
     def _complete(self) -> None:
-        self.truth_vectors()
+        self._own_pass()
         while self._advance() is not None:
             pass
 
@@ -293,6 +298,7 @@ class Diagnoser:
         if self._truth_may_reproduce(served, threshold):
             if _matches(self.truth_vectors(), served, threshold) is not None:
                 return {"cause": None, "reasons": [], "hypothesis": None}
+            self._own_pass()  # the truth's other reductions (pooling, Dense, normalisation) are hypotheses too
         found = self._reproducing(list(self.candidates), served, threshold)
         # one input-side pass at a time, stopping once a single difference reproduces the vectors (none can
         # beat it: every pass still to come differs at least once); two differences keep looking for one
@@ -312,7 +318,9 @@ class Diagnoser:
     def _truth_may_reproduce(self, served: np.ndarray, threshold: float) -> bool:
         """Whether a reduction of the model's own pass can reproduce ``served`` (on the probe texts; always when
         there is no probe): only then is that pass run over every text."""
-        if self.rows is None or self.truth in self.candidates or served.shape[0] != len(self.texts):
+        if self.truth in self.candidates or served.shape[0] != len(self.texts) or self.cache.cached() is not None:
+            return True  # (the cached truth: compared on every text at no cost)
+        if self.rows is None:
             return True
         probe = served[self.rows]
         return any(_matches(v, probe, threshold) is not None for v in self._probe(self._truth_input).values())

@@ -26,7 +26,8 @@ import numpy as np
 from embedswap.captures import Attempt
 from embedswap.config.experiment import Experiment
 from embedswap.diagnosis.background import Background
-from embedswap.diagnosis.hypotheses import Diagnoser, template_prefix
+from embedswap.diagnosis.hypotheses import Diagnoser
+from embedswap.diagnosis.prompts import template_prefix
 from embedswap.diagnosis.sample import diagnosis_sample, row_cosines
 from embedswap.diagnosis.tokenization import analyse, with_tokenization
 from embedswap.measure.contract import long_input
@@ -183,11 +184,19 @@ def _diagnosed(ctx: Any) -> tuple[dict[str, Any], bool]:
     by_target = {name: tokenization_of(ctx, name, threshold,
                                        diagnose_row(experiment, attempt, texts, served[name], name, threshold, batches))
                  for name in names}
+    queries = diagnose_queries(experiment, attempt, ctx.workload, threshold)
     result = {"measured": True, "threshold": threshold, "limits": stated_limits(experiment, attempt),
               "texts": len(texts), "sample": sample, "by_target": by_target,
-              "queries": diagnose_queries(experiment, attempt, ctx.workload, threshold)}
+              "truth": truth_record(next(iter(_CACHE.values()), None)),  # after the queries: they share the model
+              "queries": queries}
     result["seconds"] = round(time.monotonic() - started, 3)  # the diagnosis' own wall seconds
     return result, True
+
+
+def truth_record(found: Diagnoser | None) -> dict[str, Any] | None:
+    """Where a Diagnoser's truth came from (computed, or read from the reference cache: diagnosis.truth_cache) and
+    whether it loaded the model, as captures/reference/meta.json records the witnesses'."""
+    return found.cache.record() if found is not None else None
 
 
 def tokenization_of(ctx: Any, name: str, threshold: float, finding: dict[str, Any]) -> dict[str, Any]:
@@ -275,6 +284,7 @@ def diagnose_queries(experiment: Experiment, attempt: Attempt, workload: Any, th
             out["by_target"][name] = found.diagnose(served, name, threshold)
         except Exception as exc:  # noqa: BLE001
             out["by_target"][name] = _error_finding(exc)
+    out["truth"] = truth_record(found)
     return out
 
 

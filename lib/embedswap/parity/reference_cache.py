@@ -17,6 +17,9 @@ recomputed and replaced, never trusted. A failure to store is recorded, never fa
 
 Not cached: the engine witness (``vllm-transformers``: it runs in the engine environment, whose versions this
 process does not import), a model without a local folder to hash, and a witness that failed.
+
+The diagnosis' truth pass (the model's own pipeline over the diagnosed texts, :mod:`embedswap.diagnosis.truth_cache`)
+is kept here too, through :func:`find` and :func:`keep`, its key extended by what that pass depends on besides.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ CACHED = ("sentence-transformers", "transformers")  # implementations run in thi
 VERSIONS = ("torch", "transformers", "sentence-transformers", "tokenizers", "numpy", "safetensors")
 # the kit's code that turns a model into a witness' vectors (parity.witnesses and the transformers backend with the
 # legacy pipeline's pooling); a change there changes the numbers without changing a version
-CODE = ("parity/witnesses.py", "parity/backends.py", "legacy/pipeline.py", "models.py")
+CODE = ("parity/witnesses.py", "parity/backends.py", "legacy/pipeline.py", "legacy/st_config.py", "models.py")
 PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -100,8 +103,13 @@ def _cpu() -> str:
 
 
 @functools.cache
+def code_digest(files: tuple[str, ...]) -> str:
+    """The sha256 of the kit's ``files`` (paths under the package), in order."""
+    return hashlib.sha256("".join(_sha256_file(PACKAGE / name) for name in files).encode()).hexdigest()
+
+
 def _code() -> str:
-    return hashlib.sha256("".join(_sha256_file(PACKAGE / name) for name in CODE).encode()).hexdigest()
+    return code_digest(CODE)
 
 
 def texts_digest(texts: list[str]) -> str:
@@ -109,10 +117,15 @@ def texts_digest(texts: list[str]) -> str:
 
 
 def key_material(model: str, texts: list[str], implementation: str, batch: int, dtype: str = "float32",
-                 device: str = "cpu") -> dict[str, Any]:
-    """Everything a witness' vectors depend on (the module's docstring says why each)."""
+                 device: str = "cpu", code: tuple[str, ...] | None = None,
+                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything a witness' vectors depend on (the module's docstring says why each); ``code``: the kit's files
+    that compute them, ``extra``: what another kind of entry depends on besides (absent for a witness, whose keys
+    stay as they were)."""
     return {"schema": SCHEMA, "model": model, "texts": texts_digest(texts), "n_texts": len(texts),
-            "implementation": implementation, "batch": batch, "dtype": dtype, "device": device, "code": _code(),
+            **({"extra": extra} if extra is not None else {}),
+            "implementation": implementation, "batch": batch, "dtype": dtype, "device": device,
+            "code": _code() if code is None else code_digest(code),
             "versions": {name: _version(name) for name in VERSIONS},
             "python": f"{platform.python_implementation()} {platform.python_version()}",
             "platform": f"{platform.system()} {platform.machine()}", "cpu": _cpu(),
@@ -163,48 +176,70 @@ def load(root: Path, key: str) -> tuple[np.ndarray | None, dict[str, Any] | str]
     return vectors, meta
 
 
+def model_key(model_path: str) -> str | None:
+    """The digest of the model's local folder (None: none to hash, or a file that cannot be read here: the loaders
+    will say so; nothing is keyed on it)."""
+    from embedswap.models import local_model_folder
+
+    folder = local_model_folder(model_path)
+    try:
+        return model_digest(folder) if folder is not None else None
+    except OSError:
+        return None
+
+
+def not_cached(why: str) -> dict[str, Any]:
+    return {"computed": "in this attempt", "cache_key": None, "not_cached": why}
+
+
+def find(root: Path, material: dict[str, Any]) -> tuple[np.ndarray | None, dict[str, Any], str]:
+    """(the entry's vectors or None, where they come from, the key): a verified entry is read, any other missed."""
+    key = key_of(material)
+    vectors, meta = load(root, key)
+    if vectors is not None and isinstance(meta, dict):
+        return vectors, {"computed": "read from the reference cache", "cache_key": key,
+                         "first_computed_at": meta.get("computed_at"),
+                         "first_computed_by": meta.get("computed_by")}, key
+    return None, {"computed": "in this attempt", "cache_key": key,
+                  **({} if meta == "absent" else {"cache_entry_recomputed": meta})}, key
+
+
+def keep(root: Path, key: str, material: dict[str, Any], vectors: np.ndarray, where: str,
+         origin: dict[str, Any]) -> None:
+    """:func:`store`; a failure is recorded in ``origin``, never raised."""
+    try:
+        store(root, key, material, vectors, where)
+    except OSError as exc:  # a full disk or a read-only cache: the run has its vectors all the same
+        origin["not_stored"] = f"{type(exc).__name__}: {exc}"[:200]
+
+
 def cached_witness_vectors(model_path: str, texts: list[str], witnesses: list[Any], where: str,
                            compute: Callable[..., tuple[dict[str, np.ndarray], dict[str, str]]]) -> tuple[
                                dict[str, np.ndarray], dict[str, str], dict[str, Any]]:
     """:func:`parity.witnesses.witness_vectors` (``compute``) through the cache: each witness' vectors read from
     its entry or computed (and stored), the witnesses' errors, and where each witness' vectors came from (the
     attempt's reference/meta.json records it). ``where``: the attempt, named in an entry it computes."""
-    from embedswap.models import local_model_folder
-
     root = cache_root()
-    folder = local_model_folder(model_path) if root is not None else None
-    try:
-        model = model_digest(folder) if folder is not None else None
-    except OSError:  # a model file that cannot be read here: the loaders will say so; nothing is keyed on it
-        model = None
+    model = model_key(model_path) if root is not None else None
     origin: dict[str, Any] = {}
     found: dict[str, np.ndarray] = {}
     keys: dict[str, tuple[str, dict[str, Any]]] = {}
     for witness in witnesses:
         if root is None or model is None or witness.implementation not in CACHED:
-            why = ("the reference cache is off" if root is None else "no local model folder to hash"
-                   if model is None else "an engine of another environment (versions not known here)")
-            origin[witness.name] = {"computed": "in this attempt", "cache_key": None, "not_cached": why}
+            origin[witness.name] = not_cached(
+                "the reference cache is off" if root is None else "no local model folder to hash"
+                if model is None else "an engine of another environment (versions not known here)")
             continue
         material = key_material(model, texts, witness.implementation, witness.batch)
-        key = key_of(material)
-        vectors, meta = load(root, key)
-        if vectors is not None and isinstance(meta, dict):
+        vectors, origin[witness.name], key = find(root, material)
+        if vectors is not None:
             found[witness.name] = vectors
-            origin[witness.name] = {"computed": "read from the reference cache", "cache_key": key,
-                                    "first_computed_at": meta.get("computed_at"),
-                                    "first_computed_by": meta.get("computed_by")}
         else:
             keys[witness.name] = (key, material)
-            origin[witness.name] = {"computed": "in this attempt", "cache_key": key,
-                                    **({} if meta == "absent" else {"cache_entry_recomputed": meta})}
     missing = [w for w in witnesses if w.name not in found]
     vectors, errors = compute(model_path, texts, missing) if missing else ({}, {})
     for name, computed in vectors.items():
         if name in keys and root is not None:
-            try:
-                store(root, *keys[name], computed, where)
-            except OSError as exc:  # a full disk or a read-only cache: the run has its vectors all the same
-                origin[name]["not_stored"] = f"{type(exc).__name__}: {exc}"[:200]
+            keep(root, *keys[name], computed, where, origin[name])
     ordered = {w.name: found.get(w.name, vectors.get(w.name)) for w in witnesses}
     return {n: v for n, v in ordered.items() if v is not None}, errors, origin

@@ -343,6 +343,7 @@ class QueryDiagnosis(Section):
     """Step 03's diagnosis of every server's query vectors against the model with its query prompt."""
     prompt: str | None = None
     texts: int | None = None
+    truth: dict[str, Any] | None = None  # where the model's own vectors came from (diagnosis.truth_cache)
     by_target: dict[str, DiagnosisFinding] = {}
 
 
@@ -366,5 +367,6 @@ class Diagnosis(Section):
     queries: QueryDiagnosis | None = None
     sample: DiagnosisSample | None = None  # which documents (diagnosis.sample); None: before the sample, all
     seconds: Number | None = None  # the diagnosis' own wall seconds in step 03
+    truth: dict[str, Any] | None = None  # where the model's own vectors came from (diagnosis.truth_cache)
     # how long step 03 still waited for it after its index part (None: it ran in the step's own thread)
     waited_s: Number | None = None

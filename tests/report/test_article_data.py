@@ -8,7 +8,8 @@ from importlib import resources
 import pytest
 from pydantic import ValidationError
 
-from embedswap.analysis.article import ARTICLE_FILE, Article, article_fields, load_article
+from embedswap.analysis.article import ARTICLE_FILE, Article, article_value, load_article
+from embedswap.report.post_checks import article_fields
 from embedswap.report.report_data import ReportJson
 
 
@@ -34,6 +35,8 @@ def test_an_article_source_resolves_against_the_file_as_written() -> None:
     assert article_fields() == _article_dict()
     assert isinstance(article_fields()["workload"]["batch_size"], int)
     assert load_article() is load_article()
+    assert article_value("vectors.cosine.min") == _article_dict()["vectors"]["cosine"]["min"]
+    assert article_value("workload.no_such_key") is None
 
 
 def test_a_renamed_article_key_fails_with_its_path() -> None:

@@ -148,8 +148,10 @@ def load_article() -> Article:
     return Article.model_validate_json(text)
 
 
-@cache
-def article_fields() -> dict[str, Any]:
-    """The article's data as JSON values, keys as written in the file: what an ``article:<dotted path>`` source
-    resolves against."""
-    return load_article().model_dump(mode="json", exclude_unset=True)
+def article_value(path: str) -> Any:
+    """The article's figure at a dotted path of its file (``vectors.cosine.min``), from the typed load; None where
+    the path names nothing (the attributes are the file's keys: no aliases)."""
+    data: Any = load_article()
+    for part in path.split("."):
+        data = getattr(data, part, None)
+    return data

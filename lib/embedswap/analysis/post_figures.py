@@ -10,9 +10,8 @@ renderer and the check of the printed text read the same tables."""
 
 from __future__ import annotations
 
-from typing import Any
 
-from embedswap.analysis.article import article_fields
+from embedswap.analysis.article import article_value
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_counts import memory_facts
 from embedswap.summary.model import SummaryBody
@@ -73,14 +72,11 @@ def latency_table(summary: SummaryBody, decisions: Decisions) -> Statement:
 
 
 def _article_facts(wanted: list[tuple[str, str]]) -> list[Fact]:
-    """Figures of the article's data (embedswap/data/article_000.json), each ``(key, path)``: the file read once for
-    a table, not once for each of its cells (the typed load, :func:`~embedswap.analysis.article.article_fields`)."""
-    article: Any = article_fields()
+    """Figures of the article's data (embedswap/data/article_000.json), each ``(key, path)``, from the typed load
+    (read once per process)."""
     out = []
     for key, path in wanted:
-        data = article
-        for part in path.split("."):
-            data = data.get(part) if isinstance(data, dict) else None
+        data = article_value(path)
         out.append(Fact(key=key, value=data if isinstance(data, (int, float, str)) else None, source=f"article:{path}"))
     return out
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
-from embedswap.analysis.article import article_fields
+from embedswap.analysis.article import load_article
 from embedswap.analysis.post_conclusion import CODES, keyed_code
 from embedswap.analysis.post_contract import contract_problems as paragraph_problems
 from embedswap.analysis.post_document import heading_finding, printed_fact
@@ -50,6 +51,13 @@ def _document(summary: Summary, document: PostDocument | None) -> PostDocument:
     if found is None:
         raise ValueError("the summary stores no post document (decisions.post.document)")
     return found
+
+
+@cache
+def article_fields() -> dict[str, Any]:
+    """The article's data as JSON values with the keys its file has (the typed load dumped once): what an
+    ``article:<dotted path>`` source resolves against."""
+    return load_article().model_dump(mode="json", exclude_unset=True)
 
 
 def _walk(data: Any, path: str) -> Any:

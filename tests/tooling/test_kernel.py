@@ -40,3 +40,18 @@ def test_two_kernels_get_two_folders() -> None:
     assert os.path.dirname(a.ip) != os.path.dirname(b.ip)
     a.cleanup_ipc_files()
     b.cleanup_ipc_files()
+
+
+def test_run_notebook_kills_the_kernel_after_its_last_cell(monkeypatch, tmp_path) -> None:
+    # a graceful shutdown waited 1.1-2.4 s a notebook for the kernel's interpreter to tear down (runner.run_notebook)
+    import papermill
+
+    from embedswap import runner
+    from embedswap.captures import Attempt
+
+    seen: dict = {}
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: seen.update(k))
+    monkeypatch.setattr(runner, "notebook_dir", lambda experiment_dir: tmp_path)
+    runner.run_notebook("04_latency", tmp_path, Attempt(tmp_path, tmp_path / "attempts" / "a"))
+    assert seen["shutdown_kernel"] == "immediate"
+    assert seen["kernel_manager_class"] is KitKernelManager

@@ -204,13 +204,3 @@ def test_no_module_getattr(name):
         encoding="utf-8")
     tree = ast.parse(source)
     assert not any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body)
-
-
-def test_the_notebooks_face_imports_no_scipy():
-    # index_options and index.adapter import scipy where they use it: at the top it cost each notebook's kernel
-    # ~0.65 s of CPU when it imported embedswap.steps, step 02's too, which builds no summary
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import embedswap.steps; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
-    done = subprocess.run([sys.executable, "-c", code, str(LIB.parent)], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "[]"

@@ -7,9 +7,6 @@ identity appended to both sides: with fewer pairs than dimensions (a workload of
 plain problem leaves the rotation free outside the documents' span, and an SVD would fill that part arbitrarily;
 the prior fixes it to the identity there, so identical vectors give exactly the identity map (residual 0) and
 nothing else changes measurably (PRIOR is 1e-3 of one document's weight).
-
-scipy.linalg is imported in :func:`fit`: at the top it cost every importer of ``embedswap.steps`` (each notebook's
-kernel) ~0.2 s of CPU before any index was asked for (``python -X importtime -c "import embedswap.steps"``).
 """
 
 from __future__ import annotations
@@ -17,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.linalg import orthogonal_procrustes
 
 PRIOR = 1e-3
 RANK_CHUNK = 64
@@ -31,8 +29,6 @@ def _unit(rows: np.ndarray) -> np.ndarray:
 
 def fit(candidate: np.ndarray, legacy: np.ndarray) -> np.ndarray:
     """The orthogonal ``R`` minimising ``||unit(candidate) R - unit(legacy)||`` (with the identity prior)."""
-    from scipy.linalg import orthogonal_procrustes  # here: see the module docstring's last paragraph
-
     a, b = _unit(candidate), _unit(legacy)
     eye = np.sqrt(PRIOR) * np.eye(a.shape[1])
     rotation, _ = orthogonal_procrustes(np.vstack([a, eye]), np.vstack([b, eye]))

@@ -6,9 +6,6 @@ figure is its mean over the folds, and the option's figure the mean over queries
 :func:`scipy.stats.bootstrap` (BCa; the queries are the independent units, the folds of one query are not). nDCG@10
 uses the workload's judgements restricted to each fold's held-out documents (a query counts in the folds holding one
 of its relevant documents); ``ndcg_delta`` is the paired per-query difference with the re-embed's.
-
-scipy.stats is imported where it is used: at the top it cost every importer of ``embedswap.steps`` ~0.65 s of CPU,
-step 02's kernel too, which builds no summary (``python -X importtime -c "import embedswap.steps"``).
 """
 
 from __future__ import annotations
@@ -16,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.stats import bootstrap
 
 from embedswap.index.options import OPTIONS
 from embedswap.ranking.metrics import ndcg_at_k
@@ -26,8 +24,6 @@ RESAMPLES = 2000  # bootstrap resamples: the interval's ends move by < 0.005 bet
 
 def interval(values: list[float]) -> dict[str, Any]:
     """Mean and 95 % BCa interval of per-query values (None ends where fewer than 2 or all equal)."""
-    from scipy.stats import bootstrap  # here: see the module docstring's last paragraph
-
     data = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=np.float64)
     if not len(data):
         return {"value": None, "low": None, "high": None, "n": 0}

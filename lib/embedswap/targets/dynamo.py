@@ -19,7 +19,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-
 from embedswap.config.targets import DynamoTarget
 from embedswap.paths import cache_dir, engine_python
 from embedswap.targets.base import ManagedProcess, Target, TargetStartError, _signal_group, server_env

@@ -7,7 +7,6 @@ at the root, TEI's ``POST /embed``, Ollama's ``POST /api/embed``, a hosted API u
 
 from __future__ import annotations
 
-
 from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS, ApiShape
 from embedswap.wire.client import auth_headers
 from embedswap.config.targets import ExternalTarget

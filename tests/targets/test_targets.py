@@ -117,6 +117,46 @@ def test_teardown_after_a_failed_start_keeps_the_message(tmp_path: Path) -> None
     assert group_gone(target.processes[0].pid)
 
 
+def test_start_polls_health_on_one_client_every_health_poll_s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # base.HEALTH_POLL_S: polled every 1 s, the wait overshot a ready server by 0.5 s on average; httpx.get built a
+    # client and TLS context per check (22 ms of CPU each, taken from the server loading beside it)
+    import http.server
+    import threading
+
+    import httpx
+
+    from embedswap.targets import base
+
+    asked: list[str] = []
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            asked.append(self.path)
+            self.send_response(200 if len(asked) > 3 else 503)  # up at the fourth check
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    target = CommandTarget(["sleep", "60"], tmp_path, timeout_s=60)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", target.config.port), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    slept: list[float] = []
+    monkeypatch.setattr(base.time, "sleep", slept.append)
+    monkeypatch.setattr(httpx, "get", lambda *a, **k: pytest.fail("a readiness check built a client of its own"))
+    try:
+        target.launch()  # not start(): its preflight refuses the port this test's health server holds
+        target.wait_healthy(60)
+        polled = list(slept)  # not stop()'s waits
+    finally:
+        target.stop()
+        server.shutdown()
+        server.server_close()
+    assert asked == ["/health"] * 4
+    assert polled == [base.HEALTH_POLL_S] * 3 and base.HEALTH_POLL_S < 1.0
+
+
 # --- the Dynamo target -------------------------------------------------------------------------------------------
 def dynamo_target(tmp_path: Path, **config: Any) -> DynamoServerTarget:
     cfg = DynamoTarget(kind="dynamo", port=config.pop("port", None) or free_port(), **config)

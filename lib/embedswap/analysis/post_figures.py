@@ -10,7 +10,6 @@ renderer and the check of the printed text read the same tables."""
 
 from __future__ import annotations
 
-
 from embedswap.analysis.article import article_value
 from embedswap.analysis.common import is_measured, roles
 from embedswap.analysis.post_counts import memory_facts

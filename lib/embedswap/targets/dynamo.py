@@ -19,8 +19,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from embedswap.config.targets import DynamoTarget
 from embedswap.paths import cache_dir, engine_python
 from embedswap.targets.base import ManagedProcess, Target, TargetStartError, _signal_group, server_env
@@ -226,7 +224,7 @@ class DynamoServerTarget(Target):
             process.start()
 
     def is_ready(self) -> bool:
-        response = httpx.get(self.health_url(), timeout=5)
+        response = self.health_get(self.health_url(), timeout=5)
         if response.status_code != 200:
             return False
         return any(m.get("id") == self.served_name for m in response.json().get("data") or [])

@@ -7,8 +7,6 @@ at the root, TEI's ``POST /embed``, Ollama's ``POST /api/embed``, a hosted API u
 
 from __future__ import annotations
 
-import httpx
-
 from embedswap.wire.api_shapes import EMBEDDINGS_PATHS, HEALTH_PATHS, ApiShape
 from embedswap.wire.client import auth_headers
 from embedswap.config.targets import ExternalTarget
@@ -47,7 +45,7 @@ class ExternalServerTarget(Target):
         path = self.models_path()
         if path is None:  # no route to ask: taken as up (the first request tells)
             return True
-        response = httpx.get(f"{self.base_url}{path}", timeout=10, headers=self.headers(), verify=self.verify_tls())
+        response = self.health_get(f"{self.base_url}{path}", timeout=10, headers=self.headers())
         if response.status_code == 404:  # the route does not exist: waiting will not make it answer
             raise TargetStartError(f"target '{self.name}': GET {self.base_url}{path} answered 404: set "
                                    f"targets.{self.name}.health_path to a route this server answers, or "

@@ -26,7 +26,6 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
 
 from embedswap.config.targets import KubernetesTarget
@@ -347,7 +346,7 @@ class KubernetesDeploymentTarget(Target):
     def is_ready(self) -> bool:
         if not self.applied:
             return False
-        response = httpx.get(self.health_url(), timeout=10)
+        response = self.health_get(self.health_url(), timeout=10)
         if response.status_code != 200:
             return False
         return any(m.get("id") == self.served_name for m in response.json().get("data") or [])

@@ -60,10 +60,10 @@ class VllmServerTarget(Target):
 
     def is_ready(self) -> bool:
         # /health answers before the model is registered on some versions: wait for /v1/models too
-        health = httpx.get(self.health_url(), timeout=5)
+        health = self.health_get(self.health_url(), timeout=5)
         if health.status_code != 200:
             return False
-        models = httpx.get(f"{self.base_url}/v1/models", timeout=5)
+        models = self.health_get(f"{self.base_url}/v1/models", timeout=5)
         return models.status_code == 200 and any(m.get("id") == self.served_name for m in models.json()["data"])
 
     def version(self) -> str | None:

@@ -29,7 +29,7 @@ PROBES = [entry["name"] for entry in CATALOGUE if entry["name"] != "large_batch"
 def aa_infinity(tmp_path_factory: pytest.TempPathFactory, infinity_minilm: Any) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("aa-infinity")
     folder = aa_experiment(root, infinity_minilm.url, PROBES, LEGACY, CANDIDATE, ENGINE_AA_LANGUAGES,
-                           latency=ENGINE_AA_LATENCY,
+                           latency=ENGINE_AA_LATENCY, legacy_phase=False,
                            embeddings_path="/embeddings", health_path="/models")
     # the pooled server runs on after this test (its fixture stops it at the session's end): no port to find free
     return run_aa(folder, infinity_minilm, [], timeout_s=1200)

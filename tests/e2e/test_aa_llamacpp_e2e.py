@@ -39,7 +39,7 @@ def aa_llamacpp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("aa-llamacpp")
     (port,) = free_ports(1)
     folder = aa_experiment(root, f"http://127.0.0.1:{port}", PROBES, LEGACY, CANDIDATE, ENGINE_AA_LANGUAGES,
-                           latency=ENGINE_AA_LATENCY)
+                           latency=ENGINE_AA_LATENCY, legacy_phase=False)
     experiment = load_experiment(folder)
     config = LlamaCppTarget(kind="llamacpp", port=port, python=str(LLAMACPP_PYTHON), gguf_type="f32",
                             startup_timeout_s=300)

@@ -30,7 +30,7 @@ PROBES = [entry["name"] for entry in CATALOGUE if entry["name"] != "large_batch"
 def aa_vllm(tmp_path_factory: pytest.TempPathFactory, vllm_fp32_minilm: Any) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("aa-vllm")
     folder = aa_experiment(root, vllm_fp32_minilm.url, PROBES, LEGACY, CANDIDATE, ENGINE_AA_LANGUAGES,
-                           latency=ENGINE_AA_LATENCY)
+                           latency=ENGINE_AA_LATENCY, legacy_phase=False)
     # the pooled server runs on after this test (its fixture stops it at the session's end): no port to find free
     return run_aa(folder, vllm_fp32_minilm, [], timeout_s=1200)
 

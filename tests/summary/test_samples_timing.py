@@ -102,7 +102,11 @@ def test_lean_experiment_has_the_three_servers_and_the_protocol_without_the_extr
     assert lean.sequencing.restore_legacy and lean.sequencing.restore_latency
     assert {b.kind for b in lean.parity.backends} == {"transformers"}  # no offline engine start
     assert {b.dtype for b in lean.parity.backends} == {"float16", "bfloat16"}
-    assert (lean.latency.sequential_requests, lean.latency.concurrent_requests, lean.latency.repeats) == (30, 40, 3)
+    # the article's protocol in both presets (`make demo` runs the full one; the e2e demo run sends fewer requests)
+    for preset in (lean, full):
+        latency = preset.latency
+        assert (latency.sequential_requests, latency.concurrent_requests, latency.concurrency, latency.repeats) \
+            == (30, 40, 4, 3)
     assert lean.workload.repeats == full.workload.repeats == 3
     assert lean.latency.sweep == [] and full.latency.sweep == [1, 2, 4, 8, 16]
     assert lean.parity.checks is not None and not lean.parity.checks.engine  # no offline engine for the matrix

@@ -27,7 +27,7 @@ import numpy as np
 
 from embedswap.diagnosis.findings import Hypothesis, explain_difference
 from embedswap.diagnosis.probe import PROBE, probe_batches, probe_rows, reach_floor
-from embedswap.diagnosis.prompts import known_prompts, template_prefix  # noqa: F401 - template_prefix: re-exported
+from embedswap.diagnosis.prompts import known_prompts
 from embedswap.diagnosis.truncation import truncation_finding
 from embedswap.diagnosis.truth_cache import LazyEmbedder, TruthCache
 

@@ -37,9 +37,12 @@ rm -rf "$V"
 "$PY" -m venv "$V"
 "$V/bin/pip" install -q --upgrade pip
 dist=$(mktemp -d); trap 'rm -rf "$dist"' EXIT
-# the sdist, hash-checked, kept for its converter (pip's http cache serves it again to the install below)
+# the sdist, hash-checked, kept for its converter (pip's http cache serves it again to the install below). Only
+# llama-cpp-python as source: `--no-binary :all:` also applies to the build requirements pip installs to read the
+# sdist's metadata, and on one clean clone here that compiled cmake from source (over 12 minutes on 2 cores; the
+# download took 11 s with this flag)
 awk '/^llama-cpp-python==/{on=1} on{print; if ($0 !~ /\\$/) exit}' "$lock" > "$dist/one.txt"
-"$V/bin/pip" download -q --no-deps --no-binary :all: --require-hashes -r "$dist/one.txt" -d "$dist"
+"$V/bin/pip" download -q --no-deps --no-binary llama-cpp-python --require-hashes -r "$dist/one.txt" -d "$dist"
 # the wheel cache's key: the lock, the flags, the interpreter (cp311...) and the machine (x86_64...)
 tag=$("$V/bin/python" -c 'import sys, platform; print(sys.implementation.cache_tag, platform.machine())')
 key=$(printf '%s\n%s\n%s\n' "$(sha256sum < "$lock")" "CMAKE_ARGS=$CMAKE_ARGS" "$tag" | sha256sum | cut -c1-16)

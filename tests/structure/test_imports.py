@@ -204,3 +204,23 @@ def test_no_module_getattr(name):
         encoding="utf-8")
     tree = ast.parse(source)
     assert not any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body)
+
+
+# Libraries every notebook's kernel paid for at `from embedswap import steps` before its first line ran, though most
+# steps never call them (issue 61: ~1.4 of the import's ~2.2 CPU-s, docs/testing.md): each is imported inside the
+# functions that use it. A module-level import of one of them, anywhere on the way to embedswap.steps or to the
+# summary builder, fails here. pandas: the notebooks' tables import it when shown (a table's first call pays it).
+DEFERRED = {
+    "embedswap.steps": ("scipy", "pandas", "psycopg", "aiohttp", "sklearn", "matplotlib", "papermill"),
+    "embedswap.pipeline.build": ("scipy", "pandas", "psycopg", "aiohttp", "sklearn", "matplotlib", "papermill"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(DEFERRED))
+def test_heavy_libraries_are_not_imported_with(module):
+    libraries = DEFERRED[module]
+    done = subprocess.run([sys.executable, "-c", f"import sys, {module}; print(' '.join(sorted({{m.split('.')[0] for m "
+                           f"in sys.modules}} & set({list(libraries)!r}))))"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [], f"import {module} loads {done.stdout.strip()}"

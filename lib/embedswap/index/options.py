@@ -28,6 +28,7 @@ import numpy as np
 
 from embedswap.config.index import IndexConfig
 from embedswap.index.adapter import _unit
+from embedswap.index.names import OPTIONS  # noqa: F401  (re-exported: defined apart, for the summary)
 
 if TYPE_CHECKING:
     from embedswap.index.maps import FittedMap
@@ -35,7 +36,6 @@ from embedswap.vectorstore.session import Store
 from embedswap.vectorstore.tables import bulk_load, create_hnsw_index, create_table, drop_table
 from embedswap.vectorstore.tables import search as store_search
 
-OPTIONS = ("re_embed", "keep", "orthogonal", "affine", "mlp", "rescore", "dual_read")
 RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al. 2009: 60 was best across their runs)
 
 
@@ -130,7 +130,7 @@ def option_searches(store: Store, legacy_docs: np.ndarray, candidate_docs: np.nd
     queries = {"legacy": np.asarray(legacy_queries), "candidate": np.asarray(candidate_queries)}
     folds = min(config.options.folds, len(docs["legacy"]))
     # imported here, not above: scikit-learn takes ~2.9 s to import, and every notebook's kernel imported this
-    # module (for OPTIONS, through the summary builder) where only step 03's searches fit the maps
+    # module (for OPTIONS, through the summary builder, before embedswap.index.names) where only step 03's searches fit the maps
     from sklearn.model_selection import KFold
 
     from embedswap.index.maps import fit_map

@@ -25,6 +25,7 @@ import numpy as np
 from embedswap.config.index import IndexConfig
 from embedswap.index.exact import grid_exact
 from embedswap.reasons import not_measured
+from embedswap.index.names import CAPTURE  # noqa: F401  (re-exported: defined apart, for the summary)
 from embedswap.index.options import option_searches
 from embedswap.vectorstore.connect import one_line
 from embedswap.vectorstore.server import StoreError
@@ -39,7 +40,6 @@ from embedswap.vectorstore.tables import (
 )
 from embedswap.vectorstore.tables import search as store_search
 
-CAPTURE = "index/searches.json"
 DISTANCES = ("cosine", "inner_product", "l2")
 QUERY_FILES = {"shim": "query_vectors_client_prefixed.npy", "naive": "query_vectors_server_instruction.npy"}
 LEGACY_QUERY_FILE = "query_vectors_server_instruction.npy"  # what the old client sent (as ranking's legacy)

@@ -28,8 +28,6 @@ from embedswap.measure.errors import StepFailed
 from embedswap.model_limits import token_limit
 from embedswap.measure.identity import server_identity
 from embedswap.answers.repeats import probe_times, repeat_answer
-from embedswap.measure.latency import capture_latency
-from embedswap.measure.open_loop_capture import capture_open_loop
 from embedswap.measure.shim_probes import capture_shim_probes
 from embedswap.measure.server_tokens import capture_server_tokens
 from embedswap.measure.server_metrics import cache_use, read_prefix_cache
@@ -202,6 +200,10 @@ def capture_target_latency(target: Any, experiment: Experiment, workload: Worklo
                            prefix: str) -> None:
     """A server's latency phase; a candidate under ``sequencing.interleave`` is measured in blocks alternating
     with the legacy server, started beside it for the phase (its runs under ``<candidate>/paired_legacy``)."""
+    # imported where a latency phase runs: the harness loads aiohttp (~0.1 s), and every notebook's kernel imported
+    # this module (embedswap.steps) where only steps 01 and 02 measure (issue 61)
+    from embedswap.measure.latency import capture_latency
+
     if not experiment.sequencing.interleave or prefix not in experiment.candidates:
         capture_latency(target, experiment, workload, attempt, prefix)
         return
@@ -212,6 +214,8 @@ def capture_target_latency(target: Any, experiment: Experiment, workload: Worklo
 def measure_target(experiment: Experiment, experiment_dir: Path, attempt: Attempt, name: str,
                    step: str) -> dict[str, Any]:
     """Start one target, capture everything about it, stop it. Returns its description (also captured)."""
+    from embedswap.measure.open_loop_capture import capture_open_loop  # aiohttp: see capture_target_latency
+
     workload = load_workload(experiment, experiment_dir)
     prefix = name
     if attempt.has(f"{prefix}/target.json"):

@@ -18,7 +18,7 @@ from typing import Any
 
 from embedswap.stats.latency_equivalence import classify_status
 from embedswap.wire.answer_faults import fault_kind
-from embedswap.measure.load import percentile
+from embedswap.measure.load_stats import percentile  # not measure.load: that imports aiohttp
 
 # A rate is carried only when the answers come back at least at half the rate the client sent them: a short run
 # above the knee ends before its queue has grown enough to push the p99 past the target, and only the answered rate

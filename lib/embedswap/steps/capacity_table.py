@@ -1,17 +1,21 @@
-"""Notebook 04's capacity table: ``decisions.capacity`` of the summary, one row per server (pandas)."""
+"""Notebook 04's capacity table: ``decisions.capacity`` of the summary, one row per server (pandas, imported in the
+function as in :mod:`embedswap.steps.tables`)."""
 
 from __future__ import annotations
 
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from embedswap.summary.model import Summary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def capacity_table(summary: Summary) -> pd.DataFrame:
     """Capacity at the latency target per server, with its interval over repeats, the knee's bracket, replicas
     for ``latency.traffic``, where it sheds load and why its goodput falls below its throughput; empty when
     ``latency.open_loop`` was not configured."""
+    import pandas as pd  # here, not above: see embedswap.steps.tables
     decided = summary.decisions.capacity
     if decided is None:
         return pd.DataFrame()

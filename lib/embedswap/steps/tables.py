@@ -3,21 +3,26 @@
 Each reads the typed :class:`~embedswap.summary.model.Summary` (the decisions are already in it; a summary.json
 of any version is read into it once, by :func:`~embedswap.analysis.upgrade.load_summary`). Split out of
 ``embedswap.steps``, which re-exports every function here.
+
+pandas is imported inside each table function: ~0.3 s of CPU that ``import embedswap.steps`` paid in every
+notebook's kernel before its first line ran (issue 61); a table's first call pays it instead.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from embedswap.report.format import fmt
 from embedswap.steps.context import StepContext, StepError
 from embedswap.summary.model import Summary
 from embedswap.measure.tokens import ensure_tokenizer_counts
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 def targets_table(ctx: StepContext) -> pd.DataFrame:
+    import pandas as pd  # here, not above: see the module doc (issue 61)
     rows = []
     for name, info in ctx.summary().targets.items():
         rows.append({
@@ -42,6 +47,7 @@ def require_captures(ctx: StepContext) -> None:
 
 def vector_table(summary: Summary) -> pd.DataFrame:
     """The article's vector table, one column per server."""
+    import pandas as pd  # here, not above: see the module doc (issue 61)
     vectors = summary.vectors
     rows: dict[str, dict[str, Any]] = {}
     for name, info in vectors.by_target.items():
@@ -65,6 +71,7 @@ def vector_table(summary: Summary) -> pd.DataFrame:
 
 
 def contract_table(summary: Summary) -> pd.DataFrame:
+    import pandas as pd  # here, not above: see the module doc (issue 61)
     contract = summary.contract
     if not isinstance(contract, list):  # not measured: the section says why
         return pd.DataFrame([{"contract": contract.why}])
@@ -82,6 +89,7 @@ def contract_table(summary: Summary) -> pd.DataFrame:
 
 def instruction_table(summary: Summary) -> pd.DataFrame:
     """The query instruction three ways per server (applied / ignored / another vector), then /v2/embed."""
+    import pandas as pd  # here, not above: see the module doc (issue 61)
     section = summary.instruction
     if not section.measured:
         return pd.DataFrame([{"instruction": section.why}])
@@ -99,6 +107,7 @@ def instruction_table(summary: Summary) -> pd.DataFrame:
 def long_input_table(summary: Summary) -> pd.DataFrame:
     """Per server, what it did with an input longer than the model takes (refused, truncated, pieces averaged) and
     each hypothesis' cosine to its answer."""
+    import pandas as pd  # here, not above: see the module doc (issue 61)
     section = summary.long_input
     if not section.measured:
         return pd.DataFrame([{"long input": section.why}])
@@ -117,6 +126,7 @@ def latency_table(summary: Summary, section: str = "latency") -> pd.DataFrame:
     """One row per server with the report's figures (``decisions.shown``: pooled over the repeats when the summary
     has per-request data) and, for a candidate, its one stored ratio to the legacy server as the report prints it
     (``Summary.latency_ratio``); ``section="ablation"`` gives the legacy server against its variants."""
+    import pandas as pd  # here, not above: see the module doc (issue 61)
     part = summary.latency if section == "latency" else summary.ablation
     if not part.by_target:
         return pd.DataFrame([{section: getattr(part, "why", None)}])
@@ -149,6 +159,7 @@ def parity_table(summary: Summary) -> pd.DataFrame:
     """One line per backend and modality; backends that were not measured, and the text+image gate when it was
     not measured, are lines with a note instead of figures. A row's columns are the keys its summary.json row has
     (``exclude_unset``), without the lists a table cannot show."""
+    import pandas as pd  # here, not above: see the module doc (issue 61)
     parity = summary.parity
     rows: list[dict[str, Any]] = [row.model_dump(by_alias=True, exclude_unset=True, mode="json",
                                                  exclude={"worst", "source"}) for row in parity.rows]

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from embedswap.index.adapter import adapter_searches
-from embedswap.index.searches import CAPTURE
+from embedswap.index.names import CAPTURE
 from embedswap.summary.sections.index_options import options_section
 from embedswap.ranking.metrics import (
     OVERLAP_K,

@@ -13,9 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.stats import bootstrap
 
-from embedswap.index.options import OPTIONS
+from embedswap.index.names import OPTIONS
 from embedswap.ranking.metrics import ndcg_at_k
 
 CONFIDENCE = 0.95
@@ -31,6 +30,10 @@ def interval(values: list[float]) -> dict[str, Any]:
     if len(data) < 2 or np.ptp(data) == 0:
         return {"value": mean, "low": mean if len(data) > 1 else None, "high": mean if len(data) > 1 else None,
                 "n": int(len(data))}
+    # imported here: scipy.stats takes ~0.7 s of CPU to import, and every notebook's kernel imported it through the
+    # summary builder although only an attempt with index options captured reaches this line (issue 61)
+    from scipy.stats import bootstrap
+
     found = bootstrap((data,), np.mean, confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="BCa",
                       random_state=np.random.default_rng(0))
     low, high = float(found.confidence_interval.low), float(found.confidence_interval.high)

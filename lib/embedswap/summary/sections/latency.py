@@ -8,7 +8,7 @@ from typing import Any
 from embedswap.summary.sections.captured import target_missing
 from embedswap.captures import PAIRED_LEGACY, Attempt
 from embedswap.config.experiment import Experiment
-from embedswap.measure.load import status_class
+from embedswap.measure.load_stats import status_class  # not measure.load: that imports aiohttp
 from embedswap.reasons import not_measured
 
 

@@ -18,7 +18,8 @@ the kit (``embedswap run``, kind llamacpp, their GGUF converted in the test's ow
 is the only test that starts an f32 llama.cpp server of its own and keeps it (1 start before and after).
 
 The kit's legacy server (``python -m embedswap.legacy_server``), file by file, counted from the code (every
-environment built, nothing skipped; a start that fails on purpose counts): 52 starts a run before, 43 after.
+environment built, nothing skipped; a start that fails on purpose counts): 52 starts a run before, 43 after (42
+since the qwen3 run serves its tiny CLIP on vLLM only).
 
 | file (group ``legacy-minilm``: uses ``legacy_minilm``) | before | after | what the shared server is there   |
 |--------------------------------------------------------|--------|-------|-----------------------------------|
@@ -43,7 +44,7 @@ Kept, each its own starts (before = after):
 |----------------------------|--------|------------------------------------------------------------------------------|
 | test_end_to_end.py         | 3      | the demo: legacy (step 01, stopped for the swap of step 02), the lock        |
 |                            |        |   ablation's legacy-nolock, the A-B-A restore: the kit's lifecycle is tested |
-| test_end_to_end_qwen3.py   | 2      | other models (qwen3-tiny; the tiny CLIP of parity.multimodal); step 02       |
+| test_end_to_end_qwen3.py   | 1      | another model (qwen3-tiny); step 02; the tiny CLIP on vLLM only (was 2)      |
 | test_aa_e2e.py             | 1      | quiet_host: the third pass, alone (its own process: no worker's pool there)  |
 | test_capacity_e2e.py       | 2      | the locked and the lock-free server are the subject (second pass since       |
 |                            |        |   issue 61's quiet-pass cut: it pins the answer's shape, no host figure)     |

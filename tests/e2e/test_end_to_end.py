@@ -75,7 +75,16 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     # dtype (fp16, ~70 s: no fast fp16 kernels on this CPU; the qwen3 run's `auto` backend). `make demo` keeps both.
     del config["targets"]["vllm-matryoshka"]
     config.pop("matryoshka")
-    config["parity"]["backends"] = [b for b in config["parity"]["backends"] if b["dtype"] != "auto"]
+    # The dtype sweep's bf16 row through transformers, as `make demo` (--lean) has it, instead of vLLM offline in bf16
+    # (issue 61: its own vLLM engine process, ~30 s of step 05's ~100): vLLM offline below fp32 is gated by the qwen3
+    # run (test_end_to_end_qwen3.py's test_parity_at_fp32_and_the_default_dtype: `auto`, bf16 there, in the matrix's
+    # engine process) and its matrix rows (test_parity_matrix_engine_rows: vllm-offline bfloat16); the engine still
+    # runs here as the served targets and as the reference's `vllm-transformers` witness.
+    config["parity"]["backends"] = [{"kind": "transformers", "dtype": "bfloat16"}]
+    # the restore (A-B-A) brings the legacy server back and checks its vectors (read below); its second latency
+    # measurement (~22 s of the 28 requests on the locked server) is read by no assertion here: the restored real
+    # legacy server's latency is test_host_drift_e2e.py's, the A-B-A drift bound test_latency_twins_e2e.py's
+    config["sequencing"]["restore_latency"] = False
     path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     run = run_whole_experiment(folder, RUN_TIMEOUT_S)
     attempts = sorted((folder / "attempts").iterdir())
@@ -222,17 +231,18 @@ def test_parity_rows(demo: dict) -> None:
     parity = demo["summary"]["parity"]
     rows = {row["backend"]: row for row in parity["rows"]}
     assert {"legacy", "dynamo", "vllm"} <= set(rows)
-    # the dtype sweep: vLLM offline in bf16 (fp32 is the served vllm target; its own default, fp16, is the qwen3
-    # run's, left out here for CI time)
-    sweep = {row["dtype"] for name, row in rows.items() if name not in ("legacy", "dynamo", "vllm")}
-    assert sweep == {"bfloat16"}, rows.keys()
+    # the dtype sweep: bf16 through transformers, as `make demo` has it (fp32 is the served vllm target; vLLM offline
+    # below fp32, its default dtype, is the qwen3 run's `auto` row, left out here for CI time)
+    sweep = {(row["dtype"], row["source"]) for name, row in rows.items() if name not in ("legacy", "dynamo", "vllm")}
+    assert sweep == {("bfloat16", "captures/parity/backends/transformers-bfloat16/doc_vectors.npy")}, rows.keys()
     # five witnesses of the reference, vLLM's transformers implementation among them (a vLLM target: auto), agree
     witnesses = parity["witnesses"]
     assert "vllm-transformers batch" in witnesses["witnesses"] and witnesses["all_agree"] is True, witnesses
     # the legacy server is transformers in fp32, the reference sentence-transformers in fp32
     assert rows["legacy"]["cos_min"] >= 0.9999 and rows["legacy"]["pass"] is True
     # every served backend, each one's figure against the measured values (README: 1.000000 for all three), not the
-    # gate's own expression; the offline bf16 against README's 0.999864
+    # gate's own expression; the offline bf16 (transformers 0.999866 here; vLLM offline's was docs/measurements.md's
+    # 0.999864)
     for name in ("legacy", "dynamo", "vllm"):
         row = rows[name]
         assert (row["n"], row["threshold"], row["non_finite"]) == (40, 0.999, 0), name

@@ -1,6 +1,7 @@
 """The legacy server's image input for CLIP models (embedswap.legacy.images): vLLM's `messages` shape with a
 data:image/png image, text through `input`, both equal to transformers' features; the mixed request and a URL that
-is not a data URL are refused with 400 naming `messages`. In-process app (the real server runs in the qwen3 e2e)."""
+is not a data URL are refused with 400 naming `messages`. In-process app: the qwen3 e2e serves the tiny CLIP on vLLM
+only (issue 61), so these tests are what covers the legacy server's image input."""
 
 from __future__ import annotations
 

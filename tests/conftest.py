@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import json
 import os
 import re
@@ -19,6 +20,9 @@ from synthetic_experiment import load_summary
 # make test's second pass: each file's seconds (setup + call + teardown) in the last measured run, for the order
 # in which the scheduler hands out files (`benchmarks/suite_time.py --write-durations` rewrites it from e2e.xml)
 DURATIONS = Path(__file__).resolve().parent / "support" / "durations.json"
+# the unit pass's (`--dist loadfile`): each file's seconds in the last measured unit pass, from unit.xml (the same
+# command writes it)
+UNIT_DURATIONS = Path(__file__).resolve().parent / "support" / "unit_durations.json"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # the servers, kernels and CLIs the tests start write their bytecode, as under make (the Makefile's comment on
@@ -33,6 +37,54 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if module in ALONE:
             item.add_marker(pytest.mark.quiet_host)
+        if module.startswith(E2E_FOLDER):  # each file's pytestmark says so too; here it holds by construction
+            item.add_marker(pytest.mark.e2e)
+
+
+# Folders and files whose every test carries one mark (the hook above adds it), so that a -m expression no test
+# with that mark can satisfy has nothing to run there. Not collecting them spares each pytest-xdist worker of the
+# unit pass (`-m "not e2e and not slow"`) importing their modules only to deselect all of their tests: ray through
+# tests/e2e/test_open_loop_ray_e2e.py, torch and transformers through the slow diagnosis and zoo files; collection
+# took 13.4 -> 9.8 CPU-s a worker (docs/testing.md, issue 61).
+E2E_FOLDER = "tests/e2e/"
+
+
+def _whole_mark(relative: str) -> str | None:
+    if relative == E2E_FOLDER.rstrip("/") or relative.startswith(E2E_FOLDER):
+        return "e2e"
+    return "slow" if relative in SLOW else None  # a whole module's entry (a test's id has "::")
+
+
+@functools.cache
+def _can_select(markexpr: str, mark: str) -> bool:
+    """Whether `-m markexpr` selects some test that carries `mark`, whatever its other marks: the expression is
+    evaluated with `mark` on for every assignment of the other names it contains. An expression with arguments
+    (`name(key=value)`) or more than 10 names is assumed to select one (collected as before)."""
+    if not markexpr.strip() or any(name not in ("and", "or", "not")
+                                   for name in re.findall(r"([\w:+\-.\[\]\\/]+)\s*\(", markexpr)):
+        return True
+    from _pytest.mark.expression import Expression  # what -m itself compiles with (pytest has no public name)
+
+    names = sorted(set(re.findall(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+", markexpr)) - {"and", "or", "not", mark})
+    if len(names) > 10:
+        return True
+    expression = Expression.compile(markexpr)
+    for bits in itertools.product((False, True), repeat=len(names)):
+        on = {mark} | {name for name, bit in zip(names, bits) if bit}
+        if expression.evaluate(lambda name, /, **kwargs: name in on):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    try:
+        relative = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return None
+    mark = _whole_mark(relative)
+    if mark is not None and not _can_select(config.option.markexpr, mark):
+        return True
+    return None  # the other hooks (and pytest's own --ignore) decide
 
 
 @functools.cache
@@ -48,13 +100,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadgroup` (make test's second pass) as whole files, files naming one group together: a module- or
     session-scoped fixture starts once. pytest-xdist's own loadgroup reads the group from a suffix it adds to each
     node id, which does not reach the scheduler with this pytest (9.2): tests of one file were run on both workers,
-    each starting the file's servers (measured: the demo and the qwen3 runs twice in one pass)."""
-    if config.getvalue("dist") != "loadgroup":
+    each starting the file's servers (measured: the demo and the qwen3 runs twice in one pass).
+    `--dist loadfile` (the unit pass) the same way, its files longest first from UNIT_DURATIONS."""
+    dist = config.getvalue("dist")
+    if dist not in ("loadgroup", "loadfile"):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    table = DURATIONS if dist == "loadgroup" else UNIT_DURATIONS
     expected: dict[str, float] = {}  # a group's or file's seconds in the last measured pass
-    for module, seconds in json.loads(DURATIONS.read_text(encoding="utf-8")).items():
+    for module, seconds in json.loads(table.read_text(encoding="utf-8")).items():
         expected[_file_group(module)] = expected.get(_file_group(module), 0.0) + float(seconds)
 
     class FileGroups(LoadScopeScheduling):  # type: ignore[misc]
@@ -65,8 +120,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _assign_work_unit(self, node: Any) -> None:
             # Longest first (LPT): xdist orders the units by their number of tests, which left the one-test engine
-            # A/As (~150 s each) for the end, one worker running them while the other had nothing left. A unit the
-            # table does not know (a new file) keeps its place after the known ones (a stable sort).
+            # A/As (~150 s each) for the end, one worker running them while the other had nothing left (in the
+            # unit pass: few-test files of renders). A unit the table does not know (a new file) keeps its place
+            # after the known ones (a stable sort).
             if not self.ordered:
                 units = sorted(self.workqueue.items(), key=lambda unit: -expected.get(unit[0], 0.0))
                 self.workqueue.clear()

@@ -4,7 +4,6 @@ tests/support, on the path through ``pythonpath`` in pyproject.toml."""
 
 from __future__ import annotations
 
-import copy
 import functools
 import itertools
 import json
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memo import FRESH, memoised
 from slow_tests import ALONE, SLOW
 from synthetic_experiment import load_summary
 
@@ -185,27 +185,15 @@ def tiny_zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 # Pure functions the unit tests call hundreds of times on a few dozen distinct inputs (docs/testing.md: 371 upgrades
 # of 61 distinct summaries in tests/report; ~0.5 s each, mostly decide()'s bootstraps; matplotlib ~1.9 s per
-# language of a render): each distinct input is computed once per test process and a copy handed out. Both are
-# deterministic (tests/report/test_figures_memo.py checks it with the real functions). A test that uses
-# `monkeypatch` may have changed what they compute, so it always gets a fresh computation.
-_MEMO: dict[tuple[Any, ...], Any] = {}
-_FRESH = {"now": False}
-
-
+# language of a render): each distinct input is computed once per test process and a copy handed out (memo.py; the
+# support module typed_summary's decisions_of too). All are deterministic (tests/report/test_figures_memo.py checks
+# it with the real functions). A test that uses `monkeypatch` may have changed what they compute, so it always gets
+# a fresh computation.
 @pytest.fixture(autouse=True)
 def _memo_unless_monkeypatched(request: pytest.FixtureRequest) -> Any:
-    _FRESH["now"] = "monkeypatch" in request.fixturenames
+    FRESH["now"] = "monkeypatch" in request.fixturenames
     yield
-    _FRESH["now"] = False
-
-
-def _memoised(kind: str, key: Any, compute: Any) -> Any:
-    if _FRESH["now"]:
-        return compute()
-    full = (kind, key)
-    if full not in _MEMO:
-        _MEMO[full] = compute()
-    return copy.deepcopy(_MEMO[full])
+    FRESH["now"] = False
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -216,7 +204,7 @@ def figures_drawn_once() -> Any:
     original = publish.draw_figures
 
     def draw(summary: Any, lang: str = "en") -> dict[str, bytes]:
-        return _memoised("figures", (summary.model_dump_json(), lang), lambda: original(summary, lang))
+        return memoised("figures", (summary.model_dump_json(), lang), lambda: original(summary, lang))
 
     publish.draw_figures = draw
     yield original
@@ -235,7 +223,7 @@ def summaries_upgraded_once() -> Any:
             key = json.dumps(summary, sort_keys=True, allow_nan=True)
         except (TypeError, ValueError):  # not JSON (the function's own error path): nothing to remember
             return original(summary)
-        return _memoised("upgrade", key, lambda: original(summary))
+        return memoised("upgrade", key, lambda: original(summary))
 
     upgrade.upgrade_summary = upgraded
     yield original

@@ -45,7 +45,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # with that mark can satisfy has nothing to run there. Not collecting them spares each pytest-xdist worker of the
 # unit pass (`-m "not e2e and not slow"`) importing their modules only to deselect all of their tests: ray through
 # tests/e2e/test_open_loop_ray_e2e.py, torch and transformers through the slow diagnosis and zoo files; collection
-# took 13.4 -> 9.8 CPU-s a worker (docs/testing.md, issue 61).
+# took 13.4 -> ~10 user CPU-s a worker (docs/testing.md, issue 61).
 E2E_FOLDER = "tests/e2e/"
 
 

@@ -9,10 +9,11 @@ Reads what `make test` and `make demo` leave behind, measures nothing itself:
     .venvs/kit/bin/python benchmarks/suite_time.py                  # both tables, the 30 slowest tests of each pass
     .venvs/kit/bin/python benchmarks/suite_time.py --slowest 10 --experiment experiments/2026-12-06-minilm-cpu
     make suite-time                                                 # the same, after make test / make demo
-    .venvs/kit/bin/python benchmarks/suite_time.py --write-durations  # e2e.xml's seconds per file, for the scheduler
+    .venvs/kit/bin/python benchmarks/suite_time.py --write-durations  # seconds per file, for the scheduler
 
-`--write-durations` rewrites tests/support/durations.json: each file's seconds in make test's second pass, which
-tests/conftest.py's scheduler reads to hand out the longest files first.
+`--write-durations` rewrites tests/support/durations.json (each file's seconds in make test's second pass, from
+e2e.xml) and tests/support/unit_durations.json (the unit pass's, from unit.xml), which tests/conftest.py's
+scheduler reads to hand out the longest files first.
 
 The figures are one run's on a shared host: docs/testing.md puts them beside the host's load.
 """
@@ -98,12 +99,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="experiment folder of a demo run (default: the newest experiments/*-minilm-cpu)")
     parser.add_argument("--slowest", type=int, default=30, help="slowest tests listed per pass (default 30)")
     parser.add_argument("--write-durations", action="store_true",
-                        help="rewrite tests/support/durations.json from the second pass's e2e.xml")
+                        help="rewrite tests/support/durations.json and unit_durations.json from e2e.xml and unit.xml")
     args = parser.parse_args(argv)
     if args.write_durations:
-        table = file_seconds(args.reports / "e2e.xml")
-        (REPO / "tests" / "support" / "durations.json").write_text(json.dumps(table, indent=1) + "\n")
-        print(f"tests/support/durations.json: {len(table)} files, {sum(table.values()):.0f} s")
+        for report, table_name in (("e2e.xml", "durations.json"), ("unit.xml", "unit_durations.json")):
+            if not (args.reports / report).exists():
+                print(f"{args.reports / report}: not there, tests/support/{table_name} left as it is")
+                continue
+            table = file_seconds(args.reports / report)
+            (REPO / "tests" / "support" / table_name).write_text(json.dumps(table, indent=1) + "\n")
+            print(f"tests/support/{table_name}: {len(table)} files, {sum(table.values()):.0f} s")
         return 0
 
     found = [read_pass(args.reports / f"{name}.xml", args.slowest) for name in PASSES

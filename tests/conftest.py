@@ -4,8 +4,8 @@ tests/support, on the path through ``pythonpath`` in pyproject.toml."""
 
 from __future__ import annotations
 
-import copy
 import functools
+import itertools
 import json
 import os
 import re
@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memo import FRESH, memoised
 from slow_tests import ALONE, SLOW
 from synthetic_experiment import load_summary
 
 # make test's second pass: each file's seconds (setup + call + teardown) in the last measured run, for the order
 # in which the scheduler hands out files (`benchmarks/suite_time.py --write-durations` rewrites it from e2e.xml)
 DURATIONS = Path(__file__).resolve().parent / "support" / "durations.json"
+# the unit pass's (`--dist loadfile`): each file's seconds in the last measured unit pass, from unit.xml (the same
+# command writes it)
+UNIT_DURATIONS = Path(__file__).resolve().parent / "support" / "unit_durations.json"
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # the servers, kernels and CLIs the tests start write their bytecode, as under make (the Makefile's comment on
@@ -33,6 +37,54 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if module in ALONE:
             item.add_marker(pytest.mark.quiet_host)
+        if module.startswith(E2E_FOLDER):  # each file's pytestmark says so too; here it holds by construction
+            item.add_marker(pytest.mark.e2e)
+
+
+# Folders and files whose every test carries one mark (the hook above adds it), so that a -m expression no test
+# with that mark can satisfy has nothing to run there. Not collecting them spares each pytest-xdist worker of the
+# unit pass (`-m "not e2e and not slow"`) importing their modules only to deselect all of their tests: ray through
+# tests/e2e/test_open_loop_ray_e2e.py, torch and transformers through the slow diagnosis and zoo files; collection
+# took 13.4 -> ~10 user CPU-s a worker (docs/testing.md, issue 61).
+E2E_FOLDER = "tests/e2e/"
+
+
+def _whole_mark(relative: str) -> str | None:
+    if relative == E2E_FOLDER.rstrip("/") or relative.startswith(E2E_FOLDER):
+        return "e2e"
+    return "slow" if relative in SLOW else None  # a whole module's entry (a test's id has "::")
+
+
+@functools.cache
+def _can_select(markexpr: str, mark: str) -> bool:
+    """Whether `-m markexpr` selects some test that carries `mark`, whatever its other marks: the expression is
+    evaluated with `mark` on for every assignment of the other names it contains. An expression with arguments
+    (`name(key=value)`) or more than 10 names is assumed to select one (collected as before)."""
+    if not markexpr.strip() or any(name not in ("and", "or", "not")
+                                   for name in re.findall(r"([\w:+\-.\[\]\\/]+)\s*\(", markexpr)):
+        return True
+    from _pytest.mark.expression import Expression  # what -m itself compiles with (pytest has no public name)
+
+    names = sorted(set(re.findall(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+", markexpr)) - {"and", "or", "not", mark})
+    if len(names) > 10:
+        return True
+    expression = Expression.compile(markexpr)
+    for bits in itertools.product((False, True), repeat=len(names)):
+        on = {mark} | {name for name, bit in zip(names, bits) if bit}
+        if expression.evaluate(lambda name, /, **kwargs: name in on):
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    try:
+        relative = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return None
+    mark = _whole_mark(relative)
+    if mark is not None and not _can_select(config.option.markexpr, mark):
+        return True
+    return None  # the other hooks (and pytest's own --ignore) decide
 
 
 @functools.cache
@@ -48,13 +100,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`--dist loadgroup` (make test's second pass) as whole files, files naming one group together: a module- or
     session-scoped fixture starts once. pytest-xdist's own loadgroup reads the group from a suffix it adds to each
     node id, which does not reach the scheduler with this pytest (9.2): tests of one file were run on both workers,
-    each starting the file's servers (measured: the demo and the qwen3 runs twice in one pass)."""
-    if config.getvalue("dist") != "loadgroup":
+    each starting the file's servers (measured: the demo and the qwen3 runs twice in one pass).
+    `--dist loadfile` (the unit pass) the same way, its files longest first from UNIT_DURATIONS."""
+    dist = config.getvalue("dist")
+    if dist not in ("loadgroup", "loadfile"):
         return None
     from xdist.scheduler import LoadScopeScheduling
 
+    table = DURATIONS if dist == "loadgroup" else UNIT_DURATIONS
     expected: dict[str, float] = {}  # a group's or file's seconds in the last measured pass
-    for module, seconds in json.loads(DURATIONS.read_text(encoding="utf-8")).items():
+    for module, seconds in json.loads(table.read_text(encoding="utf-8")).items():
         expected[_file_group(module)] = expected.get(_file_group(module), 0.0) + float(seconds)
 
     class FileGroups(LoadScopeScheduling):  # type: ignore[misc]
@@ -65,8 +120,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _assign_work_unit(self, node: Any) -> None:
             # Longest first (LPT): xdist orders the units by their number of tests, which left the one-test engine
-            # A/As (~150 s each) for the end, one worker running them while the other had nothing left. A unit the
-            # table does not know (a new file) keeps its place after the known ones (a stable sort).
+            # A/As (~150 s each) for the end, one worker running them while the other had nothing left (in the
+            # unit pass: few-test files of renders). A unit the table does not know (a new file) keeps its place
+            # after the known ones (a stable sort).
             if not self.ordered:
                 units = sorted(self.workqueue.items(), key=lambda unit: -expected.get(unit[0], 0.0))
                 self.workqueue.clear()
@@ -129,27 +185,15 @@ def tiny_zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 # Pure functions the unit tests call hundreds of times on a few dozen distinct inputs (docs/testing.md: 371 upgrades
 # of 61 distinct summaries in tests/report; ~0.5 s each, mostly decide()'s bootstraps; matplotlib ~1.9 s per
-# language of a render): each distinct input is computed once per test process and a copy handed out. Both are
-# deterministic (tests/report/test_figures_memo.py checks it with the real functions). A test that uses
-# `monkeypatch` may have changed what they compute, so it always gets a fresh computation.
-_MEMO: dict[tuple[Any, ...], Any] = {}
-_FRESH = {"now": False}
-
-
+# language of a render): each distinct input is computed once per test process and a copy handed out (memo.py; the
+# support module typed_summary's decisions_of too). All are deterministic (tests/report/test_figures_memo.py checks
+# it with the real functions). A test that uses `monkeypatch` may have changed what they compute, so it always gets
+# a fresh computation.
 @pytest.fixture(autouse=True)
 def _memo_unless_monkeypatched(request: pytest.FixtureRequest) -> Any:
-    _FRESH["now"] = "monkeypatch" in request.fixturenames
+    FRESH["now"] = "monkeypatch" in request.fixturenames
     yield
-    _FRESH["now"] = False
-
-
-def _memoised(kind: str, key: Any, compute: Any) -> Any:
-    if _FRESH["now"]:
-        return compute()
-    full = (kind, key)
-    if full not in _MEMO:
-        _MEMO[full] = compute()
-    return copy.deepcopy(_MEMO[full])
+    FRESH["now"] = False
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -160,7 +204,7 @@ def figures_drawn_once() -> Any:
     original = publish.draw_figures
 
     def draw(summary: Any, lang: str = "en") -> dict[str, bytes]:
-        return _memoised("figures", (summary.model_dump_json(), lang), lambda: original(summary, lang))
+        return memoised("figures", (summary.model_dump_json(), lang), lambda: original(summary, lang))
 
     publish.draw_figures = draw
     yield original
@@ -179,7 +223,7 @@ def summaries_upgraded_once() -> Any:
             key = json.dumps(summary, sort_keys=True, allow_nan=True)
         except (TypeError, ValueError):  # not JSON (the function's own error path): nothing to remember
             return original(summary)
-        return _memoised("upgrade", key, lambda: original(summary))
+        return memoised("upgrade", key, lambda: original(summary))
 
     upgrade.upgrade_summary = upgraded
     yield original

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from realkit import quick_host_calibration
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures"))
 
@@ -22,7 +23,10 @@ from make_summary_complete import FIXTURE, key_paths, measured_latency_shape  # 
 
 
 def test_fixture_latency_has_capture_latencys_shape(tmp_path: Path) -> None:
-    real = measured_latency_shape(tmp_path)
+    # the host readings keep their number and keys (what is compared here) with the quick calibration: the real one
+    # was 7.0 of this test's 7.2 s (issue 61); the gauge's values are tests/measure/test_host_state.py's subject
+    with quick_host_calibration():
+        real = measured_latency_shape(tmp_path)
     fixture = json.loads(FIXTURE.read_text(encoding="utf-8"))["latency"]["by_target"]
     for name in ("legacy", "vllm", "dynamo"):
         assert key_paths(fixture[name]) == real["target"], name

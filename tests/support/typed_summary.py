@@ -6,12 +6,15 @@ section not given is not measured). Validation is the model's own: a key the mod
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from embedswap.analysis import decide, decisions_json
 from embedswap.reasons import not_measured
 from embedswap.summary.model import Summary, SummaryBody, validate_body
-from embedswap.analysis.upgrade import read_summary, upgrade_summary
+from embedswap.analysis import upgrade
+from embedswap.analysis.upgrade import read_summary
+from memo import memoised
 
 # merged key by key: a test names only the field it means (a model spec, a candidate list)
 INFO = {"experiment": {"name": "synthetic", "date": "2026-11-30", "folder": "experiments/synthetic",
@@ -48,8 +51,18 @@ def typed_summary(summary: dict[str, Any]) -> Summary:
 
 
 def decisions_of(summary: dict[str, Any]) -> dict[str, Any]:
-    """The ``decisions`` a whole summary.json dict of any version has, as stored (``summary["decisions"] = ...``)."""
-    return decisions_json(decide(validate_body(upgrade_summary(summary))))
+    """The ``decisions`` a whole summary.json dict of any version has, as stored (``summary["decisions"] = ...``).
+    Once per distinct summary in a test process (memo.py): the capacity and index summaries' builders and the tests
+    that change them the same way in each language decided the same summary again, ~0.6 s a time (issue 61)."""
+    def compute() -> dict[str, Any]:
+        # upgrade's module attribute: the upgrade memo of tests/conftest.py, not the function bound at import
+        return decisions_json(decide(validate_body(upgrade.upgrade_summary(summary))))
+
+    try:
+        key = json.dumps(summary, sort_keys=True, allow_nan=True)
+    except (TypeError, ValueError):  # not JSON: nothing to remember
+        return compute()
+    return memoised("decisions", key, compute)
 
 
 def as_typed(summary: Summary | dict[str, Any]) -> Summary:

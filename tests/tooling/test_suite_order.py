@@ -1,6 +1,6 @@
-"""The order in which make test's second pass hands out its files (tests/conftest.py's scheduler): longest first,
-from tests/support/durations.json, which `benchmarks/suite_time.py --write-durations` writes from the pass's
-junit XML."""
+"""The order in which make test's second pass and its unit pass hand out their files (tests/conftest.py's scheduler):
+longest first, from tests/support/durations.json and unit_durations.json, which `benchmarks/suite_time.py
+--write-durations` writes from the passes' junit XML."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
-TABLE = REPO / "tests" / "support" / "durations.json"
+TABLES = [REPO / "tests" / "support" / name for name in ("durations.json", "unit_durations.json")]
 
 
 def _suite_time():
@@ -22,9 +24,10 @@ def _suite_time():
     return module
 
 
-def test_every_file_in_the_table_exists() -> None:
+@pytest.mark.parametrize("path", TABLES, ids=lambda path: path.name)
+def test_every_file_in_the_table_exists(path: Path) -> None:
     """A renamed or deleted file left in the table would order nothing: the table is rewritten instead."""
-    table = json.loads(TABLE.read_text(encoding="utf-8"))
+    table = json.loads(path.read_text(encoding="utf-8"))
     assert table and all(isinstance(s, (int, float)) and s >= 0 for s in table.values())
     assert [m for m in table if not (REPO / m).is_file()] == []
 

@@ -10,6 +10,8 @@ checkout stays inactive, and pip never saw the kit's `embedswap` while installin
 host (2026-12-01, four runs): venv + build + twine + install 21-39 s; the whole module 95-257 s depending on the
 load (two MiniLM servers, five notebooks). A full `pip install` of the wheel with its dependencies into an empty
 venv took 192 s there (6.4 GB, PyPI's torch): too slow for every CI run, so it is not what this test does.
+Where the checkout has uv (``make uv``; ``make test`` builds it), the venv, build's two isolated environments and
+the installs are uv's, from its cache (issue 61; docs/testing.md has the figures); pip without it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import httpx
 import pytest
 import yaml
 
+from embedswap.parity.reference_cache import SWITCH as REFERENCE_CACHE
 from realkit import FEW_PROBES, SMALL_LATENCY, kill_tree, wait_no_processes
 from ports import free_ports
 
@@ -64,6 +67,12 @@ def _clean_env(venv: Path, home: Path) -> dict[str, str]:
     env.update(PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", HF_HUB_OFFLINE="1", VIRTUAL_ENV=str(venv),
                XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "share"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    # but the test session's reference cache (tests/conftest.py; a folder of the session, not of the checkout): the
+    # installed tool would otherwise read and write the user's ~/.cache/embedswap, which no session is to read, and
+    # the witnesses an earlier MiniLM run of the session computed are the installed code's too (the key hashes the
+    # code's content, not its path), so step 05 reads them (issue 61)
+    if os.environ.get(REFERENCE_CACHE):
+        env[REFERENCE_CACHE] = os.environ[REFERENCE_CACHE]
     return env
 
 

@@ -103,8 +103,10 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path | 
     # the sdist) are filled by uv when there is one (build's `--installer uv`), not by two pip runs
     installer = ["--installer", "uv"] if uv is not None else []
     build_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    if uv is not None:
-        build_env["PATH"] = f"{Path(uv).parent}{os.pathsep}{build_env.get('PATH', '')}"
+    if uv is not None:  # build finds uv on PATH: a folder of uv alone (uv's own venv has a `python` beside it)
+        (root / "uv-bin").mkdir()
+        (root / "uv-bin" / "uv").symlink_to(uv)
+        build_env["PATH"] = f"{root / 'uv-bin'}{os.pathsep}{build_env.get('PATH', '')}"
     _run([str(python), "-m", "build", *installer, "--outdir", str(root / "dist"), str(source)], env=build_env)
     wheel = next((root / "dist").glob("*.whl"))
     if uv is not None:

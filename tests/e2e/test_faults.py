@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,13 +26,25 @@ from embedswap.config import load_experiment
 from embedswap.measure.capture import measure_target
 from embedswap.pipeline.build import build_summary, write_summary
 from embedswap.measure.workload import load_workload
-from realkit import copy_attempt, legacy_target, make_experiment, wait_no_processes
+from realkit import copy_attempt, legacy_target, make_experiment, quick_host_calibration, wait_no_processes
 from ports import free_ports
 
 pytestmark = pytest.mark.e2e  # every test starts a real server (~10-20 s model load on 2 shared cores)
 
 ALL = ["workload", "queries", "probes", "latency"]
 FEW = {"sequential_requests": 3, "concurrent_requests": 4}  # 7 latency requests: enough to see every one fail
+# the `hang` fault's client timeout: every request of that test waits it out (5 workload requests, 3 sequential and
+# one round of 4 concurrent latency requests), so it is the test's wall time; 1 s is still past nothing the server
+# could answer (it sleeps an hour) and far above a refused connection's few milliseconds
+HANG_TIMEOUT_S = 1
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _quick_host_readings() -> Iterator[None]:
+    """The latency phases run in this process (``measure_target``), each taking host readings whose values no test
+    here reads (issue 61: ~2 s of calibration sorts a phase); the gauge's own tests keep the real calibration."""
+    with quick_host_calibration():
+        yield
 
 
 @dataclass
@@ -64,7 +76,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
     """A healthy legacy capture: the attempt every fault test starts from."""
     root = tmp_path_factory.mktemp("fault-base")
     (port,) = free_ports(1)
-    folder = make_experiment(root, "base", legacy_target(port), {"candidate": legacy_target(port)})
+    # FEW: the legacy side's latency is measured (the candidate's comparison needs it) but no test reads its numbers
+    folder = make_experiment(root, "base", legacy_target(port), {"candidate": legacy_target(port)}, FEW)
     attempt = new_attempt(folder)
     measure_target(load_experiment(folder), folder, attempt, "legacy", "capture:legacy")
     assert attempt.step_status("capture:legacy") == "complete", attempt.steps()
@@ -137,14 +150,15 @@ def test_http500(base: Base, tmp_path: Path) -> None:
 
 def test_hang_past_the_client_timeout(base: Base, tmp_path: Path) -> None:
     outcome = run_fault(base, tmp_path, "hang", after=0, capture=["workload", "latency"],
-                        latency={"timeout_s": 3, "sequential_requests": 3, "concurrent_requests": 4})
+                        latency={"timeout_s": HANG_TIMEOUT_S, **FEW})
     assert_recorded_and_clean(base, outcome)
     workload = outcome.jsonl("workload_requests.jsonl")
     assert [r["status"] for r in workload] == [0] * 5
-    assert all("Timeout" in r["error"] and r["latency_ms"] >= 2900 for r in workload)
+    waited = HANG_TIMEOUT_S * 1000 * 0.95  # each request waited out the client timeout, not a refusal
+    assert all("Timeout" in r["error"] and r["latency_ms"] >= waited for r in workload)
     latency = outcome.jsonl("latency_requests.jsonl")
     assert {r["status"] for r in latency} == {0} and all("Timeout" in r["error"] for r in latency)
-    assert all(r["latency_ms"] >= 2900 for r in latency)
+    assert all(r["latency_ms"] >= waited for r in latency)
     assert outcome.summary["vectors"]["by_target"]["candidate"]["measured"] is False
     assert latency_errors(outcome) == 7
 

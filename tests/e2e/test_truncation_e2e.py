@@ -78,7 +78,9 @@ def test_a_word_limit_is_diagnosed_as_truncation_through_embedswap_run(tmp_path:
         tmp_path, "hosted-cut", pooled_target(legacy_minilm, capture),
         {"hosted": {"kind": "external", "url": f"http://127.0.0.1:{proxy_port}/v1", "capture": capture}},
         probes=["plain", "over_long_input"])
-    done = run_whole_experiment(folder, timeout_s=900)
+    # issue 61, CI time: no target measures latency, so step 04 would show empty tables; the steps read are 03 (the
+    # diagnosis) and 05 (the witnesses)
+    done = run_whole_experiment(folder, timeout_s=900, steps="01,02,03,05")
     attempt = sorted((folder / "attempts").iterdir())[-1]
     summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
     decided = summary["decisions"]["diagnosis"]["hosted"]

@@ -184,12 +184,14 @@ def files_containing(folder: Path, needle: str) -> list[str]:
     return hits
 
 
-def run_whole_experiment(folder: Path, timeout_s: float) -> subprocess.CompletedProcess:
+def run_whole_experiment(folder: Path, timeout_s: float, steps: str | None = None) -> subprocess.CompletedProcess:
     """`embedswap run FOLDER` as a user runs it, in its own session so that a timeout can interrupt the whole run
-    (servers, kernel) the way Ctrl-C would; the run's output tail is printed for the test log."""
+    (servers, kernel) the way Ctrl-C would; the run's output tail is printed for the test log. ``steps`` (e.g.
+    "01,02,03") is `--steps`: only the notebooks whose outputs the test reads (the report is rendered all the same)."""
     import pytest
 
-    process = subprocess.Popen([EMBEDSWAP, "run", str(folder)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    command = [EMBEDSWAP, "run", str(folder), *(["--steps", steps] if steps else [])]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"}, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)

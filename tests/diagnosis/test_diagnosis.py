@@ -123,8 +123,19 @@ def qwen3(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tiny_qwen3.ensure_tiny_qwen3(tmp_path_factory.mktemp("q3") / tiny_qwen3.NAME)
 
 
+_SERVED: dict[tuple[str, tuple[str, ...], bool], np.ndarray] = {}
+
+
 def _last_token_server(folder: Path, texts: list[str], drop_eos: bool) -> np.ndarray:
-    """A hand-written last-token server (transformers, one text at a time, no padding): EOS dropped or kept."""
+    """A hand-written last-token server (transformers, one text at a time, no padding): EOS dropped or kept. Its
+    vectors are computed once per module (issue 61: two tests served the same texts with EOS kept); a copy each."""
+    key = (str(folder), tuple(texts), drop_eos)
+    if key not in _SERVED:
+        _SERVED[key] = _serve_last_token(folder, texts, drop_eos)
+    return _SERVED[key].copy()
+
+
+def _serve_last_token(folder: Path, texts: list[str], drop_eos: bool) -> np.ndarray:
     import torch
     from transformers import AutoModel, AutoTokenizer
 

@@ -4,6 +4,7 @@ cut (a longer context). The server's vectors are the model's own on the server's
 
 from __future__ import annotations
 
+import copy
 import unicodedata
 from typing import Any
 
@@ -41,7 +42,18 @@ def _server_ids(embedder: Embedder, text: str, drop_vowels: bool) -> list[int]:
     return ids[:511] + ids[-1:] if len(ids) > 512 else ids
 
 
+_RECORDS: dict[bool, tuple[dict[str, Any], np.ndarray]] = {}
+
+
 def _record(embedder: Embedder, with_ids: bool = True) -> tuple[dict[str, Any], np.ndarray]:
+    """The server's capture, made once per module (issue 61: three tests re-made the same one); a copy each."""
+    if with_ids not in _RECORDS:
+        _RECORDS[with_ids] = _make_record(embedder, with_ids)
+    record, served = _RECORDS[with_ids]
+    return copy.deepcopy(record), served.copy()
+
+
+def _make_record(embedder: Embedder, with_ids: bool) -> tuple[dict[str, Any], np.ndarray]:
     texts = KOREAN + ENGLISH
     ids = [_server_ids(embedder, t, lang == "ko") for t, lang in zip(texts, LANGS)]
     docs = [{"row": i, "tokens": len(row), "ids": row if with_ids else None} for i, row in enumerate(ids)]

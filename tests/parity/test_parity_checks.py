@@ -47,6 +47,33 @@ def test_checks_key_is_strict_and_switchable() -> None:
         _parity({"texts": 0})
 
 
+class _MemoBackend:
+    """The fake engine's vectors, remembered per text across the module's tests (issue 61: each test loaded MiniLM
+    and re-embedded the same texts). Exact: at batch size 1 a text's vector does not depend on its batch. ``embed``
+    is an attribute a test may replace, as with the backend itself."""
+
+    def __init__(self, inner: TransformersBackend) -> None:
+        self.inner = inner
+
+    def embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        missing = [t for t in dict.fromkeys(texts) if t not in _VECTORS]
+        if missing:
+            _VECTORS.update(zip(missing, self.inner.embed(missing)))
+        return np.stack([_VECTORS[t] for t in texts]).astype(np.float32)
+
+
+_VECTORS: dict[str, Any] = {}
+_BACKEND: list[TransformersBackend] = []
+
+
+def _shared_backend() -> TransformersBackend:
+    if not _BACKEND:
+        _BACKEND.append(TransformersBackend(EMBEDDED_DEFAULT, batch_size=1))
+    return _BACKEND[0]
+
+
 class FakeEngine:
     """run_vllm_configs stand-in: the exact fp32 transformers vectors, batch-independent (as vLLM measured), and the
     meta vLLM reports; ``chunked_ran`` is what vLLM says it ran when asked for chunked prefill. ``calls`` has one
@@ -55,7 +82,7 @@ class FakeEngine:
     def __init__(self, fail: bool = False, chunked_ran: bool = True) -> None:
         self.fail, self.chunked_ran, self.calls, self.processes = fail, chunked_ran, [], []
         self.failing: set[str] = set()  # labels of configurations that fail alone
-        self.backend = TransformersBackend(EMBEDDED_DEFAULT, batch_size=1)
+        self.backend = _MemoBackend(_shared_backend())
 
     def __call__(self, model_path: str, configs: list, **_: Any) -> list:
         self.processes.append([c.label for c in configs])
@@ -233,11 +260,34 @@ def test_findings_and_summary_model(complete: dict[str, Any]) -> None:
     assert matrix_findings(summary_body({"parity": {"measured": True}})) == []  # one from before the matrix
 
 
+def _coded_summary(complete: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The matrix summary plus one row whose setting is a code + parameters (round 3)."""
+    from embedswap.parity.matrix import MatrixRow, setting
+
+    summary = _matrix_summary(complete)
+    row = MatrixRow("batch_invariance", pc.LEGACY_PADDING, setting("batch", dtype="bfloat16", size=32), "cpu", 32,
+                    1 - 2.5e-4, 1 - 7e-5, 0.999, True, figures={"bit_identical": False}).as_dict()
+    summary["parity"]["matrix"]["rows"].append(row)
+    summary["decisions"] = decisions_of(summary)
+    return summary, row
+
+
+_RENDERED: dict[str, str] = {}
+
+
+def _rendered(lang: str, complete: dict[str, Any]) -> str:
+    """The coded summary's report per language, rendered once for the module (issue 61: a render costs ~2 s; the
+    two report tests below read the same text, each for its own assertions)."""
+    if lang not in _RENDERED:
+        _RENDERED[lang] = render_markdown(as_typed(_coded_summary(complete)[0]), lang)
+    return _RENDERED[lang]
+
+
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_report_shows_every_row_and_reason(lang: str, complete: dict[str, Any]) -> None:
     from embedswap.report.catalogue import catalogue
 
-    text = render_markdown(as_typed(_matrix_summary(complete)), lang)
+    text = _rendered(lang, complete)  # the settings test's summary: these rows plus one coded row
     words = catalogue(lang)
     matrix = text[text.index(words.prose["parity_matrix"]["heading"]):]
     assert "1.7e-04" in matrix and "3.6e-12" in matrix and "412.0" in matrix and "44.2" in matrix
@@ -255,20 +305,16 @@ def test_report_without_matrix_says_why(complete: dict[str, Any]) -> None:
 def test_settings_are_codes_worded_per_language(lang: str, complete: dict[str, Any]) -> None:
     """Round 3: a row's setting is a code + parameters (rendered through the catalogue); an older summary whose
     rows carry only the English text still renders it."""
-    from embedswap.parity.matrix import MatrixRow, setting
+    from embedswap.parity.matrix import setting
     from embedswap.report.catalogue import catalogue
 
-    summary = _matrix_summary(complete)
-    row = MatrixRow("batch_invariance", pc.LEGACY_PADDING, setting("batch", dtype="bfloat16", size=32), "cpu", 32,
-                    1 - 2.5e-4, 1 - 7e-5, 0.999, True, figures={"bit_identical": False}).as_dict()
+    summary, row = _coded_summary(complete)
     assert row["setting"] == "bfloat16 alone vs batch 32" and row["setting_code"] == "batch"
     assert row["setting_params"] == {"dtype": "bfloat16", "size": 32}
-    summary["parity"]["matrix"]["rows"].append(row)
-    summary["decisions"] = decisions_of(summary)
     validate_summary(summary)
     found = {f["check"]: f for f in summary["decisions"]["parity_matrix"]}["batch_invariance"]
     assert found["worst_setting_code"] == "batch" and found["worst_setting_params"]["size"] == 32
-    text = render_markdown(as_typed(summary), lang)
+    text = _rendered(lang, complete)
     worded = fill(catalogue(lang).terms["parity_matrix"]["settings"]["batch"], dtype="bfloat16", size=32)
     assert text.count(esc(worded)) >= 2  # the table row and the finding sentence
     assert "bfloat16 alone vs batch 8" in text or lang == "en"  # the old rows (no code) keep their English text

@@ -71,14 +71,24 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Published:
     project, for the tests below that only read what it wrote: (tmp folder, project, experiment, written)."""
     tmp_path = tmp_path_factory.mktemp("published")
     with pytest.MonkeyPatch.context() as patch:
-        project, folder = run_under_fake_home(tmp_path, patch)
+        # the series settings are the front-matter test's (issue 61: it rendered the same project once more)
+        project, folder = run_under_fake_home(tmp_path, patch, "  publish: {series: embedding-swap, part: 3}\n")
         written = render_report(folder)
     return tmp_path, project, folder, written
 
 
-def test_every_report_has_front_matter_tied_across_languages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project, folder = run_under_fake_home(tmp_path, monkeypatch, "  publish: {series: embedding-swap, part: 3}\n")
-    render_report(folder)
+def _copy_of_published(published: Published, tmp_path: Path) -> tuple[Path, Path]:
+    """The shared render's project copied under another fake home (project, experiment): its summary is the shared
+    one, so tests/conftest.py's memo hands back that render's decisions and figures (pure functions of the summary)
+    when the test patches with ``pytest.MonkeyPatch.context`` rather than the `monkeypatch` fixture."""
+    shared, shared_project, shared_folder, _ = published
+    shutil.copytree(shared / "home", tmp_path / "home", symlinks=True)
+    project = tmp_path / shared_project.relative_to(shared)
+    return project, project / shared_folder.relative_to(shared_project)
+
+
+def test_every_report_has_front_matter_tied_across_languages(published: Published) -> None:
+    _, project, folder, _ = published  # rendered with `publish: {series: embedding-swap, part: 3}`
     out = project / "reports" / folder.name
     head = headline(as_typed(load_summary("complete")))
     keys = set()
@@ -165,10 +175,7 @@ def test_a_notebook_gone_from_the_attempt_is_gone_from_the_report(published: Pub
     # a copy of the rendered project (its first render's pages included) under another fake home: one render here.
     # Its summary is the shared render's, so tests/conftest.py's memo hands back that render's decisions and figures
     # (pure functions of the summary); the `monkeypatch` fixture would have made it compute them again.
-    shared, shared_project, shared_folder, _ = published
-    shutil.copytree(shared / "home", tmp_path / "home", symlinks=True)
-    project = tmp_path / shared_project.relative_to(shared)
-    folder = project / shared_folder.relative_to(shared_project)
+    project, folder = _copy_of_published(published, tmp_path)
     out = project / "reports" / folder.name
     assert (out / "notebooks" / "04_latency.html").exists()  # exported by the first render, then
     (folder / "attempts" / ATTEMPT / "notebooks" / "04_latency.ipynb").unlink()
@@ -180,10 +187,14 @@ def test_a_notebook_gone_from_the_attempt_is_gone_from_the_report(published: Pub
     assert "notebooks/04_latency.html" not in (out / "report.en.md").read_text(encoding="utf-8")
 
 
-def test_a_notebook_that_does_not_export_is_not_linked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project, folder = run_under_fake_home(tmp_path, monkeypatch)
+def test_a_notebook_that_does_not_export_is_not_linked(published: Published, tmp_path: Path) -> None:
+    project, folder = _copy_of_published(published, tmp_path)
+    shutil.rmtree(project / "reports" / folder.name)  # no page left from the shared render: this render's own
     (folder / "attempts" / ATTEMPT / "notebooks" / "04_latency.ipynb").write_text('{"cells": [', encoding="utf-8")
-    written = render_report(folder)  # a half-written notebook costs its own page, not the report
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path / "home" / USER))
+        patch.setattr(socket, "gethostname", lambda: HOST)
+        written = render_report(folder)  # a half-written notebook costs its own page, not the report
     assert "notebooks/01_legacy_capture.html" in written and "notebooks/04_latency.html" not in written
     text = (project / "reports" / folder.name / "report.en.md").read_text(encoding="utf-8")
     assert "notebooks/01_legacy_capture.html" in text and "notebooks/04_latency.html" not in text

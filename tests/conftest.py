@@ -5,7 +5,6 @@ tests/support, on the path through ``pythonpath`` in pyproject.toml."""
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import os
 import re
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mark_scope import E2E_FOLDER, can_select, whole_mark
 from memo import FRESH, memoised
 from slow_tests import ALONE, SLOW
 from synthetic_experiment import load_summary
@@ -41,48 +41,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.e2e)
 
 
-# Folders and files whose every test carries one mark (the hook above adds it), so that a -m expression no test
-# with that mark can satisfy has nothing to run there. Not collecting them spares each pytest-xdist worker of the
-# unit pass (`-m "not e2e and not slow"`) importing their modules only to deselect all of their tests: ray through
-# tests/e2e/test_open_loop_ray_e2e.py, torch and transformers through the slow diagnosis and zoo files; collection
-# took 13.4 -> ~10 user CPU-s a worker (docs/testing.md, issue 61).
-E2E_FOLDER = "tests/e2e/"
-
-
-def _whole_mark(relative: str) -> str | None:
-    if relative == E2E_FOLDER.rstrip("/") or relative.startswith(E2E_FOLDER):
-        return "e2e"
-    return "slow" if relative in SLOW else None  # a whole module's entry (a test's id has "::")
-
-
-@functools.cache
-def _can_select(markexpr: str, mark: str) -> bool:
-    """Whether `-m markexpr` selects some test that carries `mark`, whatever its other marks: the expression is
-    evaluated with `mark` on for every assignment of the other names it contains. An expression with arguments
-    (`name(key=value)`) or more than 10 names is assumed to select one (collected as before)."""
-    if not markexpr.strip() or any(name not in ("and", "or", "not")
-                                   for name in re.findall(r"([\w:+\-.\[\]\\/]+)\s*\(", markexpr)):
-        return True
-    from _pytest.mark.expression import Expression  # what -m itself compiles with (pytest has no public name)
-
-    names = sorted(set(re.findall(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+", markexpr)) - {"and", "or", "not", mark})
-    if len(names) > 10:
-        return True
-    expression = Expression.compile(markexpr)
-    for bits in itertools.product((False, True), repeat=len(names)):
-        on = {mark} | {name for name, bit in zip(names, bits) if bit}
-        if expression.evaluate(lambda name, /, **kwargs: name in on):
-            return True
-    return False
-
-
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     try:
         relative = collection_path.relative_to(config.rootpath).as_posix()
     except ValueError:
         return None
-    mark = _whole_mark(relative)
-    if mark is not None and not _can_select(config.option.markexpr, mark):
+    mark = whole_mark(relative)
+    if mark is not None and not can_select(config.option.markexpr, mark):
         return True
     return None  # the other hooks (and pytest's own --ignore) decide
 

@@ -4,6 +4,7 @@ real legacy padding (transformers on MiniLM), cold start from captures, the deci
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -65,13 +66,11 @@ class _MemoBackend:
 
 
 _VECTORS: dict[str, Any] = {}
-_BACKEND: list[TransformersBackend] = []
 
 
+@functools.cache
 def _shared_backend() -> TransformersBackend:
-    if not _BACKEND:
-        _BACKEND.append(TransformersBackend(EMBEDDED_DEFAULT, batch_size=1))
-    return _BACKEND[0]
+    return TransformersBackend(EMBEDDED_DEFAULT, batch_size=1)
 
 
 class FakeEngine:

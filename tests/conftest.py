@@ -5,9 +5,12 @@ tests/support, on the path through ``pythonpath`` in pyproject.toml."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
+import pickle
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +196,84 @@ def summaries_upgraded_once() -> Any:
     upgrade.upgrade_summary = upgraded
     yield original
     upgrade.upgrade_summary = original
+
+
+def _state_key(*values: Any) -> bytes | None:
+    """The digest of ``values`` pickled: objects (typed summaries, arrays) with equal pickles have equal state,
+    so a deterministic function gives them one result (a pickle that differs only costs a computation); NaN and
+    None stay apart, which a JSON dump would merge. None: not picklable, nothing to remember."""
+    try:
+        return hashlib.sha256(pickle.dumps(values, protocol=pickle.HIGHEST_PROTOCOL)).digest()
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def decided_once() -> Any:
+    """``analysis.decide`` once per distinct (typed summary, config); yields the real one. The upgrade and
+    decisions_of memos key on the summary.json dict, and many dicts validate to a summary decided before (one with
+    its decisions stored, upgraded again; the index and story builders' summaries): in the unit pass 98 of 197
+    decide() calls decided such a summary again, 45 of their 70 CPU-s (issue 61). Every module that bound the name
+    (`from embedswap.analysis import decide`: the upgrade, the support builders, test modules) is pointed at it."""
+    import embedswap.analysis as analysis
+
+    original = analysis.decide
+
+    def decide(summary: Any, config: Any = None) -> Any:
+        key = _state_key(type(summary).__qualname__, summary, config)
+        if key is None:
+            return original(summary, config)
+        return memoised("decide", key, lambda: original(summary, config))
+
+    bound = [module for module in list(sys.modules.values())
+             if getattr(module, "__dict__", {}).get("decide") is original]
+    for module in bound:
+        module.decide = decide
+    yield original
+    for module in bound:
+        module.decide = original
+
+
+@pytest.fixture(scope="session", autouse=True)
+def latency_estimated_once() -> Any:
+    """``analysis.intervals.estimate`` (a latency point's bootstrap intervals and replicates) once per distinct
+    point: its requests' arrays and walls, seed, resamples and block; yields the real one. Distinct summaries mostly
+    carry the same latency points (a fixture with another language, verdict or index): 4,322 calls on 59 distinct
+    points, 30 CPU-s, in the unit pass before this memo and decide()'s."""
+    from embedswap.analysis import latency_intervals
+
+    original = latency_intervals.estimate
+
+    def estimate(requests: Any, seed: int, *args: Any, **kwargs: Any) -> Any:
+        key = _state_key(requests.latency, requests.docs, requests.wall, seed, args, sorted(kwargs.items()))
+        if key is None:
+            return original(requests, seed, *args, **kwargs)
+        return memoised("estimate", key, lambda: original(requests, seed, *args, **kwargs))
+
+    latency_intervals.estimate = estimate
+    yield original
+    latency_intervals.estimate = original
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ranking_variant_decided_once() -> Any:
+    """``analysis.ranking_verdict._variant_verdict`` (one variant's paired tests, equivalence verdicts and language
+    slices: a pure function of its arguments) once per distinct (candidate entry, variant, legacy run, config,
+    question); yields the real one. Summaries that differ elsewhere carry the same ranking: 220 ranking_verdicts()
+    calls on 59 distinct rankings, 24 CPU-s, in the unit pass before this memo and decide()'s."""
+    from embedswap.analysis import ranking_verdict
+
+    original = ranking_verdict._variant_verdict
+
+    def variant_verdict(entry: Any, kind: str, legacy: Any, config: Any, *args: Any) -> Any:
+        key = _state_key(entry, kind, legacy, config, args)
+        if key is None:
+            return original(entry, kind, legacy, config, *args)
+        return memoised("ranking_variant", key, lambda: original(entry, kind, legacy, config, *args))
+
+    ranking_verdict._variant_verdict = variant_verdict
+    yield original
+    ranking_verdict._variant_verdict = original
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from embedswap.analysis import decide  # noqa: E402
 from embedswap.captures import PAIRED_LEGACY, new_attempt  # noqa: E402
 from embedswap.config import parse_experiment  # noqa: E402
 from embedswap.config.base import ConfigError  # noqa: E402
+from embedswap.measure import host_state  # noqa: E402
 from embedswap.measure.capture import capture_target_latency  # noqa: E402
 from embedswap.measure.latency import block_order  # noqa: E402
 from embedswap.measure.workload import load_workload  # noqa: E402
@@ -64,7 +65,23 @@ def test_block_order_is_counterbalanced(seed: str, run: str) -> None:
             ("target", "paired"), ("paired", "target")}
 
 
-def test_an_interleaved_capture_pairs_the_candidate_with_legacy_runs_of_the_same_phase(tmp_path: Path) -> None:
+def _count_foreign_marks(monkeypatch: pytest.MonkeyPatch) -> list[None]:
+    """Every ForeignCpu.mark of the capture (the segments' ends; the fake servers are external targets: no pids,
+    so no segment is recorded to count)."""
+    marks: list[None] = []
+    real = host_state.ForeignCpu.mark
+
+    def mark(self: host_state.ForeignCpu) -> None:
+        marks.append(None)
+        real(self)
+
+    monkeypatch.setattr(host_state.ForeignCpu, "mark", mark)
+    return marks
+
+
+def test_an_interleaved_capture_pairs_the_candidate_with_legacy_runs_of_the_same_phase(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marks = _count_foreign_marks(monkeypatch)
     legacy_server, candidate_server = Behaviour(service_ms=4, seed=1), Behaviour(service_ms=12, seed=2)
     with serve(legacy_server) as legacy_port, serve(candidate_server) as candidate_port:
         experiment = _experiment(legacy_port, candidate_port, interleave=True)
@@ -75,8 +92,12 @@ def test_an_interleaved_capture_pairs_the_candidate_with_legacy_runs_of_the_same
     paired = attempt.read_json(f"cand/{PAIRED_LEGACY}/latency_stats.json")
     assert paired["interleaved_with"] == "cand"
     assert paired["host"] == own["host"]  # one phase: both sides saw the same host readings
-    # before, a reading after every block of either side (2 points x 3 repeats x 2 sides), after
-    assert len(own["host"]["readings_ms"]) == 2 + 2 * 3 * 2
+    # the calibration before and after the phase only: both sides share every reading, so a reading between the
+    # blocks decided nothing (ratio 1, no within-phase bound for an interleaved ratio) and cost ~0.65 s each
+    assert len(own["host"]["readings_ms"]) == 2
+    # the foreign CPU still per segment: a mark at the start, after every block of either side
+    # (2 points x 3 repeats x 2 sides) and at the end
+    assert len(marks) == 1 + 2 * 3 * 2 + 1
     for stats in (own, paired):
         assert stats["sequential"]["repeats"] == 3 and stats["concurrent"]["repeats"] == 3
     embeds = [path for _, path, _ in legacy_server.requests if path.endswith("/embeddings")]
@@ -101,6 +122,9 @@ def test_without_interleave_a_candidate_is_measured_alone(tmp_path: Path) -> Non
         workload = load_workload(experiment, tmp_path)
         capture_target_latency(build_target(experiment, "cand", tmp_path), experiment, workload, attempt, "cand")
     assert not attempt.has(f"cand/{PAIRED_LEGACY}/latency_stats.json")
+    # a phase of its own keeps a reading after each run (2 points x 3 repeats): host_drift's within-phase trend and
+    # the between-phases interval read them
+    assert len(attempt.read_json("cand/latency_stats.json")["host"]["readings_ms"]) == 2 + 2 * 3
     assert not legacy_server.requests
     assert "paired_legacy" not in latency_section(experiment, attempt)
 

@@ -55,7 +55,8 @@ def established(low: float | None, high: float | None) -> float:
 
 
 def readings(phase: HostPhase | None) -> list[float]:
-    """A phase's calibration readings (before, between the repeats, after); older captures: before and after."""
+    """A phase's calibration readings (before, between the repeats, after); older captures and interleaved phases:
+    before and after."""
     if phase is None:
         return []
     if phase.readings_ms:
@@ -118,7 +119,9 @@ def host_drift(legacy_name: str, legacy: LatencyTarget | None, name: str, candid
     """The drift between the legacy phase and one candidate's (None when neither phase recorded the host and
     there is no A-B-A measurement). ``interleaved``: the two sides were measured in alternating blocks of one
     phase, so a trend within it reached both alike and is no bound (the gauges between the sides read the same
-    readings: no drift); A-B-A is not read for them."""
+    readings: no drift); A-B-A is not read for them. Since nothing here decides on an interleaved phase's readings,
+    its capture takes only the two around the phase (``measure.latency.capture_latency``; older captures: one after
+    each run too), and its ratio of identical readings stays 1 with two or many."""
     if interleaved:
         aba, aba_intervals = None, None
     phases = {legacy_name: legacy.host if legacy is not None else None,

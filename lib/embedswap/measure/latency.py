@@ -116,12 +116,15 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     e.g. an external target). The sweep is skipped when the server is gone or answered none of the article
     points' requests: it would only measure the failure again. ``host`` records the host's state and a fixed
     calibration workload's time (three samples a reading) before and after the phase and after each run, while the server
-    idles (``measure.host_state``: the drift between phases, with the gauge's own spread).
+    idles (``measure.host_state``: the drift between phases, with the gauge's own spread); ``foreign_cores`` per run.
 
     With ``paired`` (a second server up at the same time: ``sequencing.interleave``) each repeat of an article
     point is a block run on both servers back to back, in the order :func:`block_order` draws; the paired
     server's runs are written under ``<prefix>/paired_legacy`` in the same files and shapes, with the same host readings
-    (both sides of the ratio saw the same host). The sweep runs on ``target`` alone, after the blocks.
+    (both sides of the ratio saw the same host). The sweep runs on ``target`` alone, after the blocks. The calibration
+    is then read before and after the phase only, not after each run: both sides share every reading, so their ratio
+    is 1 whatever the host did, and a trend within the phase is no bound for an interleaved ratio
+    (:func:`embedswap.analysis.host_drift.host_drift`); the foreign CPU is still read per run.
     """
     cfg = experiment.latency
     sides = {"target": _Side(_spec(target, experiment, workload))}
@@ -139,7 +142,12 @@ def capture_latency(target: Target, experiment: Experiment, workload: Workload, 
     between: list[float] = []
 
     def read_host() -> None:  # the server idles: the gauges' spread within the phase
-        between.append(host_state.calibration_reading())
+        # Interleaved, both sides' ratios divide the same readings (1) and the trend within the phase reached both
+        # alike (analysis.host_drift reads neither): a reading (~0.65 s on the 2-core CI host) would decide nothing,
+        # 26 of them were 17 s of the legacy A/A's 57 s latency phase (issue 61). The foreign-CPU segments stay:
+        # cheap, and foreign_interval reads them.
+        if paired is None:
+            between.append(host_state.calibration_reading())
         foreign.mark()
 
     with tqdm(total=total, desc=f"{prefix}: latency", leave=False, mininterval=1.0) as progress, \

@@ -66,9 +66,10 @@ class HostPhase(Strict):
     after: HostReading | None = None
     steal_share: Number | None = None
     calibration_ms: Number | None = None
-    # every calibration time of the phase in order (before's samples, between runs, after's); empty in older captures
+    # every calibration time of the phase in order (before's samples, between runs, after's); empty in older captures;
+    # an interleaved phase (sequencing.interleave) has before and after only: nothing reads its between readings
     readings_ms: list[Number] = []
-    # per segment of the phase (between two readings), the cores' worth of CPU used by other jobs than the server
+    # per segment of the phase (between two runs), the cores' worth of CPU used by other jobs than the server
     # and the kit (measure.host_state.ForeignCpu); empty in older captures and for a server the kit did not start
     foreign_cores: list[Number] = []
 

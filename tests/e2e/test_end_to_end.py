@@ -83,7 +83,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> dict:
     config["latency"].update(repeats=LATENCY_REPEATS, sweep=[], sequential_requests=SEQUENTIAL,
                              concurrent_requests=CONCURRENT, warmup_requests=WARMUP)
     # one pass of the 40 documents in batches of 8 instead of the preset's three (issue 61, CI time: ~2/3 of each
-    # workload part, legacy 10 s, Dynamo 7, vLLM 6, and the restore's): every assertion below reads the first
+    # workload part, legacy 10 s, Dynamo 7, vLLM 6 in CI): every assertion below reads the first
     # repeat (cosines, tokens, parity, index, ranking) or none; the repeats' stability (vectors.repeat_stability,
     # None with one repeat) is asserted nowhere here: tests/analysis/test_vector_diff.py and
     # tests/mutants/test_mutants_vectors.py pin it, test_guard_e2e.py captures real servers twice

@@ -61,7 +61,8 @@ def _zoo_run(root: Path, model_name: str, legacy: dict[str, Any], candidates: di
     config["model"]["path"] = str(model)
     config["report"]["languages"] = list(languages)
     # issue 61, CI time: vLLM's transformers witness of step 05's reference (auto: one more vLLM offline start where
-    # a target is vLLM, the cls run's vllm-mean) is not read here; the MiniLM demo (test_end_to_end.py) asserts it
+    # a target is vLLM, the cls run's vllm-mean) is not read here; tests/parity/test_witnesses.py asserts it (the
+    # MiniLM demo no longer runs it either: test_end_to_end.py's fixture)
     config["parity"]["engine_witness"] = False
     if parity_checks is not None:
         config["parity"]["checks"] = parity_checks

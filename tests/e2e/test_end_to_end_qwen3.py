@@ -252,11 +252,15 @@ def test_parity_matrix_engine_rows(qwen3: dict) -> None:
     assert cold["vllm-matryoshka"]["figures"]["start_s"] > 0
     report = (qwen3["report"] / "report.en.md").read_text()
     assert "### Parity matrix (article 003)" in report and "chunked prefill on (512 tokens/step)" in report
-    # issue 61: the three settings and the offline backend (dtype auto) in one engine process, one vLLM import
+    # issue 61: the three settings and the offline backend (dtype auto) in one engine process, one vLLM import; the
+    # backend inside the bf16 setting's engine (vLLM resolves its auto to bfloat16 here): three engine starts, not four
     log = (qwen3["attempt"] / "logs" / "parity-matrix.log").read_text(encoding="utf-8", errors="replace")
     assert [line for line in log.splitlines() if line.startswith("$ ")] == [log.splitlines()[0]]
     assert [line.split()[-2] for line in log.splitlines() if line.startswith("=== embedswap: configuration")] == [
-        "vllm-offline-auto", "matrix-float32", "matrix-bfloat16", "matrix-chunked"]
+        "matrix-float32", "matrix-bfloat16", "matrix-chunked"]
+    assert "=== embedswap: vllm-offline-auto joins matrix-bfloat16 (torch.bfloat16) ===" in log
+    meta = json.loads((qwen3["attempt"] / "captures/parity/backends/vllm-offline-auto/meta.json").read_text())
+    assert meta["engine"]["ran_in"] == "matrix-bfloat16" and meta["engine"]["chunked_prefill"] is False
 
 
 def test_multimodal_parity_in_step_05(qwen3: dict) -> None:

@@ -3,8 +3,8 @@ the real Qwen vocabulary, built by the kit), every target that runs here (legacy
 Matryoshka override), the five notebooks through `embedswap run`; then assertions on what the run recorded.
 
 The preset is run as `embedswap new --preset qwen3-tiny` writes it, with the latency runs shrunk (one repeat, no
-sweep, no open-loop rates), no lock ablation or restore, one offline parity backend (vLLM's default dtype), no
-engine witness in step 05, no index part in step 03 and neither long probe: those are covered by the MiniLM
+sweep, no open-loop rates), no lock ablation or restore, one offline parity backend (vLLM's default dtype, run
+inside the parity matrix's bfloat16 engine: vLLM resolves `auto` to bfloat16 here), no engine witness in step 05, no index part in step 03 and neither long probe: those are covered by the MiniLM
 end-to-end runs (docs/testing.md names where), and CI has 90 minutes for everything.
 """
 

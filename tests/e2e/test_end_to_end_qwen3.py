@@ -3,8 +3,8 @@ the real Qwen vocabulary, built by the kit), every target that runs here (legacy
 Matryoshka override), the five notebooks through `embedswap run`; then assertions on what the run recorded.
 
 The preset is run as `embedswap new --preset qwen3-tiny` writes it, with the latency runs shrunk (one repeat, no
-sweep, no open-loop rates), no lock ablation or restore, one offline parity backend (vLLM's default dtype), no
-engine witness in step 05, no index part in step 03 and neither long probe: those are covered by the MiniLM
+sweep, no open-loop rates), no lock ablation or restore, one offline parity backend (vLLM's default dtype, run
+inside the parity matrix's bfloat16 engine: vLLM resolves `auto` to bfloat16 here), no engine witness in step 05, no index part in step 03 and neither long probe: those are covered by the MiniLM
 end-to-end runs (docs/testing.md names where), and CI has 90 minutes for everything.
 """
 
@@ -252,11 +252,15 @@ def test_parity_matrix_engine_rows(qwen3: dict) -> None:
     assert cold["vllm-matryoshka"]["figures"]["start_s"] > 0
     report = (qwen3["report"] / "report.en.md").read_text()
     assert "### Parity matrix (article 003)" in report and "chunked prefill on (512 tokens/step)" in report
-    # issue 61: the three settings and the offline backend (dtype auto) in one engine process, one vLLM import
+    # issue 61: the three settings and the offline backend (dtype auto) in one engine process, one vLLM import; the
+    # backend inside the bf16 setting's engine (vLLM resolves its auto to bfloat16 here): three engine starts, not four
     log = (qwen3["attempt"] / "logs" / "parity-matrix.log").read_text(encoding="utf-8", errors="replace")
     assert [line for line in log.splitlines() if line.startswith("$ ")] == [log.splitlines()[0]]
     assert [line.split()[-2] for line in log.splitlines() if line.startswith("=== embedswap: configuration")] == [
-        "vllm-offline-auto", "matrix-float32", "matrix-bfloat16", "matrix-chunked"]
+        "matrix-float32", "matrix-bfloat16", "matrix-chunked"]
+    assert "=== embedswap: vllm-offline-auto joins matrix-bfloat16 (torch.bfloat16) ===" in log
+    meta = json.loads((qwen3["attempt"] / "captures/parity/backends/vllm-offline-auto/meta.json").read_text())
+    assert meta["engine"]["ran_in"] == "matrix-bfloat16" and meta["engine"]["chunked_prefill"] is False
 
 
 def test_multimodal_parity_in_step_05(qwen3: dict) -> None:

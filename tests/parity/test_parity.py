@@ -450,5 +450,5 @@ def test_step_05_runs_its_offline_vllm_backend_in_the_matrix_process(tmp_path: P
     row = {r["backend"]: r for r in result["rows"]}["vllm-offline-auto"]
     assert row["pass"] and row["dtype"] == "auto -> bfloat16"
     meta = ctx.attempt.read_json("parity/backends/vllm-offline-auto/meta.json")
-    assert meta["error"] is None and meta["engine"]["shared_process"] is True
+    assert meta["error"] is None and meta["engine"]["shared_process"] is True and "ran_in" not in meta["engine"]
     assert result["matrix"]["measured"] is True

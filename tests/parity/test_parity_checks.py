@@ -81,10 +81,12 @@ class FakeEngine:
     def __init__(self, fail: bool = False, chunked_ran: bool = True) -> None:
         self.fail, self.chunked_ran, self.calls, self.processes = fail, chunked_ran, [], []
         self.failing: set[str] = set()  # labels of configurations that fail alone
+        self.joins: dict[str, tuple[str, ...]] = {}  # per label, the configurations it may run inside
         self.backend = _MemoBackend(_shared_backend())
 
     def __call__(self, model_path: str, configs: list, **_: Any) -> list:
         self.processes.append([c.label for c in configs])
+        self.joins.update({c.label: c.join for c in configs})
         runs = []
         for config in configs:
             dtype, jobs, kwargs = config.dtype, config.jobs, dict(config.kwargs)
@@ -339,3 +341,24 @@ def test_offline_vllm_backends_ride_in_the_matrix_process(engine: FakeEngine) ->
     failed = measure_backend(broken, TEXTS[:5])
     assert failed.vectors is None and failed.error == "ParityBackendError: broken: vLLM exited with code 1"
     assert _rows(matrix)[("batch_invariance", pc.ENGINE, "float32 alone vs batch 8")]["passed"]
+
+
+def test_an_offline_backend_may_join_the_matrix_engines_that_embed_its_texts_whole(engine: FakeEngine) -> None:
+    """A rider names the matrix configurations it may run inside (the engine process keeps the one whose dtype
+    vLLM resolves as its own): not chunked prefill, every argument it sets the same, its longest text within
+    max_model_len (MiniLM: 256 tokens); the matrix's own configurations join nothing."""
+    from embedswap.parity.vllm import VllmOfflineBackend
+
+    def rider(name: str, **kwargs: Any) -> VllmOfflineBackend:
+        return VllmOfflineBackend(EMBEDDED_DEFAULT, dtype="auto", name=name, python="/nowhere/python", **kwargs)
+
+    long_text = " ".join(TEXTS[:10])  # about 1,000 tokens: over MiniLM's 256
+    riders = [(TEXTS[:5], rider("fits")), (TEXTS[:4] + [long_text], rider("too-long")),
+              (TEXTS[:5], rider("own-limit", max_model_len=128)), (TEXTS[:5], rider("same-limit", max_model_len=256))]
+    checks = ParityChecks(texts=8, dtypes=["float32", "bfloat16"], long_context=False)
+    pc.run_matrix(checks, EMBEDDED_DEFAULT, TEXTS, 0.999, [], riders=riders)
+    assert engine.joins == {"fits": ("matrix-float32", "matrix-bfloat16"), "too-long": (), "own-limit": (),
+                            "same-limit": ("matrix-float32", "matrix-bfloat16"), "matrix-float32": (),
+                            "matrix-bfloat16": ()}
+    chunked = pc.EngineConfig("matrix-chunked", "float32", [], {"max_model_len": 256, "enable_chunked_prefill": True})
+    assert pc._joinable(rider("fits").engine_config(TEXTS[:1]), [chunked], 10) == ()

@@ -48,11 +48,32 @@ class LLM:
 '''
 
 
+# vLLM's argument resolution without an engine: "auto" is float32 here (a float32 checkpoint on the stand-in's platform)
+FAKE_ARG_UTILS = '''
+from types import SimpleNamespace
+
+from vllm import _record
+
+
+class EngineArgs:
+    def __init__(self, model, runner, dtype):
+        self.dtype = dtype
+
+    def create_model_config(self):
+        _record(f"resolve {self.dtype}")
+        if self.dtype == "float64":
+            raise ValueError("float64 is not resolvable by the stand-in")
+        return SimpleNamespace(dtype="torch." + ("float32" if self.dtype == "auto" else self.dtype))
+'''
+
+
 @pytest.fixture()
 def fake_engine(tmp_path: Path) -> dict[str, Any]:
     package = tmp_path / "fake" / "vllm"
-    package.mkdir(parents=True)
+    (package / "engine").mkdir(parents=True)
     (package / "__init__.py").write_text(FAKE_VLLM, encoding="utf-8")
+    (package / "engine" / "__init__.py").write_text("", encoding="utf-8")
+    (package / "engine" / "arg_utils.py").write_text(FAKE_ARG_UTILS, encoding="utf-8")
     record = tmp_path / "record.txt"
     record.touch()
     return {"python": sys.executable, "record": record, "log_path": tmp_path / "engine.log",
@@ -112,3 +133,39 @@ def test_run_vllm_jobs_raises_with_the_error_line(fake_engine, tmp_path: Path) -
     vectors, meta = run_vllm_jobs(str(tmp_path), "float32", [(["ab"], 1)], {}, python=str(fake_engine["python"]),
                                   env=fake_engine["env"], timeout_s=120)
     assert np.array_equal(vectors[0], np.array([[2, 1]], dtype=np.float32)) and meta["vllm"] == "0.0-fake"
+
+
+def test_a_configuration_runs_inside_the_one_of_its_resolved_dtype(fake_engine, tmp_path: Path) -> None:
+    """``join``: a configuration whose dtype vLLM resolves as another's embeds its jobs in that one's engine (one
+    LLM(...) for both, with the host's arguments) and says so; where the dtypes differ or cannot be resolved, it
+    runs in an engine of its own, as without ``join``."""
+    texts = ["a", "bbb"]
+    configs = [EngineConfig("vllm-offline-auto", "auto", [(texts, 8)], {}, join=("matrix-float32",)),
+               EngineConfig("apart", "float32", [(texts, 8)], {"max_model_len": 5}, join=("matrix-chunked",)),
+               EngineConfig("unresolved", "float64", [(texts, 8)], {}, join=("matrix-float32",)),
+               EngineConfig("matrix-float32", "float32", [(texts, 1), (texts, 2)], {"max_model_len": 7}),
+               EngineConfig("matrix-chunked", "bfloat16-chunked", [(texts[:1], 1)], {"max_model_len": 9})]
+    auto, apart, unresolved, host, chunked = _run(fake_engine, configs, tmp_path)
+    lines = [r[:-1] for r in _record(fake_engine)]
+    assert [line for line in lines if line[0] == "LLM"] == [
+        ["LLM", "float32"], ["LLM", "float64"], ["LLM", "float32"], ["LLM", "bfloat16-chunked"]]
+    assert ["resolve", "auto"] in lines and ["resolve", "bfloat16-chunked"] in lines
+    # inside matrix-float32's engine: its arguments (max_model_len 7 gives the stand-in's second figure)
+    assert auto.error is None and auto.meta["ran_in"] == "matrix-float32" and len(auto.meta["job_s"]) == 1
+    assert np.array_equal(auto.vectors[0], np.array([[1, 7], [3, 7]], dtype=np.float32))
+    assert host.error is None and "ran_in" not in host.meta and len(host.meta["job_s"]) == 2 == len(host.vectors)
+    assert np.array_equal(host.vectors[1], np.array([[1, 7], [3, 7]], dtype=np.float32))
+    assert "ran_in" not in apart.meta and np.array_equal(apart.vectors[0], np.array([[1, 5], [3, 5]], np.float32))
+    assert "ran_in" not in unresolved.meta and unresolved.vectors is not None and chunked.vectors is not None
+    log = Path(fake_engine["log_path"]).read_text()
+    assert "=== embedswap: vllm-offline-auto joins matrix-float32 (torch.float32) ===" in log
+    assert "=== embedswap: configuration vllm-offline-auto ===" not in log
+
+
+def test_a_failure_of_the_joined_engine_is_both_configurations(fake_engine, tmp_path: Path) -> None:
+    configs = [EngineConfig("vllm-offline-bf16", "bfloat16", [(["a"], 8)], {}, join=("matrix-bfloat16",)),
+               EngineConfig("matrix-bfloat16", "bfloat16", [(["a"], 1)], {})]
+    rider, host = _run(fake_engine, configs, tmp_path)
+    assert rider.error == "vllm-offline-bf16: vLLM failed: ValueError: bfloat16 refused by the stand-in"
+    assert host.error == "matrix-bfloat16: vLLM failed: ValueError: bfloat16 refused by the stand-in"
+    assert [r[:-1] for r in _record(fake_engine) if r[0] == "LLM"] == [["LLM", "bfloat16"]]

@@ -13,11 +13,13 @@
 
 One engine start per setting, all of them in one engine process (:func:`embedswap.parity.vllm_configs.
 run_vllm_configs`: vLLM is imported once; tensor parallel, which needs its own environment, runs apart). The rows are
-captured once per attempt (``parity/matrix.json``); cold start is read from captures and needs no engine.
+captured once per attempt (``parity/matrix.json``); cold start is read from captures and needs no engine. Step 05's
+offline backends ride in that process, inside the matrix's engine of their dtype where :func:`_joinable`.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 from collections.abc import Sequence
@@ -51,6 +53,7 @@ LONG_FRACTIONS: tuple[float, ...] = (0.125, 0.375, 0.85)
 LONG_CONTEXT_CAP = 8192
 Run = tuple[list[np.ndarray] | None, dict[str, Any], str | None]  # an engine configuration's vectors, meta, error
 TP_BIND = "0|1"  # one OpenMP thread group per CPU worker (vLLM finds one NUMA node here and refuses two workers)
+ENGINE_DEFAULTS: dict[str, Any] = {"enforce_eager": True, "seed": 0}  # every matrix configuration's
 
 
 @dataclass
@@ -82,11 +85,7 @@ def long_inputs(model_path: str, texts: list[str], max_model_len: int,
                 fractions: tuple[float, ...] = LONG_FRACTIONS) -> tuple[list[str], list[int]]:
     """Texts of about ``fraction * max_model_len`` tokens each (the workload's texts joined and cut on tokens),
     and their token counts with the tokenizer's special tokens. Every one fits ``max_model_len``."""
-    from transformers import AutoTokenizer
-
-    from embedswap.models import resolve_model_path
-
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+    tokenizer = _tokenizer(model_path)
     special = len(tokenizer("")["input_ids"])
     ids: list[int] = []
     while len(ids) < max_model_len:
@@ -103,6 +102,42 @@ def long_inputs(model_path: str, texts: list[str], max_model_len: int,
         out.append(text)
         counts.append(count)
     return out, counts
+
+
+@functools.lru_cache(maxsize=2)
+def _tokenizer(model_path: str) -> Any:
+    from transformers import AutoTokenizer
+
+    from embedswap.models import resolve_model_path
+
+    return AutoTokenizer.from_pretrained(resolve_model_path(model_path))
+
+
+def _joinable(rider: EngineConfig, plan: list[EngineConfig], longest: int) -> tuple[str, ...]:
+    """The matrix configurations an offline backend's configuration may run inside (the engine process then
+    keeps the first whose dtype vLLM resolves as the backend's): every engine argument the backend sets is the
+    same there, chunked prefill is not asked for, and its longest text (``longest`` tokens) fits max_model_len.
+    There each text is prefilled whole, as the backend's own engine does for a text its step budget holds; vLLM
+    embeds a text alike in any batch (the matrix's bit-identical batch rows), so its vectors are the same."""
+    hosts = []
+    for config in plan:
+        kwargs = {**ENGINE_DEFAULTS, **config.kwargs}
+        if (not kwargs.get("enable_chunked_prefill") and longest <= int(kwargs.get("max_model_len") or 0)
+                and all(kwargs.get(key) == value for key, value in rider.kwargs.items())):
+            hosts.append(config.label)
+    return tuple(hosts)
+
+
+def _rider_configs(model_path: str, riders: Sequence[tuple[list[str], Any]],
+                   plan: list[EngineConfig]) -> list[EngineConfig]:
+    configs = []  # each rider's configuration, with the matrix configurations it may join (one engine start)
+    for texts, backend in riders:
+        config = backend.engine_config(texts)
+        if plan and texts:
+            longest = max(len(ids) for ids in _tokenizer(model_path)(list(texts))["input_ids"])
+            config.join = _joinable(config, plan, longest)
+        configs.append(config)
+    return configs
 
 
 def _engine_setting(meta: dict[str, Any]) -> dict[str, Any]:
@@ -126,8 +161,7 @@ class _Engine:
             return {}
         path = (self.log_dir / (f"parity-matrix-{log}.log" if log else "parity-matrix.log")
                 if self.log_dir is not None else None)
-        configs = [EngineConfig(c.label, c.dtype, c.jobs, {"enforce_eager": True, "seed": 0, **c.kwargs})
-                   for c in configs]
+        configs = [EngineConfig(c.label, c.dtype, c.jobs, {**ENGINE_DEFAULTS, **c.kwargs}, c.join) for c in configs]
         try:
             runs = run_vllm_configs(self.model_path, configs, name=f"matrix-{log}" if log else "matrix", env=env,
                                     timeout_s=self.timeout_s, log_path=path)
@@ -198,8 +232,8 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
     the engine rows record the platform vLLM picked. Returns ``{"rows": [...], "settings": {...}}``.
 
     ``riders``: (texts, backend) of step 05's offline vLLM backends (:class:`~embedswap.parity.vllm.
-    VllmOfflineBackend`), run first in the matrix's engine process; each backend is handed its run
-    (``use_run``) and embeds nothing itself."""
+    VllmOfflineBackend`), run in the matrix's engine process (inside a matrix engine where :func:`_joinable`);
+    each backend is handed its run (``use_run``) and embeds nothing itself."""
     sample = list(texts[: checks.texts])
     facts = model_facts(model_path)
     max_model_len = min(checks.max_model_len or min(facts.limit, LONG_CONTEXT_CAP), facts.limit)
@@ -212,7 +246,7 @@ def run_matrix(checks: Any, model_path: str, texts: list[str], gate: float, targ
                     "max_model_len": max_model_len}
     use_engine = checks.engine and not missing
     plan = _engine_plan(checks, facts, sample, long_texts, max_model_len) if use_engine else []
-    extra = [backend.engine_config(texts_) for texts_, backend in riders]
+    extra = _rider_configs(model_path, riders, plan)
     runs = engine.run_all(None, extra + plan)  # every configuration in one engine process
     for (texts_, backend), config in zip(riders, extra):
         backend.use_run(texts_, ConfigRun(*runs[config.label]))

@@ -189,6 +189,9 @@ class VllmOfflineBackend:
         self.meta = {"vllm": meta.get("vllm"), "dtype": meta.get("dtype"), "device": meta.get("device"),
                      "load_s": meta.get("load_s"), "embed_s": round(sum(meta.get("job_s") or []), 2),
                      "texts": count, "batch_size": self.batch_size, "shared_process": True}
+        if meta.get("ran_in"):  # inside another configuration's engine (same dtype): which, and its settings
+            self.meta.update({key: meta.get(key) for key in ("ran_in", "max_model_len", "chunked_prefill",
+                                                              "max_num_batched_tokens")})
         if self.meta.get("device"):
             self.device = str(self.meta["device"])
         return run.vectors[0].astype(np.float32)

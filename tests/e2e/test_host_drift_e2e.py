@@ -66,7 +66,12 @@ def test_a_host_loaded_only_during_legacy_does_not_make_the_candidate_faster(tmp
     folder = make_experiment(tmp_path, "host-drift",
                              legacy_target(legacy_port, capture=["latency"], python=_loaded_python(tmp_path)),
                              {"candidate": legacy_target(candidate_port, capture=["latency"])}, restore=True)
-    done = run_whole_experiment(folder, timeout_s=900)
+    # issue 61, the quiet pass: steps 01 and 02 (the loaded and the quiet captures, the A-B-A's restore) and 04 (the
+    # latency notebook); the summary and the report are built all the same. Nothing here reads step 03 (the vectors:
+    # latency is all these targets capture) or 05 (the parity gate, skipped without document vectors): ~6 s of two
+    # notebook kernels. 04 stays until `01,02` passes twice on a quiet host (docs/testing.md: its runs beside other
+    # work failed on the host's load, as the unchanged test did).
+    done = run_whole_experiment(folder, timeout_s=900, steps="01,02,04")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert _left(tmp_path) == []  # the busy loops went with the legacy server's process group
     attempt = sorted((folder / "attempts").iterdir())[-1]

@@ -11,6 +11,7 @@ import os
 import pickle
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,27 @@ def _state_key(*values: Any) -> bytes | None:
         return None
 
 
+def _memoised_in_place(owner: Any, name: str, key_of: Any, every_binding: bool = False) -> Iterator[Any]:
+    """``owner.name`` (a pure function) answered from the memo once per distinct ``key_of(*args, **kwargs)``
+    (:func:`_state_key` of it: None, not picklable, computes afresh) while the session lasts; yields the real one.
+    ``every_binding``: every loaded module that bound the name (``from ... import name``) is pointed at it too."""
+    original = getattr(owner, name)
+
+    def remembered(*args: Any, **kwargs: Any) -> Any:
+        key = _state_key(*key_of(*args, **kwargs))
+        if key is None:
+            return original(*args, **kwargs)
+        return memoised(name, key, lambda: original(*args, **kwargs))
+
+    bound = ([module for module in list(sys.modules.values())
+              if getattr(module, "__dict__", {}).get(name) is original] if every_binding else [owner])
+    for module in bound:
+        setattr(module, name, remembered)
+    yield original
+    for module in bound:
+        setattr(module, name, original)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def decided_once() -> Any:
     """``analysis.decide`` once per distinct (typed summary, config); yields the real one. The upgrade and
@@ -217,21 +239,10 @@ def decided_once() -> Any:
     (`from embedswap.analysis import decide`: the upgrade, the support builders, test modules) is pointed at it."""
     import embedswap.analysis as analysis
 
-    original = analysis.decide
+    def key_of(summary: Any, config: Any = None) -> tuple[Any, ...]:
+        return type(summary).__qualname__, summary, config
 
-    def decide(summary: Any, config: Any = None) -> Any:
-        key = _state_key(type(summary).__qualname__, summary, config)
-        if key is None:
-            return original(summary, config)
-        return memoised("decide", key, lambda: original(summary, config))
-
-    bound = [module for module in list(sys.modules.values())
-             if getattr(module, "__dict__", {}).get("decide") is original]
-    for module in bound:
-        module.decide = decide
-    yield original
-    for module in bound:
-        module.decide = original
+    yield from _memoised_in_place(analysis, "decide", key_of, every_binding=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -242,17 +253,10 @@ def latency_estimated_once() -> Any:
     points, 30 CPU-s, in the unit pass before this memo and decide()'s."""
     from embedswap.analysis import latency_intervals
 
-    original = latency_intervals.estimate
+    def key_of(requests: Any, seed: int, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        return requests.latency, requests.docs, requests.wall, seed, args, sorted(kwargs.items())
 
-    def estimate(requests: Any, seed: int, *args: Any, **kwargs: Any) -> Any:
-        key = _state_key(requests.latency, requests.docs, requests.wall, seed, args, sorted(kwargs.items()))
-        if key is None:
-            return original(requests, seed, *args, **kwargs)
-        return memoised("estimate", key, lambda: original(requests, seed, *args, **kwargs))
-
-    latency_intervals.estimate = estimate
-    yield original
-    latency_intervals.estimate = original
+    yield from _memoised_in_place(latency_intervals, "estimate", key_of)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -263,17 +267,8 @@ def ranking_variant_decided_once() -> Any:
     calls on 59 distinct rankings, 24 CPU-s, in the unit pass before this memo and decide()'s."""
     from embedswap.analysis import ranking_verdict
 
-    original = ranking_verdict._variant_verdict
-
-    def variant_verdict(entry: Any, kind: str, legacy: Any, config: Any, *args: Any) -> Any:
-        key = _state_key(entry, kind, legacy, config, args)
-        if key is None:
-            return original(entry, kind, legacy, config, *args)
-        return memoised("ranking_variant", key, lambda: original(entry, kind, legacy, config, *args))
-
-    ranking_verdict._variant_verdict = variant_verdict
-    yield original
-    ranking_verdict._variant_verdict = original
+    yield from _memoised_in_place(ranking_verdict, "_variant_verdict",
+                                  lambda *args, **kwargs: (args, sorted(kwargs.items())))
 
 
 @pytest.fixture

@@ -193,3 +193,45 @@ def test_a_legacy_phase_loaded_by_other_jobs_never_makes_the_candidate_faster() 
     for point in ("sequential", "concurrent"):
         verdict = ratio.verdicts[point].p50
         assert verdict.direction != "faster" and verdict.code == "inconclusive" and verdict.reason == "host_drift"
+
+
+def test_the_interval_each_verdict_was_decided_on_is_stored_wider_than_the_ratio_s_own() -> None:
+    """Where the bound exceeds 1, ``widened`` holds each figure's 95 % interval widened by it (what the post prints
+    under the drift label): wider than the ratio's own on both sides, at any n; absent where the bound is 1."""
+    from embedswap.analysis.latency_verdicts import widened
+
+    ratio = _decide((40.0, 41.0), (20.0, 20.4))
+    assert ratio.drift is not None and ratio.drift.bound is not None and ratio.drift.bound > 1
+    assert set(ratio.widened) == set(ratio.intervals)
+    for run, point in ratio.intervals.items():
+        for figure in ("p50", "docs_per_s"):
+            own, wide = getattr(point, figure), getattr(ratio.widened[run], figure)
+            assert (wide.low, wide.high) == widened(own.low, own.high, ratio.drift.bound, 0.05)
+            assert wide.low < own.low and wide.high > own.high
+    quiet = _decide((20.0, 20.0), (20.0, 20.0))
+    assert quiet.widened == {} and (quiet.drift is None or quiet.drift.bound is None or quiet.drift.bound <= 1)
+
+
+def test_a_summary_decided_before_it_gets_it_at_load_and_its_post_drawn_again() -> None:
+    """A summary whose ratio was widened before ``widened`` was stored: computed at load from the stored interval
+    and bound, and the post's drift-labelled claims print it (they printed the verdict's narrower interval)."""
+    import json
+    from pathlib import Path
+
+    from embedswap.analysis.latency_verdicts import widened_intervals
+    from embedswap.analysis.upgrade import read_summary, upgrade_summary
+    from embedswap.report.post_checks import document_problems
+
+    path = Path(__file__).parents[1] / "fixtures" / "summary_complete.json"
+    data = upgrade_summary(json.loads(path.read_text(encoding="utf-8")))
+    entry = data["decisions"]["latency"]["ratios"]["vllm"]
+    entry["drift"] = {**entry.get("drift", {}), "factor": 1.08, "bound": 1.08}
+    entry.pop("widened", None)
+    data["schema_version"] = 3  # as a version-3 kit stored it
+    again = read_summary(data)
+    ratio = again.decisions.latency.ratios["vllm"]
+    assert ratio.widened == widened_intervals(ratio.intervals, 1.08, 0.05)
+    claims = [c for s in again.decisions.post.document.statements("post.latency_claim") for c in s.claims
+              if c.subjects == ["vllm"] and c.estimate.interval == "widened_by_drift"]
+    assert claims and all(".widened." in c.figure_source for c in claims)
+    assert document_problems(again) == []

@@ -200,7 +200,7 @@ def test_the_written_summary_is_typed_and_carries_its_decisions(qwen3: dict) -> 
 
     summary = qwen3["summary"]
     typed = validate_summary(summary)  # what the run wrote fits the model as it is, without an upgrade
-    assert typed.schema_version == 3
+    assert typed.schema_version == 4
     rules = {c.rule for c in typed.decisions.client_changes}
     # vLLM rejects `dimensions` (400) and Dynamo answers 500: both call for dropping it; Dynamo's 5xx for no retry
     assert {"drop_dimensions", "prepend_instruction", "no_retry_5xx"} <= rules, rules

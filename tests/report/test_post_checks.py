@@ -11,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from embedswap.analysis import decisions_config
+from embedswap.analysis.latency_verdicts import FIGURES, decided, widened_intervals
 from embedswap.analysis.upgrade import read_summary
 from embedswap.report.catalogue import LANGUAGES
 from embedswap.report.post import render_post
@@ -77,29 +79,64 @@ def test_the_batch_size_is_workload_batch_size() -> None:
 # --- the drift label follows the interval printed ------------------------------------------------------------
 
 def _drifted(bound: float = 1.08) -> Summary:
-    """The complete summary with vllm's ratio decided on its interval widened by a host drift ``bound``."""
+    """The complete summary with vllm's ratio decided on its interval widened by a host drift ``bound``, as
+    :func:`~embedswap.analysis.latency_verdicts.candidate_verdicts` decides it (each verdict on
+    :func:`~embedswap.analysis.latency_verdicts.decided`, the widened intervals stored beside)."""
     summary = stored_summary("summary_complete.json")
+    config = decisions_config(summary)
     ratio = summary.decisions.latency.ratios["vllm"]
     ratio.drift = HostDrift(factor=bound, bound=bound)
+    ratio.widened = widened_intervals(ratio.intervals, bound, config.alpha)
     for run, point in ratio.verdicts.items():
         for figure in ("p50", "docs_per_s"):
             own, v = ratio.figure(run, figure), getattr(point, figure)  # type: ignore[arg-type]
             if own is not None and v is not None and own.low is not None and own.high is not None:
-                setattr(point, figure, v.but(low=own.low / bound, high=own.high * bound))
+                margin, lower_is_better = FIGURES[figure]
+                got = decided(own, getattr(config.margins, margin), config, bound, n=v.n,
+                              lower_is_better=lower_is_better, errors=None)
+                setattr(point, figure, v.but(low=got.low, high=got.high))
     return post_redrawn(summary)
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_a_widened_interval_is_printed_under_the_drift_label(lang: str) -> None:
     summary = _drifted()
+    ratio = summary.decisions.latency.ratios["vllm"]
     claim = next(c for c in _statement(_document(summary), "post.latency_claim").claims if c.metric == "seq_p50")
-    verdict = summary.decisions.latency.ratios["vllm"].verdicts["sequential"].p50
-    assert verdict is not None and claim.estimate.interval == "widened_by_drift"
-    assert (claim.estimate.low, claim.estimate.high, claim.estimate.widened_by) == (verdict.low, verdict.high, 1.08)
+    wide, own = ratio.widened["sequential"].p50, ratio.figure("sequential", "p50")
+    assert own is not None and own.low is not None and own.high is not None
+    assert claim.estimate.interval == "widened_by_drift"
+    assert (claim.estimate.low, claim.estimate.high, claim.estimate.widened_by) == (wide.low, wide.high, 1.08)
+    assert claim.estimate.low < own.low and claim.estimate.high > own.high
     assert document_problems(summary) == [] and claim_problems(summary, lang) == []
     if lang == "en":
         post = render_post(as_typed(summary), "en")
-        assert f"[{verdict.low:.2f}×, {verdict.high:.2f}×]" in post and "interval widened for drift 1.08×" in post
+        assert f"[{wide.low:.2f}×, {wide.high:.2f}×]" in post and "interval widened for drift 1.08×" in post
+
+
+def test_a_small_bound_prints_the_interval_wider_than_the_ratio_s_own() -> None:
+    """The stop-72 CI failure: at a small bound the verdict's own widened interval (at its 90 %) is narrower than
+    the ratio's 95 % one; the post prints the stored 95 % one widened, which is wider."""
+    summary = _drifted(1.0055)  # prints 1.01x; log 1.0055 is under a fifth of this interval's 90 % half-width
+    ratio = summary.decisions.latency.ratios["vllm"]
+    verdict, own = ratio.verdicts["sequential"].p50, ratio.figure("sequential", "p50")
+    assert verdict is not None and own is not None and own.low is not None and own.high is not None
+    assert verdict.low is not None and verdict.low > own.low  # what the post printed before: narrower
+    claim = next(c for c in _statement(_document(summary), "post.latency_claim").claims if c.metric == "seq_p50")
+    assert claim.estimate.interval == "widened_by_drift" and claim.estimate.low is not None
+    assert claim.estimate.low < own.low and claim.estimate.high is not None and claim.estimate.high > own.high
+    assert document_problems(summary) == []
+
+
+def test_a_drift_label_over_the_verdict_s_interval_fails() -> None:
+    summary = _drifted(1.0055)  # prints 1.01x; log 1.0055 is under a fifth of this interval's 90 % half-width
+    document = _document(summary)
+    claim = next(c for c in _statement(document, "post.latency_claim").claims if c.metric == "seq_p50")
+    verdict = summary.decisions.latency.ratios["vllm"].verdicts["sequential"].p50
+    assert verdict is not None
+    claim.estimate = claim.estimate.model_copy(update={"low": verdict.low, "high": verdict.high})
+    claim.figure_source = claim.figure_source.split("|")[0] + "|decisions.latency.ratios.vllm.verdicts.sequential.p50"
+    assert any("widened" in p for p in interval_problems(summary, document))
 
 
 def test_the_unwidened_bounds_under_the_drift_label_fail() -> None:

@@ -273,7 +273,7 @@ def test_a_version_2_models_section_becomes_the_plan_at_load() -> None:
         "evidence": [{"kind": "cosine", "says_another": True, "cosine_median": 0.01}]}}}
     summary = read_summary(data)
     found = summary.plan.of(candidate)
-    assert summary.schema_version == 3 and found is not None and found.model.candidate_model == "e5"
+    assert summary.schema_version == 4 and found is not None and found.model.candidate_model == "e5"
     assert (found.comparison, found.probes_against, found.ranking_question) == \
         ("another_model", "own", "non_inferiority")
     data["models"]["by_candidate"][candidate]["code"] = "same_model"

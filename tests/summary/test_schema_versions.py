@@ -7,7 +7,9 @@ every language (issue 62): an old file is upgraded once, at load, and the reader
 - version 2: tests/fixtures/versions/summary_v2.json, written by the kit at 7acde53 (the index summary of
   tests/support/index_summary.py with a ``models`` section naming one candidate another model, and the index
   options' choice stored beside the sample's code, as that kit stored them);
-- version 3: tests/fixtures/versions/summary_v3.json, the current kit's.
+- version 3: tests/fixtures/versions/summary_v3.json, written by a version-3 kit (d4ab4a3; its latency ratios decided on
+  intervals widened by the host drift, without ``widened``);
+- version 4: tests/fixtures/versions/summary_v4.json, the current kit's (summary_v3.json upgraded by it).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typed_summary import as_typed
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BY_VERSION = {1: FIXTURES / "versions" / "summary_v1.json", 2: FIXTURES / "versions" / "summary_v2.json",
-              3: FIXTURES / "versions" / "summary_v3.json"}
+              3: FIXTURES / "versions" / "summary_v3.json", 4: FIXTURES / "versions" / "summary_v4.json"}
 
 
 def _load(version: int) -> dict[str, Any]:

@@ -35,7 +35,7 @@ def test_version_1_summaries_upgrade_and_validate(name: str) -> None:
     old = load(name)
     assert old.get("schema_version", 1) == 1 and "decisions" not in old
     summary = upgrade_summary(old)
-    assert summary["schema_version"] == SCHEMA_VERSION == 3
+    assert summary["schema_version"] == SCHEMA_VERSION == 4
     typed = validate_summary(summary)
     assert isinstance(typed, Summary)
     # the sections a version-1 summary may lack are there, not measured, with their reason code
@@ -101,7 +101,7 @@ def test_a_stored_decision_is_what_the_report_states(complete_upgraded: dict[str
 
 def test_a_summary_from_a_newer_kit_or_of_another_shape_is_refused(tmp_path: Path) -> None:
     newer = {**load("summary_smoke.json"), "schema_version": SCHEMA_VERSION + 1}
-    with pytest.raises(SummaryError, match="schema_version 4"):
+    with pytest.raises(SummaryError, match=f"schema_version {SCHEMA_VERSION + 1}"):
         upgrade_summary(newer)
     broken = upgrade_summary(load("summary_smoke.json"))
     broken["roles"] = {"candidates": ["vllm"]}  # no legacy

@@ -29,7 +29,7 @@ SECTIONS = ("vectors", "contract", "instruction", "ablation", "parity", "ranking
 def body_dict(partial: dict[str, Any] | None = None) -> dict[str, Any]:
     """The summary as a dict: ``partial`` over the placeholders (what :func:`summary_body` validates)."""
     partial = copy.deepcopy(partial or {})
-    out: dict[str, Any] = {"schema_version": 3, "generated": "2026-11-30T09:00:00"}
+    out: dict[str, Any] = {"schema_version": 4, "generated": "2026-11-30T09:00:00"}
     for key, base in INFO.items():
         out[key] = {**base, **partial.pop(key, {})}
     for key in SECTIONS:

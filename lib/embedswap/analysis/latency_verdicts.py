@@ -28,7 +28,8 @@ from embedswap.stats.latency_equivalence import error_gate, ratio_verdict
 from embedswap.analysis.latency_points import latency_points_of
 from embedswap.analysis.stored_verdicts import stored, stored_gate
 from embedswap.config.decisions import DecisionsConfig
-from embedswap.summary.types_decisions import LatencyRatio, PointRatio, RatioInterval
+from embedswap.summary.types_decisions import (LatencyRatio, PointRatio, RatioInterval, WidenedInterval,
+                                               WidenedPoint)
 from embedswap.summary.types_equivalence import HostDrift, PointVerdicts
 from embedswap.summary.types_latency import LatencyPoint, LatencyTarget
 
@@ -67,6 +68,19 @@ def widened(low: float | None, high: float | None, factor: float, alpha: float) 
     scale = float(stats.norm.ppf((1 + CONFIDENCE) / 2) / stats.norm.ppf(1 - alpha))
     stretch = math.exp(math.log(factor) * scale)
     return low / stretch, high * stretch
+
+
+def widened_intervals(intervals: dict[str, PointRatio], factor: float | None,
+                      alpha: float) -> dict[str, WidenedPoint]:
+    """Each stored interval widened by the drift bound ``factor`` (empty where it does not exceed 1): the 95 %
+    interval :func:`decided` hands the verdict. The verdict stores the same interval at its own (1 - 2 alpha)
+    confidence, which at a small n can be narrower than the unwidened 95 % one; printed beside the ratio's own
+    interval, a widened interval has to be this one."""
+    if factor is None or factor <= 1:
+        return {}
+    return {run: WidenedPoint(**{key: WidenedInterval(**dict(zip(("low", "high"), widened(
+        getattr(entry, key).low, getattr(entry, key).high, factor, alpha)))) for key in FIGURES})
+        for run, entry in intervals.items()}
 
 
 def decided(ratio: RatioInterval, margin: float, config: DecisionsConfig, widen: float, *, n: int | None,
@@ -125,4 +139,6 @@ def candidate_verdicts(legacy_name: str, legacy: LatencyTarget | None, name: str
         out.verdict = stored(eq.combine(headline)) if headline else None
     if drift is not None:
         out.drift = HostDrift.model_validate(drift.model_dump())  # every field set, as summary.json stores it
+        if widening := widened_intervals(intervals, drift.bound, config.alpha):
+            out.widened = widening
     return out

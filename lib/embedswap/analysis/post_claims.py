@@ -2,9 +2,10 @@
 :class:`~embedswap.summary.estimate.Estimate` whose interval is the one its label names.
 
 A latency verdict decided (not inconclusive, failed or unmeasured) on an interval widened by the host drift
-(a bound that prints above 1.00x) prints that widened interval, the verdict's own, labelled ``widened_by_drift``;
-otherwise the ratio's own within-run interval (``decisions.latency.ratios.<c>.intervals``), labelled
-``within_run``. A ranking verdict prints its (1 - 2 alpha) interval of the per-query deltas (``paired_t``)."""
+(a bound that prints above 1.00x) prints that widened interval at the ratio's 95 % (``decisions.latency.ratios.<c>
+.widened``), labelled ``widened_by_drift``, not the verdict's own low/high: those are at its (1 - 2 alpha)
+confidence and at a small n narrower than the unwidened 95 % interval the report prints; otherwise the ratio's own
+within-run interval (``decisions.latency.ratios.<c>.intervals``), labelled ``within_run``. A ranking verdict prints its (1 - 2 alpha) interval of the per-query deltas (``paired_t``)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,13 @@ def latency_claim(ratio: LatencyRatio, subjects: list[str], base: str, run: str,
                       figure_source=figure_source if value is not None else "")
     bound = widening(ratio)
     shows_widened = bound is not None and round(bound, 2) > 1 and v.code not in UNDECIDED
-    if shows_widened or interval is None:  # the verdict's own interval: widened where the ratio was
+    point = ratio.widened.get(run)
+    wide = getattr(point, figure) if point is not None else None
+    if shows_widened and interval is not None and wide is not None:  # the ratio's interval, widened as decided
+        low, high = wide.low, wide.high
+        kind = "none" if low is None or high is None else "widened_by_drift"
+        interval_source = f"{base}.widened.{run}.{figure}"
+    elif interval is None:  # no ratio interval: the verdict's own (missing_interval: none)
         low, high = v.low, v.high
         kind = "none" if low is None or high is None else "widened_by_drift" if bound is not None else "within_run"
         if value is None:

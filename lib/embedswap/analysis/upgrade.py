@@ -23,6 +23,10 @@ keep_index / adapter / re_embed / blocked) and, where the index options decided,
 
 Contract rows from before each verdict named the legacy answer it was read against (no ``conformance``) were read
 against ``compare_to`` whenever a probe named one; their verdicts get that ``baseline``.
+
+Version 4 stores, beside a latency ratio decided on an interval widened by the host drift, that interval at the
+ratio's 95 % (``decisions.latency.ratios.<c>.widened``), which the post prints under the drift label; a version-3
+ratio with a bound above 1 gets it computed from its stored interval and bound, and the post is drawn again.
 """
 
 from __future__ import annotations
@@ -36,18 +40,20 @@ from embedswap.analysis import decide, decisions_config, decisions_json, post_de
 from embedswap.analysis.concurrency_gain import concurrency_gains
 from embedswap.analysis.faults import fault_decisions
 from embedswap.analysis.index_decision import index_condition
+from embedswap.analysis.latency_verdicts import widened_intervals
 from embedswap.analysis.post_conclusion import CONTRACT, VECTORS
 from embedswap.analysis.post_contract import KEYS as CONTRACT_KEYS
 from embedswap.analysis.post_document import post_document
 from embedswap.reasons import attach_reasons, not_measured
 from embedswap.summary.model import Summary, SummaryError, validate_body, validate_summary
+from embedswap.summary.types_decisions import LatencyRatio
 from embedswap.summary.types_index import choice_of
 from embedswap.summary.types_models import ModelChange
 from embedswap.summary.types_plan import plan_for
 
 __all__ = ["SummaryError", "load_summary", "read_summary", "upgrade_summary"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # sections a version-1 summary may lack
 LATER_SECTIONS = ("ranking", "shim", "ablation", "instruction", "diagnosis")
 # sections a version-1 or -2 summary may lack (the kits before them wrote none); the current kit writes every one
@@ -86,6 +92,8 @@ def upgrade_summary(summary: dict[str, Any]) -> dict[str, Any]:  # raw JSON of a
     # before the post's decisions are drawn from them: they read the stored latency decisions as the model does
     _one_latency_ratio(out["decisions"])
     _concurrency_gains(out)
+    if version < 4:
+        _widened(out)
     if not {"shown", "post"} <= set(out["decisions"]):  # decided before the post's decisions existed
         parts = post_decisions(validate_body({**out, "schema_version": SCHEMA_VERSION}), out["decisions"])
         out["decisions"] = {**out["decisions"], "shown": parts.shown.model_dump(mode="python", exclude_unset=True),
@@ -331,6 +339,30 @@ def _concurrency_gains(out: dict[str, Any]) -> None:
     body = validate_body({**out, "schema_version": SCHEMA_VERSION})
     gains = concurrency_gains(body, decisions_config(body))
     latency["concurrency"] = {name: g.model_dump(mode="python", exclude_unset=True) for name, g in gains.items()}
+    if isinstance(out["decisions"].get("post"), dict):
+        out["decisions"]["post"].pop("document", None)
+
+
+def _widened(out: dict[str, Any]) -> None:
+    """Latency ratios decided on an interval widened by the host drift before that interval was stored
+    (``widened``), in place: it is computed from the stored interval and bound as the pipeline computes it, and the
+    post document, whose drift-labelled claims printed the verdict's narrower (1 - 2 alpha) interval, is drawn
+    again."""
+    latency = out["decisions"].get("latency")
+    latency = latency if isinstance(latency, dict) else {}
+    ratios = [*(latency.get("ratios") or {}).values(),
+              *(p.get("ratio") for p in latency.get("pairs") or [] if isinstance(p, dict))]
+    stale = [r for r in ratios if isinstance(r, dict) and "widened" not in r and r.get("verdicts")
+             and isinstance(r.get("drift"), dict) and isinstance(r["drift"].get("bound"), (int, float))
+             and r["drift"]["bound"] > 1]
+    if not stale:
+        return
+    body = validate_body({**out, "schema_version": SCHEMA_VERSION})
+    alpha = decisions_config(body).alpha
+    for entry in stale:
+        typed = LatencyRatio.model_validate(entry)
+        widening = widened_intervals(typed.intervals, typed.drift.bound if typed.drift else None, alpha)
+        entry["widened"] = {run: point.model_dump(mode="python") for run, point in widening.items()}
     if isinstance(out["decisions"].get("post"), dict):
         out["decisions"]["post"].pop("document", None)
 

@@ -9,7 +9,7 @@ problems it finds, one line each (empty: none):
 - :func:`direction_problems`: every direction a claim states is its stored verdict's (``different`` and
   ``non_inferior`` only);
 - :func:`interval_problems`: the interval printed is the one its label names (``within_run``: the ratio's own,
-  ``widened_by_drift``: the verdict's, widened by the stored drift bound and so wider than the ratio's own,
+  ``widened_by_drift``: the ratio's own widened by the stored drift bound (``widened``), so wider than it,
   ``paired_t``: a ranking verdict's);
 - :func:`disagreement_problems`: claims about one subject, metric and variant never say two things;
 - :func:`code_problems`: a keyed statement's code (``post.closings.drop_in``: the conclusion's vectors and contract
@@ -227,12 +227,13 @@ def interval_problems(summary: Summary, document: PostDocument | None = None) ->
         if kind == "widened_by_drift":
             base = _ratio_path(c.source)
             bound = _walk(data, f"{base}.drift.bound")
-            if ".verdicts." not in at or not isinstance(bound, (int, float)) or bound <= 1 or \
+            point = c.source.split(".verdicts.", 1)[1] if ".verdicts." in c.source else ""
+            if at != f"{base}.widened.{point}" or not isinstance(bound, (int, float)) or bound <= 1 or \
                     not _equal(bound, c.estimate.widened_by):
-                out.append(f"{where} by {c.estimate.widened_by}, but '{at}' is not a verdict widened by the stored "
-                           f"bound ({None if bound is MISSING else bound})")
+                out.append(f"{where} by {c.estimate.widened_by}, but '{at}' is not its ratio's interval widened by "
+                           f"the stored bound ({None if bound is MISSING else bound})")
                 continue
-            own = _walk(data, f"{base}.intervals.{c.source.split('.verdicts.', 1)[1]}")
+            own = _walk(data, f"{base}.intervals.{point}")
             low, high = (_number(own, "low"), _number(own, "high")) if isinstance(own, dict) else (None, None)
             if isinstance(low, (int, float)) and isinstance(high, (int, float)) and c.estimate.low is not None \
                     and c.estimate.high is not None and not (c.estimate.low < low and c.estimate.high > high):

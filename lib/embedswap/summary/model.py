@@ -1,4 +1,4 @@
-"""The typed shape of summary.json (schema version 3), as pydantic models.
+"""The typed shape of summary.json (schema version 4), as pydantic models.
 
 Every section and every object inside it is typed and closed (``extra="forbid"``): a renamed or unknown key fails
 at load with its path, rather than being read wrongly. Only data that is genuinely open stays a dict (a user's
@@ -157,7 +157,7 @@ class Target(Section):
 
 class SummaryBody(Strict):
     """summary.json without its ``decisions``: what :func:`embedswap.analysis.decide` reads to compute them."""
-    schema_version: Literal[3]
+    schema_version: Literal[4]
     generated: str
     experiment: ExperimentInfo
     model: ModelInfo
@@ -199,7 +199,7 @@ _SHOWN_FIELD = {"p50": "p50_ms", "p99": "p99_ms", "docs_per_s": "docs_per_s"}
 
 
 class Summary(SummaryBody):
-    """summary.json, schema version 3."""
+    """summary.json, schema version 4."""
     decisions: Decisions
 
     def latency_ratio(self, name: str | None, run: str, figure: RatioFigure) -> RatioInterval | None:

@@ -172,6 +172,19 @@ class PointRatio(Strict):
     docs_per_s: RatioInterval
 
 
+class WidenedInterval(Strict):
+    """A stored 95 % ratio interval widened by the host drift bound: the interval its verdict was decided on, at the
+    stored interval's confidence (:func:`embedswap.analysis.latency_verdicts.widened`), so always wider than it."""
+    low: float | None
+    high: float | None
+
+
+class WidenedPoint(Strict):
+    p50: WidenedInterval
+    p99: WidenedInterval
+    docs_per_s: WidenedInterval
+
+
 class LatencyRatio(Strict):
     """One candidate over the legacy server: per operating point the pooled ratio of each figure with its 95 %
     bootstrap interval and n (``intervals``, the one stored value every reader prints), and the verdicts against
@@ -181,6 +194,9 @@ class LatencyRatio(Strict):
     verdicts: dict[str, PointVerdicts] = {}
     verdict: Verdict | None = None  # the article's two points combined: the latency headline
     drift: HostDrift | None = None
+    # only where the drift bound exceeds 1: per point, each figure's interval widened by it (what the post prints
+    # under the drift label); the verdicts' own low/high are the same interval at their (1 - 2 alpha) confidence
+    widened: dict[str, WidenedPoint] = {}
 
     def verdicts_at(self, run: str) -> PointVerdicts | None:
         """The verdicts of one operating point (sequential, concurrent, sweep_c<n>), or None: not decided."""

@@ -2,10 +2,11 @@
 :class:`~embedswap.summary.estimate.Estimate` whose interval is the one its label names.
 
 A latency verdict decided (not inconclusive, failed or unmeasured) on an interval widened by the host drift
-(a bound that prints above 1.00x) prints that widened interval at the ratio's 95 % (``decisions.latency.ratios.<c>
-.widened``), labelled ``widened_by_drift``, not the verdict's own low/high: those are at its (1 - 2 alpha)
-confidence and at a small n narrower than the unwidened 95 % interval the report prints; otherwise the ratio's own
-within-run interval (``decisions.latency.ratios.<c>.intervals``), labelled ``within_run``. A ranking verdict prints its (1 - 2 alpha) interval of the per-query deltas (``paired_t``)."""
+(a bound that prints above 1.00x) prints that widened interval at the ratio's 95 %
+(``decisions.latency.ratios.<c>.widened``), labelled ``widened_by_drift``, not the verdict's own low/high: those are
+at its (1 - 2 alpha) confidence and at a small n narrower than the unwidened 95 % interval the report prints;
+otherwise the ratio's own within-run interval (``decisions.latency.ratios.<c>.intervals``), labelled
+``within_run``. A ranking verdict prints its (1 - 2 alpha) interval of the per-query deltas (``paired_t``)."""
 
 from __future__ import annotations
 

@@ -27,6 +27,13 @@ from embedswap.vectorstore.tables import (
 )
 
 
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _postgres_running(folder: Path) -> list[psutil.Process]:
     out = []
     for proc in psutil.process_iter(attrs=("cmdline",)):
@@ -160,10 +167,16 @@ def test_server_killed_mid_run_is_store_lost_and_nothing_is_left(tmp_path: Path)
         pid = server.process.pid  # type: ignore[union-attr]
         create_table(store.conn, store.schema, "docs", 8)
         bulk_load(store.conn, store.schema, "docs", rng.normal(size=(50, 8)).astype(np.float32))
+        # PostgreSQL makes each backend a session leader of its own, so the group kill reaches the postmaster
+        # but not this connection's backend, which exits only when it notices the postmaster's death: under
+        # load it could still answer one more query (stop 72's CI). Killing it too makes the loss certain.
+        backend = psutil.Process(store.conn.info.backend_pid)
         os.killpg(pid, signal.SIGKILL)
+        backend.kill()
         deadline = time.monotonic() + 10
-        while server.alive() and time.monotonic() < deadline:
+        while (server.alive() or _running(backend)) and time.monotonic() < deadline:
             time.sleep(0.05)
+        assert not server.alive() and not _running(backend)
         with pytest.raises(StoreLost, match="went away while searching") as lost:
             search(store.conn, store.schema, "docs", rng.normal(size=(3, 8)), 5, "cosine")
         assert "\n" not in str(lost.value)

@@ -144,6 +144,9 @@ def test_user_dsn_wrong_dsn_and_a_server_lost_mid_run(tmp_path: Path, monkeypatc
                              .read_text().splitlines()[0])
             assert pid != postmaster
             os.killpg(postmaster, signal.SIGKILL)
+            # the backend is a session leader of its own (PostgreSQL's setsid): the group kill leaves it to notice
+            # the postmaster's death later, and under load it could answer the rest of "b"'s searches
+            os.kill(pid, signal.SIGKILL)
         return real_search(conn, *args, **kwargs)
 
     monkeypatch.setattr(searches, "store_search", dying_search)

@@ -159,6 +159,8 @@ def _cosine_cause(backend: str, cos: np.ndarray, ids: list[str], threshold: floa
 
 def _norm_cause(backend: str, reference: np.ndarray, vectors: np.ndarray) -> dict[str, Any]:
     """A cause when the median norm differs from the reference's beyond rounding (cosine alone cannot see it)."""
+    if not len(reference) or not len(vectors):  # no median to compare (numpy warns on an empty one)
+        return {}
     with np.errstate(invalid="ignore"):
         ref = float(np.median(np.linalg.norm(np.asarray(reference, dtype=np.float64), axis=1)))
         got = float(np.median(np.linalg.norm(np.asarray(vectors, dtype=np.float64), axis=1)))

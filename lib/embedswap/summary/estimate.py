@@ -4,9 +4,10 @@ never chosen apart from it.
 
 ``within_run``: the ratio's own 95 % bootstrap interval over this run's requests
 (``decisions.latency.ratios.<c>.intervals``); ``widened_by_drift``: that interval widened by the host drift bound,
-the one the latency verdicts are decided on (the verdict's ``low``/``high``); ``paired_t``: the (1 - 2 alpha)
-interval of the per-query deltas a ranking verdict is decided on; ``bootstrap``: a paired bootstrap of per-query
-deltas (``decisions.ranking...tests``); ``none``: no interval (too few, or a figure without one)."""
+the one the latency verdicts are decided on (``decisions.latency.ratios.<c>.widened``, at the same 95 %);
+``paired_t``: the (1 - 2 alpha) interval of the per-query deltas a ranking verdict is decided on; ``bootstrap``: a
+paired bootstrap of per-query deltas (``decisions.ranking...tests``); ``none``: no interval (too few, or a figure
+without one)."""
 
 from __future__ import annotations
 
